@@ -1,0 +1,60 @@
+"""``robot-identification`` command line.
+
+Sub-commands live in :mod:`robot_identification.commands`, one module each, found
+automatically: a module defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and
+``run(args) -> int``. Errors of the core (:class:`IdentificationError`) become one
+line on stderr and exit code 2.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+from robot_identification import __version__, commands
+from robot_identification.errors import IdentificationError
+
+
+def _command_modules():
+    mods = []
+    for info in pkgutil.iter_modules(commands.__path__):
+        if info.name.startswith("_"):
+            continue
+        mod = importlib.import_module(f"{commands.__name__}.{info.name}")
+        if hasattr(mod, "NAME") and hasattr(mod, "run"):
+            mods.append(mod)
+    return sorted(mods, key=lambda m: getattr(m, "ORDER", 50))
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="robot-identification",
+        description="Identify dynamic parameters of rigid and elastic-joint robot arms.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for mod in _command_modules():
+        p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
+        mod.add_arguments(p)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_run", None):
+        parser.print_help()
+        return 1
+    try:
+        return int(args._run(args) or 0)
+    except IdentificationError as exc:
+        print(f"robot-identification {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

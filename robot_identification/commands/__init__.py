@@ -1,0 +1,1 @@
+"""Sub-commands of the ``robot-identification`` CLI (one module each, discovered by cli.py)."""

@@ -1,0 +1,189 @@
+"""Dataset: one recorded (or simulated) run, independent of its file format."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from robot_identification.errors import DataError
+
+_ARRAYS = ("q", "dq", "ddq", "theta", "dtheta", "ddtheta", "tau")
+
+
+@dataclass
+class Dataset:
+    """Motion data of one run.
+
+    Attributes
+    ----------
+    t : ndarray (N,)
+        Sample times [s], strictly increasing.
+    q : ndarray (N, n)
+        Link-side joint positions [rad | m].
+    tau : ndarray (N, n)
+        Rigid arms: joint torques. Elastic arms: motor torques u, link-referred [N*m].
+    joint_names : tuple of str
+    theta : ndarray (N, n) or None
+        Link-referred motor positions (elastic arms) [rad].
+    dq, ddq, dtheta, ddtheta : ndarray (N, n) or None
+        Measured derivatives; when absent they are computed numerically.
+    true_parameters : dict or None
+        Standard parameter name -> value, for simulated data with known parameters.
+    metadata : dict
+        Free-form provenance (robot, seed, SNR, source file, ...).
+    """
+
+    t: np.ndarray
+    q: np.ndarray
+    tau: np.ndarray
+    joint_names: tuple
+    theta: np.ndarray | None = None
+    dq: np.ndarray | None = None
+    ddq: np.ndarray | None = None
+    dtheta: np.ndarray | None = None
+    ddtheta: np.ndarray | None = None
+    true_parameters: dict | None = None
+    metadata: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.joint_names = tuple(self.joint_names)
+        self.t = np.asarray(self.t, dtype=float)
+        for name in _ARRAYS:
+            v = getattr(self, name)
+            if v is not None:
+                setattr(self, name, np.asarray(v, dtype=float))
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.t.shape[0])
+
+    @property
+    def sample_rate(self) -> float:
+        """Median sampling rate [Hz]."""
+        return float(1.0 / np.median(np.diff(self.t)))
+
+    def validate(self, min_samples: int = 10, elastic: bool | None = None):
+        """Check shapes, finiteness and time stamps.
+
+        Raises
+        ------
+        DataError
+            Mismatched lengths or joint counts, NaN/inf values, non-increasing time,
+            fewer than ``min_samples`` samples, or missing motor positions for an
+            elastic arm.
+        """
+        N = self.t.shape[0] if self.t.ndim == 1 else -1
+        if self.t.ndim != 1:
+            raise DataError(f"time vector t must be 1-D, got shape {self.t.shape}")
+        if N < min_samples:
+            raise DataError(f"dataset has {N} samples; at least {min_samples} are needed")
+        n = len(self.joint_names)
+        for name in _ARRAYS:
+            v = getattr(self, name)
+            if v is None:
+                continue
+            if v.ndim != 2 or v.shape[1] != n:
+                raise DataError(f"'{name}' has shape {v.shape}; expected ({N}, {n}) for "
+                                f"joints {list(self.joint_names)}")
+            if v.shape[0] != N:
+                raise DataError(f"'{name}' has {v.shape[0]} samples but t has {N} "
+                                f"(mismatched lengths)")
+            bad = ~np.isfinite(v)
+            if bad.any():
+                i, j = np.argwhere(bad)[0]
+                raise DataError(f"'{name}' contains {int(bad.sum())} NaN/inf value(s), first "
+                                f"at sample {i} (t = {self.t[i]:.6g} s), joint "
+                                f"'{self.joint_names[j]}'")
+        if not np.all(np.isfinite(self.t)):
+            raise DataError("time vector t contains NaN/inf")
+        dt = np.diff(self.t)
+        if np.any(dt <= 0):
+            i = int(np.flatnonzero(dt <= 0)[0])
+            raise DataError(f"time is not strictly increasing at sample {i + 1} "
+                            f"(t = {self.t[i]:.6g} -> {self.t[i + 1]:.6g} s)")
+        if elastic and self.theta is None:
+            raise DataError("the robot has elastic joints but the dataset has no motor "
+                            "positions (theta / motor_states)")
+        return self
+
+    def select_joints(self, names):
+        """Dataset restricted/reordered to ``names``.
+
+        Raises
+        ------
+        DataError
+            A joint missing from the dataset.
+        """
+        names = tuple(names)
+        missing = [n for n in names if n not in self.joint_names]
+        if missing:
+            raise DataError(f"dataset has no joint(s) {missing}; it has {list(self.joint_names)}")
+        if names == self.joint_names:
+            return self
+        idx = [self.joint_names.index(n) for n in names]
+        kw = {k: (None if getattr(self, k) is None else getattr(self, k)[:, idx])
+              for k in _ARRAYS}
+        return replace(self, joint_names=names, **kw)
+
+    def slice(self, sl):
+        """Samples ``sl`` (slice or index array) of the dataset."""
+        kw = {k: (None if getattr(self, k) is None else getattr(self, k)[sl]) for k in _ARRAYS}
+        return replace(self, t=self.t[sl], **kw)
+
+    # ------------------------------------------------------------------ NPZ
+    def save_npz(self, path):
+        """Write the dataset to a ``.npz`` file (format documented in docs/data-formats.md)."""
+        arrays = {k: getattr(self, k) for k in _ARRAYS if getattr(self, k) is not None}
+        meta = {"joint_names": list(self.joint_names), "metadata": self.metadata,
+                "true_parameters": self.true_parameters, "format": "robot_identification/1"}
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.savez_compressed(path, t=self.t, meta=np.array(json.dumps(meta)), **arrays)
+        return path
+
+    @classmethod
+    def load_npz(cls, path):
+        """Read a dataset written by :meth:`save_npz`.
+
+        Raises
+        ------
+        DataError
+            Missing file or not a robot_identification NPZ.
+        """
+        path = Path(path)
+        if not path.is_file():
+            raise DataError(f"dataset file '{path}' does not exist")
+        try:
+            z = np.load(path, allow_pickle=False)
+            meta = json.loads(str(z["meta"]))
+            kw = {k: z[k] for k in _ARRAYS if k in z.files}
+            t = z["t"]
+        except (KeyError, ValueError, OSError) as exc:
+            raise DataError(f"'{path}' is not a robot_identification dataset: {exc}") from None
+        return cls(t=t, joint_names=meta["joint_names"], true_parameters=meta.get("true_parameters"),
+                   metadata=meta.get("metadata", {}), **kw)
+
+
+def load_dataset(path, **kwargs):
+    """Load a dataset from a ``.npz`` file or a rosbag2 directory / ``.mcap`` file.
+
+    Raises
+    ------
+    DataError
+        Unknown format or unreadable file.
+    """
+    path = Path(path)
+    if path.suffix == ".npz":
+        return Dataset.load_npz(path)
+    if path.is_dir() or path.suffix in (".mcap", ".db3"):
+        from robot_identification.data import _bag
+        return _bag.read_bag(path, **kwargs)
+    if path.suffix == ".csv":
+        from robot_identification.data import _csv
+        return _csv.read_csv(path, **kwargs)
+    if not path.exists():
+        raise DataError(f"dataset '{path}' does not exist")
+    raise DataError(f"unknown dataset format '{path}': expected .npz, .csv, .mcap or a "
+                    f"rosbag2 directory")

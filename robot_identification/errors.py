@@ -1,0 +1,27 @@
+"""Exception hierarchy of robot_identification.
+
+Every error the core raises on bad input is an :class:`IdentificationError`
+subclass whose message names the offending input, what was expected and, where
+possible, the likely fix. The CLI maps these to a one-line error and a non-zero
+exit code; the ROS nodes return them as ``success=False, message=...``.
+"""
+
+
+class IdentificationError(Exception):
+    """Base class of all errors raised by robot_identification on bad input."""
+
+
+class ConfigError(IdentificationError, ValueError):
+    """A robot YAML configuration is malformed (unknown key, wrong type, bad value)."""
+
+
+class ModelError(IdentificationError, ValueError):
+    """A URDF/xacro cannot be turned into the configured robot model."""
+
+
+class DataError(IdentificationError, ValueError):
+    """A dataset is unusable (NaN, mismatched lengths, too few samples, bad units)."""
+
+
+class ExcitationError(DataError):
+    """The data do not excite some base parameters (rank-deficient observation matrix)."""

@@ -1,0 +1,9 @@
+"""Estimators of base parameters.
+
+- :class:`NormalEquations` -- per-row-group sufficient statistics, accumulated in blocks
+- :func:`ols`, :func:`wls` -- ordinary / weighted least squares with covariance
+- :class:`Estimate` -- values, covariance, standard deviations, relative std [%], residuals
+- :func:`condition_number` -- of the observation matrix
+"""
+from robot_identification.estimation._least_squares import (  # noqa: F401
+    Estimate, NormalEquations, condition_number, ols, wls)

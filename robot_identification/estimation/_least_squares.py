@@ -1,0 +1,205 @@
+"""Ordinary and weighted least squares on accumulated normal equations."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.linalg
+
+from robot_identification.errors import DataError
+
+
+class NormalEquations:
+    """Sufficient statistics of a linear observation system, accumulated block by block.
+
+    For each row group j (one row of the per-sample regressor: a joint equation, or for
+    elastic arms a link or motor equation) it keeps G_j = W_j^T W_j, b_j = W_j^T y_j,
+    c_j = y_j^T y_j and the row count. OLS, WLS with per-group weights, residuals per
+    group and covariances follow without keeping W, so memory is O(rows * p^2)
+    whatever the recording length.
+
+    Parameters
+    ----------
+    n_parameters : int
+        p, columns of the (base) observation matrix.
+    n_groups : int
+        Rows per sample.
+    """
+
+    def __init__(self, n_parameters: int, n_groups: int):
+        self.p = n_parameters
+        self.groups = n_groups
+        self.G = np.zeros((n_groups, n_parameters, n_parameters))
+        self.b = np.zeros((n_groups, n_parameters))
+        self.c = np.zeros(n_groups)
+        self.count = np.zeros(n_groups, dtype=np.int64)
+
+    def add(self, W, y, mask=None):
+        """Add a block.
+
+        Parameters
+        ----------
+        W : ndarray, shape (N, n_groups, p)
+        y : ndarray, shape (N, n_groups)
+        mask : ndarray of bool, shape (N, n_groups), optional
+            Rows to use (e.g. a velocity threshold applied to friction rows only).
+        """
+        W = np.asarray(W, dtype=float)
+        y = np.asarray(y, dtype=float)
+        if W.ndim != 3 or W.shape[1:] != (self.groups, self.p) or y.shape != W.shape[:2]:
+            raise DataError(f"block shapes W {W.shape}, y {y.shape} do not match "
+                            f"(N, {self.groups}, {self.p}) / (N, {self.groups})")
+        if mask is not None:
+            mask = np.asarray(mask, dtype=bool)
+            W = W * mask[:, :, None]
+            y = y * mask
+            self.count += mask.sum(axis=0)
+        else:
+            self.count += W.shape[0]
+        self.G += np.einsum("nji,njk->jik", W, W)
+        self.b += np.einsum("nji,nj->ji", W, y)
+        self.c += np.einsum("nj,nj->j", y, y)
+
+    def __iadd__(self, other):
+        self.G += other.G
+        self.b += other.b
+        self.c += other.c
+        self.count += other.count
+        return self
+
+    @property
+    def gram(self):
+        """W^T W over all groups, shape (p, p)."""
+        return self.G.sum(axis=0)
+
+    def residual_sums(self, x):
+        """Sum of squared residuals per group, shape (n_groups,)."""
+        r = self.c - 2 * self.b @ x + np.einsum("i,jik,k->j", x, self.G, x)
+        return np.maximum(r, 0.0)
+
+
+@dataclass
+class Estimate:
+    """Result of a least-squares estimate.
+
+    Attributes
+    ----------
+    values : ndarray (p,)
+    covariance : ndarray (p, p)
+    std : ndarray (p,)
+        Standard deviations sqrt(diag(covariance)).
+    relative_std : ndarray (p,)
+        100 * std / |value| [%] (inf where the value is 0).
+    residual_rms : ndarray (n_groups,)
+        RMS of the residual per row group (same unit as the left-hand side).
+    sigma2 : ndarray (n_groups,)
+        Noise variance estimate per group used for the covariance.
+    condition_number : float
+        2-norm condition number of the observation matrix (from its Gram matrix).
+    method : str
+    n_rows : int
+    weights : ndarray (n_groups,)
+    """
+
+    values: np.ndarray
+    covariance: np.ndarray
+    std: np.ndarray
+    relative_std: np.ndarray
+    residual_rms: np.ndarray
+    sigma2: np.ndarray
+    condition_number: float
+    method: str
+    n_rows: int
+    weights: np.ndarray = field(default=None)
+
+
+def condition_number(gram):
+    """2-norm condition number of W from G = W^T W (sqrt of the eigenvalue ratio)."""
+    ev = np.linalg.eigvalsh(gram)
+    if ev[0] <= 0:
+        return float("inf")
+    return float(np.sqrt(ev[-1] / ev[0]))
+
+
+def _solve(G, b):
+    d = np.sqrt(np.diag(G))
+    if np.any(d == 0):
+        raise DataError("observation matrix has a zero column: a parameter is not excited")
+    D = 1.0 / d
+    Gs = G * D[:, None] * D[None, :]
+    try:
+        cf = scipy.linalg.cho_factor(Gs)
+        xs = scipy.linalg.cho_solve(cf, b * D)
+        inv = scipy.linalg.cho_solve(cf, np.eye(len(b)))
+    except np.linalg.LinAlgError:
+        xs = np.linalg.lstsq(Gs, b * D, rcond=None)[0]
+        inv = np.linalg.pinv(Gs)
+    return xs * D, inv * D[:, None] * D[None, :]
+
+
+def _finish(neq, x, inv, sigma2, method, weights, gram):
+    n_rows = int(neq.count.sum())
+    cov = inv if method != "ols" else inv * sigma2.mean()
+    std = np.sqrt(np.clip(np.diag(cov), 0, None))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = 100.0 * std / np.abs(x)
+    rms = np.sqrt(neq.residual_sums(x) / np.maximum(neq.count, 1))
+    return Estimate(values=x, covariance=cov, std=std, relative_std=rel, residual_rms=rms,
+                    sigma2=sigma2, condition_number=condition_number(gram), method=method,
+                    n_rows=n_rows, weights=weights)
+
+
+def ols(neq: NormalEquations) -> Estimate:
+    """Ordinary least squares beta = (W^T W)^-1 W^T y.
+
+    Covariance sigma^2 (W^T W)^-1 with sigma^2 = |r|^2 / (M - p) (De Luca slides 10-13;
+    Zollo et al. 2014, eq. 38, 42; Szabó & Gincsainé 2021, eq. 17-18).
+
+    Raises
+    ------
+    DataError
+        Fewer rows than parameters, or a zero column.
+    """
+    M = int(neq.count.sum())
+    if M <= neq.p:
+        raise DataError(f"{M} equations for {neq.p} base parameters: too few samples")
+    G = neq.gram
+    x, inv = _solve(G, neq.b.sum(axis=0))
+    s2 = neq.residual_sums(x).sum() / (M - neq.p)
+    return _finish(neq, x, inv, np.full(neq.groups, s2), "ols", np.ones(neq.groups), G)
+
+
+def wls(neq: NormalEquations, sigma=None, floor=1e-12) -> Estimate:
+    """Weighted least squares with one noise variance per row group.
+
+    beta = (W^T S^-1 W)^-1 W^T S^-1 y with S = diag(sigma_j^2) per group (Szabó &
+    Gincsainé 2021, eq. 19; Gautier's per-joint weighting). When ``sigma`` is not
+    given, sigma_j^2 is estimated from the OLS residuals of group j:
+    |r_j|^2 / (M_j - p / n_groups). The covariance is (W^T S^-1 W)^-1, the
+    Cramér-Rao bound for Gaussian noise of those variances.
+
+    Parameters
+    ----------
+    neq : NormalEquations
+    sigma : array_like (n_groups,), optional
+        Known noise standard deviation per group (same unit as y).
+    floor : float
+        Lower bound on sigma_j^2 relative to the largest, for groups fitted exactly.
+    """
+    M = int(neq.count.sum())
+    if M <= neq.p:
+        raise DataError(f"{M} equations for {neq.p} base parameters: too few samples")
+    if sigma is None:
+        x0, _ = _solve(neq.gram, neq.b.sum(axis=0))
+        dof = np.maximum(neq.count - neq.p / neq.groups, 1.0)
+        s2 = neq.residual_sums(x0) / dof
+    else:
+        s2 = np.asarray(sigma, dtype=float) ** 2
+        if s2.shape != (neq.groups,) or np.any(s2 <= 0):
+            raise DataError(f"sigma must hold {neq.groups} positive values, got {sigma!r}")
+    s2 = np.maximum(s2, floor * s2.max())
+    w = 1.0 / s2
+    Gw = np.einsum("j,jik->ik", w, neq.G)
+    bw = w @ neq.b
+    x, inv = _solve(Gw, bw)
+    return _finish(neq, x, inv, s2, "wls", w, neq.gram)

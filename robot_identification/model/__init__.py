@@ -1,0 +1,16 @@
+"""Robot model: configuration YAML + URDF -> pinocchio model and parameter layout.
+
+- :func:`load_robot_config`, :func:`parse_robot_config` -- validated robot configuration
+- :class:`RobotModel` -- pinocchio model, drive data, standard parameter layout
+- :func:`load_robot` -- a shipped robot by name, or config/URDF files
+- :func:`transform_standard_parameters` -- standard parameters under a change of frame
+"""
+from robot_identification.model._config import (  # noqa: F401
+    DRIVE_PARAMETERS, FRICTION_MODELS, FrictionConfig, IdentificationSettings, JointConfig,
+    JointLimits, RobotConfig, SimulationSettings, load_robot_config, parse_robot_config)
+from robot_identification.model._inertia import (  # noqa: F401
+    INERTIAL_NAMES, frame_change_matrix, transform_standard_parameters)
+from robot_identification.model._robot_model import (  # noqa: F401
+    ParameterLayout, RobotModel, read_urdf)
+from robot_identification.model._robots import (  # noqa: F401
+    available_robots, load_robot, robot_files, share_directory)

@@ -1,0 +1,389 @@
+"""Robot configuration: one YAML per robot, loaded into frozen dataclasses.
+
+The YAML names the URDF, gravity, the dynamic model (rigid or elastic joints),
+the friction model, and per joint the drive data (gear ratio, nominal rotor
+inertia, stiffness, friction), limits and the frame in which the body's standard
+parameters are expressed. Unknown keys, missing keys and wrong types raise
+:class:`~robot_identification.errors.ConfigError` naming the file and key.
+The schema is documented in ``config/README.md``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from robot_identification.errors import ConfigError
+
+#: Friction models of the identification regressor (per joint, same for all joints).
+#: ``viscous``: f_v * v; ``coulomb_viscous``: f_c * sign(v) + f_v * v;
+#: ``static``: Szabó & Gincsainé (2021) eq. 7-9, stiction * (2/pi) atan(Kv v) +
+#: stribeck * (2/pi) atan(delta v) + f_v * v.
+FRICTION_MODELS = ("none", "viscous", "coulomb_viscous", "static")
+
+#: Drive parameter names per joint, in regressor column order.
+DRIVE_PARAMETERS = ("rotor_inertia", "K", "D", "fv", "fc", "fs", "fsc", "fo")
+
+DRIVE_PARAMETER_UNITS = {
+    "rotor_inertia": "kg*m^2", "K": "N*m/rad", "D": "N*m*s/rad", "fv": "N*m*s/rad",
+    "fc": "N*m", "fs": "N*m", "fsc": "N*m", "fo": "N*m",
+}
+
+DRIVE_PARAMETER_DESCRIPTIONS = {
+    "rotor_inertia": "rotor inertia about its spin axis (motor side)",
+    "K": "joint stiffness", "D": "joint damping", "fv": "viscous friction",
+    "fc": "Coulomb friction", "fs": "stiction (Szabó static model)",
+    "fsc": "Coulomb minus stiction (Szabó static model)", "fo": "torque offset",
+}
+
+
+class _Reader:
+    """Strict reader of one YAML mapping: every key must be consumed or is reported."""
+
+    def __init__(self, data: Any, where: str):
+        if data is None:
+            data = {}
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"{where}: expected a mapping, got {type(data).__name__}")
+        self.data = dict(data)
+        self.where = where
+        self.used: set[str] = set()
+
+    def _get(self, key, default, required):
+        self.used.add(key)
+        if key not in self.data or self.data[key] is None:
+            if required:
+                raise ConfigError(f"{self.where}: missing required key '{key}'")
+            return default, False
+        return self.data[key], True
+
+    def number(self, key, default=None, *, required=False, minimum=None, positive=False,
+               unit=""):
+        value, present = self._get(key, default, required)
+        if not present:
+            return value
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{self.where}.{key}: expected a number{_u(unit)}, "
+                              f"got {value!r} ({type(value).__name__})")
+        value = float(value)
+        if not math.isfinite(value):
+            raise ConfigError(f"{self.where}.{key}: must be finite, got {value}")
+        if positive and value <= 0:
+            raise ConfigError(f"{self.where}.{key}: must be > 0{_u(unit)}, got {value}")
+        if minimum is not None and value < minimum:
+            raise ConfigError(f"{self.where}.{key}: must be >= {minimum}{_u(unit)}, got {value}")
+        return value
+
+    def integer(self, key, default=None, *, required=False, minimum=None):
+        value, present = self._get(key, default, required)
+        if not present:
+            return value
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{self.where}.{key}: expected an integer, got {value!r}")
+        if minimum is not None and value < minimum:
+            raise ConfigError(f"{self.where}.{key}: must be >= {minimum}, got {value}")
+        return value
+
+    def string(self, key, default=None, *, required=False, choices=None):
+        value, present = self._get(key, default, required)
+        if not present:
+            return value
+        if not isinstance(value, str):
+            raise ConfigError(f"{self.where}.{key}: expected a string, got {value!r}")
+        if choices is not None and value not in choices:
+            raise ConfigError(f"{self.where}.{key}: must be one of {list(choices)}, got '{value}'")
+        return value
+
+    def boolean(self, key, default=False):
+        value, present = self._get(key, default, False)
+        if present and not isinstance(value, bool):
+            raise ConfigError(f"{self.where}.{key}: expected true or false, got {value!r}")
+        return value
+
+    def vector(self, key, length=None, default=None, *, required=False, unit=""):
+        value, present = self._get(key, default, required)
+        if not present:
+            return None if value is None else tuple(float(v) for v in value)
+        if not isinstance(value, (list, tuple)) or any(
+                isinstance(v, bool) or not isinstance(v, (int, float)) for v in value):
+            raise ConfigError(f"{self.where}.{key}: expected a list of numbers{_u(unit)}, "
+                              f"got {value!r}")
+        if length is not None and len(value) != length:
+            raise ConfigError(f"{self.where}.{key}: expected {length} numbers, got {len(value)}")
+        if not all(math.isfinite(float(v)) for v in value):
+            raise ConfigError(f"{self.where}.{key}: all entries must be finite, got {value!r}")
+        return tuple(float(v) for v in value)
+
+    def mapping(self, key, *, required=False) -> "_Reader":
+        value, _ = self._get(key, {}, required)
+        return _Reader(value, f"{self.where}.{key}")
+
+    def raw(self, key, default=None):
+        value, _ = self._get(key, default, False)
+        return value
+
+    def finish(self):
+        unknown = sorted(set(self.data) - self.used)
+        if unknown:
+            raise ConfigError(f"{self.where}: unknown key(s) {unknown}; "
+                              f"allowed: {sorted(self.used)}")
+
+
+def _u(unit):
+    return f" [{unit}]" if unit else ""
+
+
+@dataclass(frozen=True)
+class JointLimits:
+    """Joint limits, SI units (rad, rad/s, rad/s^2, N*m); ``None`` when not given."""
+
+    position: tuple[float, float] | None = None
+    velocity: float | None = None
+    acceleration: float | None = None
+    effort: float | None = None
+
+
+@dataclass(frozen=True)
+class JointConfig:
+    """Per-joint drive and transmission data.
+
+    Attributes
+    ----------
+    name : str
+        URDF joint name.
+    gear_ratio : float
+        Reduction k_m: motor angle = k_m * theta, theta the link-referred motor
+        position (Zollo et al. 2014, notation of Sec. 2). The rotor inertia column
+        is scaled by k_m^2 (link-referred rotor inertia = rotor_inertia * k_m^2).
+    body_frame : str or None
+        URDF frame in which the standard parameters of the body moved by this joint
+        are expressed (e.g. a DH frame); ``None``: the joint frame (pinocchio's).
+    limits : JointLimits
+    drive : dict
+        Nominal ("true" for simulation) drive parameters by name, see
+        :data:`DRIVE_PARAMETERS`.
+    simulation_friction : dict or None
+        Friction law used only by the simulator (e.g. Zollo's Stribeck eq. 43).
+    """
+
+    name: str
+    gear_ratio: float = 1.0
+    body_frame: str | None = None
+    limits: JointLimits = field(default_factory=JointLimits)
+    drive: Mapping[str, float] = field(default_factory=dict)
+    simulation_friction: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class FrictionConfig:
+    """Friction model of the identification regressor.
+
+    ``stiction_sharpness`` (K_v, s/rad) and ``stribeck_sharpness`` (delta, s/rad)
+    are the fixed shape constants of Szabó & Gincsainé (2021), eq. 7-8.
+    """
+
+    model: str = "coulomb_viscous"
+    offset: bool = False
+    stiction_sharpness: float = 100.0
+    stribeck_sharpness: float = 10.0
+
+
+@dataclass(frozen=True)
+class IdentificationSettings:
+    """Default pre-processing and estimation settings of the batch pipeline."""
+
+    filter_order: int = 5               # Butterworth order (zero-phase)
+    cutoff_hz: float | None = 20.0      # Butterworth cut-off [Hz]; None: no filtering
+    differentiation: str = "central"    # central | savgol
+    savgol_window: float = 0.05         # Savitzky-Golay window [s]
+    savgol_order: int = 3
+    velocity_threshold: float = 0.0     # reject samples with |velocity| below [rad/s]
+    estimator: str = "ols"              # ols | wls
+    decimate: int = 1                   # keep every k-th sample after filtering
+
+
+@dataclass(frozen=True)
+class SimulationSettings:
+    """Simulator and controller settings (see :mod:`robot_identification.simulation`)."""
+
+    rate_hz: float = 1000.0
+    substeps: int = 0                    # RK4 sub-steps per control period; 0: automatic
+    encoder_counts: int = 1_250_000      # counts/rev; 0: no quantisation
+    kp: tuple[float, ...] | None = None  # PD gains per joint [N*m/rad]
+    kd: tuple[float, ...] | None = None  # [N*m*s/rad]
+    excitation: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RobotConfig:
+    """A robot configuration (immutable). Build with :func:`load_robot_config`."""
+
+    name: str
+    urdf_path: Path | None
+    gravity: tuple[float, float, float]
+    model: str
+    coupling: str
+    damping: bool
+    friction: FrictionConfig
+    joints: tuple[JointConfig, ...]
+    identification: IdentificationSettings
+    simulation: SimulationSettings
+    source: Path | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def elastic(self) -> bool:
+        return self.model == "elastic"
+
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        return tuple(j.name for j in self.joints)
+
+
+def _load_joint(item, where) -> JointConfig:
+    r = _Reader(item, where)
+    name = r.string("name", required=True)
+    gear = r.number("gear_ratio", 1.0, positive=True)
+    body_frame = r.string("body_frame")
+    lim = r.mapping("limits")
+    pos = lim.vector("position", 2, unit="rad")
+    if pos is not None and pos[0] >= pos[1]:
+        raise ConfigError(f"{where}.limits.position: lower {pos[0]} must be below upper {pos[1]}")
+    limits = JointLimits(
+        position=pos,
+        velocity=lim.number("velocity", positive=True, unit="rad/s"),
+        acceleration=lim.number("acceleration", positive=True, unit="rad/s^2"),
+        effort=lim.number("effort", positive=True, unit="N*m"),
+    )
+    lim.finish()
+    drv = r.mapping("drive")
+    drive = {}
+    for key in DRIVE_PARAMETERS:
+        value = drv.number(key, unit=DRIVE_PARAMETER_UNITS[key])
+        if value is not None:
+            drive[key] = value
+    drv.finish()
+    sim_friction = r.raw("simulation_friction")
+    if sim_friction is not None:
+        sf = _Reader(sim_friction, f"{where}.simulation_friction")
+        law = sf.string("model", required=True, choices=("zollo_stribeck", "regressor"))
+        coeffs = {"model": law}
+        if law == "zollo_stribeck":
+            for k in ("f1", "f2", "f3", "f4", "f5", "f6"):
+                coeffs[k] = sf.number(k, required=True)
+            coeffs["variant"] = sf.string("variant", "velocity",
+                                          choices=("velocity", "paper_position"))
+        sf.finish()
+        sim_friction = coeffs
+    r.finish()
+    return JointConfig(name=name, gear_ratio=gear, body_frame=body_frame, limits=limits,
+                       drive=drive, simulation_friction=sim_friction)
+
+
+def parse_robot_config(data: Any, source: Path | None = None,
+                       urdf_path: Path | str | None = None) -> RobotConfig:
+    """Validate a robot configuration mapping (already parsed YAML).
+
+    Parameters
+    ----------
+    data : mapping
+        The YAML content.
+    source : Path, optional
+        File the mapping came from; relative URDF paths resolve against its folder.
+    urdf_path : path, optional
+        Overrides the ``urdf`` key.
+
+    Raises
+    ------
+    ConfigError
+        On unknown or missing keys, wrong types, or invalid values; the message
+        names the file and key.
+    """
+    where = str(source) if source else "robot config"
+    r = _Reader(data, where)
+    name = r.string("name", required=True)
+    urdf = r.string("urdf")
+    if urdf_path is not None:
+        urdf = str(urdf_path)
+    path = None
+    if urdf is not None:
+        path = Path(urdf)
+        if not path.is_absolute() and source is not None:
+            path = (Path(source).parent / path).resolve()
+    gravity = r.vector("gravity", 3, (0.0, 0.0, -9.81), unit="m/s^2")
+    model = r.string("model", "rigid", choices=("rigid", "elastic"))
+    coupling = r.string("coupling", "complete", choices=("complete", "reduced"))
+    damping = r.boolean("damping", False)
+    fr = r.mapping("friction")
+    friction = FrictionConfig(
+        model=fr.string("model", "coulomb_viscous", choices=FRICTION_MODELS),
+        offset=fr.boolean("offset", False),
+        stiction_sharpness=fr.number("stiction_sharpness", 100.0, positive=True, unit="s/rad"),
+        stribeck_sharpness=fr.number("stribeck_sharpness", 10.0, positive=True, unit="s/rad"),
+    )
+    fr.finish()
+    joints_raw = r.raw("joints")
+    if not isinstance(joints_raw, list) or not joints_raw:
+        raise ConfigError(f"{where}.joints: expected a non-empty list of joints, got {joints_raw!r}")
+    joints = tuple(_load_joint(j, f"{where}.joints[{i}]") for i, j in enumerate(joints_raw))
+    names = [j.name for j in joints]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ConfigError(f"{where}.joints: duplicate joint name(s) {dup}")
+    idr = r.mapping("identification")
+    ident = IdentificationSettings(
+        filter_order=idr.integer("filter_order", 5, minimum=1),
+        cutoff_hz=idr.number("cutoff_hz", 20.0, positive=True, unit="Hz")
+        if idr.raw("cutoff_hz", 20.0) is not None else None,
+        differentiation=idr.string("differentiation", "central", choices=("central", "savgol")),
+        savgol_window=idr.number("savgol_window", 0.05, positive=True, unit="s"),
+        savgol_order=idr.integer("savgol_order", 3, minimum=2),
+        velocity_threshold=idr.number("velocity_threshold", 0.0, minimum=0.0, unit="rad/s"),
+        estimator=idr.string("estimator", "ols", choices=("ols", "wls")),
+        decimate=idr.integer("decimate", 1, minimum=1),
+    )
+    idr.finish()
+    sr = r.mapping("simulation")
+    n = len(joints)
+    sim = SimulationSettings(
+        rate_hz=sr.number("rate_hz", 1000.0, positive=True, unit="Hz"),
+        substeps=sr.integer("substeps", 0, minimum=0),
+        encoder_counts=sr.integer("encoder_counts", 1_250_000, minimum=0),
+        kp=sr.vector("kp", n, unit="N*m/rad"),
+        kd=sr.vector("kd", n, unit="N*m*s/rad"),
+        excitation=dict(sr.raw("excitation", {}) or {}),
+    )
+    sr.finish()
+    extra = {}
+    for key in ("excitation_file", "csv", "description"):
+        if key in r.data:
+            extra[key] = r.raw(key)
+    r.finish()
+    if model == "elastic":
+        for j in joints:
+            if "K" not in j.drive:
+                pass  # stiffness is identified; nominal value only needed to simulate
+    return RobotConfig(name=name, urdf_path=path, gravity=gravity, model=model,
+                       coupling=coupling, damping=damping, friction=friction, joints=joints,
+                       identification=ident, simulation=sim, source=source, extra=extra)
+
+
+def load_robot_config(path: str | Path, urdf_path: str | Path | None = None) -> RobotConfig:
+    """Load and validate a robot configuration YAML file.
+
+    Raises
+    ------
+    ConfigError
+        File missing, not YAML, or failing validation (see :func:`parse_robot_config`).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"robot config '{path}' does not exist")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"robot config '{path}' is not valid YAML: {exc}") from None
+    return parse_robot_config(data, source=path.resolve(), urdf_path=urdf_path)

@@ -1,0 +1,327 @@
+"""RobotModel: a URDF/xacro turned into a pinocchio model plus drive data and the
+named standard-parameter vector."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+
+from robot_identification.errors import ConfigError, ModelError
+from robot_identification.model._config import (
+    DRIVE_PARAMETER_UNITS, RobotConfig, load_robot_config)
+from robot_identification.model._inertia import (
+    INERTIAL_NAMES, INERTIAL_UNITS, frame_change_matrix, spin_inertia_parameters)
+
+
+def read_urdf(path: str | Path, xacro_args: dict | None = None) -> str:
+    """Return the URDF XML of ``path``, expanding it with xacro when it ends in ``.xacro``.
+
+    Raises
+    ------
+    ModelError
+        File missing or xacro expansion failed.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ModelError(f"URDF file '{path}' does not exist")
+    if path.suffix == ".xacro":
+        try:
+            import xacro
+            doc = xacro.process_file(str(path), mappings=dict(xacro_args or {}))
+            return doc.toprettyxml(indent="  ")
+        except Exception as exc:  # xacro raises many types
+            raise ModelError(f"xacro expansion of '{path}' failed: {exc}") from None
+    return path.read_text()
+
+
+@dataclass(frozen=True)
+class ParameterLayout:
+    """Names, kinds and units of the standard parameter vector.
+
+    Attributes
+    ----------
+    names : tuple of str
+        ``"<body>.<m|mx|...|Izz>"`` for inertial parameters, ``"<joint>.<drive>"``
+        for drive parameters (``rotor_inertia, K, D, fv, fc, fs, fsc, fo``).
+    kinds : tuple of str
+        ``"inertial"`` or the drive parameter key.
+    joints : tuple of int
+        Index of the joint (config order) each parameter belongs to.
+    units : tuple of str
+    """
+
+    names: tuple
+    kinds: tuple
+    joints: tuple
+    units: tuple
+
+    def __len__(self):
+        return len(self.names)
+
+    def index(self, name: str) -> int:
+        try:
+            return self.names.index(name)
+        except ValueError:
+            raise KeyError(f"no standard parameter '{name}'") from None
+
+
+class RobotModel:
+    """Robot model for identification: pinocchio kinematics/dynamics + drive data.
+
+    Holds the (reduced) pinocchio model of the configured joints, the augmented
+    model with one rotor per joint used by the elastic-joint regressor, and the
+    layout of the standard parameter vector:
+
+    - per joint (config order) the 10 standard parameters of the body it moves,
+      ``[m, mx, my, mz, Ixx, Ixy, Iyy, Ixz, Iyz, Izz]`` about the origin of the
+      body's reference frame (the joint frame, or ``body_frame`` from the config);
+    - then per joint the drive parameters: rotor inertia, stiffness K (elastic),
+      damping D (elastic, optional) and the friction terms of the configured model.
+
+    An elastic model has 10 + 1 + 1 + 2 = 14 parameters per joint with Coulomb +
+    viscous friction, as in Zollo et al. (2014), eq. 14.
+
+    Parameters
+    ----------
+    config : RobotConfig
+    urdf_xml : str, optional
+        URDF text; default: read ``config.urdf_path``.
+
+    Raises
+    ------
+    ModelError
+        Malformed URDF, configured joints missing from it, unsupported joint types,
+        unknown ``body_frame``.
+    """
+
+    def __init__(self, config: RobotConfig, urdf_xml: str | None = None):
+        self.config = config
+        if urdf_xml is None:
+            if config.urdf_path is None:
+                raise ConfigError(f"robot config '{config.name}' names no URDF "
+                                  f"(key 'urdf') and none was given")
+            urdf_xml = read_urdf(config.urdf_path)
+        self.urdf_xml = urdf_xml
+        try:
+            full = pin.buildModelFromXML(urdf_xml)
+        except Exception as exc:  # pinocchio raises ValueError/RuntimeError
+            raise ModelError(f"cannot parse URDF of '{config.name}': {exc}") from None
+        names = list(full.names)
+        missing = [j for j in config.joint_names if j not in names]
+        if missing:
+            movable = [full.names[i] for i in range(1, full.njoints)]
+            raise ModelError(f"URDF of '{config.name}' has no joint(s) {missing}; "
+                             f"its movable joints are {movable}")
+        lock = [i for i in range(1, full.njoints) if full.names[i] not in config.joint_names]
+        model = (pin.buildReducedModel(full, lock, pin.neutral(full)) if lock else full)
+        model.gravity = pin.Motion(np.array(config.gravity), np.zeros(3))
+        self.pin_model = model
+        self.n = len(config.joints)
+        self.joint_names = config.joint_names
+        self.gear_ratios = np.array([j.gear_ratio for j in config.joints])
+
+        self._jids, self._idx_q, self._idx_v, self._continuous = [], [], [], []
+        self.joint_types, self.joint_axes = [], []
+        for j in config.joints:
+            jid = model.getJointId(j.name)
+            jm = model.joints[jid]
+            short = jm.shortname()
+            if jm.nv != 1:
+                raise ModelError(f"joint '{j.name}' is a {short} joint with {jm.nv} degrees of "
+                                 f"freedom; only 1-dof revolute/prismatic joints are supported")
+            kind, axis = _joint_kind(jm)
+            if kind is None:
+                raise ModelError(f"joint '{j.name}' has unsupported type {short}")
+            self._jids.append(jid)
+            self._idx_q.append(jm.idx_q)
+            self._idx_v.append(jm.idx_v)
+            self._continuous.append(jm.nq == 2)
+            self.joint_types.append(kind)
+            self.joint_axes.append(axis)
+        self._idx_v = np.array(self._idx_v)
+        self._idx_q = np.array(self._idx_q)
+        self._continuous = np.array(self._continuous)
+        if config.elastic:
+            bad = [nm for nm, k in zip(self.joint_names, self.joint_types) if k != "revolute"]
+            if bad:
+                raise ModelError(f"elastic-joint model supports revolute joints only; "
+                                 f"{bad} are not revolute")
+
+        # bodies and parameter frames
+        self.body_names = []
+        self._frame_change = []   # A_k: pi_joint = A_k @ pi_param
+        for j, jid in zip(config.joints, self._jids):
+            body = next((f.name for f in model.frames
+                         if f.parentJoint == jid and f.type == pin.FrameType.BODY), model.names[jid])
+            self.body_names.append(body)
+            if j.body_frame is None:
+                self._frame_change.append(None)
+                continue
+            if not model.existFrame(j.body_frame):
+                raise ModelError(f"body_frame '{j.body_frame}' of joint '{j.name}' is not a "
+                                 f"frame of the URDF")
+            fr = model.frames[model.getFrameId(j.body_frame)]
+            if fr.parentJoint != jid:
+                raise ModelError(f"body_frame '{j.body_frame}' is not attached to the body "
+                                 f"moved by joint '{j.name}'")
+            self._frame_change.append(frame_change_matrix(fr.placement.rotation,
+                                                          fr.placement.translation))
+        self._build_layout()
+        self.rotor_model = self._build_rotor_model() if config.elastic else None
+
+    # ------------------------------------------------------------------ layout
+    def drive_parameter_keys(self) -> tuple:
+        """Drive parameters per joint, in column order, for the configured model."""
+        c = self.config
+        keys = ["rotor_inertia"]
+        if c.elastic:
+            keys.append("K")
+            if c.damping:
+                keys.append("D")
+        fm = c.friction.model
+        if fm in ("viscous", "coulomb_viscous", "static"):
+            keys.append("fv")
+        if fm == "coulomb_viscous":
+            keys.append("fc")
+        if fm == "static":
+            keys += ["fs", "fsc"]
+        if c.friction.offset:
+            keys.append("fo")
+        return tuple(keys)
+
+    def _build_layout(self):
+        names, kinds, joints, units = [], [], [], []
+        for k, body in enumerate(self.body_names):
+            for nm, u in zip(INERTIAL_NAMES, INERTIAL_UNITS):
+                names.append(f"{body}.{nm}")
+                kinds.append("inertial")
+                joints.append(k)
+                units.append(u)
+        for k, jn in enumerate(self.joint_names):
+            for key in self.drive_parameter_keys():
+                names.append(f"{jn}.{key}")
+                kinds.append(key)
+                joints.append(k)
+                units.append(DRIVE_PARAMETER_UNITS[key])
+        self.layout = ParameterLayout(tuple(names), tuple(kinds), tuple(joints), tuple(units))
+
+    @property
+    def parameter_names(self) -> tuple:
+        return self.layout.names
+
+    @property
+    def n_parameters(self) -> int:
+        return len(self.layout)
+
+    @property
+    def rows_per_sample(self) -> int:
+        """Regressor rows per sample: n (rigid) or 2n (elastic: link rows, then motor rows)."""
+        return 2 * self.n if self.config.elastic else self.n
+
+    def nominal_parameters(self) -> np.ndarray:
+        """Standard parameters (P,) from the URDF inertials and the config's drive values.
+
+        Drive parameters missing from the config are 0.
+        """
+        values = []
+        for k, jid in enumerate(self._jids):
+            pi_joint = self.pin_model.inertias[jid].toDynamicParameters()
+            A = self._frame_change[k]
+            values.append(pi_joint if A is None else np.linalg.solve(A, pi_joint))
+        for j in self.config.joints:
+            for key in self.drive_parameter_keys():
+                values.append([j.drive.get(key, 0.0)])
+        return np.concatenate(values)
+
+    def inertial_to_joint_frame(self, pi):
+        """Map inertial standard parameters (10n,) from the parameter frames to the joint frames."""
+        pi = np.asarray(pi, dtype=float)[: 10 * self.n].copy()
+        for k, A in enumerate(self._frame_change):
+            if A is not None:
+                pi[10 * k: 10 * k + 10] = A @ pi[10 * k: 10 * k + 10]
+        return pi
+
+    # --------------------------------------------------------------- helpers
+    def pin_configuration(self, q):
+        """Pinocchio configuration vector(s) from joint positions.
+
+        Parameters
+        ----------
+        q : array_like, shape (n,) or (N, n)
+            Joint positions in config order [rad or m].
+
+        Returns
+        -------
+        ndarray, shape (nq,) or (N, nq)
+        """
+        q = np.asarray(q, dtype=float)
+        single = q.ndim == 1
+        q2 = np.atleast_2d(q)
+        out = np.tile(pin.neutral(self.pin_model), (q2.shape[0], 1))
+        for k in range(self.n):
+            iq = self._idx_q[k]
+            if self._continuous[k]:
+                out[:, iq] = np.cos(q2[:, k])
+                out[:, iq + 1] = np.sin(q2[:, k])
+            else:
+                out[:, iq] = q2[:, k]
+        return out[0] if single else out
+
+    def to_pin_v(self, v):
+        """Reorder velocity-like array(s) (..., n) from config order to pinocchio order."""
+        v = np.asarray(v, dtype=float)
+        out = np.empty_like(v)
+        out[..., self._idx_v] = v
+        return out
+
+    def from_pin_v(self, v):
+        """Reorder (..., nv) arrays from pinocchio order to config order."""
+        return np.asarray(v)[..., self._idx_v]
+
+    def _build_rotor_model(self):
+        """Pinocchio model with a massless rotor joint per joint, child of the joint's parent.
+
+        Rotor k spins about joint k's axis (Zollo et al. 2014, assumption 3: the stator
+        of motor k is fixed to link k-1; z_m along the joint axis). Its generalised
+        coordinate is the motor angle k_m * theta_k.
+        """
+        m = self.pin_model.copy()
+        self._rotor_jids = []
+        for k, jid in enumerate(self._jids):
+            axis = self.joint_axes[k]
+            rid = m.addJoint(self.pin_model.parents[jid], pin.JointModelRevoluteUnaligned(axis),
+                             self.pin_model.jointPlacements[jid], f"{self.joint_names[k]}_rotor")
+            m.appendBodyToJoint(rid, pin.Inertia.Zero(), pin.SE3.Identity())
+            self._rotor_jids.append(rid)
+        self._rotor_idx_v = np.array([m.joints[r].idx_v for r in self._rotor_jids])
+        self._spin = [spin_inertia_parameters(a) for a in self.joint_axes]
+        return m
+
+    @classmethod
+    def from_files(cls, config_path, urdf_path=None) -> "RobotModel":
+        """Load a model from a robot config YAML (and optionally another URDF/xacro)."""
+        return cls(load_robot_config(config_path, urdf_path=urdf_path))
+
+    def __repr__(self):
+        return (f"RobotModel('{self.config.name}', {self.config.model}, joints={list(self.joint_names)}, "
+                f"{self.n_parameters} standard parameters)")
+
+
+def _joint_kind(jm):
+    short = jm.shortname()
+    table = {"JointModelRX": ("revolute", (1, 0, 0)), "JointModelRY": ("revolute", (0, 1, 0)),
+             "JointModelRZ": ("revolute", (0, 0, 1)),
+             "JointModelRUBX": ("revolute", (1, 0, 0)), "JointModelRUBY": ("revolute", (0, 1, 0)),
+             "JointModelRUBZ": ("revolute", (0, 0, 1)),
+             "JointModelPX": ("prismatic", (1, 0, 0)), "JointModelPY": ("prismatic", (0, 1, 0)),
+             "JointModelPZ": ("prismatic", (0, 0, 1))}
+    if short in table:
+        kind, axis = table[short]
+        return kind, np.array(axis, dtype=float)
+    if short in ("JointModelRevoluteUnaligned", "JointModelRevoluteUnboundedUnaligned"):
+        return "revolute", np.array(jm.axis, dtype=float)
+    if short == "JointModelPrismaticUnaligned":
+        return "prismatic", np.array(jm.axis, dtype=float)
+    return None, None

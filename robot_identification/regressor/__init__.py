@@ -1,0 +1,12 @@
+"""Regressors: tau = Y(q, dq, ddq[, theta, dtheta, ddtheta]) @ pi (standard parameters).
+
+- :func:`regressor` -- dispatch on the model type
+- :func:`rigid_regressor` -- pinocchio torque regressor + rotor inertia + friction
+- :func:`elastic_regressor` -- Zollo et al. (2014) elastic-joint regressor, 2n rows per sample
+- :func:`friction_columns` -- Coulomb/viscous/static (Szabó) friction and offset columns
+- :func:`torque_vector` -- matching left-hand side rows
+- :func:`iter_regressor_blocks` -- chunked observation system for long recordings
+"""
+from robot_identification.regressor._regressor import (  # noqa: F401
+    CHUNK, elastic_regressor, friction_columns, iter_regressor_blocks, regressor,
+    rigid_regressor, torque_vector)

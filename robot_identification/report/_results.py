@@ -1,0 +1,97 @@
+"""results.yaml: the identification result file other tools parse.
+
+Schema (version 1)::
+
+    robot: <name>
+    model: rigid | elastic
+    estimator: ols | wls
+    base_parameters:            # list, one mapping per base parameter
+      - name: link1.m           # leading standard parameter of the group
+        expression: link1.m - 4*link1.Izz + 4*link2.Izz
+        estimate: -30.8352
+        std: 0.0012             # standard deviation
+        relative_std: 0.004     # [%]
+        unit: kg
+        true: -30.8333          # only when the data came with true parameters
+    metrics:
+      condition_number: ...
+      residual_rms: {joint1 link: ..., joint1 motor: ...}
+      normalised_mean_error: ...                      # when true values are known
+      normalised_mean_error_without_static_friction: ...
+      n_samples: ..., n_equations: ..., elapsed_s: ...
+    settings: {...}
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+
+def result_to_dict(result, model=None) -> dict:
+    """Plain-Python mapping of an :class:`~robot_identification.pipeline.IdentificationResult`."""
+    est = result.estimate
+    entries = []
+    for i, name in enumerate(result.names):
+        e = {"name": name, "expression": result.expressions[i],
+             "estimate": float(est.values[i]), "std": float(est.std[i]),
+             "relative_std": _f(est.relative_std[i]),
+             "unit": result.units[i] if result.units else ""}
+        if result.true_values is not None:
+            e["true"] = float(result.true_values[i])
+        entries.append(e)
+    metrics = {"condition_number": _f(est.condition_number),
+               "residual_rms": {lbl: float(v) for lbl, v in zip(result.row_labels,
+                                                                est.residual_rms)},
+               "n_samples": int(result.n_samples), "n_equations": int(result.n_used_rows),
+               "elapsed_s": round(float(result.elapsed), 4)}
+    if result.true_values is not None:
+        metrics["normalised_mean_error"] = result.normalised_mean_error()
+        metrics["normalised_mean_error_without_static_friction"] = \
+            result.normalised_mean_error(exclude=("fc", "fs", "fsc"))
+    out = {"robot": result.robot, "estimator": est.method, "base_parameters": entries,
+           "metrics": metrics, "settings": dict(result.settings)}
+    if model is not None:
+        out["model"] = model.config.model
+    return out
+
+
+def _f(x):
+    x = float(x)
+    return x if np.isfinite(x) else None
+
+
+def write_results(result, path, model=None) -> Path:
+    """Write ``results.yaml`` (schema in this module's docstring)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(result_to_dict(result, model), sort_keys=False))
+    return path
+
+
+def format_table(result) -> str:
+    """Human-readable table of base parameters (estimate, std, relative std, true)."""
+    est = result.estimate
+    has_true = result.true_values is not None
+    w = max(len(e) for e in result.expressions)
+    head = f"{'#':>3}  {'base parameter':<{w}}  {'estimate':>13}  {'std':>10}  {'rel.std%':>9}"
+    if has_true:
+        head += f"  {'true':>13}  {'rel.err':>9}"
+    lines = [head, "-" * len(head)]
+    for i, ex in enumerate(result.expressions):
+        line = (f"{i + 1:>3}  {ex:<{w}}  {est.values[i]:>13.6g}  {est.std[i]:>10.3g}  "
+                f"{est.relative_std[i]:>9.3g}")
+        if has_true:
+            tv = result.true_values[i]
+            err = abs(est.values[i] - tv) / abs(tv) if abs(tv) > 1e-12 else abs(est.values[i])
+            line += f"  {tv:>13.6g}  {err:>9.2e}"
+        lines.append(line)
+    lines.append(f"condition number {est.condition_number:.4g}; residual RMS "
+                 + ", ".join(f"{lb}: {v:.3g}" for lb, v in zip(result.row_labels,
+                                                             est.residual_rms)))
+    if has_true:
+        lines.append(f"normalised mean error {result.normalised_mean_error():.4g} "
+                     f"(without Coulomb/static friction "
+                     f"{result.normalised_mean_error(exclude=('fc', 'fs', 'fsc')):.4g})")
+    return "\n".join(lines)

@@ -1,0 +1,9 @@
+"""Signal processing of measured motion data.
+
+- :func:`lowpass_filtfilt` -- zero-phase Butterworth low-pass
+- :func:`central_difference` -- numerical derivative
+- :func:`savgol_derivative` -- Savitzky-Golay smoothing differentiator
+- :func:`velocity_mask` -- velocity-threshold sample rejection
+"""
+from robot_identification.signal._filters import (  # noqa: F401
+    central_difference, lowpass_filtfilt, savgol_derivative, velocity_mask)
