@@ -321,7 +321,7 @@ def _joint_kind(jm):
         kind, axis = table[short]
         return kind, np.array(axis, dtype=float)
     if short in ("JointModelRevoluteUnaligned", "JointModelRevoluteUnboundedUnaligned"):
-        return "revolute", np.array(jm.axis, dtype=float)
+        return "revolute", np.array(jm.extract().axis, dtype=float)
     if short == "JointModelPrismaticUnaligned":
-        return "prismatic", np.array(jm.axis, dtype=float)
+        return "prismatic", np.array(jm.extract().axis, dtype=float)
     return None, None

@@ -1,0 +1,94 @@
+"""Shared fixtures: small spatial test arms written as URDF strings (no files needed)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+
+def _random_inertial(rng, mass):
+    """A physically valid <inertial> block: random COM, principal moments, orientation."""
+    com = rng.uniform(-0.15, 0.15, 3)
+    a, b, c = rng.uniform(0.01, 0.2, 3)
+    # triangle inequality holds for moments of a box of half-sizes a, b, c
+    ixx, iyy, izz = mass * (b * b + c * c) / 3, mass * (a * a + c * c) / 3, mass * (a * a + b * b) / 3
+    rpy = rng.uniform(-np.pi, np.pi, 3)
+    return (f'<inertial><origin xyz="{com[0]:.6f} {com[1]:.6f} {com[2]:.6f}" '
+            f'rpy="{rpy[0]:.6f} {rpy[1]:.6f} {rpy[2]:.6f}"/><mass value="{mass:.6f}"/>'
+            f'<inertia ixx="{ixx:.8f}" ixy="0" ixz="0" iyy="{iyy:.8f}" iyz="0" izz="{izz:.8f}"/>'
+            f'</inertial>')
+
+
+def spatial_arm_urdf(seed=0, prismatic=True, tool=True):
+    """URDF of a 5-joint spatial arm: revolute joints about x/y/z and a skew axis,
+    optionally one prismatic joint, a tool link on a fixed joint (merged by pinocchio)
+    and a passive joint that the configs leave out (locked)."""
+    rng = np.random.default_rng(seed)
+    axes = ["0 0 1", "0 1 0", "1 0 0", "0.6 0 0.8", "0 0 1"]
+    kinds = ["revolute"] * 5
+    if prismatic:
+        kinds[2] = "prismatic"
+    parts = ['<robot name="spatial_arm"><link name="base_link"/>']
+    parent = "base_link"
+    for i in range(5):
+        xyz = rng.uniform(-0.3, 0.3, 3)
+        rpy = rng.uniform(-1, 1, 3)
+        parts.append(
+            f'<joint name="joint{i + 1}" type="{kinds[i]}"><parent link="{parent}"/>'
+            f'<child link="link{i + 1}"/><origin xyz="{xyz[0]:.5f} {xyz[1]:.5f} {xyz[2]:.5f}" '
+            f'rpy="{rpy[0]:.5f} {rpy[1]:.5f} {rpy[2]:.5f}"/><axis xyz="{axes[i]}"/>'
+            f'<limit lower="-2.5" upper="2.5" velocity="3" effort="200"/></joint>')
+        parts.append(f'<link name="link{i + 1}">{_random_inertial(rng, rng.uniform(0.5, 5))}</link>')
+        parent = f"link{i + 1}"
+    if tool:
+        parts.append('<joint name="tool_joint" type="fixed"><parent link="link5"/>'
+                     '<child link="tool"/><origin xyz="0 0 0.1" rpy="0 0 0"/></joint>')
+        parts.append(f'<link name="tool">{_random_inertial(rng, 0.7)}</link>')
+        parts.append('<joint name="finger" type="prismatic"><parent link="tool"/>'
+                     '<child link="finger_link"/><origin xyz="0 0 0.05"/><axis xyz="1 0 0"/>'
+                     '<limit lower="0" upper="0.04" velocity="0.1" effort="10"/></joint>')
+        parts.append(f'<link name="finger_link">{_random_inertial(rng, 0.1)}</link>')
+    parts.append("</robot>")
+    return "".join(parts)
+
+
+def spatial_arm_config(model="rigid", friction="coulomb_viscous", offset=True, seed=0,
+                       gear=None, coupling="complete", damping=False):
+    rng = np.random.default_rng(seed + 100)
+    joints = []
+    for i in range(5):
+        j = {"name": f"joint{i + 1}",
+             "gear_ratio": float(gear[i]) if gear is not None else 1.0,
+             "limits": {"position": [-2.5, 2.5], "velocity": 3.0},
+             "drive": {"rotor_inertia": float(rng.uniform(0.001, 0.01)),
+                       "K": float(rng.uniform(500, 3000)), "D": float(rng.uniform(0.1, 2)),
+                       "fv": float(rng.uniform(0.1, 1)), "fc": float(rng.uniform(0.1, 2)),
+                       "fs": float(rng.uniform(0.1, 2)), "fsc": float(rng.uniform(-0.5, 0.5)),
+                       "fo": float(rng.uniform(-1, 1))}}
+        joints.append(j)
+    return {"name": "spatial_arm", "gravity": [0.3, -0.5, -9.81], "model": model,
+            "coupling": coupling, "damping": damping,
+            "friction": {"model": friction, "offset": offset}, "joints": joints}
+
+
+def make_model(model="rigid", prismatic=True, **kw):
+    from robot_identification.model import RobotModel, parse_robot_config
+    cfg = parse_robot_config(spatial_arm_config(model=model, **kw))
+    return RobotModel(cfg, urdf_xml=spatial_arm_urdf(prismatic=prismatic))
+
+
+@pytest.fixture
+def rigid_arm():
+    return make_model("rigid")
+
+
+@pytest.fixture
+def elastic_arm():
+    return make_model("elastic", prismatic=False, gear=[50.0, 80.0, 0.1, 30.0, 2.0])

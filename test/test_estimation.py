@@ -1,0 +1,75 @@
+"""OLS/WLS on accumulated normal equations against direct dense formulas."""
+import numpy as np
+import pytest
+
+from robot_identification.errors import DataError
+from robot_identification.estimation import NormalEquations, ols, wls
+
+
+def _system(seed=0, N=400, groups=3, p=5):
+    rng = np.random.default_rng(seed)
+    W = rng.normal(size=(N, groups, p)) * np.array([1, 10, 0.1, 5, 1])
+    x = rng.normal(size=p)
+    sig = np.array([0.1, 1.0, 0.3])[:groups]
+    y = W @ x + rng.normal(size=(N, groups)) * sig
+    return W, y, x, sig
+
+
+def test_ols_matches_dense_lstsq_in_chunks():
+    W, y, _, _ = _system()
+    neq = NormalEquations(5, 3)
+    for s in range(0, 400, 97):
+        neq.add(W[s:s + 97], y[s:s + 97])
+    est = ols(neq)
+    A, b = W.reshape(-1, 5), y.reshape(-1)
+    ref, *_ = np.linalg.lstsq(A, b, rcond=None)
+    np.testing.assert_allclose(est.values, ref, rtol=1e-10)
+    r = b - A @ ref
+    s2 = r @ r / (A.shape[0] - 5)
+    np.testing.assert_allclose(est.covariance, s2 * np.linalg.inv(A.T @ A), rtol=1e-8)
+    np.testing.assert_allclose(est.condition_number, np.linalg.cond(A), rtol=1e-8)
+    np.testing.assert_allclose(est.residual_rms, np.sqrt(np.mean((y - W @ ref) ** 2, axis=0)),
+                               rtol=1e-8)
+    np.testing.assert_allclose(est.relative_std, 100 * est.std / np.abs(ref))
+
+
+def test_wls_with_known_sigma_is_gls():
+    W, y, _, sig = _system(1)
+    neq = NormalEquations(5, 3)
+    neq.add(W, y)
+    est = wls(neq, sigma=sig)
+    A = (W / sig[None, :, None]).reshape(-1, 5)
+    b = (y / sig).reshape(-1)
+    ref, *_ = np.linalg.lstsq(A, b, rcond=None)
+    np.testing.assert_allclose(est.values, ref, rtol=1e-10)
+    np.testing.assert_allclose(est.covariance, np.linalg.inv(A.T @ A), rtol=1e-8)
+
+
+def test_wls_estimates_group_variances():
+    W, y, x, sig = _system(2, N=5000)
+    neq = NormalEquations(5, 3)
+    neq.add(W, y)
+    est = wls(neq)
+    np.testing.assert_allclose(np.sqrt(est.sigma2), sig, rtol=0.05)
+    assert np.all(np.abs(est.values - x) < 5 * est.std)
+
+
+def test_row_mask_excludes_rows():
+    W, y, _, _ = _system(3)
+    mask = np.ones((400, 3), bool)
+    mask[::3, 1] = False
+    neq = NormalEquations(5, 3)
+    neq.add(W, y, mask)
+    A, b = W[mask], y[mask]
+    ref, *_ = np.linalg.lstsq(A, b, rcond=None)
+    np.testing.assert_allclose(ols(neq).values, ref, rtol=1e-10)
+    assert neq.count.tolist() == [400, 400 - 134, 400]
+
+
+def test_too_few_rows_and_bad_shapes():
+    neq = NormalEquations(5, 1)
+    neq.add(np.ones((3, 1, 5)), np.ones((3, 1)))
+    with pytest.raises(DataError, match="too few samples"):
+        ols(neq)
+    with pytest.raises(DataError, match="do not match"):
+        neq.add(np.ones((3, 2, 5)), np.ones((3, 2)))
