@@ -36,7 +36,7 @@ def run(args):
         settings = replace(settings, velocity_threshold=args.velocity_threshold)
     if args.cutoff is not None:
         settings = replace(settings, cutoff_hz=args.cutoff)
-    datasets = [load_dataset(p) for p in args.data]
+    datasets = [load_dataset(p, model=model) for p in args.data]
     result = identify(model, datasets, settings, estimator=args.estimator,
                       use_measured_derivatives=not args.numerical_derivatives)
     out = write_results(result, args.output, model)
