@@ -37,16 +37,21 @@ def run(args):
     phi = payload_parameters(model, args.payload_mass, args.payload_com, frame=args.payload_frame)
     res = identify_drive_gains(model, un, lo, phi, estimator=args.estimator)
     given = csv_options(model).get("drive_gains")
-    print(f"{'joint':<22}{'identified':>12}{'std':>9}{'rel.std%':>10}{'given':>10}")
+    print(f"{'joint':<22}{'identified':>12}{'std':>9}{'given':>10}{'payload':>10}"
+          f"{'residual':>10}  [N m/A | N m rms]")
     for k, j in enumerate(model.joint_names):
         gv = f"{given[k]:10.4f}" if given else f"{'-':>10}"
-        print(f"{j:<22}{res.gains[k]:12.4f}{res.std[k]:9.4f}{res.relative_std[k]:10.2f}{gv}")
+        flag = "" if res.identified[k] else "  not identified: payload torque too small"
+        print(f"{j:<22}{res.gains[k]:12.4f}{res.std[k]:9.4f}{gv}"
+              f"{res.payload_torque_rms[k]:10.3f}{res.residual_rms[k]:10.3f}{flag}")
     if args.results:
         path = Path(args.results)
         doc = yaml.safe_load(path.read_text())
         doc["drive_gains"] = {"given": list(given) if given else None,
                               "identified": [float(g) for g in res.gains],
                               "identified_std": [float(s) for s in res.std],
+                              "well_identified": [bool(v) for v in res.identified],
+                              "payload_torque_rms": [float(v) for v in res.payload_torque_rms],
                               "method": f"Gautier & Briot 2011, payload {args.payload_mass} kg "
                                         f"at {list(args.payload_com)} m in {args.payload_frame}, "
                                         f"{args.estimator}"}

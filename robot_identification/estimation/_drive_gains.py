@@ -41,6 +41,15 @@ class DriveGainResult:
         Joint estimate of [beta; g] (base parameters first).
     payload_parameters : ndarray (10,)
         phi_L in the carrying body's joint frame.
+    payload_torque_rms : ndarray (n,)
+        RMS of the payload's torque W_L phi_L per joint over the loaded run(s) [N*m].
+    residual_rms : ndarray (n,)
+        RMS of the joint equations' residuals [N*m].
+    identified : ndarray of bool (n,)
+        Joints whose gain the payload really fixes: payload torque RMS above
+        ``min_payload_ratio`` times the residual RMS. Elsewhere the least-squares gain
+        is biased towards 0 (the joint's equation is scale-free without the payload
+        torque) and the given gains should be used.
     """
 
     joint_names: tuple
@@ -49,12 +58,18 @@ class DriveGainResult:
     relative_std: np.ndarray
     estimate: object
     payload_parameters: np.ndarray
+    payload_torque_rms: np.ndarray = None
+    residual_rms: np.ndarray = None
+    identified: np.ndarray = None
 
     def to_dict(self):
         return {"joints": list(self.joint_names), "gains": [float(g) for g in self.gains],
                 "std": [float(s) for s in self.std],
                 "relative_std": [float(s) for s in self.relative_std],
-                "payload_parameters": [float(p) for p in self.payload_parameters]}
+                "payload_parameters": [float(p) for p in self.payload_parameters],
+                "payload_torque_rms": [float(v) for v in self.payload_torque_rms],
+                "residual_rms": [float(v) for v in self.residual_rms],
+                "identified": [bool(v) for v in self.identified]}
 
 
 def payload_parameters(model, mass, com=(0.0, 0.0, 0.0), inertia=None, frame="tool0"):
@@ -93,7 +108,8 @@ def payload_parameters(model, mass, com=(0.0, 0.0, 0.0), inertia=None, frame="to
 
 
 def identify_drive_gains(model, unloaded, loaded, payload, settings=None, *, base=None,
-                         estimator="wls", chunk=2048) -> DriveGainResult:
+                         estimator="wls", min_payload_ratio=3.0,
+                         chunk=2048) -> DriveGainResult:
     """Joint drive gains from an unloaded and a loaded run (Gautier & Briot 2011).
 
     Parameters
@@ -109,6 +125,9 @@ def identify_drive_gains(model, unloaded, loaded, payload, settings=None, *, bas
         Filtering; default the robot config's.
     estimator : {'wls', 'ols'}
         WLS weights each joint's equations by its residual variance.
+    min_payload_ratio : float
+        A gain counts as identified when the payload torque RMS of its joint exceeds
+        this multiple of the joint's residual RMS.
 
     Returns
     -------
@@ -134,6 +153,7 @@ def identify_drive_gains(model, unloaded, loaded, payload, settings=None, *, bas
         raise DataError(f"payload parameters must have shape (10,), got {phi.shape}")
     last = slice(10 * (n - 1), 10 * n)
     neq = NormalEquations(p + n, n)
+    payload_sq, payload_count = np.zeros(n), 0
     groups = [(unloaded, False), (loaded, True)]
     for runs, with_payload in groups:
         runs = [runs] if not isinstance(runs, (list, tuple)) else runs
@@ -147,15 +167,21 @@ def identify_drive_gains(model, unloaded, loaded, payload, settings=None, *, bas
                 W[:, :, :p] = base.project(Y)
                 W[:, np.arange(n), p + np.arange(n)] = -cur
                 rhs = -(Y[:, :, last] @ phi) if with_payload else np.zeros((N, n))
+                if with_payload:
+                    payload_sq += np.sum(rhs ** 2, axis=0)
+                    payload_count += N
                 neq.add(W, rhs)
     names = list(base.names) + [f"{j}.drive_gain" for j in model.joint_names]
     check_excitation(neq.gram, names)
     est = wls(neq) if estimator == "wls" else ols(neq)
     g = est.values[p:]
-    if np.any(g <= 0):
+    if np.any(g <= 0):  # pragma: no cover - only with wrong payload data
         bad = [model.joint_names[k] for k in np.flatnonzero(g <= 0)]
         raise DataError(f"identified drive gains of {bad} are not positive ({g[g <= 0]}); "
                         f"check the payload parameters and that the loaded run repeats the "
                         f"unloaded trajectory")
     std = est.std[p:]
-    return DriveGainResult(tuple(model.joint_names), g, std, 100 * std / np.abs(g), est, phi)
+    payload_rms = np.sqrt(payload_sq / max(payload_count, 1))
+    identified = payload_rms > min_payload_ratio * est.residual_rms
+    return DriveGainResult(tuple(model.joint_names), g, std, 100 * std / np.abs(g), est, phi,
+                           payload_rms, est.residual_rms, identified)
