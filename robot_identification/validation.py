@@ -188,7 +188,8 @@ def torque_errors(measured, predicted, names):
     return {"joints": joints, "nrmse_mean": float(np.mean(nrmse))}
 
 
-def validate(model, base, models, datasets, settings=None, labels=None, keep_signals=False):
+def validate(model, base, models, datasets, settings=None, labels=None, keep_signals=False,
+             rest_velocity=None):
     """Validate base-parameter models on held-out datasets.
 
     Parameters
@@ -205,6 +206,8 @@ def validate(model, base, models, datasets, settings=None, labels=None, keep_sig
         File label per dataset (default ``metadata['source']``).
     keep_signals : bool
         Also return the time, measured and predicted torques per file (for plots).
+    rest_velocity : float, optional
+        See :func:`predict_torque`; default :data:`REST_VELOCITY` [rad/s].
 
     Returns
     -------
@@ -230,7 +233,8 @@ def validate(model, base, models, datasets, settings=None, labels=None, keep_sig
             "moving", np.abs(states["dq"]).max() > 0.01)), "models": {}}
         preds = {}
         for name, beta in models.items():
-            pred = predict_torque(model, base, beta, states)
+            pred = predict_torque(model, base, beta, states, rest_velocity=(
+                REST_VELOCITY if rest_velocity is None else rest_velocity))
             preds[name] = pred
             entry["models"][name] = torque_errors(meas, pred, model.joint_names)
         if keep_signals:

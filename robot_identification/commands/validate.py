@@ -20,6 +20,9 @@ def add_arguments(p):
                    help="validation file (default validation.yaml)")
     p.add_argument("--primary", help="estimate reported in files[*].joints "
                                      "(default: physical, else wls, else ols)")
+    p.add_argument("--rest-velocity", type=float,
+                   help="|dq| below this counts as rest (Coulomb term 0) when predicting "
+                        "[rad/s]; default 1e-3, 0 disables")
     p.add_argument("--quiet", action="store_true", help="do not print the table")
 
 
@@ -33,7 +36,8 @@ def run(args):
     if args.primary and args.primary not in models:
         raise DataError(f"--primary {args.primary}: '{args.results}' has {list(models)}")
     datasets = [load_dataset(p, model=model) for p in args.data]
-    files = validate(model, base, models, datasets, labels=list(args.data))
+    files = validate(model, base, models, datasets, labels=list(args.data),
+                     rest_velocity=args.rest_velocity)
     out = write_validation(args.output, model.config.name, files, args.primary)
     if not args.quiet:
         print(format_validation(files))
