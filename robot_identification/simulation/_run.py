@@ -154,10 +154,12 @@ def simulate(model, duration=None, trajectory=None, seed=0, snr_db=None, *,
             log(f"simulated {t[i]:.1f}/{duration:.1f} s")
     if torque == "interval_mean":
         rec["tau"][1:] = 0.5 * (rec["tau"][1:] + rec["tau"][:-1])
-    meta = {"robot": model.config.name, "torque": torque, "source": "robot_identification.simulation",
+    meta = {"robot": model.config.name, "torque": torque,
+            "source": "robot_identification.simulation",
             "seed": int(seed), "rate_hz": sim.rate_hz, "substeps": sim.substeps,
             "encoder_counts": sim.counts, "friction": sim.dynamics.friction.describe(),
-            "controller": type(ctrl).__name__, "kp": np.asarray(getattr(ctrl, "kp", [])).tolist(),
+            "controller": type(ctrl).__name__,
+            "kp": np.asarray(getattr(ctrl, "kp", [])).tolist(),
             "kd": np.asarray(getattr(ctrl, "kd", [])).tolist(),
             "trajectory": trajectory.to_dict(), "duration": duration}
     ds = Dataset(t=t, joint_names=model.joint_names,
