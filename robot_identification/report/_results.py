@@ -17,7 +17,8 @@ Schema (version 1)::
       condition_number: ...
       residual_rms: {joint1 link: ..., joint1 motor: ...}
       normalised_mean_error: ...                      # when true values are known
-      normalised_mean_error_without_static_friction: ...
+      normalised_mean_error_without_static_friction: ...   # Coulomb/stiction left out (paper's 0.00862)
+      normalised_mean_error_without_friction: ...          # all friction and offset terms left out
       n_samples: ..., n_equations: ..., elapsed_s: ...
     settings: {...}
 """
@@ -50,6 +51,8 @@ def result_to_dict(result, model=None) -> dict:
         metrics["normalised_mean_error"] = result.normalised_mean_error()
         metrics["normalised_mean_error_without_static_friction"] = \
             result.normalised_mean_error(exclude=("fc", "fs", "fsc"))
+        metrics["normalised_mean_error_without_friction"] = \
+            result.normalised_mean_error(exclude=("fv", "fc", "fs", "fsc", "fo"))
     out = {"robot": result.robot, "estimator": est.method, "base_parameters": entries,
            "metrics": metrics, "settings": dict(result.settings)}
     if model is not None:
