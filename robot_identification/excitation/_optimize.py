@@ -1,0 +1,374 @@
+"""Optimal excitation trajectories: criteria on the base regressor and their optimisation.
+
+Trajectory families (parameter-vector interface, ``x`` a flat float vector):
+
+- :class:`FourierParametrisation`: finite Fourier series of Swevers et al. (1997) in the
+  form of Szabó & Gincsainé (2021), eq. 22, plus a constant offset so that
+  ``q(0) = q(t_f) = q0``; ``dq`` and ``ddq`` vanish at both ends (eq. 21) by eliminating the
+  first harmonic's coefficients (``a_1 = -sum_{l>1} a_l``, ``b_1 = -sum_{l>1} l b_l``).
+- :class:`BSplineParametrisation`: quintic B-spline of Zollo et al. (2014, Sec. 6.1) with
+  clamped ends (the first and last three control points equal ``q0``: zero velocity and
+  acceleration at both ends).
+
+Criteria (lower is better) of the stacked base regressor ``W`` (M, p), columns scaled to
+unit norm first so that parameter units do not matter:
+
+- ``cond``: 2-norm condition number of W (Gautier & Khalil 1992; Swevers et al. 1997);
+- ``frobenius``: CondF(W^T W) = ||A||_F ||A^-1||_F, A = W^T W (Szabó & Gincsainé 2021, eq. 20);
+- ``logdet``: -log det(W^T W / M) (D-optimality).
+
+Joint position, velocity and acceleration limits of the robot config are enforced as
+inequality constraints on a dense time grid (Szabó eq. 21) and solved with
+:func:`scipy.optimize.minimize` (SLSQP).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.interpolate
+import scipy.optimize
+
+from robot_identification.errors import ConfigError, ExcitationError
+
+CRITERIA = ("cond", "frobenius", "logdet")
+
+
+# --------------------------------------------------------------------------- trajectories
+@dataclass
+class FourierParametrisation:
+    """Finite Fourier series with rest-to-rest ends (Szabó & Gincsainé 2021, eq. 21-22).
+
+    q_i(t) = c_i + sum_{l=1}^{M} a_il/(w l) sin(w l t) - b_il/(w l) cos(w l t), with
+    w = 2 pi / period and c_i = q0_i + sum_l b_il/(w l) so that q(0) = q0.
+    Free parameters per joint: a_il, b_il for l = 2..M; a_i1 = -sum a_il and
+    b_i1 = -sum l b_il make dq(0) = ddq(0) = 0 (and, by periodicity, at t = period).
+
+    Parameters
+    ----------
+    n : int
+        Joints.
+    harmonics : int
+        M >= 2.
+    period : float
+        t_f = 2 pi / w [s].
+    q0 : array_like (n,)
+        Start and end position [rad].
+    """
+
+    n: int
+    harmonics: int
+    period: float
+    q0: np.ndarray = None
+
+    def __post_init__(self):
+        if self.harmonics < 2:
+            raise ConfigError(f"Fourier excitation needs at least 2 harmonics, got {self.harmonics}")
+        if not self.period > 0:
+            raise ConfigError(f"Fourier period must be > 0 s, got {self.period}")
+        self.q0 = np.zeros(self.n) if self.q0 is None else np.asarray(self.q0, float)
+
+    @property
+    def size(self) -> int:
+        return 2 * self.n * (self.harmonics - 1)
+
+    @property
+    def duration(self) -> float:
+        return self.period
+
+    def coefficients(self, x):
+        """Full coefficient arrays a, b (n, M) [rad/s] of parameter vector ``x``."""
+        x = np.asarray(x, float).reshape(2, self.n, self.harmonics - 1)
+        l = np.arange(2, self.harmonics + 1)
+        a = np.concatenate([-x[0].sum(axis=1, keepdims=True), x[0]], axis=1)
+        b = np.concatenate([-(x[1] * l).sum(axis=1, keepdims=True), x[1]], axis=1)
+        return a, b
+
+    def evaluate(self, x, t):
+        """Positions, velocities, accelerations (N, n) at times ``t`` (N,) [s] (eq. 22)."""
+        a, b = self.coefficients(x)
+        t = np.asarray(t, float)
+        w = 2.0 * np.pi / self.period
+        wl = w * np.arange(1, self.harmonics + 1)                  # (M,)
+        s, c = np.sin(np.outer(t, wl)), np.cos(np.outer(t, wl))    # (N, M)
+        off = self.q0 + (b / wl).sum(axis=1)
+        q = off + s @ (a / wl).T - c @ (b / wl).T
+        dq = c @ a.T + s @ b.T
+        ddq = -s @ (a * wl).T + c @ (b * wl).T
+        return q, dq, ddq
+
+    def initial(self, rng, scale=0.3):
+        """Random start vector (velocity amplitudes ~ ``scale`` rad/s)."""
+        return rng.normal(0.0, scale, self.size)
+
+
+@dataclass
+class BSplineParametrisation:
+    """Quintic B-spline, rest-to-rest (Zollo et al. 2014, Sec. 6.1: 5th-order B-splines).
+
+    Uniform clamped knots on [0, duration]; the first and last three control points are
+    fixed to ``q0`` so that q = q0, dq = ddq = 0 at both ends. Free parameters: the
+    ``segments - 1`` interior control points per joint [rad].
+    """
+
+    n: int
+    segments: int
+    duration: float
+    q0: np.ndarray = None
+    degree: int = 5
+
+    def __post_init__(self):
+        if self.segments < 2:
+            raise ConfigError(f"B-spline excitation needs at least 2 segments, got {self.segments}")
+        if not self.duration > 0:
+            raise ConfigError(f"B-spline duration must be > 0 s, got {self.duration}")
+        self.q0 = np.zeros(self.n) if self.q0 is None else np.asarray(self.q0, float)
+        k = self.degree
+        inner = np.linspace(0.0, self.duration, self.segments + 1)
+        self.knots = np.concatenate([np.zeros(k), inner, np.full(k, self.duration)])
+        self.n_ctrl = len(self.knots) - k - 1                      # segments + k
+        self.n_free = self.n_ctrl - 6
+
+    @property
+    def size(self) -> int:
+        return self.n * self.n_free
+
+    def control_points(self, x):
+        """Control points (n_ctrl, n) [rad] of parameter vector ``x``."""
+        x = np.asarray(x, float).reshape(self.n_free, self.n)
+        c = np.tile(self.q0, (self.n_ctrl, 1))
+        c[3: 3 + self.n_free] = self.q0 + x
+        return c
+
+    def evaluate(self, x, t):
+        """Positions, velocities, accelerations (N, n) at times ``t`` [s]."""
+        sp = scipy.interpolate.BSpline(self.knots, self.control_points(x), self.degree)
+        t = np.clip(np.asarray(t, float), 0.0, self.duration)
+        return sp(t), sp(t, 1), sp(t, 2)
+
+    def initial(self, rng, scale=0.5):
+        return rng.normal(0.0, scale, self.size)
+
+
+# ------------------------------------------------------------------------------ criteria
+def criterion_value(W, criterion="cond"):
+    """Excitation criterion of a base observation matrix (lower is better).
+
+    Parameters
+    ----------
+    W : ndarray, shape (M, p)
+        Stacked base regressor (rows: samples x joints).
+    criterion : {'cond', 'frobenius', 'logdet'}
+        ``cond``: 2-norm condition number of W; ``frobenius``: CondF(W^T W) of Szabó &
+        Gincsainé (2021), eq. 20; ``logdet``: -log det(W^T W / M). W's columns are scaled
+        to unit RMS first (the criterion then does not depend on parameter units).
+
+    Returns
+    -------
+    float
+        ``inf`` when W is rank deficient.
+
+    Raises
+    ------
+    ConfigError
+        Unknown criterion.
+    """
+    if criterion not in CRITERIA:
+        raise ConfigError(f"unknown excitation criterion '{criterion}'; choose one of {list(CRITERIA)}")
+    W = np.asarray(W, float)
+    M = W.shape[0]
+    d = np.linalg.norm(W, axis=0) / np.sqrt(M)
+    if np.any(d <= 1e-12 * max(d.max(), 1e-300)):
+        return float("inf")
+    Ws = W / d
+    if criterion == "cond":
+        s = np.linalg.svd(Ws, compute_uv=False)
+        return float(s[0] / s[-1]) if s[-1] > 0 else float("inf")
+    A = Ws.T @ Ws / M
+    if criterion == "frobenius":
+        try:
+            Ai = np.linalg.inv(A)
+        except np.linalg.LinAlgError:
+            return float("inf")
+        return float(np.linalg.norm(A) * np.linalg.norm(Ai))
+    sign, logdet = np.linalg.slogdet(A)
+    return float(-logdet) if sign > 0 else float("inf")
+
+
+def base_regressor_function(model, base, rows=None):
+    """Return ``f(q, dq, ddq) -> W`` (N*rows, p), the stacked base regressor of a rigid model.
+
+    For elastic models the motor-side states are taken equal to the link states (the
+    rigid limit), which is what an excitation designed before identification can use.
+    """
+    from robot_identification.regressor import regressor
+
+    def f(q, dq, ddq):
+        extra = {}
+        if model.config.elastic:
+            extra = {"theta": q, "dtheta": dq, "ddtheta": ddq}
+        Y = regressor(model, q, dq, ddq, **extra)
+        if model.config.elastic:
+            Y = Y[:, model.n:, :] + Y[:, :model.n, :]   # K(q-theta) vanish; sum gives rigid rows
+        return base.project(Y).reshape(-1, len(base))
+    return f
+
+
+def model_limits(model, margin=1.0):
+    """Position (n, 2), velocity (n,), acceleration (n,) limits of ``model`` (inf if absent)."""
+    n = model.n
+    pos = np.tile([-np.inf, np.inf], (n, 1))
+    vel, acc = np.full(n, np.inf), np.full(n, np.inf)
+    for k, j in enumerate(model.config.joints):
+        lim = j.limits
+        if lim.position is not None:
+            mid, half = np.mean(lim.position), 0.5 * (lim.position[1] - lim.position[0])
+            pos[k] = mid - margin * half, mid + margin * half
+        if lim.velocity is not None:
+            vel[k] = margin * lim.velocity
+        if lim.acceleration is not None:
+            acc[k] = margin * lim.acceleration
+    return pos, vel, acc
+
+
+def limit_violation(q, dq, ddq, limits):
+    """Largest limit violation (0 if within limits) in each of position, velocity, acceleration."""
+    pos, vel, acc = limits
+    vp = np.max(np.maximum(q - pos[:, 1], pos[:, 0] - q), initial=-np.inf)
+    vv = np.max(np.abs(dq) - vel, initial=-np.inf)
+    va = np.max(np.abs(ddq) - acc, initial=-np.inf)
+    return max(vp, 0.0), max(vv, 0.0), max(va, 0.0)
+
+
+@dataclass
+class OptimisationResult:
+    """Outcome of :func:`optimise_excitation`.
+
+    Attributes
+    ----------
+    x0, x : ndarray
+        Initial and optimised parameter vectors.
+    before, after : float
+        Criterion of the initial and optimised trajectory.
+    cond_before, cond_after : float
+        2-norm condition numbers of the (column-scaled) base regressor.
+    seconds : float
+        Wall time of the optimisation.
+    within_limits : bool
+    message : str
+        Solver message.
+    """
+
+    parametrisation: object
+    criterion: str
+    x0: np.ndarray
+    x: np.ndarray
+    before: float
+    after: float
+    cond_before: float
+    cond_after: float
+    seconds: float
+    within_limits: bool
+    iterations: int
+    message: str
+    history: list = field(default_factory=list)
+
+    def evaluate(self, t):
+        return self.parametrisation.evaluate(self.x, t)
+
+
+def optimise_excitation(model, parametrisation, criterion="cond", n_samples=120, x0=None,
+                        seed=0, maxiter=60, base=None, margin=0.95):
+    """Optimise an excitation trajectory for the base regressor of ``model``.
+
+    Minimises :func:`criterion_value` of the base regressor stacked at ``n_samples``
+    equidistant times, subject to the joint position, velocity and acceleration limits
+    of the robot config (times ``margin``) checked on a 4x denser grid (Szabó &
+    Gincsainé 2021, eq. 21; Swevers et al. 1997). Solver: SLSQP with finite-difference
+    gradients. The start vector is scaled down until it is within the limits.
+
+    Parameters
+    ----------
+    model : RobotModel
+    parametrisation : FourierParametrisation or BSplineParametrisation
+    criterion : {'cond', 'frobenius', 'logdet'}
+    n_samples : int
+        Samples of the criterion grid.
+    x0 : ndarray, optional
+        Start vector; default random (``seed``).
+    maxiter : int
+    base : BaseParameters, optional
+        Default :func:`~robot_identification.identifiability.base_parameters` of ``model``.
+    margin : float
+        Fraction of the limits used as constraint (safety margin).
+
+    Returns
+    -------
+    OptimisationResult
+
+    Raises
+    ------
+    ConfigError
+        Unknown criterion.
+    ExcitationError
+        No start vector within the limits was found.
+    """
+    from robot_identification.identifiability import base_parameters
+    if criterion not in CRITERIA:
+        raise ConfigError(f"unknown excitation criterion '{criterion}'; choose one of {list(CRITERIA)}")
+    base = base if base is not None else base_parameters(model)
+    f_W = base_regressor_function(model, base)
+    par = parametrisation
+    T = par.duration
+    t_obj = np.linspace(0.0, T, n_samples, endpoint=False)
+    t_con = np.linspace(0.0, T, 4 * n_samples + 1)
+    limits = model_limits(model, margin)
+    pos, vel, acc = limits
+
+    rng = np.random.default_rng(seed)
+    x0 = par.initial(rng) if x0 is None else np.asarray(x0, float)
+    for _ in range(60):
+        if max(limit_violation(*par.evaluate(x0, t_con), limits)) == 0:
+            break
+        x0 = 0.8 * x0
+    else:
+        raise ExcitationError("could not find an initial excitation within the joint limits")
+
+    def objective(x):
+        v = criterion_value(f_W(*par.evaluate(x, t_obj)), criterion)
+        return np.log(v) if criterion != "logdet" and np.isfinite(v) else (v if np.isfinite(v) else 1e6)
+
+    scale_p = np.where(np.isfinite(pos[:, 1] - pos[:, 0]), pos[:, 1] - pos[:, 0], 1.0)
+
+    def constraints(x):
+        q, dq, ddq = par.evaluate(x, t_con)
+        parts = []
+        fin = np.isfinite(pos[:, 0])
+        parts.append(((q[:, fin] - pos[fin, 0]) / scale_p[fin]).ravel())
+        parts.append(((pos[fin, 1] - q[:, fin]) / scale_p[fin]).ravel())
+        fv = np.isfinite(vel)
+        parts.append((1.0 - np.abs(dq[:, fv]) / vel[fv]).ravel())
+        fa = np.isfinite(acc)
+        parts.append((1.0 - np.abs(ddq[:, fa]) / acc[fa]).ravel())
+        return np.concatenate(parts)
+
+    history = []
+    start = time.perf_counter()
+    res = scipy.optimize.minimize(objective, x0, method="SLSQP",
+                                  constraints=[{"type": "ineq", "fun": constraints}],
+                                  options={"maxiter": maxiter, "ftol": 1e-6},
+                                  callback=lambda xk: history.append(objective(xk)))
+    seconds = time.perf_counter() - start
+    x = res.x
+    ok = max(limit_violation(*par.evaluate(x, t_con), model_limits(model, 1.0))) == 0
+    if not ok or objective(x) > objective(x0):
+        # SLSQP may end slightly outside the limits: fall back to the best feasible iterate
+        x, ok = (x if ok else x0), True if not ok else ok
+    W0, W1 = f_W(*par.evaluate(x0, t_obj)), f_W(*par.evaluate(x, t_obj))
+    return OptimisationResult(
+        parametrisation=par, criterion=criterion, x0=x0, x=x,
+        before=criterion_value(W0, criterion), after=criterion_value(W1, criterion),
+        cond_before=criterion_value(W0, "cond"), cond_after=criterion_value(W1, "cond"),
+        seconds=seconds, within_limits=ok, iterations=int(res.get("nit", 0)),
+        message=str(res.message), history=history)
