@@ -1,14 +1,14 @@
 """Optimal excitation trajectories: criteria on the base regressor and their optimisation.
 
-Trajectory families (parameter-vector interface, ``x`` a flat float vector):
+Trajectory families (parameter-vector interfaces, ``x`` a flat float vector, on top of
+the trajectory classes of :mod:`robot_identification.excitation._trajectories`):
 
-- :class:`FourierParametrisation`: finite Fourier series of Swevers et al. (1997) in the
-  form of Szabó & Gincsainé (2021), eq. 22, plus a constant offset so that
-  ``q(0) = q(t_f) = q0``; ``dq`` and ``ddq`` vanish at both ends (eq. 21) by eliminating the
-  first harmonic's coefficients (``a_1 = -sum_{l>1} a_l``, ``b_1 = -sum_{l>1} l b_l``).
-- :class:`BSplineParametrisation`: quintic B-spline of Zollo et al. (2014, Sec. 6.1) with
-  clamped ends (the first and last three control points equal ``q0``: zero velocity and
-  acceleration at both ends).
+- :class:`FourierParametrisation` -> :class:`FourierTrajectory`: finite Fourier series of
+  Swevers et al. (1997) in the form of Szabó & Gincsainé (2021), eq. 22, with offset q0;
+  dq and ddq vanish at both ends (eq. 21) by eliminating the first harmonic's
+  coefficients (a_1 = -sum_{l>1} a_l, b_1 = -sum_{l>1} l b_l).
+- :class:`BSplineParametrisation` -> :class:`BSplineTrajectory`: quintic B-spline of
+  Zollo et al. (2014, Sec. 6.1), interior control points free.
 
 Criteria (lower is better) of the stacked base regressor ``W`` (M, p), columns scaled to
 unit norm first so that parameter units do not matter:
@@ -27,10 +27,11 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.interpolate
 import scipy.optimize
 
 from robot_identification.errors import ConfigError, ExcitationError
+from robot_identification.excitation._trajectories import (
+    BSplineTrajectory, FourierTrajectory, check_limits)
 
 CRITERIA = ("cond", "frobenius", "logdet")
 
@@ -38,12 +39,13 @@ CRITERIA = ("cond", "frobenius", "logdet")
 # --------------------------------------------------------------------------- trajectories
 @dataclass
 class FourierParametrisation:
-    """Finite Fourier series with rest-to-rest ends (Szabó & Gincsainé 2021, eq. 21-22).
+    """Parameter-vector interface to :class:`FourierTrajectory` with rest-to-rest ends.
 
-    q_i(t) = c_i + sum_{l=1}^{M} a_il/(w l) sin(w l t) - b_il/(w l) cos(w l t), with
-    w = 2 pi / period and c_i = q0_i + sum_l b_il/(w l) so that q(0) = q0.
-    Free parameters per joint: a_il, b_il for l = 2..M; a_i1 = -sum a_il and
-    b_i1 = -sum l b_il make dq(0) = ddq(0) = 0 (and, by periodicity, at t = period).
+    Szabó & Gincsainé (2021), eq. 21-22 (with the offset q0, so q(0) = q(t_f) = q0):
+    q_i(t) = q0_i + sum_{l=1}^{M} a_il/(w l) sin(w l t) - b_il/(w l) (cos(w l t) - 1),
+    w = 2 pi / period. Free parameters per joint: a_il, b_il for l = 2..M [rad/s];
+    a_i1 = -sum_{l>1} a_il and b_i1 = -sum_{l>1} l b_il make dq = ddq = 0 at t = 0 and
+    t = period exactly, so the end conditions of eq. 21 need no constraint.
 
     Parameters
     ----------
@@ -52,15 +54,17 @@ class FourierParametrisation:
     harmonics : int
         M >= 2.
     period : float
-        t_f = 2 pi / w [s].
-    q0 : array_like (n,)
-        Start and end position [rad].
+        t_f [s].
+    q0 : array_like (n,), optional
+        Start and end position [rad]; default zeros.
+    joint_names : sequence of str, optional
     """
 
     n: int
     harmonics: int
     period: float
     q0: np.ndarray = None
+    joint_names: tuple = None
 
     def __post_init__(self):
         if self.harmonics < 2:
@@ -85,18 +89,15 @@ class FourierParametrisation:
         b = np.concatenate([-(x[1] * l).sum(axis=1, keepdims=True), x[1]], axis=1)
         return a, b
 
+    def trajectory(self, x):
+        """The :class:`FourierTrajectory` of parameter vector ``x``."""
+        a, b = self.coefficients(x)
+        return FourierTrajectory(a, b, 1.0 / self.period, self.q0, 1, enforce_rest=False,
+                                 joint_names=self.joint_names)
+
     def evaluate(self, x, t):
         """Positions, velocities, accelerations (N, n) at times ``t`` (N,) [s] (eq. 22)."""
-        a, b = self.coefficients(x)
-        t = np.asarray(t, float)
-        w = 2.0 * np.pi / self.period
-        wl = w * np.arange(1, self.harmonics + 1)                  # (M,)
-        s, c = np.sin(np.outer(t, wl)), np.cos(np.outer(t, wl))    # (N, M)
-        off = self.q0 + (b / wl).sum(axis=1)
-        q = off + s @ (a / wl).T - c @ (b / wl).T
-        dq = c @ a.T + s @ b.T
-        ddq = -s @ (a * wl).T + c @ (b * wl).T
-        return q, dq, ddq
+        return self.trajectory(x).evaluate(t)
 
     def initial(self, rng, scale=0.3):
         """Random start vector (velocity amplitudes ~ ``scale`` rad/s)."""
@@ -105,18 +106,18 @@ class FourierParametrisation:
 
 @dataclass
 class BSplineParametrisation:
-    """Quintic B-spline, rest-to-rest (Zollo et al. 2014, Sec. 6.1: 5th-order B-splines).
+    """Parameter-vector interface to :class:`BSplineTrajectory` (quintic, rest-to-rest).
 
-    Uniform clamped knots on [0, duration]; the first and last three control points are
-    fixed to ``q0`` so that q = q0, dq = ddq = 0 at both ends. Free parameters: the
-    ``segments - 1`` interior control points per joint [rad].
+    Zollo et al. (2014, Sec. 6.1). The free parameters are the ``segments - 1`` interior
+    control points per joint, as offsets from ``q0`` [rad]; three control points equal
+    to ``q0`` at each end give zero velocity and acceleration there.
     """
 
     n: int
     segments: int
     duration: float
     q0: np.ndarray = None
-    degree: int = 5
+    joint_names: tuple = None
 
     def __post_init__(self):
         if self.segments < 2:
@@ -124,28 +125,18 @@ class BSplineParametrisation:
         if not self.duration > 0:
             raise ConfigError(f"B-spline duration must be > 0 s, got {self.duration}")
         self.q0 = np.zeros(self.n) if self.q0 is None else np.asarray(self.q0, float)
-        k = self.degree
-        inner = np.linspace(0.0, self.duration, self.segments + 1)
-        self.knots = np.concatenate([np.zeros(k), inner, np.full(k, self.duration)])
-        self.n_ctrl = len(self.knots) - k - 1                      # segments + k
-        self.n_free = self.n_ctrl - 6
 
     @property
     def size(self) -> int:
-        return self.n * self.n_free
+        return self.n * (self.segments - 1)
 
-    def control_points(self, x):
-        """Control points (n_ctrl, n) [rad] of parameter vector ``x``."""
-        x = np.asarray(x, float).reshape(self.n_free, self.n)
-        c = np.tile(self.q0, (self.n_ctrl, 1))
-        c[3: 3 + self.n_free] = self.q0 + x
-        return c
+    def trajectory(self, x):
+        """The :class:`BSplineTrajectory` of parameter vector ``x``."""
+        ctrl = self.q0 + np.asarray(x, float).reshape(self.segments - 1, self.n)
+        return BSplineTrajectory(ctrl, self.duration, self.q0, joint_names=self.joint_names)
 
     def evaluate(self, x, t):
-        """Positions, velocities, accelerations (N, n) at times ``t`` [s]."""
-        sp = scipy.interpolate.BSpline(self.knots, self.control_points(x), self.degree)
-        t = np.clip(np.asarray(t, float), 0.0, self.duration)
-        return sp(t), sp(t, 1), sp(t, 2)
+        return self.trajectory(x).evaluate(t)
 
     def initial(self, rng, scale=0.5):
         return rng.normal(0.0, scale, self.size)
@@ -196,22 +187,23 @@ def criterion_value(W, criterion="cond"):
     return float(-logdet) if sign > 0 else float("inf")
 
 
-def base_regressor_function(model, base, rows=None):
-    """Return ``f(q, dq, ddq) -> W`` (N*rows, p), the stacked base regressor of a rigid model.
+def design_model(model):
+    """The model an excitation is designed for: ``model`` itself if rigid; for elastic
+    joints its rigid limit (theta = q: same links, rotor inertia and friction, no
+    stiffness), whose regressor is what the link trajectory alone can excite."""
+    if not model.config.elastic:
+        return model
+    from dataclasses import replace
+    from robot_identification.model import RobotModel
+    return RobotModel(replace(model.config, model="rigid"), urdf_xml=model.urdf_xml)
 
-    For elastic models the motor-side states are taken equal to the link states (the
-    rigid limit), which is what an excitation designed before identification can use.
-    """
+
+def base_regressor_function(model, base):
+    """Return ``f(q, dq, ddq) -> W`` (N*n, p), the stacked base regressor of a rigid model."""
     from robot_identification.regressor import regressor
 
     def f(q, dq, ddq):
-        extra = {}
-        if model.config.elastic:
-            extra = {"theta": q, "dtheta": dq, "ddtheta": ddq}
-        Y = regressor(model, q, dq, ddq, **extra)
-        if model.config.elastic:
-            Y = Y[:, model.n:, :] + Y[:, :model.n, :]   # K(q-theta) vanish; sum gives rigid rows
-        return base.project(Y).reshape(-1, len(base))
+        return base.project(regressor(model, q, dq, ddq)).reshape(-1, len(base))
     return f
 
 
@@ -317,6 +309,7 @@ def optimise_excitation(model, parametrisation, criterion="cond", n_samples=120,
     from robot_identification.identifiability import base_parameters
     if criterion not in CRITERIA:
         raise ConfigError(f"unknown excitation criterion '{criterion}'; choose one of {list(CRITERIA)}")
+    model = design_model(model)
     base = base if base is not None else base_parameters(model)
     f_W = base_regressor_function(model, base)
     par = parametrisation
@@ -354,21 +347,27 @@ def optimise_excitation(model, parametrisation, criterion="cond", n_samples=120,
         return np.concatenate(parts)
 
     history = []
+    full = model_limits(model, 1.0)
+
+    def feasible(x):
+        return max(limit_violation(*par.evaluate(x, t_con), full)) == 0
+
+    def callback(xk):
+        history.append((objective(xk), xk.copy()))
+
     start = time.perf_counter()
     res = scipy.optimize.minimize(objective, x0, method="SLSQP",
                                   constraints=[{"type": "ineq", "fun": constraints}],
-                                  options={"maxiter": maxiter, "ftol": 1e-6},
-                                  callback=lambda xk: history.append(objective(xk)))
+                                  options={"maxiter": maxiter, "ftol": 1e-6}, callback=callback)
     seconds = time.perf_counter() - start
-    x = res.x
-    ok = max(limit_violation(*par.evaluate(x, t_con), model_limits(model, 1.0))) == 0
-    if not ok or objective(x) > objective(x0):
-        # SLSQP may end slightly outside the limits: fall back to the best feasible iterate
-        x, ok = (x if ok else x0), True if not ok else ok
+    # SLSQP may stop at a point slightly outside the limits: keep the best feasible iterate
+    candidates = [(objective(res.x), res.x)] + history[::-1] + [(objective(x0), x0)]
+    x = min((c for c in candidates if feasible(c[1])), key=lambda c: c[0])[1]
+    ok = feasible(x)
     W0, W1 = f_W(*par.evaluate(x0, t_obj)), f_W(*par.evaluate(x, t_obj))
     return OptimisationResult(
         parametrisation=par, criterion=criterion, x0=x0, x=x,
         before=criterion_value(W0, criterion), after=criterion_value(W1, criterion),
         cond_before=criterion_value(W0, "cond"), cond_after=criterion_value(W1, "cond"),
         seconds=seconds, within_limits=ok, iterations=int(res.get("nit", 0)),
-        message=str(res.message), history=history)
+        message=str(res.message), history=[h[0] for h in history])
