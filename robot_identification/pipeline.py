@@ -124,6 +124,9 @@ class IdentificationResult:
     elapsed : float
         Wall time [s].
     settings : dict
+    normal_equations : NormalEquations or None
+        The accumulated per-group normal equations (for further estimators, e.g. the
+        physically consistent SDP).
     """
 
     robot: str
@@ -138,6 +141,7 @@ class IdentificationResult:
     elapsed: float
     settings: dict = field(default_factory=dict)
     units: list = field(default_factory=list)
+    normal_equations: object = None
 
     def normalised_mean_error(self, exclude=()):
         """mean_i |est_i - true_i| / |true_i| (absolute error where true_i = 0).
@@ -231,4 +235,4 @@ def identify(model, datasets, settings: IdentificationSettings | None = None, *,
         settings={"estimator": method, "filter_order": s.filter_order, "cutoff_hz": s.cutoff_hz,
                   "differentiation": s.differentiation,
                   "velocity_threshold": s.velocity_threshold, "decimate": s.decimate},
-        units=units)
+        units=units, normal_equations=neq)

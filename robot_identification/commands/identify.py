@@ -1,6 +1,7 @@
 """``robot-identification identify``: batch identification of base parameters."""
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from robot_identification.commands._common import add_robot_arguments, robot_from_args
@@ -22,6 +23,9 @@ def add_arguments(p):
     p.add_argument("--numerical-derivatives", action="store_true",
                    help="ignore measured velocities/accelerations; differentiate positions")
     p.add_argument("--quiet", action="store_true", help="do not print the table")
+    p.add_argument("--physical", action=argparse.BooleanOptionalAction, default=None,
+                   help="also write OLS, WLS and a physically consistent estimate (pseudo-"
+                        "inertia LMIs) under 'estimates:' (default: on for rigid models)")
 
 
 def run(args):
@@ -36,10 +40,14 @@ def run(args):
         settings = replace(settings, velocity_threshold=args.velocity_threshold)
     if args.cutoff is not None:
         settings = replace(settings, cutoff_hz=args.cutoff)
-    datasets = [load_dataset(p) for p in args.data]
+    datasets = [load_dataset(p, model=model) for p in args.data]
     result = identify(model, datasets, settings, estimator=args.estimator,
                       use_measured_derivatives=not args.numerical_derivatives)
     out = write_results(result, args.output, model)
+    if args.physical or (args.physical is None and not model.config.elastic):
+        from robot_identification.validation import compute_estimates, write_estimates
+        estimates = compute_estimates(model, result, physical=True)
+        write_estimates(out, model, estimates, extra={"data": [str(p) for p in args.data]})
     if not args.quiet:
         print(format_table(result))
     print(f"wrote {Path(out).resolve()}")

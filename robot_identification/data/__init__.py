@@ -4,3 +4,4 @@
 - :func:`load_dataset` -- NPZ, rosbag2 (directory or .mcap), CSV by extension
 """
 from robot_identification.data._dataset import Dataset, load_dataset  # noqa: F401
+from robot_identification.data._csv import CSV_PRESETS, csv_options, read_csv  # noqa: F401,E402

@@ -166,8 +166,11 @@ class Dataset:
                    metadata=meta.get("metadata", {}), **kw)
 
 
-def load_dataset(path, **kwargs):
-    """Load a dataset from a ``.npz`` file or a rosbag2 directory / ``.mcap`` file.
+def load_dataset(path, model=None, **kwargs):
+    """Load a dataset from a ``.npz`` file, a rosbag2 directory / ``.mcap`` file or a CSV.
+
+    ``model`` (a RobotModel, optional) supplies the CSV column mapping and drive gains
+    of its config's ``csv:`` section (see :func:`robot_identification.data._csv.csv_options`).
 
     Raises
     ------
@@ -182,7 +185,7 @@ def load_dataset(path, **kwargs):
         return _bag.read_bag(path, **kwargs)
     if path.suffix == ".csv":
         from robot_identification.data import _csv
-        return _csv.read_csv(path, **kwargs)
+        return _csv.read_csv(path, model=model, **kwargs)
     if not path.exists():
         raise DataError(f"dataset '{path}' does not exist")
     raise DataError(f"unknown dataset format '{path}': expected .npz, .csv, .mcap or a "

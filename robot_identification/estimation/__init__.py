@@ -7,3 +7,7 @@
 """
 from robot_identification.estimation._least_squares import (  # noqa: F401
     Estimate, NormalEquations, condition_number, ols, wls)
+from robot_identification.estimation._drive_gains import (  # noqa: F401,E402
+    DriveGainResult, identify_drive_gains, payload_parameters)
+from robot_identification.estimation._physical import (  # noqa: F401,E402
+    PhysicalEstimate, physically_consistent, pseudo_inertia)

@@ -1,0 +1,46 @@
+"""``robot-identification export-urdf``: URDF with the physically consistent estimate."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from robot_identification.commands._common import add_robot_arguments, robot_from_args
+
+NAME = "export-urdf"
+HELP = ("write the robot's URDF with inertials (and joint friction) replaced by the "
+        "physically consistent estimate of a results.yaml")
+ORDER = 45
+
+
+def add_arguments(p):
+    add_robot_arguments(p)
+    p.add_argument("--results", required=True, help="results.yaml written by identify")
+    p.add_argument("--output", required=True, help="URDF file to write")
+
+
+def export_from_results(model, results, output):
+    """Export the ``estimates.physical`` standard parameters of ``results`` to ``output``."""
+    import numpy as np
+    import yaml
+
+    from robot_identification.errors import DataError
+    from robot_identification.report._urdf_export import export_urdf
+    doc = yaml.safe_load(Path(results).read_text())
+    phys = (doc.get("estimates") or {}).get("physical")
+    if not phys:
+        raise DataError(f"'{results}' has no physically consistent estimate; run identify "
+                        f"with --physical")
+    sp = phys["standard_parameters"]
+    missing = [n for n in model.parameter_names if n not in sp]
+    if missing:
+        raise DataError(f"'{results}' lacks standard parameters {missing[:5]} of robot "
+                        f"'{model.config.name}'")
+    pi = np.array([sp[n] for n in model.parameter_names])
+    return export_urdf(model, pi, output,
+                       comment=f"physically consistent estimate from {Path(results).name}")
+
+
+def run(args):
+    model = robot_from_args(args)
+    out = export_from_results(model, args.results, args.output)
+    print(f"wrote {Path(out).resolve()}")
+    return 0

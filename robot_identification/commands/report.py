@@ -1,0 +1,36 @@
+"""``robot-identification report``: HTML report with torque plots, residuals and tables."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from robot_identification.commands._common import add_robot_arguments, robot_from_args
+
+NAME = "report"
+HELP = ("write an HTML report (PNG figures + tables): measured vs predicted torque, "
+        "residuals, NRMSE, parameters with standard deviations, condition number")
+ORDER = 40
+
+
+def add_arguments(p):
+    add_robot_arguments(p)
+    p.add_argument("--results", required=True, help="results.yaml written by identify")
+    p.add_argument("--data", nargs="*", default=[], help="held-out dataset(s) to plot")
+    p.add_argument("--output", default="report", help="output directory (default report/)")
+    p.add_argument("--urdf-out", help="also export the identified URDF to this file")
+
+
+def run(args):
+    from robot_identification.data import load_dataset
+    from robot_identification.report._html import write_report
+    from robot_identification.validation import load_estimates, validate
+    model = robot_from_args(args)
+    base, models, doc = load_estimates(args.results, model)
+    datasets = [load_dataset(p, model=model) for p in args.data]
+    files = validate(model, base, models, datasets, labels=list(args.data),
+                     keep_signals=True) if datasets else []
+    path = write_report(args.output, model, doc, files)
+    print(f"wrote {Path(path).resolve()}")
+    if args.urdf_out:
+        from robot_identification.commands.export_urdf import export_from_results
+        print(f"wrote {export_from_results(model, args.results, args.urdf_out).resolve()}")
+    return 0

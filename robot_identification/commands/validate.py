@@ -1,0 +1,45 @@
+"""``robot-identification validate``: predicted vs measured torque on held-out data."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from robot_identification.commands._common import add_robot_arguments, robot_from_args
+
+NAME = "validate"
+HELP = ("compare the torque predicted by the nominal URDF and each identified estimate "
+        "with measured torque on held-out data; writes validation.yaml")
+ORDER = 30
+
+
+def add_arguments(p):
+    add_robot_arguments(p)
+    p.add_argument("--results", required=True, help="results.yaml written by identify")
+    p.add_argument("--data", nargs="+", required=True,
+                   help="held-out dataset(s): .npz, rosbag2 directory, .mcap or .csv")
+    p.add_argument("--output", default="validation.yaml",
+                   help="validation file (default validation.yaml)")
+    p.add_argument("--primary", help="estimate reported in files[*].joints "
+                                     "(default: physical, else wls, else ols)")
+    p.add_argument("--rest-velocity", type=float,
+                   help="|dq| below this counts as rest (Coulomb term 0) when predicting "
+                        "[rad/s]; default 1e-3, 0 disables")
+    p.add_argument("--quiet", action="store_true", help="do not print the table")
+
+
+def run(args):
+    from robot_identification.data import load_dataset
+    from robot_identification.errors import DataError
+    from robot_identification.validation import (
+        format_validation, load_estimates, validate, write_validation)
+    model = robot_from_args(args)
+    base, models, _ = load_estimates(args.results, model)
+    if args.primary and args.primary not in models:
+        raise DataError(f"--primary {args.primary}: '{args.results}' has {list(models)}")
+    datasets = [load_dataset(p, model=model) for p in args.data]
+    files = validate(model, base, models, datasets, labels=list(args.data),
+                     rest_velocity=args.rest_velocity)
+    out = write_validation(args.output, model.config.name, files, args.primary)
+    if not args.quiet:
+        print(format_validation(files))
+    print(f"wrote {Path(out).resolve()}")
+    return 0

@@ -1,0 +1,312 @@
+"""CSV import of recorded joint data: column mapping, malformed rows, idle trimming,
+irregular time stamps, motor current -> joint torque.
+
+A CSV file holds one sample per row and no (or one) header line. A *column mapping*
+says where time, positions, velocities and the torque source (torques, or motor
+currents times drive gains) are. The mapping comes from keyword arguments, a named
+preset (:data:`CSV_PRESETS`, e.g. ``ur`` for the Universal Robots logs of Mamedov &
+Mikhel 2020) or a robot config's ``csv:`` section (:func:`csv_options`).
+
+Processing order (each step is recorded in ``Dataset.metadata``):
+
+1. parse: rows with the wrong number of fields, non-numeric or non-finite fields, or a
+   time not strictly above the previous good row are dropped and reported
+   (``metadata['malformed_rows']``, one ``(line, reason)`` per row, plus a
+   :class:`UserWarning`); more than ``max_malformed`` (fraction) raises :class:`DataError`;
+2. torque: ``tau_k = gain_k * i_k`` (drive gain [N*m/A], link side);
+3. idle trimming: leading and trailing samples where no joint moves faster than
+   ``idle_velocity`` are cut, keeping ``idle_margin`` seconds of rest on each side (the
+   zero-phase filters need them); a run without any motion (static poses) is kept whole;
+4. resampling: when the time steps vary by more than 5 % of the median step, all signals
+   are linearly interpolated onto a uniform grid with the median step.
+"""
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from robot_identification.errors import ConfigError, DataError
+from robot_identification.data._dataset import Dataset
+
+#: Column layouts (1-based column numbers; a list gives one column per joint, an int the
+#: first of ``n_joints`` consecutive columns).
+CSV_PRESETS = {
+    # Universal Robots RTDE logs as published by Mamedov & Mikhel (2020),
+    # shamilmamedov/dynamic_calibration/dataset_ur10e: 31 columns.
+    "ur": {"time": 1, "position": 2, "velocity": 8, "current": 14, "n_joints": 6,
+           "n_columns": 31},
+}
+
+_KEYS = ("preset", "time", "position", "velocity", "torque", "current", "drive_gains",
+         "n_joints", "n_columns", "delimiter", "trim_idle", "idle_velocity", "idle_margin",
+         "resample", "max_malformed", "joint_names")
+
+
+def csv_options(model) -> dict:
+    """Keyword arguments of :func:`read_csv` from a robot config's ``csv:`` section.
+
+    The section may name a ``preset`` and override any of its keys; ``drive_gains``
+    (N*m/A, one per joint) convert currents to torques. Joint names default to the
+    robot's joints.
+
+    Parameters
+    ----------
+    model : RobotModel or RobotConfig
+
+    Returns
+    -------
+    dict
+        Empty when the config has no ``csv:`` section (then only ``joint_names``).
+
+    Raises
+    ------
+    ConfigError
+        Unknown keys or wrong types in the ``csv:`` section.
+    """
+    config = getattr(model, "config", model)
+    section = dict(config.extra.get("csv") or {})
+    where = f"{config.source or config.name}.csv"
+    unknown = sorted(set(section) - set(_KEYS))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(_KEYS)}")
+    gains = section.get("drive_gains")
+    if gains is not None:
+        if (not isinstance(gains, (list, tuple)) or len(gains) != len(config.joints)
+                or any(isinstance(g, bool) or not isinstance(g, (int, float)) for g in gains)):
+            raise ConfigError(f"{where}.drive_gains: expected {len(config.joints)} numbers "
+                              f"[N*m/A], got {gains!r}")
+    section.setdefault("joint_names", list(config.joint_names))
+    return section
+
+
+def _columns(spec, n, key, n_fields):
+    """0-based column indices of a mapping entry (1-based int start or list)."""
+    if spec is None:
+        return None
+    if isinstance(spec, bool):
+        raise ConfigError(f"CSV column mapping '{key}': expected a column number or a list, "
+                          f"got {spec!r}")
+    if isinstance(spec, int):
+        cols = list(range(spec - 1, spec - 1 + n))
+    elif isinstance(spec, (list, tuple)) and all(isinstance(c, int) and not isinstance(c, bool)
+                                                 for c in spec):
+        if len(spec) != n:
+            raise ConfigError(f"CSV column mapping '{key}': {len(spec)} columns for {n} joints")
+        cols = [c - 1 for c in spec]
+    else:
+        raise ConfigError(f"CSV column mapping '{key}': expected a 1-based column number or a "
+                          f"list of them, got {spec!r}")
+    if min(cols) < 0 or max(cols) >= n_fields:
+        raise ConfigError(f"CSV column mapping '{key}': columns {[c + 1 for c in cols]} outside "
+                          f"1..{n_fields}")
+    return cols
+
+
+def _parse(path, delimiter, n_columns):
+    """Numeric rows of a CSV file and the list of malformed (line, reason)."""
+    rows, lines, bad = [], [], []
+    try:
+        text = Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"cannot read CSV '{path}': {exc}") from None
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        s = line.strip()
+        if not s or s.startswith("#"):
+            continue
+        fields = s.split(delimiter)
+        try:
+            vals = [float(f) for f in fields]
+        except ValueError:
+            if not rows and not bad and lineno == 1:
+                continue                                  # header line
+            bad.append((lineno, "non-numeric field"))
+            continue
+        if n_columns is None:
+            n_columns = len(vals)
+        if len(vals) != n_columns:
+            bad.append((lineno, f"{len(vals)} fields, expected {n_columns}"))
+            continue
+        if not all(np.isfinite(vals)):
+            bad.append((lineno, "NaN/inf field"))
+            continue
+        rows.append(vals)
+        lines.append(lineno)
+    return rows, lines, bad, n_columns
+
+
+def read_csv(path, *, preset=None, time=None, position=None, velocity=None, torque=None,
+             current=None, drive_gains=None, n_joints=None, n_columns=None, delimiter=",",
+             joint_names=None, trim_idle=True, idle_velocity=0.01, idle_margin=0.5,
+             resample=True, max_malformed=0.05, model=None) -> Dataset:
+    """Read a CSV recording into a :class:`Dataset`.
+
+    Parameters
+    ----------
+    path : path
+        CSV file, one sample per row; an optional header line is skipped.
+    preset : str, optional
+        Name in :data:`CSV_PRESETS` (``'ur'``); explicit keys override it.
+    time : int
+        1-based column of the time [s].
+    position, velocity, torque, current : int or list of int, optional
+        First column (``n_joints`` consecutive ones) or one column per joint, 1-based:
+        joint positions [rad] (required), velocities [rad/s], joint torques [N*m] or
+        motor currents [A] (one of ``torque`` / ``current`` is required).
+    drive_gains : sequence of float (n,), optional
+        Torque per current [N*m/A], link side; required with ``current``.
+    n_joints : int, optional
+        Default: ``len(joint_names)``.
+    n_columns : int, optional
+        Expected fields per row; default: the first data row's count.
+    joint_names : sequence of str, optional
+        Default ``joint1..jointn``.
+    trim_idle : bool
+        Cut the idle segments at both ends (see module docstring).
+    idle_velocity : float
+        Motion threshold [rad/s] for trimming (on the measured velocities, or on
+        position differences when no velocity columns are mapped).
+    idle_margin : float
+        Rest kept before the first and after the last motion [s].
+    resample : bool
+        Interpolate irregular time stamps onto a uniform grid (median step).
+    max_malformed : float
+        Largest tolerated fraction of malformed rows.
+    model : RobotModel, optional
+        Supplies defaults from its config's ``csv:`` section (:func:`csv_options`).
+
+    Returns
+    -------
+    Dataset
+        ``t, q, tau`` and ``dq`` (when mapped); ``metadata`` has ``source``,
+        ``malformed_rows``, ``trimmed`` (s cut at start/end), ``resampled``,
+        ``moving`` (False for static runs), ``drive_gains``.
+
+    Raises
+    ------
+    DataError
+        Missing/unreadable file, no data rows, too many malformed rows, fewer than 2
+        samples left.
+    ConfigError
+        Inconsistent column mapping (unknown preset, columns out of range, currents
+        without drive gains).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"CSV file '{path}' does not exist")
+    opts = {}
+    if model is not None:
+        opts = csv_options(model)
+        preset = preset or opts.pop("preset", None)
+    else:
+        opts = {}
+    if preset is not None:
+        if preset not in CSV_PRESETS:
+            raise ConfigError(f"unknown CSV preset '{preset}'; known: {sorted(CSV_PRESETS)}")
+        base = dict(CSV_PRESETS[preset])
+        base.update({k: v for k, v in opts.items() if k != "preset"})
+        opts = base
+    explicit = dict(time=time, position=position, velocity=velocity, torque=torque,
+                    current=current, drive_gains=drive_gains, n_joints=n_joints,
+                    n_columns=n_columns, joint_names=joint_names)
+    for k, v in explicit.items():
+        if v is not None:
+            opts[k] = v
+    for k, default in (("delimiter", delimiter), ("trim_idle", trim_idle),
+                       ("idle_velocity", idle_velocity), ("idle_margin", idle_margin),
+                       ("resample", resample), ("max_malformed", max_malformed)):
+        opts.setdefault(k, default)
+    if opts.get("position") is None or opts.get("time") is None:
+        raise ConfigError(f"CSV '{path}': the column mapping needs 'time' and 'position' "
+                          f"(give them, a preset, or a robot config with a csv: section)")
+    names = opts.get("joint_names")
+    n = opts.get("n_joints") or (len(names) if names else None)
+    if n is None:
+        pos = opts["position"]
+        n = len(pos) if isinstance(pos, (list, tuple)) else None
+    if n is None:
+        raise ConfigError(f"CSV '{path}': give n_joints or joint_names")
+    names = tuple(names) if names else tuple(f"joint{k + 1}" for k in range(n))
+    if len(names) != n:
+        raise ConfigError(f"CSV '{path}': {len(names)} joint names for {n} joints")
+
+    rows, lines, bad, n_fields = _parse(path, opts["delimiter"], opts.get("n_columns"))
+    if not rows:
+        raise DataError(f"CSV '{path}' holds no numeric data rows"
+                        + (f" ({len(bad)} malformed)" if bad else ""))
+    data = np.array(rows)
+    lines = np.array(lines)
+    tcol = _columns(opts["time"], 1, "time", n_fields)[0]
+    # non-increasing time: drop rows not above the running maximum
+    t = data[:, tcol]
+    keep = np.ones(len(t), dtype=bool)
+    last = -np.inf
+    for i, ti in enumerate(t):
+        if ti <= last:
+            keep[i] = False
+            bad.append((int(lines[i]), f"time {ti:.6g} s not after {last:.6g} s"))
+        else:
+            last = ti
+    data, lines = data[keep], lines[keep]
+    bad.sort()
+    total = len(data) + len(bad)
+    if len(bad) > opts["max_malformed"] * total:
+        raise DataError(f"CSV '{path}': {len(bad)} of {total} rows are malformed (more than "
+                        f"{100 * opts['max_malformed']:.3g} %); first: line {bad[0][0]}: "
+                        f"{bad[0][1]}")
+    if bad:
+        shown = "; ".join(f"line {ln}: {why}" for ln, why in bad[:5])
+        warnings.warn(f"CSV '{path}': dropped {len(bad)} malformed row(s): {shown}"
+                      + (" ..." if len(bad) > 5 else ""), UserWarning, stacklevel=2)
+
+    t = data[:, tcol]
+    q = data[:, _columns(opts["position"], n, "position", n_fields)]
+    vcols = _columns(opts.get("velocity"), n, "velocity", n_fields)
+    dq = data[:, vcols] if vcols is not None else None
+    gains = None
+    if opts.get("torque") is not None:
+        tau = data[:, _columns(opts["torque"], n, "torque", n_fields)]
+    elif opts.get("current") is not None:
+        gains = opts.get("drive_gains")
+        if gains is None or len(gains) != n:
+            raise ConfigError(f"CSV '{path}': currents need {n} drive_gains [N*m/A], "
+                              f"got {gains!r}")
+        gains = np.asarray(gains, dtype=float)
+        tau = data[:, _columns(opts["current"], n, "current", n_fields)] * gains
+    else:
+        raise ConfigError(f"CSV '{path}': the column mapping needs 'torque' or 'current'")
+
+    # idle trimming
+    speed = np.abs(dq) if dq is not None else np.abs(np.gradient(q, t, axis=0))
+    moving = np.flatnonzero(speed.max(axis=1) > opts["idle_velocity"])
+    trimmed = (0.0, 0.0)
+    is_moving = moving.size > 0
+    if opts["trim_idle"] and is_moving:
+        lo = np.searchsorted(t, t[moving[0]] - opts["idle_margin"])
+        hi = np.searchsorted(t, t[moving[-1]] + opts["idle_margin"], side="right")
+        trimmed = (float(t[lo] - t[0]), float(t[-1] - t[hi - 1]))
+        sl = slice(lo, hi)
+        t, q, tau = t[sl], q[sl], tau[sl]
+        dq = dq[sl] if dq is not None else None
+    if len(t) < 2:
+        raise DataError(f"CSV '{path}': fewer than 2 samples after trimming")
+
+    dt = np.diff(t)
+    step = float(np.median(dt))
+    irregular = bool(np.max(np.abs(dt - step)) > 0.05 * step)
+    resampled = None
+    if opts["resample"] and irregular:
+        tu = t[0] + step * np.arange(int(np.floor((t[-1] - t[0]) / step + 1e-9)) + 1)
+
+        def interp(x):
+            return None if x is None else np.column_stack(
+                [np.interp(tu, t, x[:, j]) for j in range(x.shape[1])])
+        q, tau, dq = interp(q), interp(tau), interp(dq)
+        resampled = {"step_s": step, "min_step_s": float(dt.min()),
+                     "max_step_s": float(dt.max())}
+        t = tu
+    meta = {"source": str(path), "format": "csv", "malformed_rows": [list(b) for b in bad],
+            "trimmed_s": list(trimmed), "resampled": resampled, "moving": is_moving,
+            "drive_gains": None if gains is None else gains.tolist()}
+    return Dataset(t=t - t[0], q=q, tau=tau, dq=dq, joint_names=names, metadata=meta)

@@ -1,0 +1,180 @@
+"""Physically consistent standard parameters from a base-parameter least-squares problem.
+
+Semidefinite program (Wensing, Kim & Slotine 2018, "Linear matrix inequalities for
+physically consistent inertial parameter identification", IEEE RA-L 3(1), eq. 8-12;
+Sousa & Cortesão 2014 for the LMI-constrained least squares):
+
+    minimise   || R (K pi - beta_ls) ||^2 + sum_i ((pi_i - pi0_i) / s_i)^2
+    subject to J(pi_k) - eps * 1 >= 0            (pseudo-inertia, per body)
+               rotor inertia, f_v, f_c >= 0      (per joint)
+
+with K the base grouping matrix (beta = K pi), beta_ls the unconstrained (O/W)LS
+estimate and R the triangular factor of the information matrix W^T S^-1 W: the
+observation matrix is *compressed* to p x p before the SDP (its QR factor equals the
+Cholesky factor of the Gram matrix up to row signs, so ||W beta - y||^2 =
+||R (beta - beta_ls)||^2 + const). The second term is a weak Gaussian prior around
+the nominal (URDF) parameters pi0 with standard deviations s (by default 100 % of the
+nominal mass, mass * 0.3 m for first moments, mass * (0.3 m)^2 for inertias): it
+only selects a point in the null space of K, where the data carry no information.
+
+The pseudo-inertia of a body with mass m, first moment h = m c and inertia I about
+the frame origin is J = [[tr(I)/2 * 1 - I, h], [h^T, m]]; J >= 0 is equivalent to a
+positive mass with an inertia satisfying the triangle inequalities for a mass
+distribution (Wensing et al. 2018, Theorem 1).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from robot_identification.errors import DataError, IdentificationError
+
+#: Characteristic length [m] of the default prior scales of first moments / inertias.
+PRIOR_LENGTH = 0.3
+
+
+@dataclass
+class PhysicalEstimate:
+    """Physically consistent estimate.
+
+    Attributes
+    ----------
+    standard : ndarray (P,)
+        Standard parameters (``model.parameter_names`` order).
+    base : ndarray (p,)
+        Their base parameters ``K @ standard``.
+    min_eigenvalues : ndarray (n,)
+        Smallest eigenvalue of each body's pseudo-inertia [kg*m^2 | kg].
+    cost_increase : float
+        Relative increase of the weighted residual sum of squares over the
+        unconstrained estimate (0: the LS estimate was already consistent).
+    status : str
+        Solver status.
+    """
+
+    standard: np.ndarray
+    base: np.ndarray
+    min_eigenvalues: np.ndarray
+    cost_increase: float
+    status: str
+
+
+def pseudo_inertia(pi10):
+    """Pseudo-inertia matrix J (4, 4) of standard parameters
+    ``[m, mx, my, mz, Ixx, Ixy, Iyy, Ixz, Iyz, Izz]`` (Wensing et al. 2018, eq. 4)."""
+    m, hx, hy, hz, ixx, ixy, iyy, ixz, iyz, izz = np.asarray(pi10, dtype=float)
+    inertia = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+    sigma = 0.5 * np.trace(inertia) * np.eye(3) - inertia
+    J = np.zeros((4, 4))
+    J[:3, :3] = sigma
+    J[:3, 3] = J[3, :3] = (hx, hy, hz)
+    J[3, 3] = m
+    return J
+
+
+def _pseudo_basis():
+    """Matrices A_i (10, 4, 4) with J = sum_i pi_i A_i."""
+    return np.stack([pseudo_inertia(e) for e in np.eye(10)])
+
+
+def default_prior_scales(model, nominal=None):
+    """Prior standard deviations s (P,) around the nominal parameters (module docstring)."""
+    pi0 = model.nominal_parameters() if nominal is None else np.asarray(nominal)
+    s = np.empty(model.n_parameters)
+    for i, kind in enumerate(model.layout.kinds):
+        if kind == "inertial":
+            k = model.layout.joints[i]
+            mass = max(abs(pi0[10 * k]), 0.1)
+            which = i - 10 * k
+            s[i] = mass * (1.0 if which == 0 else PRIOR_LENGTH if which < 4
+                           else PRIOR_LENGTH ** 2)
+        elif kind == "rotor_inertia":
+            s[i] = 1.0
+        elif kind in ("fv", "fc", "fs", "fsc", "K", "D"):
+            s[i] = 10.0 * max(1.0, abs(pi0[i]))
+        else:
+            s[i] = 1.0
+    return s
+
+
+def physically_consistent(model, base, information, beta_ls, *, nominal=None,
+                          prior_scales=None, epsilon=1e-6, nonnegative=("rotor_inertia",
+                                                                         "fv", "fc", "K", "D"),
+                          solver="CLARABEL") -> PhysicalEstimate:
+    """Physically consistent standard parameters closest (in the data metric) to a LS fit.
+
+    Parameters
+    ----------
+    model : RobotModel
+    base : BaseParameters
+    information : ndarray (p, p)
+        W^T S^-1 W of the estimate (``Gram`` for OLS scaled by 1/sigma^2, or the WLS
+        weighted Gram); only its shape matters up to a scalar for the data term, but
+        its scale sets the strength of the prior.
+    beta_ls : ndarray (p,)
+        Unconstrained base-parameter estimate.
+    nominal : ndarray (P,), optional
+        Prior mean; default ``model.nominal_parameters()``.
+    prior_scales : ndarray (P,), optional
+        Prior standard deviations; default :func:`default_prior_scales`.
+    epsilon : float
+        Margin of the pseudo-inertia LMIs [kg*m^2 | kg].
+    nonnegative : tuple of str
+        Drive parameter kinds constrained to be >= 0.
+
+    Returns
+    -------
+    PhysicalEstimate
+
+    Raises
+    ------
+    DataError
+        Shapes do not match the base parameters.
+    IdentificationError
+        The SDP solver fails.
+    """
+    import cvxpy as cp
+
+    G = np.asarray(information, dtype=float)
+    b = np.asarray(beta_ls, dtype=float)
+    p = len(base)
+    if G.shape != (p, p) or b.shape != (p,):
+        raise DataError(f"information {G.shape} / estimate {b.shape} do not match the "
+                        f"{p} base parameters")
+    pi0 = model.nominal_parameters() if nominal is None else np.asarray(nominal, dtype=float)
+    s = default_prior_scales(model, pi0) if prior_scales is None else np.asarray(prior_scales)
+    # compression: R^T R = G (scaled Cholesky, robust to badly scaled columns)
+    d = np.sqrt(np.maximum(np.diag(G), 1e-300))
+    Gs = G / np.outer(d, d)
+    L = np.linalg.cholesky(Gs + 1e-12 * np.eye(p))
+    R = L.T * d[None, :]
+    K = base.grouping
+    P = model.n_parameters
+    x = cp.Variable(P)
+    data = cp.sum_squares(R @ (K @ x) - R @ b)
+    prior = cp.sum_squares(cp.multiply(1.0 / s, x - pi0))
+    cons = []
+    A = _pseudo_basis()
+    for k in range(model.n):
+        J = sum(x[10 * k + i] * A[i] for i in range(10))
+        cons.append(J - epsilon * np.eye(4) >> 0)
+    for i, kind in enumerate(model.layout.kinds):
+        if kind in nonnegative:
+            cons.append(x[i] >= 0)
+    problem = cp.Problem(cp.Minimize(data + prior), cons)
+    try:
+        problem.solve(solver=solver)
+    except (cp.error.SolverError, cp.error.DCPError) as exc:
+        raise IdentificationError(f"physical-consistency SDP failed: {exc}") from None
+    if x.value is None or problem.status not in ("optimal", "optimal_inaccurate"):
+        raise IdentificationError(f"physical-consistency SDP did not converge "
+                                  f"(status {problem.status})")
+    pi = np.asarray(x.value, dtype=float)
+    beta = K @ pi
+    r_opt = R @ (beta - b)
+    ref = max(float(b @ G @ b), 1e-300)
+    eig = np.array([np.linalg.eigvalsh(pseudo_inertia(pi[10 * k: 10 * k + 10]))[0]
+                    for k in range(model.n)])
+    return PhysicalEstimate(standard=pi, base=beta, min_eigenvalues=eig,
+                            cost_increase=float(r_opt @ r_opt) / ref, status=problem.status)

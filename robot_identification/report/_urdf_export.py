@@ -1,0 +1,145 @@
+"""Export of identified standard parameters as a URDF.
+
+The inertial of the link moved by each configured joint is replaced by the identified
+body (mass, centre of mass, inertia about the centre of mass, link axes). Links welded
+to that body by fixed joints lose their inertial (the identified body includes them, as
+pinocchio merges them into one body). Identified viscous and Coulomb friction go into
+each joint's ``<dynamics damping= friction=>``; rotor inertia (armature) and torque
+offsets have no URDF element and are written into a comment and returned.
+"""
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+
+from robot_identification.errors import DataError, ModelError
+
+
+def _fmt(x):
+    return f"{float(x):.10g}"
+
+
+def body_inertias(model, standard):
+    """pinocchio Inertias of the configured bodies (joint frames) from standard parameters.
+
+    Raises
+    ------
+    DataError
+        Wrong length, or a body with non-positive mass (not physically consistent).
+    """
+    pi = np.asarray(standard, dtype=float)
+    if pi.shape != (model.n_parameters,):
+        raise DataError(f"expected {model.n_parameters} standard parameters, got {pi.shape}")
+    pj = model.inertial_to_joint_frame(pi)
+    out = []
+    for k, body in enumerate(model.body_names):
+        p10 = pj[10 * k: 10 * k + 10]
+        if p10[0] <= 0:
+            raise DataError(f"body '{body}' has mass {p10[0]:.4g} kg <= 0: export a "
+                            f"physically consistent estimate")
+        out.append(pin.Inertia.FromDynamicParameters(p10))
+    return out
+
+
+def drive_values(model, standard, key):
+    """Drive parameter ``key`` (e.g. ``'fv'``) per joint (n,), 0 where not in the model."""
+    names = model.parameter_names
+    pi = np.asarray(standard, dtype=float)
+    return np.array([pi[names.index(f"{j}.{key}")] if f"{j}.{key}" in names else 0.0
+                     for j in model.joint_names])
+
+
+def export_urdf(model, standard, path, *, comment=None) -> Path:
+    """Write the robot's URDF with identified inertials and friction.
+
+    Parameters
+    ----------
+    model : RobotModel
+        Its ``urdf_xml`` is the template.
+    standard : ndarray (P,)
+        Physically consistent standard parameters (``model.parameter_names`` order).
+    path : path
+        Output URDF.
+    comment : str, optional
+        Provenance written at the top of the file.
+
+    Returns
+    -------
+    Path
+
+    Raises
+    ------
+    DataError
+        Non-physical parameters.
+    ModelError
+        URDF links of the model not found in the template.
+    """
+    inertias = body_inertias(model, standard)
+    root = ET.fromstring(model.urdf_xml)
+    links = {lk.get("name"): lk for lk in root.findall("link")}
+    joints = {jt.get("name"): jt for jt in root.findall("joint")}
+    pm = model.pin_model
+    for k, (body, inert) in enumerate(zip(model.body_names, inertias)):
+        if body not in links:
+            raise ModelError(f"link '{body}' not found in the URDF template")
+        link = links[body]
+        for old in link.findall("inertial"):
+            link.remove(old)
+        el = ET.SubElement(link, "inertial")
+        ET.SubElement(el, "origin", xyz=" ".join(_fmt(v) for v in inert.lever), rpy="0 0 0")
+        ET.SubElement(el, "mass", value=_fmt(inert.mass))
+        I = inert.inertia
+        ET.SubElement(el, "inertia", ixx=_fmt(I[0, 0]), ixy=_fmt(I[0, 1]), ixz=_fmt(I[0, 2]),
+                      iyy=_fmt(I[1, 1]), iyz=_fmt(I[1, 2]), izz=_fmt(I[2, 2]))
+        jid = model._jids[k]
+        for fr in pm.frames:       # massive links welded to this body: now included in it
+            if (fr.parentJoint == jid and fr.type == pin.FrameType.BODY and fr.name != body
+                    and fr.name in links):
+                for old in links[fr.name].findall("inertial"):
+                    links[fr.name].remove(old)
+    fv, fc = drive_values(model, standard, "fv"), drive_values(model, standard, "fc")
+    for k, jn in enumerate(model.joint_names):
+        jt = joints[jn]
+        for old in jt.findall("dynamics"):
+            jt.remove(old)
+        ET.SubElement(jt, "dynamics", damping=_fmt(max(fv[k], 0.0)),
+                      friction=_fmt(max(fc[k], 0.0)))
+    arm = drive_values(model, standard, "rotor_inertia") * model.gear_ratios ** 2
+    fo = drive_values(model, standard, "fo")
+    note = (" Identified by robot_identification. Not in URDF: link-side rotor inertia "
+            "(armature) [kg*m^2] " + ", ".join(f"{j}: {_fmt(a)}" for j, a in
+                                               zip(model.joint_names, arm))
+            + "; torque offsets [N*m] " + ", ".join(f"{j}: {_fmt(o)}" for j, o in
+                                                     zip(model.joint_names, fo)) + ". ")
+    root.insert(0, ET.Comment(note))
+    if comment:
+        root.insert(0, ET.Comment(f" {comment} "))
+    ET.indent(root, space="  ")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('<?xml version="1.0"?>\n' + ET.tostring(root, encoding="unicode") + "\n")
+    return path
+
+
+def urdf_torque(urdf_path, model, standard, q, dq, ddq):
+    """Joint torque (N, n) of an exported URDF: pinocchio rnea + rotor inertia + friction.
+
+    rnea of the exported URDF (its inertials), plus per joint armature * ddq +
+    f_v dq + f_c sign(dq) + f_o with the identified drive parameters in ``standard``.
+    Used to check an export against the base-parameter prediction.
+    """
+    from robot_identification.model import RobotModel
+    m2 = RobotModel(model.config, urdf_xml=Path(urdf_path).read_text())
+    pm = m2.pin_model
+    data = pm.createData()
+    qp = m2.pin_configuration(q)
+    vp, ap = m2.to_pin_v(dq), m2.to_pin_v(ddq)
+    tau = np.array([m2.from_pin_v(pin.rnea(pm, data, qp[i], vp[i], ap[i]))
+                    for i in range(len(qp))])
+    arm = drive_values(model, standard, "rotor_inertia") * model.gear_ratios ** 2
+    fv, fc = drive_values(model, standard, "fv"), drive_values(model, standard, "fc")
+    fo = drive_values(model, standard, "fo")
+    return tau + arm * ddq + fv * dq + fc * np.sign(dq) + fo

@@ -1,0 +1,282 @@
+"""Validation of identified models on held-out data: predicted vs measured joint torque.
+
+For every validation file and every model (the nominal URDF and each estimate stored
+in results.yaml) the torque predicted by the base model, tau = W_base(q, dq, ddq) beta,
+is compared with the measured torque (both after the same zero-phase Butterworth
+filter as in identification) per joint:
+
+- ``rms``   = sqrt(mean((tau_pred - tau_meas)^2))                      [N*m]
+- ``nrmse`` = rms / sqrt(mean(tau_meas^2))                             [-]
+
+and ``nrmse_mean`` is the mean over joints. Validation needs no excitation: static
+runs (no motion) are evaluated too (they test gravity and offsets).
+
+validation.yaml (version 1)::
+
+    robot: ur10e
+    primary: physical            # the estimate reported in files[*].joints
+    files:
+      - file: validation/run.csv
+        estimate: physical
+        joints: [{name: shoulder_pan_joint, rms: 1.2, nrmse: 0.06}, ...]
+        nrmse_mean: 0.08
+        moving: true
+        models:                  # every model, same layout
+          nominal: {joints: [...], nrmse_mean: ...}
+          ols: {...}
+          wls: {...}
+          physical: {...}
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from robot_identification.errors import DataError
+
+#: Order in which estimates are preferred as the primary validated model.
+PREFERENCE = ("physical", "wls", "ols")
+
+
+def compute_estimates(model, result, physical=True, log=None):
+    """OLS, WLS and (optionally) physically consistent estimates of one identification.
+
+    Parameters
+    ----------
+    model : RobotModel
+    result : IdentificationResult
+        With ``normal_equations`` (from :func:`robot_identification.pipeline.identify`).
+    physical : bool
+        Also solve the pseudo-inertia SDP (:func:`physically_consistent`), started from
+        the WLS estimate and its information matrix.
+
+    Returns
+    -------
+    dict
+        ``{'ols': Estimate, 'wls': Estimate, 'physical': PhysicalEstimate}``.
+    """
+    from robot_identification.estimation import ols, wls
+    from robot_identification.estimation._physical import physically_consistent
+    neq = result.normal_equations
+    if neq is None:
+        raise DataError("the identification result carries no normal equations")
+    out = {"ols": ols(neq), "wls": wls(neq)}
+    if physical:
+        w = out["wls"]
+        info = np.einsum("j,jik->ik", w.weights, neq.G)
+        out["physical"] = physically_consistent(model, result.base, info, w.values)
+        if log:
+            log(f"physically consistent estimate: {out['physical'].status}, "
+                f"min pseudo-inertia eigenvalues {np.round(out['physical'].min_eigenvalues, 6)}")
+    return out
+
+
+def estimates_to_dict(model, estimates) -> dict:
+    """``estimates:`` section of results.yaml (values in base-parameter order)."""
+    out = {}
+    for name, est in estimates.items():
+        if name == "physical":
+            out[name] = {
+                "values": [float(v) for v in est.base],
+                "standard_parameters": {nm: float(v) for nm, v in
+                                        zip(model.parameter_names, est.standard)},
+                "min_pseudo_inertia_eigenvalues": {b: float(e) for b, e in
+                                                   zip(model.body_names, est.min_eigenvalues)},
+                "cost_increase": float(est.cost_increase), "status": est.status}
+        else:
+            out[name] = {"values": [float(v) for v in est.values],
+                         "std": [float(v) for v in est.std],
+                         "condition_number": float(est.condition_number),
+                         "residual_rms": [float(v) for v in est.residual_rms]}
+    return out
+
+
+def write_estimates(path, model, estimates, extra=None):
+    """Add the ``estimates:`` section (and ``extra`` keys) to an existing results.yaml."""
+    path = Path(path)
+    doc = yaml.safe_load(path.read_text())
+    doc["estimates"] = estimates_to_dict(model, estimates)
+    if extra:
+        doc.update(extra)
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def load_estimates(path, model, base=None):
+    """Base-parameter vectors of the models in a results.yaml, plus the nominal model.
+
+    Returns
+    -------
+    base : BaseParameters
+    models : dict
+        name -> beta (p,); always ``nominal`` first, then ``estimates`` of the file (or
+        its single ``base_parameters`` estimate under the file's estimator name).
+    doc : dict
+        The parsed file.
+
+    Raises
+    ------
+    DataError
+        Missing file, wrong robot, or base parameters that do not match the model's.
+    """
+    from robot_identification.identifiability import base_parameters
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"results file '{path}' does not exist")
+    try:
+        doc = yaml.safe_load(path.read_text())
+        names = [e["name"] for e in doc["base_parameters"]]
+    except (yaml.YAMLError, KeyError, TypeError) as exc:
+        raise DataError(f"'{path}' is not a results.yaml: {exc}") from None
+    if doc.get("robot") != model.config.name:
+        raise DataError(f"'{path}' holds results of robot '{doc.get('robot')}', not "
+                        f"'{model.config.name}'")
+    base = base or base_parameters(model)
+    if list(base.names) != names:
+        raise DataError(f"base parameters of '{path}' do not match robot "
+                        f"'{model.config.name}' (different model or friction settings)")
+    models = {"nominal": base.base_values(model.nominal_parameters())}
+    ests = doc.get("estimates") or {}
+    if ests:
+        for name, e in ests.items():
+            models[name] = np.asarray(e["values"], dtype=float)
+    else:
+        models[doc.get("estimator", "estimate")] = np.array(
+            [e["estimate"] for e in doc["base_parameters"]], dtype=float)
+    return base, models, doc
+
+
+#: Velocities below this magnitude count as rest when predicting [rad/s]: the Coulomb
+#: term sign(dq) of a joint at rest is undetermined (stiction balances the load), and the
+#: UR logs resolve velocity to 1e-4 rad/s, so quantisation noise would flip it.
+REST_VELOCITY = 1e-3
+
+
+def predict_torque(model, base, beta, states, chunk=2048, rest_velocity=REST_VELOCITY):
+    """Torque predicted by base parameters, shape (N, rows).
+
+    Parameters
+    ----------
+    states : mapping
+        ``q, dq, ddq`` (N, n) [rad, rad/s, rad/s^2].
+    beta : ndarray (p,)
+    rest_velocity : float
+        |dq| below this is set to 0 before evaluating the model [rad/s]
+        (see :data:`REST_VELOCITY`).
+    """
+    from robot_identification.regressor import iter_regressor_blocks
+    out = []
+    st = dict(states)
+    if rest_velocity > 0:
+        st["dq"] = np.where(np.abs(st["dq"]) < rest_velocity, 0.0, st["dq"])
+    st.setdefault("tau", np.zeros_like(st["q"]))
+    for _, Y, _ in iter_regressor_blocks(model, st, chunk):
+        out.append(base.project(Y) @ beta)
+    return np.concatenate(out, axis=0)
+
+
+def torque_errors(measured, predicted, names):
+    """Per-joint RMS error [N*m] and NRMSE of predicted vs measured torque (N, n)."""
+    err = predicted - measured
+    rms = np.sqrt(np.mean(err ** 2, axis=0))
+    ref = np.sqrt(np.mean(measured ** 2, axis=0))
+    nrmse = rms / np.maximum(ref, 1e-12)
+    joints = [{"name": nm, "rms": float(r), "nrmse": float(e)}
+              for nm, r, e in zip(names, rms, nrmse)]
+    return {"joints": joints, "nrmse_mean": float(np.mean(nrmse))}
+
+
+def validate(model, base, models, datasets, settings=None, labels=None, keep_signals=False,
+             rest_velocity=None):
+    """Validate base-parameter models on held-out datasets.
+
+    Parameters
+    ----------
+    model : RobotModel
+        A rigid model (torques on the joint rows).
+    base : BaseParameters
+    models : dict
+        name -> beta (p,) (see :func:`load_estimates`).
+    datasets : list of Dataset
+    settings : IdentificationSettings, optional
+        Filtering; default the robot config's.
+    labels : list of str, optional
+        File label per dataset (default ``metadata['source']``).
+    keep_signals : bool
+        Also return the time, measured and predicted torques per file (for plots).
+    rest_velocity : float, optional
+        See :func:`predict_torque`; default :data:`REST_VELOCITY` [rad/s].
+
+    Returns
+    -------
+    list of dict
+        Per file: ``file``, ``moving``, ``models`` {name: {joints, nrmse_mean}} and, with
+        ``keep_signals``, ``signals`` {t, measured, predicted: {name: (N, n)}}.
+
+    Raises
+    ------
+    DataError
+        Invalid dataset (missing joints, NaN, too short).
+    """
+    from robot_identification.pipeline import preprocess
+    if model.config.elastic:
+        raise DataError("validation of elastic-joint models needs the link equations; "
+                        "only rigid models are supported")
+    out = []
+    for i, ds in enumerate(datasets):
+        states, t = preprocess(model, ds, settings)
+        meas = states["tau"]
+        label = (labels[i] if labels else ds.metadata.get("source", f"dataset{i + 1}"))
+        entry = {"file": str(label), "moving": bool(ds.metadata.get(
+            "moving", np.abs(states["dq"]).max() > 0.01)), "models": {}}
+        preds = {}
+        for name, beta in models.items():
+            pred = predict_torque(model, base, beta, states, rest_velocity=(
+                REST_VELOCITY if rest_velocity is None else rest_velocity))
+            preds[name] = pred
+            entry["models"][name] = torque_errors(meas, pred, model.joint_names)
+        if keep_signals:
+            entry["signals"] = {"t": t, "measured": meas, "predicted": preds, "q": states["q"]}
+        out.append(entry)
+    return out
+
+
+def validation_to_dict(robot, files, primary=None) -> dict:
+    """validation.yaml mapping (schema in the module docstring)."""
+    names = list(files[0]["models"]) if files else []
+    if primary is None:
+        primary = next((p for p in PREFERENCE if p in names), names[-1] if names else None)
+    doc = {"robot": robot, "primary": primary, "files": []}
+    for f in files:
+        m = f["models"][primary]
+        doc["files"].append({"file": f["file"], "estimate": primary,
+                             "joints": [dict(j) for j in m["joints"]],
+                             "nrmse_mean": m["nrmse_mean"], "moving": f["moving"],
+                             "models": f["models"]})
+    return doc
+
+
+def write_validation(path, robot, files, primary=None):
+    """Write validation.yaml; returns its path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(validation_to_dict(robot, files, primary), sort_keys=False))
+    return path
+
+
+def format_validation(files) -> str:
+    """Text table: NRMSE per joint and mean, per file and model."""
+    lines = []
+    for f in files:
+        names = [j["name"] for j in next(iter(f["models"].values()))["joints"]]
+        short = [n.replace("_joint", "") for n in names]
+        lines.append(f"{f['file']}" + ("" if f["moving"] else "  (static)"))
+        head = f"  {'model':<10}" + "".join(f"{s:>14}" for s in short) + f"{'mean':>9}"
+        lines.append(head)
+        for name, m in f["models"].items():
+            cells = "".join(f"{j['rms']:7.3f}/{j['nrmse']:<6.3f}" for j in m["joints"])
+            lines.append(f"  {name:<10}{cells}{m['nrmse_mean']:9.4f}")
+        lines.append("  (cells: RMS error [N*m] / NRMSE)")
+    return "\n".join(lines)

@@ -1,0 +1,134 @@
+"""CSV import: column mapping, malformed rows, idle trimming, resampling, current -> torque."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from robot_identification.data import CSV_PRESETS, csv_options, load_dataset, read_csv
+from robot_identification.errors import ConfigError, DataError
+
+GAINS = [10.0, 10.6956, 8.4566, 9.0029, 9.48, 10.1232]
+
+
+def _ur_rows(t, q, dq, cur):
+    """Rows in the UR layout of CSV_PRESETS['ur'] (31 columns)."""
+    N = len(t)
+    zeros = np.zeros((N, 6))
+    return np.column_stack([t, q, dq, cur, zeros, zeros])
+
+
+def _write(path, rows, extra_lines=()):
+    lines = [",".join(f"{v:.6f}" for v in r) for r in rows]
+    for idx, text in extra_lines:
+        lines.insert(idx, text)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _motion(N=600, dt=0.01, idle=100, seed=0):
+    rng = np.random.default_rng(seed)
+    t = 100.0 + dt * np.arange(N)
+    s = np.zeros(N)
+    s[idle:N - idle] = np.sin(np.linspace(0, 4 * np.pi, N - 2 * idle))
+    q = np.outer(s, np.arange(1, 7) * 0.1)
+    dq = np.gradient(q, t, axis=0)
+    cur = rng.normal(size=(N, 6))
+    return t, q, dq, cur
+
+
+def test_ur_preset_torque_and_malformed_rows(tmp_path):
+    t, q, dq, cur = _motion(idle=0)
+    rows = _ur_rows(t, q, dq, cur)
+    bad_time = ",".join(f"{v:.6f}" for v in rows[10])          # repeats time of row 11
+    path = _write(tmp_path / "run.csv", rows,
+                  extra_lines=[(5, "1,2,3"), (20, "x" + ",0" * 30), (31, bad_time)])
+    with pytest.warns(UserWarning, match="dropped 3 malformed"):
+        ds = read_csv(path, preset="ur", drive_gains=GAINS, trim_idle=False)
+    lines = [ln for ln, _ in ds.metadata["malformed_rows"]]
+    assert lines == [6, 21, 32]
+    assert ds.n_samples == len(t)
+    np.testing.assert_allclose(ds.tau, np.round(cur, 6) * GAINS, atol=1e-12)
+    np.testing.assert_allclose(ds.q, np.round(q, 6))
+    assert ds.metadata["resampled"] is None
+    assert CSV_PRESETS["ur"]["n_columns"] == 31
+
+
+def test_header_and_explicit_mapping(tmp_path):
+    path = tmp_path / "h.csv"
+    path.write_text("time;a;b;ta;tb\n0;0;1;5;6\n0.1;0.1;1.1;5;6\n0.2;0.2;1.2;5;6\n")
+    ds = read_csv(path, delimiter=";", time=1, position=[2, 3], torque=4,
+                  joint_names=["a", "b"], trim_idle=False)
+    assert ds.joint_names == ("a", "b")
+    np.testing.assert_allclose(ds.tau, [[5, 6]] * 3)
+    assert ds.dq is None
+
+
+def test_idle_trimming_keeps_margin(tmp_path):
+    t, q, dq, cur = _motion(N=600, idle=150)
+    path = _write(tmp_path / "idle.csv", _ur_rows(t, q, dq, cur))
+    ds = read_csv(path, preset="ur", drive_gains=GAINS, idle_velocity=0.01, idle_margin=0.5)
+    # motion spans samples 150..449 (times 1.50..4.49 s); 0.5 s of rest is kept each side
+    assert ds.metadata["moving"]
+    assert ds.metadata["trimmed_s"][0] == pytest.approx(1.0, abs=0.015)
+    assert ds.metadata["trimmed_s"][1] == pytest.approx(1.0, abs=0.02)
+    assert ds.t[0] == 0.0
+
+
+def test_static_run_is_kept_whole(tmp_path):
+    N = 200
+    t = 0.01 * np.arange(N)
+    rows = _ur_rows(t, np.ones((N, 6)), np.zeros((N, 6)), np.ones((N, 6)))
+    ds = read_csv(_write(tmp_path / "static.csv", rows), preset="ur", drive_gains=GAINS)
+    assert not ds.metadata["moving"]
+    assert ds.n_samples == N
+
+
+def test_irregular_time_is_resampled(tmp_path):
+    rng = np.random.default_rng(3)
+    dt = 0.01 + rng.uniform(-0.006, 0.003, 400)
+    t = np.cumsum(dt)
+    q = np.outer(2.0 * t + 1.0, np.ones(6))                     # linear: exact interpolation
+    rows = _ur_rows(t, q, np.full((400, 6), 2.0), np.zeros((400, 6)))
+    ds = read_csv(_write(tmp_path / "jitter.csv", rows), preset="ur", drive_gains=GAINS,
+                  trim_idle=False)
+    steps = np.diff(ds.t)
+    assert ds.metadata["resampled"] is not None
+    np.testing.assert_allclose(steps, steps[0], rtol=1e-9)
+    t0 = np.round(t, 6)[0]
+    np.testing.assert_allclose(ds.q[:, 0], 2.0 * (ds.t + t0) + 1.0, atol=2e-5)
+
+
+def test_errors_name_the_problem(tmp_path):
+    with pytest.raises(DataError, match="does not exist"):
+        read_csv(tmp_path / "none.csv", preset="ur", drive_gains=GAINS)
+    t, q, dq, cur = _motion(N=60, idle=0)
+    path = _write(tmp_path / "r.csv", _ur_rows(t, q, dq, cur))
+    with pytest.raises(ConfigError, match="drive_gains"):
+        read_csv(path, preset="ur")
+    with pytest.raises(ConfigError, match="unknown CSV preset 'kuka'"):
+        read_csv(path, preset="kuka", drive_gains=GAINS)
+    with pytest.raises(ConfigError, match="outside 1..31"):
+        read_csv(path, preset="ur", drive_gains=GAINS, torque=30)
+    many_bad = tmp_path / "bad.csv"
+    many_bad.write_text("\n".join(["1,2"] * 10 + ["0," * 30 + "0"]) + "\n")
+    with pytest.raises(DataError, match="malformed"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        read_csv(many_bad, preset="ur", drive_gains=GAINS, n_columns=31)
+
+
+def test_robot_config_csv_section(tmp_path):
+    from robot_identification.model import load_robot, parse_robot_config
+    model = load_robot("ur10e")
+    opts = csv_options(model)
+    assert opts["preset"] == "ur" and opts["drive_gains"] == GAINS
+    assert opts["joint_names"] == list(model.joint_names)
+    t, q, dq, cur = _motion(idle=0)
+    ds = load_dataset(_write(tmp_path / "u.csv", _ur_rows(t, q, dq, cur)), model=model)
+    assert ds.joint_names == model.joint_names
+    np.testing.assert_allclose(ds.tau, np.round(cur, 6) * GAINS, atol=1e-9)
+    cfg = parse_robot_config({"name": "x", "joints": [{"name": "j"}],
+                              "csv": {"preset": "ur", "gains": [1.0]}})
+    with pytest.raises(ConfigError, match="unknown key"):
+        csv_options(cfg)
