@@ -31,6 +31,8 @@ def add_arguments(p):
     p.add_argument("--maxiter", type=int, default=60, help="SLSQP iterations (default 60)")
     p.add_argument("--margin", type=float, default=0.95,
                    help="fraction of the joint limits used as constraints (default 0.95)")
+    p.add_argument("--acceleration-limit", type=float,
+                   help="acceleration limit [rad/s^2] for joints whose config has none")
     p.add_argument("--seed", type=int, default=0, help="random start (default 0)")
 
 
@@ -59,8 +61,11 @@ def run(args):
         par = BSplineParametrisation(n, args.segments, args.duration, q0, model.joint_names)
     if args.samples < 2 or args.maxiter < 1 or not 0 < args.margin <= 1:
         raise ConfigError("--samples must be >= 2, --maxiter >= 1 and --margin in (0, 1]")
+    if args.acceleration_limit is not None and not args.acceleration_limit > 0:
+        raise ConfigError(f"--acceleration-limit must be > 0 rad/s^2, got {args.acceleration_limit}")
     res = optimise_excitation(model, par, args.criterion, n_samples=args.samples,
-                              seed=args.seed, maxiter=args.maxiter, margin=args.margin)
+                              seed=args.seed, maxiter=args.maxiter, margin=args.margin,
+                              acceleration_limit=args.acceleration_limit)
     traj = par.trajectory(res.x)
     check_limits(model, traj)
     out = save_trajectory(traj, args.output)

@@ -207,8 +207,9 @@ def base_regressor_function(model, base):
     return f
 
 
-def model_limits(model, margin=1.0):
-    """Position (n, 2), velocity (n,), acceleration (n,) limits of ``model`` (inf if absent)."""
+def model_limits(model, margin=1.0, acceleration_limit=None):
+    """Position (n, 2), velocity (n,), acceleration (n,) limits of ``model`` (inf if absent;
+    ``acceleration_limit`` [rad/s^2] for joints without one)."""
     n = model.n
     pos = np.tile([-np.inf, np.inf], (n, 1))
     vel, acc = np.full(n, np.inf), np.full(n, np.inf)
@@ -221,6 +222,8 @@ def model_limits(model, margin=1.0):
             vel[k] = margin * lim.velocity
         if lim.acceleration is not None:
             acc[k] = margin * lim.acceleration
+        elif acceleration_limit is not None:
+            acc[k] = margin * acceleration_limit
     return pos, vel, acc
 
 
@@ -271,7 +274,7 @@ class OptimisationResult:
 
 
 def optimise_excitation(model, parametrisation, criterion="cond", n_samples=120, x0=None,
-                        seed=0, maxiter=60, base=None, margin=0.95):
+                        seed=0, maxiter=60, base=None, margin=0.95, acceleration_limit=None):
     """Optimise an excitation trajectory for the base regressor of ``model``.
 
     Minimises :func:`criterion_value` of the base regressor stacked at ``n_samples``
@@ -294,6 +297,8 @@ def optimise_excitation(model, parametrisation, criterion="cond", n_samples=120,
         Default :func:`~robot_identification.identifiability.base_parameters` of ``model``.
     margin : float
         Fraction of the limits used as constraint (safety margin).
+    acceleration_limit : float, optional
+        [rad/s^2] for joints whose config gives no acceleration limit.
 
     Returns
     -------
@@ -316,7 +321,7 @@ def optimise_excitation(model, parametrisation, criterion="cond", n_samples=120,
     T = par.duration
     t_obj = np.linspace(0.0, T, n_samples, endpoint=False)
     t_con = np.linspace(0.0, T, 4 * n_samples + 1)
-    limits = model_limits(model, margin)
+    limits = model_limits(model, margin, acceleration_limit)
     pos, vel, acc = limits
 
     rng = np.random.default_rng(seed)
@@ -347,7 +352,7 @@ def optimise_excitation(model, parametrisation, criterion="cond", n_samples=120,
         return np.concatenate(parts)
 
     history = []
-    full = model_limits(model, 1.0)
+    full = model_limits(model, 1.0, acceleration_limit)
 
     def feasible(x):
         return max(limit_violation(*par.evaluate(x, t_con), full)) == 0
