@@ -123,3 +123,11 @@ def test_unsupported_structure_raises():
     zollo = load_robot("zollo_planar")
     with pytest.raises(ModelError, match="parallel"):
         lin_identify(zollo, np.zeros(2))
+
+
+def test_excitation_report(model):
+    from robot_identification.identifiability._lin import excitation_report
+    rep = excitation_report(model, Q0)
+    assert rep["ok"] and rep["rank"][4] == (7, 7)
+    bad = excitation_report(model, Q0, values=(0.7, 0.7, 0.7), times=(0.2, 0.3))
+    assert not bad["ok"] and "body 6" in bad["error"]

@@ -576,3 +576,36 @@ def check_persistent_excitation(model, configurations, moving=0, body=None, tol=
             out.append({"configuration": c, "body": j + 1, "u": u, "kind": kind, "ok": ok,
                         "reason": why})
     return out
+
+
+def excitation_report(model, base_configuration, values=(0.7, -0.7, -0.6), times=(0.2, 0.3, 0.4),
+                      amplitude=np.pi / 6, sigma=10.0, translational_values=(-0.7,)):
+    """Persistent-excitation report of a planned Lin experiment (no measurements needed).
+
+    Runs the per-body regressions of :func:`lin_identify` on zero torques and collects
+    their rank and condition number, plus the Property-1 configuration checks of
+    :func:`check_persistent_excitation` for every configuration used.
+
+    Returns
+    -------
+    dict
+        ``ok`` (bool: every regression has full column rank), ``rank``, ``condition``
+        (body -> value, as in :class:`LinResult`), ``error`` (message of the first
+        rank-deficient body, or ``None``), ``properties`` (list of dict).
+    """
+    q0 = np.asarray(base_configuration, float)
+
+    def zero(q, dq, ddq):
+        return np.zeros_like(np.asarray(q, float))
+
+    report = {"ok": True, "error": None, "rank": {}, "condition": {}, "properties": []}
+    try:
+        res = lin_identify(model, q0, values, times, amplitude, sigma, torque=zero,
+                           translational_values=translational_values)
+        report["rank"], report["condition"] = res.rank, res.condition
+        cfgs = {tuple(c) for cs in res.configurations.values() for c in cs}
+    except ExcitationError as exc:
+        report["ok"], report["error"] = False, str(exc)
+        cfgs = {tuple(q0)}
+    report["properties"] = check_persistent_excitation(model, sorted(cfgs))
+    return report
