@@ -49,14 +49,15 @@ def static_fit(model, dtheta, kv, delta, threshold=0.0):
 def compare(seed=0, kv=100.0, delta=10.0, dataset=None, exact=False):
     """Rows of the comparison table (list of dict), the dataset used and the static fit.
 
-    ``exact``: record the simulator's exact derivatives and unquantised positions and use
+    ``exact``: record the simulator's exact derivatives, unquantised positions and the held
+    command torque (consistent with those derivatives), and use
     them unfiltered (isolates the friction-model mismatch from the measurement chain);
     otherwise Zollo's chain (encoders, 20 Hz Butterworth, central differences)."""
     zollo = load_robot("zollo_planar")
     if dataset is not None:
         ds = dataset
     elif exact:
-        ds = simulate(zollo, seed=seed, derivatives=True, quantise=False)
+        ds = simulate(zollo, seed=seed, derivatives=True, quantise=False, torque="command")
     else:
         ds = simulate(zollo, seed=seed)
     static = RobotModel(replace(zollo.config, friction=FrictionConfig("static", False, kv, delta)),
