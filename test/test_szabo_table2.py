@@ -176,3 +176,35 @@ def test_small_monte_carlo_ls_vs_wls(setup):
         assert np.all(np.abs(z) < 4.5), (key, z)
         ratio = e.var(axis=0, ddof=1) / var
         assert 0.3 < np.median(ratio) < 2.0 and np.all(ratio < 3.5), (key, ratio)
+
+
+def test_order_argument_of_base_parameters_gives_table2_groups():
+    """The robot's own parameter vector (with rotor-inertia columns, last in the order)
+    and ``base_parameters(model, order=...)``: the groups led by Szabó's parameters are
+    Table 2's, plus the rotor inertias where they are collinear with a group."""
+    from robot_identification.identifiability import base_parameters
+    model = load_robot("szabo_3dof")
+    cols = szabo_columns(model)
+    names = model.parameter_names
+    rotor = [names.index(f"{j}.rotor_inertia") for j in model.joint_names]
+    base = base_parameters(model, order=cols + rotor)
+    szabo = set(cols)
+    got = set()
+    for i, row in zip(base.independent, base.grouping):
+        if i in szabo:
+            got.add(frozenset((names[j], round(row[j], 9)) for j in np.flatnonzero(row)
+                              if j not in rotor))
+    expected = set()
+    for expr, *_ in TABLE2:          # "a - 0.5*b + c" -> {(a, 1), (b, -0.5), (c, 1)}
+        terms = expr.replace(" - ", " + -").split(" + ")
+        group = set()
+        for t in terms:
+            sign = -1.0 if t.startswith("-") else 1.0
+            t = t.lstrip("-")
+            coef, name = t.split("*") if "*" in t else ("1", t)
+            group.add((name, round(sign * float(coef), 9)))
+        expected.add(frozenset(group))
+    assert got == expected
+    # the default order (pinocchio's m, mx, ..., Izz) gives a different base set
+    default = base_parameters(model)
+    assert "link2.m - 4*link2.Izz + 4*link3.Izz - 4*joint2.rotor_inertia" in default.expressions()
