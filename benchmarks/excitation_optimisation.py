@@ -48,7 +48,8 @@ def main(argv=None):
                           if r in shipped]
     print(f"criterion {a.criterion}; Fourier M = {a.harmonics}, period {a.period} s, "
           f"{a.samples} criterion samples, SLSQP maxiter {a.maxiter}")
-    print(f"{'robot':16s} {'p':>3} {'x':>3} {'crit before':>12} {'crit after':>11} {'cond before':>11} "
+    print(f"{'robot':16s} {'p':>3} {'x':>3} {'crit before':>12} {'crit after':>11} "
+          f"{'cond before':>11} "
           f"{'cond after':>10} {'cond@100Hz b/a':>16} {'time [s]':>8} {'iter':>4} limits")
     for name in robots:
         model = load_robot(name)

@@ -68,7 +68,7 @@ def compare(seed=0, kv=100.0, delta=10.0, dataset=None, exact=False):
     for label, model, thr in (("Coulomb+viscous", zollo, 0.0),
                               ("Coulomb+viscous, |v|>0.5", zollo, 0.5),
                               (f"static (Kv={kv:g}, delta={delta:g})", static, 0.0),
-                              (f"static, |v|>0.5", static, 0.5)):
+                              ("static, |v|>0.5", static, 0.5)):
         settings = replace(model.config.identification, velocity_threshold=thr)
         if exact:
             settings = replace(settings, cutoff_hz=None)
@@ -89,7 +89,8 @@ def compare(seed=0, kv=100.0, delta=10.0, dataset=None, exact=False):
                      "nme_nonfriction": float(err[~fr].mean()),
                      "nme_friction": float(err[fr].mean()),
                      "residual_rms": res.estimate.residual_rms[model.n:].tolist(),
-                     "friction": {nm: (est[nm], true[i]) for i, nm in enumerate(res.names) if fr[i]}})
+                     "friction": {nm: (est[nm], true[i])
+                                  for i, nm in enumerate(res.names) if fr[i]}})
     return rows, ds, fit
 
 
@@ -106,7 +107,8 @@ def main(argv=None):
              "encoders, 20 Hz Butterworth, central differences")
     print(f"Zollo planar arm, simulated under eq. 43 (config excitation, {ds.t[-1]:.1f} s, "
           f"{len(ds.t)} samples, seed {a.seed}; {chain})")
-    print(f"{'model':34s} {'NME all':>8} {'NME non-fr.':>11} {'NME fr.':>8} {'motor resid. RMS [N m]':>24}")
+    print(f"{'model':34s} {'NME all':>8} {'NME non-fr.':>11} {'NME fr.':>8} "
+          f"{'motor resid. RMS [N m]':>24}")
     for r in rows:
         rr = ", ".join(f"{x:.4f}" for x in r["residual_rms"])
         print(f"{r['model']:34s} {r['nme_all']:8.4f} {r['nme_nonfriction']:11.4f} "

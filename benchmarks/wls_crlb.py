@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -46,10 +45,9 @@ def main(argv=None):
     cols = szabo_columns(model)
     names = [model.parameter_names[c] for c in cols]
     st = random_states(model, 200, np.random.default_rng(0))
-    base = base_parameters_from_matrix(regressor(model, **st).reshape(-1, model.n_parameters)[:, cols],
-                                       names)
+    W_random = regressor(model, **st).reshape(-1, model.n_parameters)[:, cols]
+    base = base_parameters_from_matrix(W_random, names)
     par = FourierParametrisation(3, 5, 10.0, np.array([0.0, -1.0, 1.5]), model.joint_names)
-    t0 = time.perf_counter()
     if a.no_optimise:
         x = par.initial(np.random.default_rng(2), 0.4)
         how = "random Fourier coefficients"
@@ -91,7 +89,8 @@ def main(argv=None):
           f"delta = {model.config.friction.stribeck_sharpness} s/rad")
     print(f"trajectory: {how}")
     order = {e: i for i, e in enumerate(base.expressions())}
-    hdr = (f"{'#':>2} {'expression':58s} {'exact':>7} {'LS mean':>8} {'LS var':>9} {'WLS mean':>8} "
+    hdr = (f"{'#':>2} {'expression':58s} {'exact':>7} {'LS mean':>8} {'LS var':>9} "
+           f"{'WLS mean':>8} "
            f"{'WLS var':>9} {'CRLB':>9} {'WLS/CRLB':>8} {'WLSk/CRLB':>9} | {'paper LS':>8} "
            f"{'var':>8} {'WLS':>7} {'var':>8}")
     print(hdr)
@@ -110,7 +109,8 @@ def main(argv=None):
           f"{ratios.max():.3f} (sampling error of a variance ratio, 2 sigma: +-{se:.3f}); "
           f"goal <= 1.2: {'met' if ratios.max() <= 1.2 else 'NOT met'}")
     lw = var["wls"] / var["ls"]
-    print(f"var(WLS) / var(LS): min {lw.min():.2f}, median {np.median(lw):.2f}, max {lw.max():.2f}")
+    print(f"var(WLS) / var(LS): min {lw.min():.2f}, median {np.median(lw):.2f}, "
+          f"max {lw.max():.2f}")
     zmax = np.max(np.abs(mean["wls"] - beta) / np.sqrt(var["wls"] / a.runs))
     print(f"largest |WLS mean - exact| in standard errors: {zmax:.2f}")
     return 0

@@ -29,9 +29,9 @@ def test_fourier_rest_to_rest_and_eq22_derivatives():
     # eq. 22 written out for joint 0 at t = 1.3 s
     a, b = par.coefficients(x)
     w, t = 2 * np.pi / 8.0, 1.3
-    l = np.arange(1, 5)
-    dq_ref = np.sum(a[0] * np.cos(w * l * t) + b[0] * np.sin(w * l * t))
-    ddq_ref = np.sum(-a[0] * w * l * np.sin(w * l * t) + b[0] * w * l * np.cos(w * l * t))
+    h = np.arange(1, 5)
+    dq_ref = np.sum(a[0] * np.cos(w * h * t) + b[0] * np.sin(w * h * t))
+    ddq_ref = np.sum(-a[0] * w * h * np.sin(w * h * t) + b[0] * w * h * np.cos(w * h * t))
     _, dq1, ddq1 = par.evaluate(x, np.array([t]))
     assert dq1[0, 0] == pytest.approx(dq_ref, abs=1e-12)
     assert ddq1[0, 0] == pytest.approx(ddq_ref, abs=1e-12)
@@ -54,7 +54,7 @@ def test_criteria_analytic():
     assert criterion_value(W, "cond") == pytest.approx(1.0)
     assert criterion_value(W, "frobenius") == pytest.approx(4.0)       # ||I||_F^2 (eq. 20)
     assert criterion_value(W, "logdet") == pytest.approx(0.0, abs=1e-12)
-    # a 2x2 case by hand: A = [[1, c], [c, 1]]; CondF = ||A||_F ||A^-1||_F = 2 (1 + c^2) / (1 - c^2)
+    # 2x2 case by hand: A = [[1, c], [c, 1]], CondF = ||A||_F ||A^-1||_F = 2 (1 + c^2) / (1 - c^2)
     c = 0.6
     L = np.linalg.cholesky(np.array([[1.0, c], [c, 1.0]]))
     W2 = np.linalg.qr(rng.normal(size=(40, 2)))[0] @ L.T * np.sqrt(40)

@@ -62,7 +62,8 @@ def run(args):
     if args.samples < 2 or args.maxiter < 1 or not 0 < args.margin <= 1:
         raise ConfigError("--samples must be >= 2, --maxiter >= 1 and --margin in (0, 1]")
     if args.acceleration_limit is not None and not args.acceleration_limit > 0:
-        raise ConfigError(f"--acceleration-limit must be > 0 rad/s^2, got {args.acceleration_limit}")
+        raise ConfigError(f"--acceleration-limit must be > 0 rad/s^2, "
+                          f"got {args.acceleration_limit}")
     res = optimise_excitation(model, par, args.criterion, n_samples=args.samples,
                               seed=args.seed, maxiter=args.maxiter, margin=args.margin,
                               acceleration_limit=args.acceleration_limit)

@@ -30,8 +30,7 @@ import numpy as np
 import scipy.optimize
 
 from robot_identification.errors import ConfigError, ExcitationError
-from robot_identification.excitation._trajectories import (
-    BSplineTrajectory, FourierTrajectory, check_limits)
+from robot_identification.excitation._trajectories import BSplineTrajectory, FourierTrajectory
 
 CRITERIA = ("cond", "frobenius", "logdet")
 
@@ -68,7 +67,8 @@ class FourierParametrisation:
 
     def __post_init__(self):
         if self.harmonics < 2:
-            raise ConfigError(f"Fourier excitation needs at least 2 harmonics, got {self.harmonics}")
+            raise ConfigError(f"Fourier excitation needs at least 2 harmonics, "
+                              f"got {self.harmonics}")
         if not self.period > 0:
             raise ConfigError(f"Fourier period must be > 0 s, got {self.period}")
         self.q0 = np.zeros(self.n) if self.q0 is None else np.asarray(self.q0, float)
@@ -84,9 +84,9 @@ class FourierParametrisation:
     def coefficients(self, x):
         """Full coefficient arrays a, b (n, M) [rad/s] of parameter vector ``x``."""
         x = np.asarray(x, float).reshape(2, self.n, self.harmonics - 1)
-        l = np.arange(2, self.harmonics + 1)
+        order = np.arange(2, self.harmonics + 1)
         a = np.concatenate([-x[0].sum(axis=1, keepdims=True), x[0]], axis=1)
-        b = np.concatenate([-(x[1] * l).sum(axis=1, keepdims=True), x[1]], axis=1)
+        b = np.concatenate([-(x[1] * order).sum(axis=1, keepdims=True), x[1]], axis=1)
         return a, b
 
     def trajectory(self, x):
@@ -121,7 +121,8 @@ class BSplineParametrisation:
 
     def __post_init__(self):
         if self.segments < 2:
-            raise ConfigError(f"B-spline excitation needs at least 2 segments, got {self.segments}")
+            raise ConfigError(f"B-spline excitation needs at least 2 segments, "
+                              f"got {self.segments}")
         if not self.duration > 0:
             raise ConfigError(f"B-spline duration must be > 0 s, got {self.duration}")
         self.q0 = np.zeros(self.n) if self.q0 is None else np.asarray(self.q0, float)
@@ -166,7 +167,8 @@ def criterion_value(W, criterion="cond"):
         Unknown criterion.
     """
     if criterion not in CRITERIA:
-        raise ConfigError(f"unknown excitation criterion '{criterion}'; choose one of {list(CRITERIA)}")
+        raise ConfigError(f"unknown excitation criterion '{criterion}'; "
+                          f"choose one of {list(CRITERIA)}")
     W = np.asarray(W, float)
     M = W.shape[0]
     d = np.linalg.norm(W, axis=0) / np.sqrt(M)
@@ -313,7 +315,8 @@ def optimise_excitation(model, parametrisation, criterion="cond", n_samples=120,
     """
     from robot_identification.identifiability import base_parameters
     if criterion not in CRITERIA:
-        raise ConfigError(f"unknown excitation criterion '{criterion}'; choose one of {list(CRITERIA)}")
+        raise ConfigError(f"unknown excitation criterion '{criterion}'; "
+                          f"choose one of {list(CRITERIA)}")
     model = design_model(model)
     base = base if base is not None else base_parameters(model)
     f_W = base_regressor_function(model, base)
@@ -335,7 +338,9 @@ def optimise_excitation(model, parametrisation, criterion="cond", n_samples=120,
 
     def objective(x):
         v = criterion_value(f_W(*par.evaluate(x, t_obj)), criterion)
-        return np.log(v) if criterion != "logdet" and np.isfinite(v) else (v if np.isfinite(v) else 1e6)
+        if not np.isfinite(v):
+            return 1e6
+        return v if criterion == "logdet" else np.log(v)
 
     scale_p = np.where(np.isfinite(pos[:, 1] - pos[:, 0]), pos[:, 1] - pos[:, 0], 1.0)
 

@@ -150,7 +150,7 @@ def composite_constants(model, q, pi=None):
     n = model.n
     R, s, _, _ = _kinematics(model, q)
     links = _link_parameters(model, pi)
-    mass, k, l = np.zeros(n), np.zeros((n, 3)), np.zeros((n, 3))
+    mass, k, l = np.zeros(n), np.zeros((n, 3)), np.zeros((n, 3))  # noqa: E741
     U, V = np.zeros((n, 3, 3)), np.zeros((n, 3, 3))
     m_n, c_n, I_n = links[-1]
     mass[-1], k[-1], U[-1] = m_n, m_n * c_n, I_n - m_n * _skew(c_n) @ _skew(c_n)
@@ -472,7 +472,8 @@ def lin_identify(model, base_configuration, values=(0.7, -0.7, -0.6), times=(0.2
                     known = np.array([l[j, 0], l[j, 1], l[j, 2], 0.0])
                 A.append(row)
                 y.append(tau[k] - row @ known)
-        names = ROTATIONAL_UNKNOWNS if model.joint_types[j] == "revolute" else TRANSLATIONAL_UNKNOWNS
+        rot = model.joint_types[j] == "revolute"
+        names = ROTATIONAL_UNKNOWNS if rot else TRANSLATIONAL_UNKNOWNS
         x, keep = _lstsq(np.array(A), np.array(y), j + 1, result, names)
         result.configurations[j + 1] = cfgs
         if model.joint_types[j] == "revolute":
