@@ -21,7 +21,8 @@ DATA = next((c / "data" / "ur10e" for c in (REPO.parent / "shared", REPO.parents
 pytestmark = pytest.mark.skipif(not (DATA / "identification").is_dir(),
                                 reason="shared UR10e data not available")
 
-IDENT = ["identification/ur-20_02_19_14harm50sec.csv", "identification/ur-20_02_12-50sec_12harm.csv"]
+IDENT = ["identification/ur-20_02_19_14harm50sec.csv",
+         "identification/ur-20_02_12-50sec_12harm.csv"]
 VALID = ["validation/ur-20_02_10-30sec_12harm.csv", "validation/ur-20_01_17-p1.csv",
          "validation/ur-20_01_17-p2.csv"]
 AUTHORS_GAINS = [10.0, 10.6956, 8.4566, 9.0029, 9.48, 10.1232]

@@ -45,8 +45,17 @@ def run(args):
                       use_measured_derivatives=not args.numerical_derivatives)
     out = write_results(result, args.output, model)
     if args.physical or (args.physical is None and not model.config.elastic):
+        import sys
+
+        from robot_identification.errors import IdentificationError
         from robot_identification.validation import compute_estimates, write_estimates
-        estimates = compute_estimates(model, result, physical=True)
+        try:
+            estimates = compute_estimates(model, result, physical=True)
+        except IdentificationError as exc:
+            if args.physical:
+                raise
+            print(f"physically consistent estimate skipped: {exc}", file=sys.stderr)
+            estimates = compute_estimates(model, result, physical=False)
         write_estimates(out, model, estimates, extra={"data": [str(p) for p in args.data]})
     if not args.quiet:
         print(format_table(result))

@@ -102,8 +102,8 @@ def payload_parameters(model, mass, com=(0.0, 0.0, 0.0), inertia=None, frame="to
     if fr.parentJoint != model._jids[-1]:
         raise ModelError(f"payload frame '{frame}' is not on the body moved by the last joint "
                          f"'{model.joint_names[-1]}'")
-    I = np.zeros((3, 3)) if inertia is None else np.asarray(inertia, dtype=float)
-    inert = pin.Inertia(float(mass), np.asarray(com, dtype=float), I)
+    rot = np.zeros((3, 3)) if inertia is None else np.asarray(inertia, dtype=float)
+    inert = pin.Inertia(float(mass), np.asarray(com, dtype=float), rot)
     return fr.placement.act(inert).toDynamicParameters()
 
 

@@ -99,8 +99,8 @@ def default_prior_scales(model, nominal=None):
 
 
 def physically_consistent(model, base, information, beta_ls, *, nominal=None,
-                          prior_scales=None, epsilon=1e-6, nonnegative=("rotor_inertia",
-                                                                         "fv", "fc", "K", "D"),
+                          prior_scales=None, epsilon=1e-6,
+                          nonnegative=("rotor_inertia", "fv", "fc", "K", "D"),
                           solver="CLARABEL") -> PhysicalEstimate:
     """Physically consistent standard parameters closest (in the data metric) to a LS fit.
 

@@ -84,7 +84,8 @@ def plot_nrmse(files, joint_names, path):
         for i, name in enumerate(names):
             vals = [j["nrmse"] for j in f["models"][name]["joints"]]
             ax.bar(x + (i - (len(names) - 1) / 2) * width, vals, width,
-                   color=COLOURS.get(name), label=f"{name} ({f['models'][name]['nrmse_mean']:.3f})")
+                   color=COLOURS.get(name),
+                   label=f"{name} ({f['models'][name]['nrmse_mean']:.3f})")
         ax.set_xticks(x, [_short(j) for j in joint_names], rotation=30, fontsize=8)
         ax.set_yscale("log")
         ax.set_ylabel("NRMSE")

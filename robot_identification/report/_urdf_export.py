@@ -91,9 +91,9 @@ def export_urdf(model, standard, path, *, comment=None) -> Path:
         el = ET.SubElement(link, "inertial")
         ET.SubElement(el, "origin", xyz=" ".join(_fmt(v) for v in inert.lever), rpy="0 0 0")
         ET.SubElement(el, "mass", value=_fmt(inert.mass))
-        I = inert.inertia
-        ET.SubElement(el, "inertia", ixx=_fmt(I[0, 0]), ixy=_fmt(I[0, 1]), ixz=_fmt(I[0, 2]),
-                      iyy=_fmt(I[1, 1]), iyz=_fmt(I[1, 2]), izz=_fmt(I[2, 2]))
+        ic = inert.inertia
+        ET.SubElement(el, "inertia", ixx=_fmt(ic[0, 0]), ixy=_fmt(ic[0, 1]), ixz=_fmt(ic[0, 2]),
+                      iyy=_fmt(ic[1, 1]), iyz=_fmt(ic[1, 2]), izz=_fmt(ic[2, 2]))
         jid = model._jids[k]
         for fr in pm.frames:       # massive links welded to this body: now included in it
             if (fr.parentJoint == jid and fr.type == pin.FrameType.BODY and fr.name != body
@@ -109,11 +109,10 @@ def export_urdf(model, standard, path, *, comment=None) -> Path:
                       friction=_fmt(max(fc[k], 0.0)))
     arm = drive_values(model, standard, "rotor_inertia") * model.gear_ratios ** 2
     fo = drive_values(model, standard, "fo")
+    arm_txt = ", ".join(f"{j}: {_fmt(a)}" for j, a in zip(model.joint_names, arm))
+    fo_txt = ", ".join(f"{j}: {_fmt(o)}" for j, o in zip(model.joint_names, fo))
     note = (" Identified by robot_identification. Not in URDF: link-side rotor inertia "
-            "(armature) [kg*m^2] " + ", ".join(f"{j}: {_fmt(a)}" for j, a in
-                                               zip(model.joint_names, arm))
-            + "; torque offsets [N*m] " + ", ".join(f"{j}: {_fmt(o)}" for j, o in
-                                                     zip(model.joint_names, fo)) + ". ")
+            f"(armature) [kg*m^2] {arm_txt}; torque offsets [N*m] {fo_txt}. ")
     root.insert(0, ET.Comment(note))
     if comment:
         root.insert(0, ET.Comment(f" {comment} "))
