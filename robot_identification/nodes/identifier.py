@@ -28,8 +28,8 @@ _RESULTS = {"result.names": ["none"], "result.expressions": ["none"], "result.es
 
 
 class Identifier(Node):
-    def __init__(self):
-        super().__init__("identifier")
+    def __init__(self, **kwargs):
+        super().__init__("identifier", **kwargs)
         self.model = declare_robot(self)
         self.data_directory = Path(declare(
             self, "data_directory", "robot_identification_data", "directory of the bags"))

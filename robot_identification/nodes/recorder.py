@@ -26,8 +26,8 @@ _TYPES = {JointState: "sensor_msgs/msg/JointState",
 
 
 class Recorder(Node):
-    def __init__(self):
-        super().__init__("recorder")
+    def __init__(self, **kwargs):
+        super().__init__("recorder", **kwargs)
         self.data_directory = Path(declare(
             self, "data_directory", "robot_identification_data",
             "directory of the recorded bags (relative: to the working directory)")).expanduser()
