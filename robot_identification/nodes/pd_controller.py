@@ -43,10 +43,14 @@ class PDController(Node):
                                 read_only=True)
         self.max_age = declare(self, "watchdog_periods", 10, "stale after this many periods",
                                low=1, high=100000) / rate
+        factor = declare(self, "state_limit_factor", 1.5,
+                         "measured states may exceed the velocity limits by this factor "
+                         "(elastic vibration); references may not", low=1.0, high=100.0)
         lim = [j.limits for j in model.config.joints]
         self.q_lo = np.array([li.position[0] if li.position else -np.inf for li in lim])
         self.q_hi = np.array([li.position[1] if li.position else np.inf for li in lim])
         self.v_max = np.array([li.velocity or np.inf for li in lim])
+        self.factor = factor
         self.pub = self.create_publisher(Float64MultiArray, declare(
             self, "command_topic", "effort_controller/commands", "effort commands"), QOS)
         self.create_subscription(JointState, declare(
@@ -112,9 +116,10 @@ class PDController(Node):
         for name, q in (("position", meas["q"]), ("reference position", q_ref)):
             if np.any(q < self.q_lo) or np.any(q > self.q_hi):
                 return self.trip(f"{name} {q.tolist()} outside the limits")
-        for name, v in (("velocity", meas["dq"]), ("reference velocity", dq_ref)):
-            if np.any(np.abs(v) > self.v_max):
-                return self.trip(f"{name} {v.tolist()} beyond the limits {self.v_max.tolist()}")
+        for name, v, lim in (("velocity", meas["dq"], self.v_max * self.factor),
+                             ("reference velocity", dq_ref, self.v_max)):
+            if np.any(np.abs(v) > lim):
+                return self.trip(f"{name} {v.tolist()} beyond the limits {lim.tolist()}")
 
     def trip(self, reason):
         if self.fault is None:
