@@ -72,7 +72,8 @@ def _run_graph(args, out, domain):
     recorder = Recorder(parameter_overrides=params(data_directory=str(out), **sim_time))
     identifier = Identifier(parameter_overrides=params(
         **robot, data_directory=str(out), results_file=str(out / "results.yaml"),
-        compare_with_nominal=True))
+        compare_with_nominal=True,
+        effort_lag_periods=0.5, log_table=False))
     nodes = [sim, controller, excitation, recorder, identifier]
     executor = SingleThreadedExecutor()
     for node in nodes:

@@ -100,7 +100,7 @@ def _joint_arrays(msgs, names):
 
 
 def read_bag(path, *, joint_topic: str = JOINT_TOPIC, motor_topic: str = MOTOR_TOPIC,
-             elastic: bool | None = None) -> Dataset:
+             elastic: bool | None = None, effort_lag: float = 0.0) -> Dataset:
     """Read a recorded run from a rosbag2 directory or an ``.mcap`` file.
 
     Parameters
@@ -113,6 +113,11 @@ def read_bag(path, *, joint_topic: str = JOINT_TOPIC, motor_topic: str = MOTOR_T
     elastic : bool, optional
         Take the torque from the motor-side effort (elastic) or the link-side effort (rigid).
         Default: elastic when the bag has motor states.
+    effort_lag : float
+        Delay of the recorded efforts in sample periods. A state message that carries the
+        torque held over the preceding control period (zero-order hold, as the simulated robot
+        publishes it) lags by 0.5: the torque at t_k is then the mean of the efforts at t_k and
+        t_k+1 (linear interpolation at t_k + lag periods).
 
     Returns
     -------
@@ -168,10 +173,13 @@ def read_bag(path, *, joint_topic: str = JOINT_TOPIC, motor_topic: str = MOTOR_T
         if link["effort"] is None:
             raise DataError(f"'{joint_topic}' messages in '{path}' carry no efforts (torques)")
         tau = link["effort"][order][keep]
-    meta = {"source": str(path), "t0": float(t[0]), "duplicates_dropped": int(dropped),
+    if effort_lag:
+        ts = t + effort_lag * np.median(np.diff(t))
+        tau = np.column_stack([np.interp(ts, t, tau[:, j]) for j in range(tau.shape[1])])
+    meta = {"source": str(path), "effort_lag": effort_lag, "t0": float(t[0]), "duplicates_dropped": int(dropped),
             "out_of_order": int(np.sum(np.diff(order) < 0))}
-    meta.update(_custom_data(path).get("metadata", {}))
     custom = _custom_data(path)
+    meta.update(custom.get("metadata", {}))
     return Dataset(t=t - t[0], q=q, dq=dq, tau=tau, theta=theta, dtheta=dtheta, joint_names=names,
                    true_parameters=custom.get("true_parameters"), metadata=meta)
 

@@ -44,6 +44,11 @@ class Identifier(Node):
                                      "simulated data: report errors against the nominal parameters")
         self.joint_topic = declare(self, "joint_states_topic", "/joint_states", "in the bag")
         self.motor_topic = declare(self, "motor_states_topic", "/motor_states", "in the bag")
+        self.effort_lag = declare(
+            self, "effort_lag_periods", 0.0, "recorded efforts lag the states by this many "
+            "periods (0.5: torque held over the previous period, as simulated_robot publishes)",
+            low=0.0, high=10.0)
+        self.log_table = declare(self, "log_table", True, "log the result table")
         declare(self, "bag", "", "bag to identify (inside data_directory); '' = newest")
         self._internal = False
         for name, default in _RESULTS.items():
@@ -78,7 +83,8 @@ class Identifier(Node):
         try:
             bag = self.resolve_bag()
             log.info(f"identifying {self.model.config.name} from {bag}")
-            ds = load_dataset(bag, joint_topic=self.joint_topic, motor_topic=self.motor_topic)
+            ds = load_dataset(bag, joint_topic=self.joint_topic, motor_topic=self.motor_topic,
+                              effort_lag=self.effort_lag)
             if self.nominal_truth:
                 ds.true_parameters = dict(zip(self.model.parameter_names,
                                               map(float, self.model.nominal_parameters())))
@@ -107,7 +113,7 @@ class Identifier(Node):
         finally:
             self._internal = False
         log.info(f"identified {len(result.names)} base parameters in {result.elapsed:.2f} s; "
-                 f"wrote {out}\n{format_table(result)}")
+                 f"wrote {out}" + (f"\n{format_table(result)}" if self.log_table else ""))
         response.success, response.message = True, str(out.resolve())
         return response
 
