@@ -1,7 +1,7 @@
 """``robot-identification demo``: excite -> record -> identify through the ROS 2 node graph.
 
-Runs the five nodes of launch/identification_sim.launch.py in one process on one
-SingleThreadedExecutor, the simulated robot in lockstep (deterministic, as fast as the machine
+Runs the five nodes of launch/identification_sim.launch.py in one process on one executor
+(rclpy's EventsExecutor by default, or the SingleThreadedExecutor), the simulated robot in lockstep (deterministic, as fast as the machine
 allows), records a rosbag2 and identifies the base parameters from it.
 """
 from __future__ import annotations
@@ -20,6 +20,9 @@ def add_arguments(p):
     p.add_argument("--output", required=True, help="directory for the bag and results.yaml")
     p.add_argument("--domain-id", type=int,
                    help="ROS_DOMAIN_ID (default: $ROS_DOMAIN_ID, else derived from the pid)")
+    p.add_argument("--executor", choices=("events", "single"), default="events",
+                   help="rclpy executor for all nodes: EventsExecutor (default, about twice "
+                        "as fast) or SingleThreadedExecutor")
     p.add_argument("--timeout", type=float, default=600.0, help="wall-time limit [s]")
 
 
@@ -48,6 +51,7 @@ def run(args):
 def _run_graph(args, out, domain):
     import numpy as np
     from rclpy.executors import SingleThreadedExecutor
+    from rclpy.experimental import EventsExecutor
     from rclpy.parameter import Parameter
     from std_srvs.srv import Trigger
 
@@ -75,7 +79,7 @@ def _run_graph(args, out, domain):
         compare_with_nominal=True,
         effort_lag_periods=0.5, log_table=False))
     nodes = [sim, controller, excitation, recorder, identifier]
-    executor = SingleThreadedExecutor()
+    executor = (EventsExecutor if args.executor == 'events' else SingleThreadedExecutor)()
     for node in nodes:
         executor.add_node(node)
     try:
@@ -90,6 +94,8 @@ def _run_graph(args, out, domain):
         steps0 = sim.commands
         _spin_until(executor, lambda: not excitation.active, args.timeout)
         loop_wall = time.perf_counter() - t_loop
+        drain = time.monotonic() + 0.3      # the last state is still in flight
+        _spin_until(executor, lambda: time.monotonic() > drain, 10.0)
         steps = sim.commands - steps0
         stopped = recorder.on_stop(None, Trigger.Response())
         print(f"control loop: {steps} periods ({steps / sim.sim.rate_hz:.2f} s simulated) in "

@@ -84,7 +84,7 @@ def _iter_truncated_mcap(files, topics):
 
 
 def _joint_arrays(msgs, names):
-    """Stamps (N,) and position/velocity/effort (N, n) of JointState messages, in ``names`` order."""
+    """Stamps (N,) and position/velocity/effort (N, n) of JointState messages (``names`` order)."""
     t = np.array([m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for m in msgs])
     out = {}
     for field in ("position", "velocity", "effort"):
@@ -139,7 +139,8 @@ def read_bag(path, *, joint_topic: str = JOINT_TOPIC, motor_topic: str = MOTOR_T
     msgs = {joint_topic: [], motor_topic: []}
     for topic, msgtype, raw, _ in _iter_bag(path, set(msgs)):
         if msgtype != JOINT_STATE:
-            raise DataError(f"topic '{topic}' in '{path}' has type {msgtype}; expected {JOINT_STATE}")
+            raise DataError(f"topic '{topic}' in '{path}' has type {msgtype}; "
+                            f"expected {JOINT_STATE}")
         msgs[topic].append(store.deserialize_cdr(bytes(raw), msgtype))
     if not msgs[joint_topic]:
         raise DataError(f"bag '{path}' has no messages on '{joint_topic}'")
@@ -176,7 +177,8 @@ def read_bag(path, *, joint_topic: str = JOINT_TOPIC, motor_topic: str = MOTOR_T
     if effort_lag:
         ts = t + effort_lag * np.median(np.diff(t))
         tau = np.column_stack([np.interp(ts, t, tau[:, j]) for j in range(tau.shape[1])])
-    meta = {"source": str(path), "effort_lag": effort_lag, "t0": float(t[0]), "duplicates_dropped": int(dropped),
+    meta = {"source": str(path), "effort_lag": effort_lag, "t0": float(t[0]),
+            "duplicates_dropped": int(dropped),
             "out_of_order": int(np.sum(np.diff(order) < 0))}
     custom = _custom_data(path)
     meta.update(custom.get("metadata", {}))

@@ -50,7 +50,7 @@ def _check_choices(node, params):
 def declare_robot(node):
     """Declare ``robot`` / ``robot_config`` / ``urdf`` and load the RobotModel."""
     from robot_identification.model import load_robot
-    robot = declare(node, "robot", "zollo_planar", "shipped robot name (config/robots/<robot>.yaml)",
+    robot = declare(node, "robot", "zollo_planar", "shipped robot (config/robots/<robot>.yaml)",
                     read_only=True)
     config = declare(node, "robot_config", "", "robot config YAML path (overrides robot)",
                      read_only=True)

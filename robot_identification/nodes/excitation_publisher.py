@@ -16,14 +16,15 @@ from __future__ import annotations
 
 from builtin_interfaces.msg import Duration, Time
 from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile
 from rosgraph_msgs.msg import Clock
 from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robot_identification.excitation import check_limits, load_trajectory, trajectory_from_config
-from robot_identification.nodes._common import QOS, declare, declare_robot, main_for, to_sec, to_stamp
-from rclpy.qos import DurabilityPolicy, QoSProfile
+from robot_identification.nodes._common import (QOS, declare, declare_robot, main_for, to_sec,
+                                                to_stamp)
 
 
 class ExcitationPublisher(Node):

@@ -41,7 +41,7 @@ class Identifier(Node):
         self.results_file = declare(self, "results_file", "",
                                     "results.yaml path; '' = <data_directory>/<bag>_results.yaml")
         self.nominal_truth = declare(self, "compare_with_nominal", False,
-                                     "simulated data: report errors against the nominal parameters")
+                                     "simulation: compare with the nominal parameters")
         self.joint_topic = declare(self, "joint_states_topic", "/joint_states", "in the bag")
         self.motor_topic = declare(self, "motor_states_topic", "/motor_states", "in the bag")
         self.effort_lag = declare(

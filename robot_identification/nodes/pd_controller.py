@@ -86,12 +86,14 @@ class PDController(Node):
 
     def on_reference(self, msg):
         p = msg.points[0] if msg.points else None
-        self.ref = (to_sec(msg.header.stamp), self._vector(msg.joint_names, p.positions if p else []),
+        self.ref = (to_sec(msg.header.stamp),
+                    self._vector(msg.joint_names, p.positions if p else []),
                     self._vector(msg.joint_names, p.velocities if p else []))
         self.update()
 
     def update(self):
-        if self.joint is None or self.ref is None or (self.model.config.elastic and self.motor is None):
+        if self.joint is None or self.ref is None or (
+                self.model.config.elastic and self.motor is None):
             return
         t = self.joint[0]
         if t <= self.last_stamp or (self.lockstep and (

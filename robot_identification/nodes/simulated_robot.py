@@ -20,7 +20,8 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 
-from robot_identification.nodes._common import QOS, declare, declare_robot, finite, main_for, to_stamp
+from robot_identification.nodes._common import (QOS, declare, declare_robot, finite, main_for,
+                                                to_stamp)
 from robot_identification.simulation import Simulator
 
 
