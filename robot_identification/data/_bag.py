@@ -302,9 +302,10 @@ def write_bag(dataset: Dataset, path, *, joint_topic: str = JOINT_TOPIC,
     def msg(k, pos, vel, eff):
         ns = int(round(dataset.t[k] * 1e9))
         header = Header(stamp=Time(sec=ns // 10**9, nanosec=ns % 10**9), frame_id="")
-        return ns, JointState(header=header, name=names, position=pos[k],
-                              velocity=empty if vel is None else vel[k],
-                              effort=empty if eff is None else eff[k])
+        arr = np.ascontiguousarray
+        return ns, JointState(header=header, name=names, position=arr(pos[k]),
+                              velocity=empty if vel is None else arr(vel[k]),
+                              effort=empty if eff is None else arr(eff[k]))
 
     try:
         for k in range(dataset.n_samples):
