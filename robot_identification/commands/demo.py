@@ -6,6 +6,7 @@ allows), records a rosbag2 and identifies the base parameters from it.
 """
 from __future__ import annotations
 
+import io
 import os
 import time
 from pathlib import Path
@@ -79,7 +80,13 @@ def _run_graph(args, out, domain):
         compare_with_nominal=True,
         effort_lag_periods=0.5, log_table=False))
     nodes = [sim, controller, excitation, recorder, identifier]
-    executor = (EventsExecutor if args.executor == 'events' else SingleThreadedExecutor)()
+    executor = None
+    if args.executor == "events":
+        try:
+            executor = EventsExecutor()
+        except io.UnsupportedOperation:     # it enables faulthandler: needs a real stderr
+            print("EventsExecutor unavailable here; using the SingleThreadedExecutor")
+    executor = executor or SingleThreadedExecutor()
     for node in nodes:
         executor.add_node(node)
     try:
