@@ -9,8 +9,8 @@ from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescr
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-#: reliable, depth 100: lockstep loops must not lose messages
-QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+#: reliable, depth 1000 (1 s at 1 kHz): a briefly stalled subscriber loses nothing
+QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
 
 
 def declare(node, name, default, description, *, low=None, high=None, read_only=False,
