@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from robot_identification.data import Dataset, load_dataset
-from robot_identification.data._bag import BagWriter, read_bag, write_bag
+from robot_identification.data._bag import read_bag, write_bag
 from robot_identification.errors import DataError
 
 ROOT = Path(__file__).resolve().parents[1]

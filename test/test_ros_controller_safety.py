@@ -50,8 +50,9 @@ class Rig:
         self.ex = SingleThreadedExecutor(context=context)
         self.ex.add_node(self.ctrl)
         self.ex.add_node(self.node)
+        pubs = (self.pub_joint, self.pub_motor, self.pub_ref)
         self.spin_until(lambda: self.ctrl.pub.get_subscription_count() > 0 and all(
-            p.get_subscription_count() > 0 for p in (self.pub_joint, self.pub_motor, self.pub_ref)))
+            p.get_subscription_count() > 0 for p in pubs))
 
     def spin_until(self, cond, timeout=5.0):
         end = time.monotonic() + timeout
