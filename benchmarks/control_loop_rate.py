@@ -57,7 +57,8 @@ def real_time(duration, domain):
     subprocess.run([sys.executable, "-c", (
         "import rclpy; from std_srvs.srv import Trigger; rclpy.init(); n = rclpy.create_node('b');"
         "c = n.create_client(Trigger, '/excitation_publisher/start'); c.wait_for_service(10.0);"
-        "f = c.call_async(Trigger.Request()); rclpy.spin_until_future_complete(n, f, timeout_sec=5)")],
+        "f = c.call_async(Trigger.Request());"
+        "rclpy.spin_until_future_complete(n, f, timeout_sec=5)")],
         env=env, check=True)
     time.sleep(duration)
     for p in procs:

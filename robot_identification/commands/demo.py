@@ -1,8 +1,9 @@
 """``robot-identification demo``: excite -> record -> identify through the ROS 2 node graph.
 
 Runs the five nodes of launch/identification_sim.launch.py in one process on one executor
-(rclpy's EventsExecutor by default, or the SingleThreadedExecutor), the simulated robot in lockstep (deterministic, as fast as the machine
-allows), records a rosbag2 and identifies the base parameters from it.
+(rclpy's EventsExecutor by default, or the SingleThreadedExecutor), the simulated robot in
+lockstep (deterministic, as fast as the machine allows), records a rosbag2 and identifies the
+base parameters from it (docs/ros.md).
 """
 from __future__ import annotations
 
