@@ -117,12 +117,17 @@ class ArmDynamics:
         self._nograv_data = self._nograv.createData()
         self._lidx_v = model._idx_v
         self._link_nq = pm.nq
+        self._plain_q = not np.any(model._continuous)
+        self._link_idx_q = model._idx_q
         self._qbuf = pin.neutral(self.pin_model)
 
     # ----------------------------------------------------------------- model
     def _pin_q(self, q, theta=None):
         qa = self._qbuf.copy()
-        qa[: self._link_nq] = self.model.pin_configuration(q)
+        if self._plain_q:
+            qa[self._link_idx_q] = q
+        else:
+            qa[: self._link_nq] = self.model.pin_configuration(q)
         if theta is not None and self.complete:
             qa[self._ridx_q] = self.gear * theta
         return qa
