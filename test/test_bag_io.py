@@ -137,3 +137,15 @@ def test_sigkill_keeps_flushed_data(tmp_path):
     assert ds.n_samples >= 300
     np.testing.assert_array_equal(ds.q[:, 0], np.arange(ds.n_samples))   # no gaps
     np.testing.assert_allclose(np.diff(ds.t), 1e-3, atol=1e-9)
+
+
+def test_simulate_command_writes_a_bag(tmp_path, capsys):
+    from robot_identification import cli
+    out = tmp_path / "run_bag"
+    args = ["simulate", "--robot", "zollo_planar", "--duration", "0.5", "--output", str(out)]
+    assert cli.main(args) == 0
+    ds = load_dataset(out)
+    assert ds.n_samples == 501 and ds.theta is not None
+    assert ds.true_parameters["joint1.K"] == 3000.0
+    assert cli.main(args) != 0                  # never overwrites
+    assert "never overwritten" in capsys.readouterr().err
