@@ -134,6 +134,15 @@ def test_lockstep_graph_records_and_identifies(client, tmp_path):
         n = int(round((DURATION + HOLD) * RATE)) + 2        # rest state at t = 0 + ticks
         assert ds.n_samples == n, (ds.n_samples, n)
         np.testing.assert_allclose(np.diff(ds.t), 1.0 / RATE, atol=1e-9)   # no gaps
+        # the recorded bag also reads with the independent mcap reader
+        from mcap.reader import make_reader
+        from mcap_ros2.decoder import DecoderFactory
+        with open(next(bag.glob("*.mcap")), "rb") as f:
+            q = [list(m.position) for _, c, _, m in make_reader(
+                f, decoder_factories=[DecoderFactory()]).iter_decoded_messages(
+                    topics=["/joint_states"])]
+        assert len(q) >= ds.n_samples          # + re-published rest states (same stamp)
+        np.testing.assert_array_equal(q[-1], ds.q[-1])
         print(f"separate processes: {n - 1} lockstep periods in {wall:.2f} s "
               f"({(n - 1) / wall:.0f} Hz)")
 
