@@ -2,8 +2,8 @@
 
 Usage::
 
-    PYTHONPATH=. python benchmarks/identification_100k.py [--robot puma560|puma560_elastic|zollo_planar]
-                                                          [--samples 100000]
+    PYTHONPATH=. python benchmarks/identification_100k.py [--samples 100000]
+        [--robot puma560|puma560_elastic|zollo_planar]
 
 Data: a limit-scaled Fourier excitation sampled at 1 kHz.
 

@@ -44,6 +44,37 @@ def test_simulation_consistent_with_elastic_regressor(coupling):
     np.testing.assert_allclose(Y @ model.nominal_parameters(), y, rtol=0, atol=1e-9 * scale)
 
 
+def test_simulation_consistent_with_damped_elastic_regressor():
+    """Joint damping D (config ``damping: true``) in simulator and regressor alike."""
+    joints = yaml.safe_load(Path(robot_files("zollo_planar")).read_text())["joints"]
+    for j, d in zip(joints, (12.0, 7.0)):
+        j["drive"] = dict(j["drive"], D=d)
+    model = _variant("zollo_planar", damping=True, joints=joints)
+    assert "joint1.D" in model.parameter_names
+    ds = simulate(model, trajectory=_short_trajectory(model), derivatives=True,
+                  quantise=False, friction="regressor", torque="command")
+    Y = regressor(model, ds.q, ds.dq, ds.ddq, ds.theta, ds.dtheta, ds.ddtheta)
+    y = torque_vector(model, ds.tau)
+    np.testing.assert_allclose(Y @ model.nominal_parameters(), y, rtol=0,
+                               atol=1e-9 * np.abs(y).max())
+
+
+@pytest.mark.parametrize("name", ["puma560_elastic", "puma560"])
+def test_puma_simulation_consistent_with_regressor(name):
+    """6-dof check: 3-D rotor-link coupling (complete model) and armature (rigid)."""
+    model = load_robot(name)
+    rng = np.random.default_rng(1)
+    start = np.array([0.0, 1.5, -1.5, 0.3, 0.2, 0.1])
+    tr = BSplineTrajectory(start + 0.3 * rng.uniform(-1, 1, (3, 6)), 0.25, start)
+    ds = simulate(model, trajectory=tr, derivatives=True, quantise=False, torque="command")
+    extra = {} if ds.theta is None else dict(theta=ds.theta, dtheta=ds.dtheta,
+                                             ddtheta=ds.ddtheta)
+    Y = regressor(model, ds.q, ds.dq, ds.ddq, **extra)
+    y = torque_vector(model, ds.tau)
+    np.testing.assert_allclose(Y @ model.nominal_parameters(), y, rtol=0,
+                               atol=1e-9 * np.abs(y).max())
+
+
 def test_simulation_consistent_with_rigid_regressor():
     model = _variant("zollo_planar", model="rigid")
     ds = simulate(model, trajectory=_short_trajectory(model), derivatives=True,

@@ -47,8 +47,8 @@ def test_fourier_is_szabo_eq22_plus_offset():
     tr = FourierTrajectory(a, b, 0.5, q0=[0.7])
     t = np.array([0.3, 1.1])
     w = 2 * np.pi * 0.5
-    ref = 0.7 + sum(a[0, l - 1] / (w * l) * np.sin(w * l * t)
-                    - b[0, l - 1] / (w * l) * (np.cos(w * l * t) - 1) for l in (1, 2, 3))
+    ref = 0.7 + sum(a[0, h - 1] / (w * h) * np.sin(w * h * t)
+                    - b[0, h - 1] / (w * h) * (np.cos(w * h * t) - 1) for h in (1, 2, 3))
     np.testing.assert_allclose(tr.evaluate(t)[0][:, 0], ref, atol=1e-14)
 
 

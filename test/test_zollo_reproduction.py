@@ -6,7 +6,6 @@ differences, 0.5 rad/s threshold on motor rows. Reference values are the paper's
 (true values, eq. 45), its error levels, and the notes' structural results (A.9).
 Full numbers and commands: docs/zollo-reproduction.md.
 """
-import numpy as np
 import pytest
 
 from robot_identification.identifiability import base_parameters

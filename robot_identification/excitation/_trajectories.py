@@ -74,10 +74,10 @@ class FourierTrajectory:
         if int(periods) < 1:
             raise ConfigError(f"fourier periods must be >= 1, got {periods}")
         n, M = a.shape
-        l = np.arange(1, M + 1, dtype=float)
+        harm = np.arange(1, M + 1, dtype=float)
         if enforce_rest:
             a = a - a.mean(axis=1, keepdims=True)
-            b = b - np.outer(b @ l, l) / (l @ l)
+            b = b - np.outer(b @ harm, harm) / (harm @ harm)
         self.a, self.b = a, b
         self.base_frequency = float(base_frequency)
         self.periods = int(periods)
@@ -112,8 +112,7 @@ class FourierTrajectory:
         """
         t = np.clip(np.atleast_1d(np.asarray(t, dtype=float)), 0.0, self.duration)
         w = 2 * np.pi * self.base_frequency
-        l = np.arange(1, self.harmonics + 1)
-        wl = w * l                                  # (M,)
+        wl = w * np.arange(1, self.harmonics + 1)   # (M,)
         s, c = np.sin(np.outer(t, wl)), np.cos(np.outer(t, wl))   # (N, M)
         q = self.q0 + (s / wl) @ self.a.T - ((c - 1) / wl) @ self.b.T
         dq = c @ self.a.T + s @ self.b.T

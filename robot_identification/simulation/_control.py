@@ -164,6 +164,6 @@ class RigidPDController(_GravityMixin):
 
 
 def make_controller(model, kp=None, kd=None, saturate=True):
-    """The PD controller matching the model: :class:`ElasticPDController` or :class:`RigidPDController`."""
+    """PD controller of the model: :class:`ElasticPDController` or :class:`RigidPDController`."""
     cls = ElasticPDController if model.config.elastic else RigidPDController
     return cls(model, kp, kd, saturate)

@@ -1,0 +1,43 @@
+"""``robot-identification simulate`` writes a dataset that ``identify`` reads."""
+import numpy as np
+
+from robot_identification.cli import main
+from robot_identification.data import load_dataset
+from robot_identification.excitation import BSplineTrajectory, save_trajectory
+
+
+def test_simulate_then_identify(tmp_path, capsys):
+    out = tmp_path / "run.npz"
+    assert main(["simulate", "--robot", "zollo_planar", "--duration", "3", "--seed", "1",
+                 "--snr", "120", "--output", str(out)]) == 0
+    ds = load_dataset(out)
+    assert ds.n_samples == 3001 and ds.theta is not None
+    assert ds.metadata["robot"] == "zollo_planar" and ds.metadata["snr_db"] == 120.0
+    assert ds.true_parameters["joint1.K"] == 3000.0
+    res = tmp_path / "results.yaml"
+    assert main(["identify", "--robot", "zollo_planar", "--data", str(out), "--output",
+                 str(res), "--quiet"]) == 0
+    assert res.is_file()
+
+
+def test_simulate_with_trajectory_file(tmp_path):
+    traj = BSplineTrajectory(np.array([[0.3, -0.2], [-0.2, 0.4]]), 0.5)
+    path = save_trajectory(traj, tmp_path / "traj.yaml")
+    out = tmp_path / "run.npz"
+    assert main(["simulate", "--robot", "zollo_planar", "--trajectory", str(path),
+                 "--derivatives", "--no-quantise", "--output", str(out)]) == 0
+    ds = load_dataset(out)
+    assert ds.ddtheta is not None and ds.t[-1] == 0.5
+
+
+def test_simulate_errors(tmp_path, capsys):
+    assert main(["simulate", "--robot", "zollo_planar", "--output",
+                 str(tmp_path / "run.bag")]) == 2
+    assert "only .npz" in capsys.readouterr().err
+    fast = save_trajectory(BSplineTrajectory([[5.0, 0.0]], 0.5), tmp_path / "fast.yaml")
+    assert main(["simulate", "--robot", "zollo_planar", "--trajectory", str(fast),
+                 "--output", str(tmp_path / "x.npz")]) == 2
+    assert "velocity limit of joint 'joint1'" in capsys.readouterr().err
+    assert main(["simulate", "--robot", "nosuchrobot", "--output",
+                 str(tmp_path / "x.npz")]) == 2
+    assert "unknown robot" in capsys.readouterr().err
