@@ -67,18 +67,23 @@ class Rig:
             positions=list(q_ref), velocities=list(dq_ref), accelerations=[0.0, 0.0])])
         ref.header.stamp = now
         t = now.sec + 1e-9 * now.nanosec
-        n = len(self.commands)
         # real-time mode computes on the joint state with the latest reference/motor state:
         # deliver them first
         self.pub_ref.publish(ref)
         self.spin_until(lambda: self.ctrl.ref is not None and self.ctrl.ref[0] == t)
+        n = len(self.commands)
         for pub, pos in ((self.pub_motor, theta), (self.pub_joint, q)):
             msg = JointState(name=names, position=list(pos), velocity=[0.0, 0.0])
             msg.header.stamp = now
             pub.publish(msg)
             if pub is self.pub_motor:
                 self.spin_until(lambda: self.ctrl.motor is not None and self.ctrl.motor[0] == t)
-        self.spin_until(lambda: len(self.commands) > n)
+        computed = self.ctrl.commands
+        self.spin_until(lambda: self.ctrl.commands > computed)
+        # the command computed from this state is the last one on the wire once delivered (the
+        # state is fresh, so the watchdog publishes nothing in between)
+        end = time.monotonic() + 0.02
+        self.spin_until(lambda: len(self.commands) > n and time.monotonic() > end)
         return np.array(self.commands[-1])
 
     def close(self):
