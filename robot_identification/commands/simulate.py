@@ -35,8 +35,8 @@ def run(args):
     from robot_identification.simulation import simulate
     out = Path(args.output)
     if out.suffix not in (".npz", ""):
-        raise ConfigError(f"--output '{out}': expected a .npz file or a rosbag2 directory name "
-                          f"without suffix")
+        raise ConfigError(f"--output '{out}': only .npz files or rosbag2 directories (a name "
+                          f"without suffix) are written")
     if out.suffix == "" and out.exists():
         raise ConfigError(f"--output '{out}' exists; a bag is never overwritten")
     model = robot_from_args(args)
