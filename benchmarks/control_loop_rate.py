@@ -37,7 +37,7 @@ def lockstep(executor, domain):
     print(f"lockstep, one process, {executor:6s}: {loop}; demo wall {wall:.1f} s; NME {nme}")
 
 
-def real_time(duration, domain):
+def real_time(duration, domain, executor):
     from robot_identification.data._bag import read_bag
     tmp = Path(tempfile.mkdtemp())
     env = dict(os.environ, PYTHONPATH=str(ROOT), ROS_DOMAIN_ID=str(domain),
@@ -50,7 +50,8 @@ def real_time(duration, domain):
     procs = []
     for name, params in nodes.items():
         procs.append(subprocess.Popen(
-            [sys.executable, "-m", f"robot_identification.nodes.{name}", "--ros-args",
+            [sys.executable, "-m", f"robot_identification.nodes.{name}", "--executor", executor,
+             "--ros-args",
              "--params-file", str(ROOT / "config" / f"{name}.yaml"), *params],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     time.sleep(3.0)
@@ -77,8 +78,8 @@ def real_time(duration, domain):
     states = np.array([t for t in log["/joint_states"] if t >= t_ref])
     commands = [t for t in log["/effort_controller/commands"] if t >= t_ref]
     wall = states[-1] - states[0]
-    print(f"real time, separate processes, closed loop: {len(states)} states in {wall:.2f} s "
-          f"wall = {len(states) / wall:.0f} Hz (target 1000), commands/states "
+    print(f"real time, separate processes ({executor}), closed loop: {len(states)} states in "
+          f"{wall:.2f} s wall = {len(states) / wall:.0f} Hz (target 1000), commands/states "
           f"{len(commands) / len(states):.3f}, missed samples in the recorded stamps: "
           f"{int(gaps.sum())}")
 
@@ -91,7 +92,8 @@ def main():
     if not a.skip_lockstep:
         lockstep("events", 141)
         lockstep("single", 142)
-    real_time(a.duration, 143)
+    real_time(a.duration, 143, "single")
+    real_time(a.duration, 144, "events")
 
 
 if __name__ == "__main__":

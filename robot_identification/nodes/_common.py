@@ -74,27 +74,40 @@ def finite(*arrays) -> bool:
 
 
 def main_for(node_cls, args=None):
-    """Run one node on a SingleThreadedExecutor until Ctrl-C / shutdown (ros2/demos form).
+    """Run one node until Ctrl-C / shutdown (ros2/demos form).
 
+    Non-ROS option (before ``--ros-args``): ``--executor single|events`` selects rclpy's
+    SingleThreadedExecutor (default) or EventsExecutor (about half the CPU time).
     Configuration errors (bad parameters, robot, trajectory) end the process with a one-line
     message and exit code 1.
     """
+    import argparse
     import sys
 
     from rclpy.exceptions import InvalidParameterValueException
+    from rclpy.utilities import remove_ros_args
 
     from robot_identification.errors import IdentificationError
+    argv = sys.argv if args is None else args
+    parser = argparse.ArgumentParser(prog=node_cls.__name__)
+    parser.add_argument("--executor", choices=("single", "events"), default="single")
+    options = parser.parse_args(remove_ros_args(args=argv)[1:])
     try:
-        with rclpy.init(args=args):
+        with rclpy.init(args=argv):
             try:
                 node = node_cls()
             except (IdentificationError, ValueError, InvalidParameterValueException) as exc:
                 print(f"{node_cls.__name__}: error: {exc}", file=sys.stderr)
                 sys.exit(1)
-            executor = SingleThreadedExecutor()
+            if options.executor == "events":
+                from rclpy.experimental import EventsExecutor
+                executor = EventsExecutor()
+            else:
+                executor = SingleThreadedExecutor()
             executor.add_node(node)
             try:
-                executor.spin()
+                while rclpy.ok():          # returns regularly: signals are handled
+                    executor.spin_once(timeout_sec=0.2)
             finally:
                 if hasattr(node, "shutdown"):
                     node.shutdown()
