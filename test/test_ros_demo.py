@@ -35,5 +35,15 @@ def test_demo_identifies_zollo_planar(tmp_path, capfd):
     ds = load_dataset(bag)
     assert ds.n_samples == 9502                     # 9.5 s at 1 kHz + the rest state
     np.testing.assert_allclose(np.diff(ds.t), 1e-3, atol=1e-9)
+    # the lockstep graph reproduces the core's closed-loop simulate() exactly (same simulator,
+    # controller, trajectory): positions bit for bit, interval-mean torques to rounding
+    from robot_identification.model import load_robot
+    from robot_identification.simulation import simulate
+    ref = simulate(load_robot("zollo_planar"))
+    lagged = load_dataset(bag, effort_lag=0.5)
+    n = ref.n_samples
+    np.testing.assert_array_equal(lagged.q[:n], ref.q)
+    np.testing.assert_array_equal(lagged.theta[:n], ref.theta)
+    np.testing.assert_allclose(lagged.tau[1:n], ref.tau[1:], atol=1e-8)
     with pytest.raises(Exception, match="exists"):  # never overwrite results
         demo.run(args)
