@@ -92,8 +92,11 @@ def _run_graph(args, out, domain):
         executor.add_node(node)
     try:
         print(f"ROS_DOMAIN_ID={domain}: {', '.join(n.get_name() for n in nodes)}")
-        _spin_until(executor, lambda: controller.pub.get_subscription_count() > 0
-                    and sim.pub_joint.get_subscription_count() >= 2, 10.0)
+        # discovery: every publisher sees all its subscribers before the loop starts
+        expected = [(sim.pub_joint, 2), (sim.pub_motor, 2), (sim.pub_clock, 4),
+                    (controller.pub, 2), (excitation.pub, 2)]
+        _spin_until(executor, lambda: all(p is None or p.get_subscription_count() >= k
+                                          for p, k in expected), 20.0)
         bag = recorder.on_start(None, Trigger.Response())
         if not bag.success:
             raise IdentificationError(f"recorder: {bag.message}")
