@@ -6,7 +6,7 @@ from pathlib import Path
 from robot_identification.commands._common import add_robot_arguments, robot_from_args
 
 NAME = "simulate"
-HELP = "simulate a robot following an excitation trajectory; writes a .npz dataset"
+HELP = "simulate a robot following an excitation trajectory; writes a .npz dataset or a rosbag2"
 ORDER = 10
 
 
@@ -25,7 +25,8 @@ def add_arguments(p):
                    help="also store the exact velocities and accelerations")
     p.add_argument("--no-quantise", action="store_true", help="no encoder quantisation")
     p.add_argument("--output", required=True,
-                   help="dataset file (.npz; rosbag2 output is written by the ROS nodes)")
+                   help="dataset: a .npz file, or a new rosbag2 directory (name without suffix; "
+                        "MCAP storage, /joint_states + /motor_states)")
 
 
 def run(args):
@@ -33,9 +34,11 @@ def run(args):
     from robot_identification.excitation import check_limits, load_trajectory
     from robot_identification.simulation import simulate
     out = Path(args.output)
-    if out.suffix != ".npz":
-        raise ConfigError(f"--output '{out}': only .npz datasets are written by this command "
-                          f"(record a rosbag2 with the ROS launch files)")
+    if out.suffix not in (".npz", ""):
+        raise ConfigError(f"--output '{out}': only .npz files or rosbag2 directories (a name "
+                          f"without suffix) are written")
+    if out.suffix == "" and out.exists():
+        raise ConfigError(f"--output '{out}' exists; a bag is never overwritten")
     model = robot_from_args(args)
     traj = load_trajectory(args.trajectory) if args.trajectory else None
     if traj is not None:
@@ -45,7 +48,11 @@ def run(args):
                   quantise=not args.no_quantise,
                   friction=None if args.friction == "config" else args.friction,
                   log=print)
-    ds.save_npz(out)
+    if out.suffix == ".npz":
+        ds.save_npz(out)
+    else:
+        from robot_identification.data._bag import write_bag
+        write_bag(ds, out)
     print(f"simulated {ds.t[-1]:.2f} s of '{model.config.name}' ({ds.n_samples} samples at "
           f"{ds.sample_rate:.0f} Hz, {ds.metadata['substeps']} RK4 sub-steps)")
     print(f"wrote {out.resolve()}")

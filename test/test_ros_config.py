@@ -1,0 +1,60 @@
+"""Shipped parameter files: keyed by node name with ros__parameters, every key declared by its
+node (a typo would otherwise be ignored silently), values accepted; ros2_controllers.yaml joints
+match the robot."""
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+rclpy = pytest.importorskip("rclpy")
+
+from rclpy.parameter import Parameter  # noqa: E402
+
+pytestmark = pytest.mark.ros
+ROOT = Path(__file__).resolve().parents[1]
+DOMAIN_ID = 139
+NODES = {"simulated_robot": "SimulatedRobot", "excitation_publisher": "ExcitationPublisher",
+         "pd_controller": "PDController", "recorder": "Recorder", "identifier": "Identifier"}
+
+
+@pytest.fixture(scope="module")
+def context():
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=DOMAIN_ID)
+    yield ctx
+    rclpy.shutdown(context=ctx)
+
+
+@pytest.mark.parametrize("name", sorted(NODES))
+def test_parameter_file_matches_the_node(context, name, tmp_path):
+    import importlib
+    doc = yaml.safe_load((ROOT / "config" / f"{name}.yaml").read_text())
+    assert list(doc) == [name]
+    params = doc[name]["ros__parameters"]
+    if "data_directory" in params:
+        params["data_directory"] = str(tmp_path)
+    cls = getattr(importlib.import_module(f"robot_identification.nodes.{name}"), NODES[name])
+    node = cls(context=context,
+               parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
+    try:
+        undeclared = [k for k in params if not node.has_parameter(k)]
+        assert not undeclared, f"config/{name}.yaml sets undeclared parameters {undeclared}"
+        for k, v in params.items():
+            assert node.get_parameter(k).value == v, k
+    finally:
+        node.destroy_node()
+
+
+def test_ros2_controllers_yaml():
+    from robot_identification.model import load_robot
+    doc = yaml.safe_load((ROOT / "config" / "ros2_controllers.yaml").read_text())
+    cm = doc["controller_manager"]["ros__parameters"]
+    assert cm["effort_controller"]["type"] == "forward_command_controller/ForwardCommandController"
+    assert cm["joint_state_broadcaster"]["type"] == \
+        "joint_state_broadcaster/JointStateBroadcaster"
+    assert doc["effort_controller"]["ros__parameters"]["interface_name"] == "effort"
+    joints = list(load_robot("zollo_planar").joint_names)
+    assert doc["effort_controller"]["ros__parameters"]["joints"] == joints
+    assert doc["joint_state_broadcaster"]["ros__parameters"]["joints"] == joints

@@ -1,0 +1,184 @@
+"""The node graph as separate processes over DDS (unique ROS_DOMAIN_IDs, localhost discovery):
+excite -> record -> identify in lockstep, and a recorder killed with SIGKILL mid-run."""
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+rclpy = pytest.importorskip("rclpy")
+
+from rcl_interfaces.srv import GetParameters  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.qos import DurabilityPolicy, QoSProfile  # noqa: E402
+from std_msgs.msg import Bool  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
+
+from robot_identification.data._bag import read_bag  # noqa: E402
+
+pytestmark = pytest.mark.ros
+ROOT = Path(__file__).resolve().parents[1]
+RATE = 1000.0
+DURATION, HOLD = 3.0, 0.5       # s of excitation and rest
+
+
+class Graph:
+    """Node processes started with the shipped parameter files; killed on close."""
+
+    def __init__(self, domain_id, tmp_path):
+        self.env = dict(os.environ, PYTHONPATH=str(ROOT), ROS_DOMAIN_ID=str(domain_id),
+                        ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
+                        ROS_LOG_DIR=str(tmp_path / "log"))
+        self.env.pop("RMW_IMPLEMENTATION", None)
+        self.procs = {}
+        self.logs = tmp_path
+
+    def start(self, name, **params):
+        args = [sys.executable, "-m", f"robot_identification.nodes.{name}", "--ros-args",
+                "--params-file", str(ROOT / "config" / f"{name}.yaml")]
+        for k, v in params.items():
+            args += ["-p", f"{k}:={yaml.safe_dump(v, default_flow_style=True).strip()}"
+                     .replace("\n...", "")]
+        log = open(self.logs / f"{name}.log", "w")
+        self.procs[name] = subprocess.Popen(args, env=self.env, stdout=log,
+                                            stderr=subprocess.STDOUT)
+
+    def log(self, name):
+        return (self.logs / f"{name}.log").read_text()
+
+    def close(self):
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+        for p in self.procs.values():
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+@pytest.fixture
+def client(request):
+    domain_id = request.param
+    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=domain_id)
+    node = rclpy.create_node("test_client", context=ctx)
+    node.domain_id = domain_id
+    node.executor_ = SingleThreadedExecutor(context=ctx)
+    node.executor_.add_node(node)
+    yield node
+    node.executor_.shutdown()
+    node.destroy_node()
+    rclpy.shutdown(context=ctx)
+
+
+def call(node, srv_type, name, request=None, timeout=60.0):
+    cli = node.create_client(srv_type, name)
+    assert cli.wait_for_service(timeout_sec=30.0), f"service {name} not available"
+    future = cli.call_async(request or srv_type.Request())
+    node.executor_.spin_until_future_complete(future, timeout_sec=timeout)
+    assert future.done(), f"{name} timed out"
+    return future.result()
+
+
+def spin_until(node, cond, timeout):
+    end = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < end, "timed out"
+        node.executor_.spin_once(timeout_sec=0.05)
+
+
+@pytest.mark.parametrize("client", [131], indirect=True)
+def test_lockstep_graph_records_and_identifies(client, tmp_path):
+    from robot_identification.excitation import save_trajectory, trajectory_from_config
+    from robot_identification.model import load_robot
+    model = load_robot("zollo_planar")
+    traj = trajectory_from_config(model, {"type": "bspline", "duration": DURATION,
+                                          "segments": 5, "amplitude": [1.0, 1.2], "seed": 1})
+    traj_file = save_trajectory(traj, tmp_path / "traj.yaml")
+    q0 = [float(x) for x in traj.evaluate(0.0)[0][0]]
+    data = tmp_path / "data"
+    g = Graph(client.domain_id, tmp_path)
+    try:
+        g.start("simulated_robot", initial_positions=q0)
+        g.start("excitation_publisher", trajectory_file=str(traj_file), hold_time=HOLD)
+        g.start("pd_controller")
+        g.start("recorder", data_directory=str(data))
+        g.start("identifier", data_directory=str(data), compare_with_nominal=True,
+                effort_lag_periods=0.5, results_file=str(tmp_path / "results.yaml"))
+        active = []
+        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        client.create_subscription(Bool, "/excitation_publisher/active",
+                                   lambda m: active.append(m.data), latched)
+        assert call(client, Trigger, "/recorder/start").success
+        t0 = time.monotonic()
+        assert call(client, Trigger, "/excitation_publisher/start").success
+        spin_until(client, lambda: True in active and active[-1] is False, 120.0)
+        wall = time.monotonic() - t0
+        time.sleep(0.3)
+        stop = call(client, Trigger, "/recorder/stop")
+        assert stop.success, stop.message
+        assert "missed samples: 0," in stop.message, stop.message
+        res = call(client, Trigger, "/identifier/identify", timeout=120.0)
+        assert res.success, res.message + g.log("identifier")
+
+        bag = next(data.glob("run_*"))
+        ds = read_bag(bag)
+        n = int(round((DURATION + HOLD) * RATE)) + 2        # rest state at t = 0 + ticks
+        assert ds.n_samples == n, (ds.n_samples, n)
+        np.testing.assert_allclose(np.diff(ds.t), 1.0 / RATE, atol=1e-9)   # no gaps
+        # the recorded bag also reads with the independent mcap reader
+        from mcap.reader import make_reader
+        from mcap_ros2.decoder import DecoderFactory
+        with open(next(bag.glob("*.mcap")), "rb") as f:
+            q = [list(m.position) for _, c, _, m in make_reader(
+                f, decoder_factories=[DecoderFactory()]).iter_decoded_messages(
+                    topics=["/joint_states"])]
+        assert len(q) >= ds.n_samples          # + re-published rest states (same stamp)
+        np.testing.assert_array_equal(q[-1], ds.q[-1])
+        print(f"separate processes: {n - 1} lockstep periods in {wall:.2f} s "
+              f"({(n - 1) / wall:.0f} Hz)")
+
+        # typed result, read back through the parameter services
+        req = GetParameters.Request(names=["result.names", "result.estimates", "result.bag"])
+        values = call(client, GetParameters, "/identifier/get_parameters", req).values
+        names, est = list(values[0].string_array_value), list(values[1].double_array_value)
+        assert values[2].string_value == str(bag.resolve())
+        assert len(names) == len(est) == 14
+        # 3 s of data check the graph, not the accuracy (test_ros_demo.py does, on 9 s)
+        assert "joint1.K" in names and "joint2.K" in names and np.all(np.isfinite(est))
+        results = yaml.safe_load((tmp_path / "results.yaml").read_text())
+        assert [e["name"] for e in results["base_parameters"]] == names
+        np.testing.assert_allclose([e["estimate"] for e in results["base_parameters"]], est)
+    finally:
+        g.close()
+
+
+@pytest.mark.parametrize("client", [133], indirect=True)
+def test_recorder_sigkill_keeps_flushed_data(client, tmp_path):
+    """Real-time mode at 1 kHz; the recorder flushes every 0.25 s and is killed mid-run."""
+    data = tmp_path / "data"
+    g = Graph(client.domain_id, tmp_path)
+    try:
+        g.start("simulated_robot", lockstep=False)
+        g.start("recorder", data_directory=str(data), use_sim_time=False, flush_period=0.25,
+                autostart=True)
+        spin_until(client, lambda: any(data.glob("run_*/*.mcap")), 30.0)
+        spin_until(client, lambda: next(data.glob("run_*/*.mcap")).stat().st_size > 50_000, 30.0)
+        g.procs["recorder"].send_signal(signal.SIGKILL)
+        g.procs["recorder"].wait()
+    finally:
+        g.close()
+    bag = next(data.glob("run_*"))
+    assert not (bag / "metadata.yaml").exists()
+    ds = read_bag(bag)
+    assert ds.n_samples > 100
+    # nothing lost before the last flush: consecutive simulation periods
+    np.testing.assert_allclose(np.diff(ds.t), 1.0 / RATE, atol=1e-9)

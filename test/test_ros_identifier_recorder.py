@@ -1,0 +1,103 @@
+"""identifier: bag confinement, newest bag, read-only results; recorder: never overwrites."""
+import os
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+
+from rclpy.parameter import Parameter  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
+
+from robot_identification.data._bag import write_bag  # noqa: E402
+
+pytestmark = pytest.mark.ros
+DOMAIN_ID = 137
+
+
+@pytest.fixture(scope="module")
+def context():
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=DOMAIN_ID)
+    yield ctx
+    rclpy.shutdown(context=ctx)
+
+
+@pytest.fixture(scope="module")
+def sim_bag(tmp_path_factory):
+    from robot_identification.model import load_robot
+    from robot_identification.simulation import simulate
+    model = load_robot("zollo_planar")
+    data = tmp_path_factory.mktemp("data")
+    write_bag(simulate(model), data / "run_a")
+    return data
+
+
+def identifier(context, data, **params):
+    from robot_identification.nodes.identifier import Identifier
+    return Identifier(context=context, parameter_overrides=[
+        Parameter("data_directory", value=str(data)),
+        *[Parameter(k, value=v) for k, v in params.items()]])
+
+
+def test_identifies_newest_bag_and_publishes_typed_result(context, sim_bag, tmp_path):
+    node = identifier(context, sim_bag, results_file=str(tmp_path / "results.yaml"))
+    try:
+        res = node.on_identify(Trigger.Request(), Trigger.Response())
+        assert res.success, res.message
+        names = node.get_parameter("result.names").value
+        est = np.array(node.get_parameter("result.estimates").value)
+        k1 = est[list(names).index("joint1.K")]
+        assert abs(k1 / 3000.0 - 1) < 0.01
+        assert node.get_parameter("result.bag").value == str((sim_bag / "run_a").resolve())
+        refused = node.set_parameters([Parameter("result.estimates", value=[1.0])])[0]
+        assert not refused.successful and "outputs" in refused.reason
+    finally:
+        node.destroy_node()
+
+
+@pytest.mark.parametrize("bag", ["../outside", "/etc", "run_a/../../x"])
+def test_bag_outside_data_directory_is_refused(context, sim_bag, bag):
+    node = identifier(context, sim_bag, bag=bag)
+    try:
+        res = node.on_identify(Trigger.Request(), Trigger.Response())
+        assert not res.success and "outside the data directory" in res.message
+    finally:
+        node.destroy_node()
+
+
+def test_missing_bag_and_empty_directory(context, tmp_path):
+    node = identifier(context, tmp_path, bag="nope")
+    try:
+        res = node.on_identify(Trigger.Request(), Trigger.Response())
+        assert not res.success and "does not exist" in res.message
+        node.set_parameters([Parameter("bag", value="")])
+        res = node.on_identify(Trigger.Request(), Trigger.Response())
+        assert not res.success and "no complete bag" in res.message
+    finally:
+        node.destroy_node()
+
+
+def test_bad_estimator_parameter_is_refused(context, tmp_path):
+    with pytest.raises(ValueError, match="estimator"):
+        identifier(context, tmp_path, estimator="magic")
+
+
+def test_recorder_never_overwrites(context, tmp_path):
+    from robot_identification.nodes.recorder import Recorder
+    node = Recorder(context=context, parameter_overrides=[
+        Parameter("data_directory", value=str(tmp_path))])
+    try:
+        paths = []
+        for _ in range(2):         # twice within the same second: distinct bags
+            start = node.on_start(Trigger.Request(), Trigger.Response())
+            assert start.success
+            paths.append(start.message)
+            assert not node.on_start(Trigger.Request(), Trigger.Response()).success
+            assert node.on_stop(Trigger.Request(), Trigger.Response()).success
+        assert paths[0] != paths[1]
+        assert all((tmp_path / p).joinpath("metadata.yaml").exists() for p in paths)
+        assert not node.on_stop(Trigger.Request(), Trigger.Response()).success
+    finally:
+        node.destroy_node()

@@ -1,0 +1,125 @@
+"""simulated_robot lockstep/reset and excitation_publisher streaming/trajectory-controller output,
+in process (ROS_DOMAIN_ID 138)."""
+import os
+import time
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from rosgraph_msgs.msg import Clock  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import Float64MultiArray  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
+from trajectory_msgs.msg import JointTrajectory  # noqa: E402
+
+pytestmark = pytest.mark.ros
+DOMAIN_ID = 138
+
+
+@pytest.fixture(scope="module")
+def context():
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=DOMAIN_ID)
+    yield ctx
+    rclpy.shutdown(context=ctx)
+
+
+def spin_until(ex, cond, timeout=10.0):
+    end = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < end, "timed out"
+        ex.spin_once(timeout_sec=0.01)
+
+
+def test_simulated_robot_lockstep_and_reset(context):
+    from robot_identification.nodes.simulated_robot import SimulatedRobot
+    sim = SimulatedRobot(context=context, parameter_overrides=[
+        Parameter("initial_positions", value=[0.3, -0.2])])
+    node = rclpy.create_node("sim_client", context=context)
+    states, motors = [], []
+    node.create_subscription(JointState, "joint_states", states.append, 100)
+    node.create_subscription(JointState, "motor_states", motors.append, 100)
+    pub = node.create_publisher(Float64MultiArray, "effort_controller/commands", 100)
+    ex = SingleThreadedExecutor(context=context)
+    ex.add_node(sim)
+    ex.add_node(node)
+    try:
+        spin_until(ex, lambda: states)                 # initial state re-published while idle
+        first = states[-1]
+        assert first.header.stamp.sec == 0 and first.header.stamp.nanosec == 0
+        np.testing.assert_allclose(first.position, [0.3, -0.2], atol=1e-5)
+        n = len(states)
+        u = list(sim.sim.dynamics.gravity(np.array([0.3, -0.2])))   # hold still
+        for _ in range(5):
+            pub.publish(Float64MultiArray(data=u))
+        spin_until(ex, lambda: sim.commands == 5)
+        spin_until(ex, lambda: any(s.header.stamp.nanosec == 5_000_000 for s in states[n:]))
+        assert sim.sim.state.t == pytest.approx(0.005)   # one period per command
+        assert list(motors[-1].effort) == pytest.approx(u)
+        pub.publish(Float64MultiArray(data=[float("nan"), 0.0]))   # ignored
+        pub.publish(Float64MultiArray(data=[1.0]))                  # ignored
+        for _ in range(30):
+            ex.spin_once(timeout_sec=0.01)
+        assert sim.commands == 5 and sim.sim.state.t == pytest.approx(0.005)
+        res = sim.on_reset(Trigger.Request(), Trigger.Response())
+        assert res.success and sim.sim.state.t == 0.0
+    finally:
+        ex.shutdown()
+        sim.destroy_node()
+        node.destroy_node()
+
+
+def test_excitation_streams_per_clock_tick_and_sends_the_trajectory(context):
+    from robot_identification.nodes.excitation_publisher import ExcitationPublisher
+    exc = ExcitationPublisher(context=context, parameter_overrides=[
+        Parameter("trajectory_controller_topic", value="/jtc/joint_trajectory"),
+        Parameter("trajectory_sample_period", value=0.1), Parameter("hold_time", value=0.0)])
+    node = rclpy.create_node("exc_client", context=context)
+    refs, jtc = [], []
+    node.create_subscription(JointTrajectory, "reference", refs.append, 1000)
+    node.create_subscription(JointTrajectory, "/jtc/joint_trajectory", jtc.append, 10)
+    clock = node.create_publisher(Clock, "/clock", 1000)
+    ex = SingleThreadedExecutor(context=context)
+    ex.add_node(exc)
+    ex.add_node(node)
+    traj = exc.traj
+    try:
+        spin_until(ex, lambda: clock.get_subscription_count() > 0
+                   and exc.pub_jtc.get_subscription_count() > 0)
+        clock.publish(Clock())
+        for _ in range(20):
+            ex.spin_once(timeout_sec=0.01)
+        assert not refs                                   # nothing before ~/start
+        assert exc.on_start(Trigger.Request(), Trigger.Response()).success
+        spin_until(ex, lambda: jtc)
+        points = jtc[0].points
+        assert len(points) == int(traj.duration / 0.1) + 1
+        last = points[-1].time_from_start
+        assert last.sec + 1e-9 * last.nanosec == pytest.approx(traj.duration)
+        np.testing.assert_allclose(points[5].positions, traj.evaluate(0.5)[0][0])
+        for k in range(3):                                # ticks at 2.000, 2.001, 2.002 s
+            msg = Clock()
+            msg.clock.sec, msg.clock.nanosec = 2, k * 1_000_000
+            clock.publish(msg)
+            clock.publish(msg)                            # a duplicate tick is ignored
+        spin_until(ex, lambda: len(refs) >= 3)
+        for _ in range(20):
+            ex.spin_once(timeout_sec=0.01)
+        assert len(refs) == 3
+        assert [r.header.stamp.nanosec for r in refs] == [0, 1_000_000, 2_000_000]
+        q, dq, ddq = traj.evaluate(0.002)
+        np.testing.assert_allclose(refs[2].points[0].positions, q[0])
+        np.testing.assert_allclose(refs[2].points[0].accelerations, ddq[0])
+        msg = Clock()
+        msg.clock.sec = 2 + int(traj.duration) + 1        # past the end: stops
+        clock.publish(msg)
+        spin_until(ex, lambda: not exc.active)
+    finally:
+        ex.shutdown()
+        exc.destroy_node()
+        node.destroy_node()
