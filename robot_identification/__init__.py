@@ -2,15 +2,15 @@
 
 The ROS-free core is organised in subpackages:
 
-- :mod:`robot_identification.model` -- robot configuration (YAML) and :class:`RobotModel` (URDF -> pinocchio)
-- :mod:`robot_identification.regressor` -- rigid and elastic-joint regressors with rotor inertia and friction
-- :mod:`robot_identification.identifiability` -- base parameters, grouping matrix, readable expressions
+- :mod:`robot_identification.model` -- robot configuration (YAML), :class:`RobotModel`
+- :mod:`robot_identification.regressor` -- rigid and elastic-joint regressors
+- :mod:`robot_identification.identifiability` -- base parameters, grouping, expressions
 - :mod:`robot_identification.estimation` -- OLS / WLS estimators, covariance, condition number
 - :mod:`robot_identification.signal` -- zero-phase filters, differentiation, sample selection
 - :mod:`robot_identification.simulation` -- elastic/rigid arm simulator with PD control
 - :mod:`robot_identification.data` -- datasets (NPZ, rosbag2)
 - :mod:`robot_identification.report` -- results files
-- :mod:`robot_identification.pipeline` -- the batch identification pipeline used by the CLI and nodes
+- :mod:`robot_identification.pipeline` -- batch identification used by the CLI and nodes
 
 ROS 2 nodes live in :mod:`robot_identification.nodes` and are the only modules importing rclpy.
 """

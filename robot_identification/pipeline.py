@@ -224,7 +224,8 @@ def identify(model, datasets, settings: IdentificationSettings | None = None, *,
         pi = np.array([tp.get(nm, 0.0) for nm in model.parameter_names])
         true = base.base_values(pi)
     if model.config.elastic:
-        labels = [f"{j} link" for j in model.joint_names] + [f"{j} motor" for j in model.joint_names]
+        labels = ([f"{j} link" for j in model.joint_names]
+                  + [f"{j} motor" for j in model.joint_names])
     else:
         labels = list(model.joint_names)
     units = [model.layout.units[i] for i in base.independent]

@@ -18,7 +18,9 @@ def _random_inertial(rng, mass):
     com = rng.uniform(-0.15, 0.15, 3)
     a, b, c = rng.uniform(0.01, 0.2, 3)
     # triangle inequality holds for moments of a box of half-sizes a, b, c
-    ixx, iyy, izz = mass * (b * b + c * c) / 3, mass * (a * a + c * c) / 3, mass * (a * a + b * b) / 3
+    ixx = mass * (b * b + c * c) / 3
+    iyy = mass * (a * a + c * c) / 3
+    izz = mass * (a * a + b * b) / 3
     rpy = rng.uniform(-np.pi, np.pi, 3)
     return (f'<inertial><origin xyz="{com[0]:.6f} {com[1]:.6f} {com[2]:.6f}" '
             f'rpy="{rpy[0]:.6f} {rpy[1]:.6f} {rpy[2]:.6f}"/><mass value="{mass:.6f}"/>'
@@ -45,7 +47,8 @@ def spatial_arm_urdf(seed=0, prismatic=True, tool=True):
             f'<child link="link{i + 1}"/><origin xyz="{xyz[0]:.5f} {xyz[1]:.5f} {xyz[2]:.5f}" '
             f'rpy="{rpy[0]:.5f} {rpy[1]:.5f} {rpy[2]:.5f}"/><axis xyz="{axes[i]}"/>'
             f'<limit lower="-2.5" upper="2.5" velocity="3" effort="200"/></joint>')
-        parts.append(f'<link name="link{i + 1}">{_random_inertial(rng, rng.uniform(0.5, 5))}</link>')
+        inertial = _random_inertial(rng, rng.uniform(0.5, 5))
+        parts.append(f'<link name="link{i + 1}">{inertial}</link>')
         parent = f"link{i + 1}"
     if tool:
         parts.append('<joint name="tool_joint" type="fixed"><parent link="link5"/>'

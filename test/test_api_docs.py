@@ -1,10 +1,9 @@
-"""Every public function/class of the ROS-free core has a docstring, and the core never imports rclpy.
+"""Public functions/classes of the ROS-free core have docstrings; the core never imports rclpy.
 
 ament's linters ignore missing docstrings (D100-D107), so this check stands in for them.
 """
 import importlib
 import inspect
-import pkgutil
 import subprocess
 import sys
 
@@ -20,7 +19,8 @@ def _public_objects():
             mod = importlib.import_module(f"robot_identification.{sub}")
         except ModuleNotFoundError:
             continue
-        for name in getattr(mod, "__all__", None) or [n for n in dir(mod) if not n.startswith("_")]:
+        names = getattr(mod, "__all__", None) or [n for n in dir(mod) if not n.startswith("_")]
+        for name in names:
             obj = getattr(mod, name)
             if (inspect.isfunction(obj) or inspect.isclass(obj)) and \
                     obj.__module__.startswith("robot_identification"):

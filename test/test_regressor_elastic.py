@@ -33,7 +33,8 @@ def _planar_reference(names, q, dq, ddq, th, dth, ddth, a1=0.5, a2=0.5, g=9.81, 
     Y[0, ix("joint1.K")] = q[0] - th[0]
     Y[1, ix("link2.m")] = a2 * (a1 * dq[0] ** 2 * s2 + a1 * c2 * ddq[0] + a2 * (ddq[0] + ddq[1])
                                 + g * c12)
-    Y[1, ix("link2.mx")] = a1 * dq[0] ** 2 * s2 + a1 * c2 * ddq[0] + 2 * a2 * (ddq[0] + ddq[1]) + g * c12
+    Y[1, ix("link2.mx")] = (a1 * dq[0] ** 2 * s2 + a1 * c2 * ddq[0] + 2 * a2 * (ddq[0] + ddq[1])
+                            + g * c12)
     Y[1, ix("link2.my")] = a1 * dq[0] ** 2 * c2 - a1 * s2 * ddq[0] - g * s12
     Y[1, ix("link2.Izz")] = ddq[0] + ddq[1]
     Y[1, ix("joint2.K")] = q[1] - th[1]
@@ -94,7 +95,8 @@ class _Lagrangian:
             T += 0.5 * v @ pm.inertias[jid].matrix() @ v
         for k, (parent, axis) in enumerate(self.axes):
             w = d.v[parent].angular if parent > 0 else np.zeros(3)
-            T += self.ups[k] * self.km[k] * dth[k] * (axis @ w) + 0.5 * self.ups[k] * (self.km[k] * dth[k]) ** 2
+            T += (self.ups[k] * self.km[k] * dth[k] * (axis @ w)
+                  + 0.5 * self.ups[k] * (self.km[k] * dth[k]) ** 2)
         return T
 
     def U(self, q, th):

@@ -162,7 +162,8 @@ class Dataset:
             t = z["t"]
         except (KeyError, ValueError, OSError) as exc:
             raise DataError(f"'{path}' is not a robot_identification dataset: {exc}") from None
-        return cls(t=t, joint_names=meta["joint_names"], true_parameters=meta.get("true_parameters"),
+        return cls(t=t, joint_names=meta["joint_names"],
+                   true_parameters=meta.get("true_parameters"),
                    metadata=meta.get("metadata", {}), **kw)
 
 

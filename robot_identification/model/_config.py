@@ -327,7 +327,8 @@ def parse_robot_config(data: Any, source: Path | None = None,
     fr.finish()
     joints_raw = r.raw("joints")
     if not isinstance(joints_raw, list) or not joints_raw:
-        raise ConfigError(f"{where}.joints: expected a non-empty list of joints, got {joints_raw!r}")
+        raise ConfigError(f"{where}.joints: expected a non-empty list of joints, "
+                          f"got {joints_raw!r}")
     joints = tuple(_load_joint(j, f"{where}.joints[{i}]") for i, j in enumerate(joints_raw))
     names = [j.name for j in joints]
     dup = sorted({n for n in names if names.count(n) > 1})

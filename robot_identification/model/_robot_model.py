@@ -154,7 +154,8 @@ class RobotModel:
         self._frame_change = []   # A_k: pi_joint = A_k @ pi_param
         for j, jid in zip(config.joints, self._jids):
             body = next((f.name for f in model.frames
-                         if f.parentJoint == jid and f.type == pin.FrameType.BODY), model.names[jid])
+                         if f.parentJoint == jid and f.type == pin.FrameType.BODY),
+                        model.names[jid])
             self.body_names.append(body)
             if j.body_frame is None:
                 self._frame_change.append(None)
@@ -236,7 +237,7 @@ class RobotModel:
         return np.concatenate(values)
 
     def inertial_to_joint_frame(self, pi):
-        """Map inertial standard parameters (10n,) from the parameter frames to the joint frames."""
+        """Map inertial standard parameters (10n,) from the parameter frames to joint frames."""
         pi = np.asarray(pi, dtype=float)[: 10 * self.n].copy()
         for k, A in enumerate(self._frame_change):
             if A is not None:
@@ -305,8 +306,8 @@ class RobotModel:
         return cls(load_robot_config(config_path, urdf_path=urdf_path))
 
     def __repr__(self):
-        return (f"RobotModel('{self.config.name}', {self.config.model}, joints={list(self.joint_names)}, "
-                f"{self.n_parameters} standard parameters)")
+        return (f"RobotModel('{self.config.name}', {self.config.model}, "
+                f"joints={list(self.joint_names)}, {self.n_parameters} standard parameters)")
 
 
 def _joint_kind(jm):

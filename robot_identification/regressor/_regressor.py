@@ -20,7 +20,8 @@ def _as_samples(name, x, n, N=None):
         raise DataError(f"{name}: {x.shape[0]} samples, expected {N} like q")
     if not np.all(np.isfinite(x)):
         bad = np.argwhere(~np.isfinite(x))[0]
-        raise DataError(f"{name}: non-finite value (NaN/inf) at sample {bad[0]}, joint {bad[1]}")
+        raise DataError(f"{name}: non-finite value (NaN/inf) at sample {bad[0]}, "
+                        f"joint {bad[1]}")
     return x
 
 
@@ -62,7 +63,8 @@ def _inertial_block(model, R, rows):
 def _drive_column_index(model):
     keys = model.drive_parameter_keys()
     base = 10 * model.n
-    return {(k, key): base + k * len(keys) + i for k in range(model.n) for i, key in enumerate(keys)}
+    return {(k, key): base + k * len(keys) + i
+            for k in range(model.n) for i, key in enumerate(keys)}
 
 
 def rigid_regressor(model, q, dq, ddq):
@@ -125,8 +127,8 @@ def elastic_regressor(model, q, dq, ddq, theta, dtheta, ddtheta):
     With q the link positions and theta the link-referred motor positions
     (motor angle / k_m), the 2n equations per sample are
 
-    - link rows 1..n:  B_L(q) ddq + B_d(q) ddtheta + c_L + g(q) + K (q - theta) [+ D (dq - dtheta)] = 0
-      (free space: zero left-hand side);
+    - link rows 1..n:  B_L(q) ddq + B_d(q) ddtheta + c_L + g(q) + K (q - theta)
+      [+ D (dq - dtheta)] = 0 (free space: zero left-hand side);
     - motor rows n+1..2n: B_d^T ddq + Upsilon k_m^2 ddtheta + c_M + friction(dtheta)
       - K (q - theta) [- D (dq - dtheta)] = u.
 

@@ -17,8 +17,8 @@ Schema (version 1)::
       condition_number: ...
       residual_rms: {joint1 link: ..., joint1 motor: ...}
       normalised_mean_error: ...                      # when true values are known
-      normalised_mean_error_without_static_friction: ...   # Coulomb/stiction left out (paper's 0.00862)
-      normalised_mean_error_without_friction: ...          # all friction and offset terms left out
+      normalised_mean_error_without_static_friction: ...  # no Coulomb/stiction (paper: 0.00862)
+      normalised_mean_error_without_friction: ...  # no friction or offset terms
       n_samples: ..., n_equations: ..., elapsed_s: ...
     settings: {...}
 """
