@@ -13,4 +13,3 @@ def test_flake8():
     out = subprocess.run([sys.executable, "-m", "flake8", "robot_identification", "test",
                           "benchmarks", "launch"], cwd=REPO, capture_output=True, text=True)
     assert out.returncode == 0, f"flake8 found problems:\n{out.stdout}{out.stderr}"
-
