@@ -7,3 +7,7 @@
 """
 from robot_identification.estimation._least_squares import (  # noqa: F401
     Estimate, NormalEquations, condition_number, ols, wls)
+from robot_identification.estimation._mrls import (  # noqa: F401,E402
+    MRLS, MRLSResult, modified_inverse, mrls)
+from robot_identification.estimation._bounded import (  # noqa: F401,E402
+    base_bounds, bounded_ls, standard_bounds)
