@@ -368,6 +368,32 @@ def make_bank(kind, fs, **kw):
 
 
 # --------------------------------------------------------------------------- estimation
+class BlasNormalEquations(NormalEquations):
+    """:class:`NormalEquations` whose ``add`` uses one BLAS product per row group instead of
+    ``np.einsum`` (same statistics; about 10x faster for p ~ 50, which matters for hours of
+    data)."""
+
+    def add(self, W, y, mask=None):
+        W = np.asarray(W, dtype=float)
+        y = np.asarray(y, dtype=float)
+        if W.ndim != 3 or W.shape[1:] != (self.groups, self.p) or y.shape != W.shape[:2]:
+            raise DataError(f"block shapes W {W.shape}, y {y.shape} do not match "
+                            f"(N, {self.groups}, {self.p}) / (N, {self.groups})")
+        if mask is not None:
+            mask = np.asarray(mask, dtype=bool)
+            W = W * mask[:, :, None]
+            y = y * mask
+            self.count += mask.sum(axis=0)
+        else:
+            self.count += W.shape[0]
+        for j in range(self.groups):
+            Wj = np.ascontiguousarray(W[:, j, :])
+            yj = np.ascontiguousarray(y[:, j])
+            self.G[j] += Wj.T @ Wj
+            self.b[j] += Wj.T @ yj
+            self.c[j] += yj @ yj
+
+
 def _row_mask(model, st, threshold):
     if not threshold or threshold <= 0:
         return None
@@ -412,7 +438,7 @@ def accumulate(model, chunks, bank, *, base=None, decimate=1, velocity_threshold
     t0 = time.perf_counter()
     base = base or base_parameters(model)
     fir = FIRStates(model, bank, decimate)
-    neq = NormalEquations(len(base), model.rows_per_sample)
+    neq = BlasNormalEquations(len(base), model.rows_per_sample)
     n_in = n_out = 0
     t_reg = 0.0
     for ds in chunks:

@@ -174,3 +174,18 @@ def test_bad_input(rigid, tmp_path):
     bad.q[500, 0] = np.nan
     with pytest.raises(DataError, match="non-finite"):
         accumulate(rigid, [bad], bank)
+
+
+def test_blas_normal_equations_equal_einsum_version():
+    from robot_identification.estimation import NormalEquations
+    from robot_identification.streaming import BlasNormalEquations
+    rng = np.random.default_rng(3)
+    W, y = rng.normal(size=(300, 3, 5)), rng.normal(size=(300, 3))
+    mask = rng.random((300, 3)) > 0.3
+    a, b = NormalEquations(5, 3), BlasNormalEquations(5, 3)
+    a.add(W, y, mask)
+    b.add(W, y, mask)
+    a.add(W, y)
+    b.add(W, y)
+    for k in ("G", "b", "c", "count"):
+        np.testing.assert_allclose(getattr(b, k), getattr(a, k), rtol=1e-12)
