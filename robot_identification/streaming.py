@@ -142,8 +142,9 @@ def iter_npz_chunks(path, chunk: int = READ_CHUNK, arrays=("q", "tau", "theta"))
 
 def iter_npy_dir_chunks(path, chunk: int = READ_CHUNK):
     """Read a directory of ``t.npy, q.npy, tau.npy[, theta.npy]`` + ``meta.json`` chunk by chunk
-    (memory-mapped; the format written by :class:`NpyDirWriter` for recordings too large
-    to assemble in memory).
+    (the format written by :class:`NpyDirWriter` for recordings too large to assemble in
+    memory). Files are read sequentially (not memory-mapped), so the resident memory stays
+    O(chunk).
 
     Raises
     ------
@@ -155,31 +156,33 @@ def iter_npy_dir_chunks(path, chunk: int = READ_CHUNK):
     if not (path / "meta.json").is_file():
         raise DataError(f"'{path}' is not a dataset directory (no meta.json)")
     meta = json.loads((path / "meta.json").read_text())
-    maps = {}
+    handles = {}
     for k in ("t", "q", "tau", "theta"):
         f = path / f"{k}.npy"
         if f.is_file():
-            maps[k] = np.load(f, mmap_mode="r")
+            handles[k] = open(f, "rb")
         elif k in ("t", "q", "tau"):
+            for fp in handles.values():
+                fp.close()
             raise DataError(f"dataset directory '{path}' lacks {k}.npy")
-    N = maps["t"].shape[0]
-    for s in range(0, N, chunk):
-        sl = slice(s, min(s + chunk, N))
-        arrays = {k: np.array(v[sl], dtype=float) for k, v in maps.items()}
-        yield Dataset(t=arrays.pop("t"), joint_names=list(meta["joint_names"]),
-                      true_parameters=meta.get("true_parameters") or {},
-                      metadata=meta.get("metadata") or {}, **arrays)
+    try:
+        readers = {k: _npy_member_reader(fp) for k, fp in handles.items()}
+        yield from _chunks_from_readers(readers, meta, chunk)
+    finally:
+        for fp in handles.values():
+            fp.close()
 
 
 class NpyDirWriter:
-    """Append-only writer of a dataset directory read by :func:`iter_npy_dir_chunks`.
+    """Append-only writer of a dataset directory read by :func:`iter_npy_dir_chunks`
+    (sequential .npy writes, O(chunk) memory).
 
     Parameters
     ----------
     path : path
         Directory (created).
     n_samples : int
-        Total samples (pre-allocated memory-mapped .npy files).
+        Total samples (written into the .npy headers up front).
     joint_names : list of str
     elastic : bool
         Also write ``theta``.
@@ -195,25 +198,52 @@ class NpyDirWriter:
         (self.path / "meta.json").write_text(json.dumps({
             "joint_names": list(joint_names), "true_parameters": true_parameters or {},
             "metadata": metadata or {}}))
-        mk = np.lib.format.open_memmap
-        self.maps = {"t": mk(self.path / "t.npy", "w+", float, (n_samples,)),
-                     "q": mk(self.path / "q.npy", "w+", float, (n_samples, n)),
-                     "tau": mk(self.path / "tau.npy", "w+", float, (n_samples, n))}
+        self.shapes = {"t": (n_samples,), "q": (n_samples, n), "tau": (n_samples, n)}
         if elastic:
-            self.maps["theta"] = mk(self.path / "theta.npy", "w+", float, (n_samples, n))
+            self.shapes["theta"] = (n_samples, n)
+        self.files = {}
+        for k, shape in self.shapes.items():
+            fp = open(self.path / f"{k}.npy", "wb")
+            np.lib.format.write_array_header_1_0(
+                fp, {"descr": np.lib.format.dtype_to_descr(np.dtype(float)),
+                     "fortran_order": False, "shape": shape})
+            self.files[k] = fp
+        self.n_samples = n_samples
         self.pos = 0
 
     def append(self, **arrays):
-        """Append a chunk: ``t`` (m,), ``q``, ``tau`` [, ``theta``] (m, n)."""
+        """Append a chunk: ``t`` (m,), ``q``, ``tau`` [, ``theta``] (m, n).
+
+        Raises
+        ------
+        DataError
+            More samples than announced, or wrong shapes.
+        """
         m = len(arrays["t"])
-        for k, v in self.maps.items():
-            v[self.pos: self.pos + m] = arrays[k]
+        if self.pos + m > self.n_samples:
+            raise DataError(f"NpyDirWriter: {self.pos + m} samples exceed the announced "
+                            f"{self.n_samples}")
+        for k, fp in self.files.items():
+            a = np.ascontiguousarray(arrays[k], dtype=float)
+            if a.shape != (m,) + self.shapes[k][1:]:
+                raise DataError(f"NpyDirWriter: {k} has shape {a.shape}, expected "
+                                f"{(m,) + self.shapes[k][1:]}")
+            fp.write(a.tobytes())
         self.pos += m
 
     def close(self):
-        for v in self.maps.values():
-            v.flush()
-        self.maps = {}
+        """Close the files.
+
+        Raises
+        ------
+        DataError
+            Fewer samples written than announced.
+        """
+        for fp in self.files.values():
+            fp.close()
+        self.files = {}
+        if self.pos != self.n_samples:
+            raise DataError(f"NpyDirWriter: wrote {self.pos} of {self.n_samples} samples")
 
 
 def iter_bag_chunks(path, chunk: int = READ_CHUNK, **kwargs):
