@@ -1,0 +1,11 @@
+"""Excitation trajectories for identification experiments.
+
+- :class:`FourierTrajectory` -- finite Fourier series (Swevers; Szabó & Gincsainé 2021, eq. 22)
+- :class:`BSplineTrajectory` -- quintic B-spline per joint (Zollo et al. 2014; Rackl et al. 2012)
+- :func:`trajectory_from_config` -- random, limit-scaled trajectory from a robot config
+- :func:`check_limits`, :func:`scale_to_limits` -- joint position/velocity/acceleration limits
+- :func:`trajectory_from_dict`, :func:`save_trajectory`, :func:`load_trajectory` -- YAML I/O
+"""
+from robot_identification.excitation._trajectories import (  # noqa: F401
+    LIMIT_MARGIN, BSplineTrajectory, FourierTrajectory, check_limits, load_trajectory,
+    save_trajectory, scale_to_limits, trajectory_from_config, trajectory_from_dict)

@@ -1,0 +1,16 @@
+"""Simulated arms with rigid or elastic joints (pinocchio ABA, RK4, encoders, PD control).
+
+- :class:`Simulator` -- one control period per ``step(u)``; ``measure()`` reads quantised encoders
+- :class:`ArmDynamics` -- equations of motion (Zollo et al. 2014 complete model, Spong reduced
+  model, rigid arm with armature) and friction (:class:`FrictionModel`, :func:`zollo_stribeck`)
+- :class:`ElasticPDController`, :class:`RigidPDController`, :func:`make_controller` -- PD with
+  gravity compensation (De Luca, Siciliano & Zollo 2005)
+- :func:`simulate` -- closed-loop run along an excitation trajectory -> Dataset
+- :func:`add_measurement_noise` -- Gaussian noise at an SNR [dB]
+"""
+from robot_identification.simulation._control import (  # noqa: F401
+    ElasticPDController, RigidPDController, make_controller)
+from robot_identification.simulation._friction import FrictionModel, zollo_stribeck  # noqa: F401
+from robot_identification.simulation._run import add_measurement_noise, simulate  # noqa: F401
+from robot_identification.simulation._simulator import (  # noqa: F401
+    ArmDynamics, Simulator, State)

@@ -1,0 +1,169 @@
+"""Joint-space controllers of the simulated (or a real) arm: PD with gravity compensation.
+
+Pure, ROS-free classes: ``controller(q_d, dq_d, measurement) -> u``. The pd_controller
+node wraps them.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+
+from robot_identification.errors import ConfigError, DataError
+
+#: Bandwidth [Hz] of the default gains when the config gives none.
+DEFAULT_BANDWIDTH_HZ = 5.0
+
+
+def _effort_limits(model):
+    return np.array([j.limits.effort if j.limits.effort is not None else np.inf
+                     for j in model.config.joints])
+
+
+class _GravityMixin:
+    def _init_gravity(self, model):
+        self.model = model
+        self._pm = model.pin_model
+        self._data = self._pm.createData()
+
+    def gravity(self, q):
+        """Gravity torques g(q) (n,) [N*m] of the link model (``computeGeneralizedGravity``)."""
+        g = pin.computeGeneralizedGravity(self._pm, self._data, self.model.pin_configuration(q))
+        return self.model.from_pin_v(g)
+
+    def gravity_jacobian(self, q):
+        """dg/dq (n, n) [N*m/rad] (``computeGeneralizedGravityDerivatives``), config order."""
+        G = pin.computeGeneralizedGravityDerivatives(self._pm, self._data,
+                                                     self.model.pin_configuration(q))
+        idx = self.model._idx_v
+        return G[np.ix_(idx, idx)]
+
+
+def _gains(model, kp, kd, inertia):
+    n = model.n
+    sim = model.config.simulation
+    w = 2 * np.pi * DEFAULT_BANDWIDTH_HZ
+    kp = np.asarray(kp if kp is not None else (sim.kp if sim.kp is not None
+                                               else inertia * w ** 2), dtype=float)
+    kd = np.asarray(kd if kd is not None else (sim.kd if sim.kd is not None
+                                               else 2 * inertia * w), dtype=float)
+    kp, kd = np.broadcast_to(kp, (n,)).copy(), np.broadcast_to(kd, (n,)).copy()
+    if np.any(kp <= 0) or np.any(kd < 0) or not np.all(np.isfinite(kp + kd)):
+        raise ConfigError(f"PD gains must be kp > 0, kd >= 0 per joint, got kp={kp}, kd={kd}")
+    return kp, kd
+
+
+class ElasticPDController(_GravityMixin):
+    """PD on motor positions with on-line gravity compensation for elastic joints.
+
+    De Luca, Siciliano & Zollo (2005), Automatica 41(10), the regulator used by
+    Zollo et al. (2014):
+
+        u = K_P (theta_d - theta) + K_D (dtheta_d - dtheta) + g(theta_tilde),
+        theta_tilde = theta - K^-1 g(q_d),   theta_d = q_d + K^-1 g(q_d),
+
+    with dtheta_d = dq_d + K^-1 (dg/dq)(q_d) dq_d (zero for a set point). At the
+    set point q = q_d, theta = theta_d, theta_tilde = q_d and u = g(q_d) = K (theta - q):
+    the equilibrium of the arm, so regulation has no steady-state error (without
+    friction). The paper's stability condition lambda_min(K) > alpha,
+    alpha >= ||dg/dq||, is checked by :meth:`stability_margin`.
+
+    Parameters
+    ----------
+    model : RobotModel
+        Elastic model (stiffness ``drive.K`` per joint).
+    kp, kd : array_like (n,), optional
+        Gains [N*m/rad], [N*m*s/rad]; default the config's ``simulation.kp/kd``, else a
+        5 Hz critically damped design on the link-referred rotor inertia.
+    saturate : bool
+        Clip u to the joints' effort limits.
+    """
+
+    def __init__(self, model, kp=None, kd=None, saturate=True):
+        if not model.config.elastic:
+            raise ConfigError(f"robot '{model.config.name}' is rigid; use RigidPDController")
+        self._init_gravity(model)
+        drive = [j.drive for j in model.config.joints]
+        self.K = np.array([d.get("K", 0.0) for d in drive])
+        if np.any(self.K <= 0):
+            raise ConfigError(f"robot '{model.config.name}': the elastic PD controller needs "
+                              f"a positive stiffness K for every joint")
+        rotor = np.array([d.get("rotor_inertia", 0.0) for d in drive]) * model.gear_ratios ** 2
+        self.kp, self.kd = _gains(model, kp, kd, np.maximum(rotor, 1e-6))
+        self.limits = _effort_limits(model) if saturate else np.full(model.n, np.inf)
+
+    def references(self, q_d, dq_d):
+        """Motor references theta_d (n,) and dtheta_d (n,) of link references q_d, dq_d."""
+        q_d = np.asarray(q_d, dtype=float)
+        dq_d = np.asarray(dq_d, dtype=float)
+        theta_d = q_d + self.gravity(q_d) / self.K
+        dtheta_d = dq_d + (self.gravity_jacobian(q_d) @ dq_d) / self.K
+        return theta_d, dtheta_d
+
+    def __call__(self, q_d, dq_d, measurement):
+        """Command u (n,) [N*m, link-referred] from references and a measurement dict.
+
+        Parameters
+        ----------
+        q_d, dq_d : array_like (n,)
+            Link position/velocity references [rad], [rad/s].
+        measurement : mapping
+            ``theta``, ``dtheta`` (n,): link-referred motor position/velocity.
+        """
+        try:
+            theta = np.asarray(measurement["theta"], dtype=float)
+            dtheta = np.asarray(measurement["dtheta"], dtype=float)
+        except KeyError as exc:
+            raise DataError(f"elastic PD controller needs motor states: missing {exc}") from None
+        q_d = np.asarray(q_d, dtype=float)
+        g_d = self.gravity(q_d)
+        theta_d, dtheta_d = self.references(q_d, dq_d)
+        u = (self.kp * (theta_d - theta) + self.kd * (dtheta_d - dtheta)
+             + self.gravity(theta - g_d / self.K))
+        return np.clip(u, -self.limits, self.limits)
+
+    def stability_margin(self, q_samples):
+        """lambda_min(K) - max ||dg/dq||_2 over configurations (m, n); > 0 is required."""
+        alpha = max(np.linalg.norm(self.gravity_jacobian(q), 2)
+                    for q in np.atleast_2d(q_samples))
+        return float(self.K.min() - alpha)
+
+
+class RigidPDController(_GravityMixin):
+    """PD with gravity compensation for rigid joints (Takegaki & Arimoto 1981).
+
+        u = K_P (q_d - q) + K_D (dq_d - dq) + g(q),
+
+    clipped to the effort limits.
+
+    Parameters
+    ----------
+    model : RobotModel
+    kp, kd : array_like (n,), optional
+        Default the config's gains, else a 5 Hz critically damped design on the diagonal
+        of the inertia matrix at q = 0 plus the link-referred rotor inertia.
+    saturate : bool
+    """
+
+    def __init__(self, model, kp=None, kd=None, saturate=True):
+        self._init_gravity(model)
+        M = pin.crba(self._pm, self._data, model.pin_configuration(np.zeros(model.n)))
+        rotor = np.array([j.drive.get("rotor_inertia", 0.0) for j in model.config.joints])
+        inertia = np.diag(M)[model._idx_v] + rotor * model.gear_ratios ** 2
+        self.kp, self.kd = _gains(model, kp, kd, np.maximum(inertia, 1e-6))
+        self.limits = _effort_limits(model) if saturate else np.full(model.n, np.inf)
+
+    def __call__(self, q_d, dq_d, measurement):
+        """Joint torques u (n,) [N*m] from references and a measurement (``q``, ``dq``)."""
+        try:
+            q = np.asarray(measurement["q"], dtype=float)
+            dq = np.asarray(measurement["dq"], dtype=float)
+        except KeyError as exc:
+            raise DataError(f"PD controller needs joint states: missing {exc}") from None
+        u = self.kp * (np.asarray(q_d) - q) + self.kd * (np.asarray(dq_d) - dq) + self.gravity(q)
+        return np.clip(u, -self.limits, self.limits)
+
+
+def make_controller(model, kp=None, kd=None, saturate=True):
+    """The PD controller matching the model: :class:`ElasticPDController` or :class:`RigidPDController`."""
+    cls = ElasticPDController if model.config.elastic else RigidPDController
+    return cls(model, kp, kd, saturate)

@@ -1,0 +1,423 @@
+"""Forward dynamics of rigid and elastic-joint arms, integrated with fixed-step RK4."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+
+from robot_identification.errors import ConfigError, DataError
+from robot_identification.model._inertia import spin_inertia_parameters
+from robot_identification.simulation._friction import FrictionModel
+
+#: Target omega_max * h of the RK4 sub-step (accurate to ~1e-4 per step on the fastest mode).
+OMEGA_STEP = 0.5
+
+
+@dataclass
+class State:
+    """Simulator state, config joint order, SI units.
+
+    Attributes
+    ----------
+    t : float
+        Time [s].
+    q, dq : ndarray (n,)
+        Link positions [rad] and velocities [rad/s].
+    theta, dtheta : ndarray (n,) or None
+        Link-referred motor positions (motor angle / k_m) and velocities (elastic only).
+    """
+
+    t: float
+    q: np.ndarray
+    dq: np.ndarray
+    theta: np.ndarray | None = None
+    dtheta: np.ndarray | None = None
+
+    def copy(self):
+        return State(self.t, self.q.copy(), self.dq.copy(),
+                     None if self.theta is None else self.theta.copy(),
+                     None if self.dtheta is None else self.dtheta.copy())
+
+
+class ArmDynamics:
+    """Equations of motion x_dot = f(x, u) of a :class:`RobotModel`'s arm.
+
+    The state x is ``[q, dq]`` (rigid) or ``[q, theta, dq, dtheta]`` (elastic), config
+    order. The physical arm is the one whose standard parameters are
+    ``model.nominal_parameters()``:
+
+    - rigid: pinocchio ABA with ``armature = rotor_inertia * k_m^2`` and the joint
+      torque ``u - F(dq)``;
+    - elastic, ``coupling: complete`` (Zollo et al. 2014, eq. 2, 7-8): ABA on an
+      augmented model with one rotor joint per joint (child of the joint's parent body,
+      coordinate phi = k_m theta). Rotor k carries the massless spin inertia
+      ``rotor_inertia * a a^T``; the same spin inertia is subtracted from the parent
+      body, whose standard parameters already include it (eq. A.14). Generalised
+      forces: link joint ``-K (q - theta) - D (dq - dtheta)``, rotor
+      ``(u - F(dtheta) + K (q - theta) + D (dq - dtheta)) / k_m``;
+    - elastic, ``coupling: reduced`` (Spong 1987): link ABA with the link inertias,
+      motor ``rotor_inertia k_m^2 ddtheta = u - F(dtheta) + K (q - theta) + D (...)``.
+
+    Parameters
+    ----------
+    model : RobotModel
+    friction : {None, 'regressor', 'none'}
+        Override the per-joint simulation friction laws (see :class:`FrictionModel`).
+    """
+
+    def __init__(self, model, friction=None):
+        self.model = model
+        self.n = n = model.n
+        self.elastic = model.config.elastic
+        self.friction = FrictionModel(model, friction)
+        drive = [j.drive for j in model.config.joints]
+        self.gear = model.gear_ratios.astype(float)
+        self.rotor = np.array([d.get("rotor_inertia", 0.0) for d in drive])
+        self.K = np.array([d.get("K", 0.0) for d in drive])
+        self.D = (np.array([d.get("D", 0.0) for d in drive]) if model.config.damping
+                  else np.zeros(n))
+        if self.elastic and np.any(self.K <= 0):
+            bad = [j.name for j, k in zip(model.config.joints, self.K) if k <= 0]
+            raise ConfigError(f"robot '{model.config.name}': elastic joints {bad} need a "
+                              f"positive drive stiffness K to be simulated")
+        if self.elastic and np.any(self.rotor <= 0):
+            bad = [j.name for j, r in zip(model.config.joints, self.rotor) if r <= 0]
+            raise ConfigError(f"robot '{model.config.name}': elastic joints {bad} need a "
+                              f"positive rotor_inertia to be simulated")
+        self.complete = self.elastic and model.config.coupling == "complete"
+        pm = model.pin_model
+        if self.complete:
+            am = model.rotor_model.copy()
+            for k, jid in enumerate(model._jids):
+                rid = model._rotor_jids[k]
+                a = np.asarray(model.joint_axes[k], dtype=float)
+                a = a / np.linalg.norm(a)
+                am.inertias[rid] = pin.Inertia(0.0, np.zeros(3), self.rotor[k] * np.outer(a, a))
+                parent = pm.parents[jid]
+                if parent > 0:
+                    axis = pm.jointPlacements[jid].rotation @ model.joint_axes[k]
+                    p = am.inertias[parent].toDynamicParameters()
+                    p -= spin_inertia_parameters(axis) * self.rotor[k]
+                    am.inertias[parent] = pin.Inertia.FromDynamicParameters(p)
+            self.pin_model = am
+            self._ridx_q = np.array([am.joints[r].idx_q for r in model._rotor_jids])
+            self._ridx_v = model._rotor_idx_v
+        else:
+            self.pin_model = pm.copy()
+            if not self.elastic:
+                arm = np.zeros(pm.nv)
+                arm[model._idx_v] = self.rotor * self.gear ** 2
+                self.pin_model.armature = arm
+        self.data = self.pin_model.createData()
+        self._gdata = pm.createData()
+        self._lidx_v = model._idx_v
+        self._link_nq = pm.nq
+        self._qbuf = pin.neutral(self.pin_model)
+
+    # ----------------------------------------------------------------- model
+    def _pin_q(self, q, theta=None):
+        qa = self._qbuf.copy()
+        qa[: self._link_nq] = self.model.pin_configuration(q)
+        if theta is not None and self.complete:
+            qa[self._ridx_q] = self.gear * theta
+        return qa
+
+    def _pin_v(self, dq, dtheta=None):
+        v = np.zeros(self.pin_model.nv)
+        v[self._lidx_v] = dq
+        if dtheta is not None and self.complete:
+            v[self._ridx_v] = self.gear * dtheta
+        return v
+
+    def accelerations(self, q, dq, u, theta=None, dtheta=None, friction=True):
+        """Accelerations of the arm at a state under the held command ``u``.
+
+        Parameters
+        ----------
+        q, dq : ndarray (n,)
+            Link positions [rad] and velocities [rad/s].
+        u : ndarray (n,)
+            Rigid: joint torques; elastic: link-referred motor torques [N*m].
+        theta, dtheta : ndarray (n,)
+            Link-referred motor positions/velocities (elastic).
+        friction : bool
+            Apply the friction laws.
+
+        Returns
+        -------
+        ddq : ndarray (n,)
+        ddtheta : ndarray (n,) or None
+        """
+        n = self.n
+        u = np.asarray(u, dtype=float)
+        if not self.elastic:
+            tau = u - (self.friction(dq) if friction else 0.0)
+            a = pin.aba(self.pin_model, self.data, self._pin_q(q), self._pin_v(dq),
+                        self._pin_v(tau))
+            return a[self._lidx_v], None
+        defl = q - theta
+        spring = self.K * defl + self.D * (dq - dtheta)
+        fr = self.friction(dtheta, theta) if friction else np.zeros(n)
+        motor = u - fr + spring
+        if self.complete:
+            tau = np.zeros(self.pin_model.nv)
+            tau[self._lidx_v] = -spring
+            tau[self._ridx_v] = motor / self.gear
+            a = pin.aba(self.pin_model, self.data, self._pin_q(q, theta),
+                        self._pin_v(dq, dtheta), tau)
+            return a[self._lidx_v], a[self._ridx_v] / self.gear
+        a = pin.aba(self.pin_model, self.data, self._pin_q(q), self._pin_v(dq),
+                    self._pin_v(-spring))
+        return a[self._lidx_v], motor / (self.rotor * self.gear ** 2)
+
+    def derivative(self, x, u, friction=True):
+        """x_dot = f(x, u) for the packed state (see class docstring)."""
+        n = self.n
+        if self.elastic:
+            q, th, dq, dth = x[:n], x[n:2 * n], x[2 * n:3 * n], x[3 * n:]
+            ddq, ddth = self.accelerations(q, dq, u, th, dth, friction)
+            return np.concatenate([dq, dth, ddq, ddth])
+        q, dq = x[:n], x[n:]
+        ddq, _ = self.accelerations(q, dq, u, friction=friction)
+        return np.concatenate([dq, ddq])
+
+    def energy(self, x):
+        """Kinetic + gravity potential + elastic energy [J] of the packed state."""
+        n = self.n
+        if self.elastic:
+            q, th, dq, dth = x[:n], x[n:2 * n], x[2 * n:3 * n], x[3 * n:]
+        else:
+            q, dq = x[:n], x[n:]
+            th = dth = None
+        qa, va = self._pin_q(q, th), self._pin_v(dq, dth)
+        M = pin.crba(self.pin_model, self.data, qa)
+        M = np.triu(M) + np.triu(M, 1).T
+        if not self.elastic:
+            M = M + np.diag(self.pin_model.armature)
+        kin = 0.5 * va @ M @ va
+        pot = pin.computePotentialEnergy(self.pin_model, self.data, qa)
+        if self.elastic:
+            kin += 0.0 if self.complete else 0.5 * np.sum(self.rotor * self.gear ** 2 * dth ** 2)
+            pot += 0.5 * np.sum(self.K * (q - th) ** 2)
+        return float(kin + pot)
+
+    def gravity(self, q):
+        """Link gravity torques g(q) (n,) [N*m] (pinocchio ``computeGeneralizedGravity``)."""
+        g = pin.computeGeneralizedGravity(self.model.pin_model, self._gdata,
+                                          self.model.pin_configuration(q))
+        return self.model.from_pin_v(g)
+
+    def natural_frequency(self, q_samples):
+        """Largest undamped natural frequency [rad/s] over configurations ``q_samples`` (m, n).
+
+        Elastic: generalised eigenvalues of the stiffness [[K, -K], [-K, K]] against the
+        inertia matrix in (q, theta) coordinates; plus the largest viscous decay rate
+        (friction slope / inertia), which also limits explicit integration. Rigid: only
+        the decay rate.
+        """
+        n = self.n
+        best = 0.0
+        fv = np.array([j.drive.get("fv", 0.0) for j in self.model.config.joints])
+        for lw, k in zip(self.friction.laws, range(n)):
+            if lw["model"] == "zollo_stribeck":
+                fv[k] = max(fv[k], lw["f1"])
+        for q in np.atleast_2d(q_samples):
+            if self.elastic:
+                th = q.copy()
+                M = pin.crba(self.pin_model, self.data, self._pin_q(q, th))
+                M = np.triu(M) + np.triu(M, 1).T
+                if self.complete:
+                    idx = np.concatenate([self._lidx_v, self._ridx_v])
+                    T = np.diag(np.concatenate([np.ones(n), self.gear]))
+                    Mq = T @ M[np.ix_(idx, idx)] @ T
+                else:
+                    Ml = M[np.ix_(self._lidx_v, self._lidx_v)]
+                    Mq = np.block([[Ml, np.zeros((n, n))],
+                                   [np.zeros((n, n)), np.diag(self.rotor * self.gear ** 2)]])
+                Kd = np.diag(self.K)
+                S = np.block([[Kd, -Kd], [-Kd, Kd]])
+                w2 = np.linalg.eigvals(np.linalg.solve(Mq, S)).real.max()
+                best = max(best, math.sqrt(max(w2, 0.0)))
+                inert = np.diag(Mq)[n:]
+            else:
+                M = pin.crba(self.pin_model, self.data, self._pin_q(q))
+                inert = np.diag(M)[self._lidx_v] + 0.0
+            best = max(best, float(np.max(fv / inert)))
+        return best
+
+
+class Simulator:
+    """Simulated arm with elastic or rigid joints, stepped one control period at a time.
+
+    ``step(u)`` holds the command u over one control period 1 / rate_hz and integrates
+    the equations of motion of :class:`ArmDynamics` with ``substeps`` classical RK4
+    steps. ``measure()`` returns what encoders would read: positions quantised to
+    ``2 pi / encoder_counts`` and optionally Gaussian noise at a signal-to-noise ratio.
+
+    Parameters
+    ----------
+    model : RobotModel
+    rate_hz : float, optional
+        Control rate [Hz]; default the config's ``simulation.rate_hz``.
+    substeps : int, optional
+        RK4 steps per control period; default the config's ``simulation.substeps``, or
+        when that is 0, chosen so that h * omega_max <= 0.5 for the highest natural
+        frequency omega_max of the arm (e.g. the PUMA wrist with K = 2000 N m/rad needs
+        ~10 kHz).
+    seed : int
+        Seed of the measurement noise generator.
+    snr_db : float, optional
+        Signal-to-noise ratio [dB] of the noise added by :meth:`measure`:
+        sigma = rms * 10^(-snr_db / 20) per channel (each joint of q, dq, theta, dtheta),
+        rms the running root-mean-square of that channel over the measurements so far
+        (Zollo et al. 2014, Sec. 6.1; the whole-run definition is
+        :func:`add_measurement_noise`).
+    quantise : bool
+        Quantise positions to the encoder resolution (config ``encoder_counts``; 0
+        disables).
+    friction : {None, 'regressor', 'none'}
+        Override the configured simulation friction laws.
+
+    Raises
+    ------
+    ConfigError
+        Elastic joints without stiffness or rotor inertia, bad rate.
+    """
+
+    def __init__(self, model, rate_hz=None, substeps=None, seed=0, snr_db=None,
+                 quantise=True, friction=None):
+        self.model = model
+        sim = model.config.simulation
+        self.rate_hz = float(rate_hz or sim.rate_hz)
+        if self.rate_hz <= 0:
+            raise ConfigError(f"simulation rate must be > 0 Hz, got {rate_hz}")
+        self.dt = 1.0 / self.rate_hz
+        self.dynamics = ArmDynamics(model, friction)
+        self.elastic = self.dynamics.elastic
+        self.n = model.n
+        self.counts = int(sim.encoder_counts) if quantise else 0
+        self.snr_db = snr_db
+        self.seed = seed
+        self._rng = np.random.default_rng(seed)
+        if substeps is None:
+            substeps = sim.substeps
+        if not substeps:
+            substeps = self.auto_substeps()
+        self.substeps = int(substeps)
+        self.h = self.dt / self.substeps
+        self.reset()
+
+    def auto_substeps(self):
+        """RK4 sub-steps per control period for h * omega_max <= 0.5 (at least 2)."""
+        rng = np.random.default_rng(12345)
+        lo, hi = np.full(self.n, -np.pi), np.full(self.n, np.pi)
+        for k, j in enumerate(self.model.config.joints):
+            if j.limits.position is not None:
+                lo[k], hi[k] = j.limits.position
+        qs = np.vstack([np.zeros(self.n), rng.uniform(lo, hi, (8, self.n))])
+        w = self.dynamics.natural_frequency(qs)
+        return max(2, int(math.ceil(w * self.dt / OMEGA_STEP)))
+
+    # ----------------------------------------------------------------- state
+    def reset(self, q0=None, dq0=None, theta0=None, t0=0.0):
+        """Reset to rest at link positions ``q0`` (default zeros).
+
+        Elastic arms start in static equilibrium: theta0 = q0 + K^-1 g(q0), unless
+        ``theta0`` is given. Returns the new :class:`State`.
+        """
+        n = self.n
+        q0 = np.zeros(n) if q0 is None else np.asarray(q0, dtype=float).reshape(n)
+        dq0 = np.zeros(n) if dq0 is None else np.asarray(dq0, dtype=float).reshape(n)
+        if not np.all(np.isfinite(q0)) or not np.all(np.isfinite(dq0)):
+            raise DataError("reset: initial state must be finite")
+        if self.elastic:
+            if theta0 is None:
+                theta0 = q0 + self.dynamics.gravity(q0) / self.dynamics.K
+            self._x = np.concatenate([q0, np.asarray(theta0, float).reshape(n), dq0, dq0])
+        else:
+            self._x = np.concatenate([q0, dq0])
+        self.t = float(t0)
+        self._u = np.zeros(n)
+        self._sumsq = {}
+        self._count = 0
+        self._rng = np.random.default_rng(self.seed)
+        return self.state
+
+    @property
+    def state(self) -> State:
+        """Exact (unquantised) state."""
+        n, x = self.n, self._x
+        if self.elastic:
+            return State(self.t, x[:n].copy(), x[2 * n:3 * n].copy(), x[n:2 * n].copy(),
+                         x[3 * n:].copy())
+        return State(self.t, x[:n].copy(), x[n:].copy())
+
+    def accelerations(self, u=None):
+        """Exact accelerations (ddq, ddtheta) at the current state under command u."""
+        s = self.state
+        return self.dynamics.accelerations(s.q, s.dq, self._u if u is None else u,
+                                           s.theta, s.dtheta)
+
+    def step(self, u):
+        """Hold command ``u`` (n,) [N*m] for one control period; return the new state.
+
+        Rigid arms: joint torques; elastic arms: link-referred motor torques.
+
+        Raises
+        ------
+        DataError
+            Wrong shape or non-finite command, or the integration diverged.
+        """
+        u = np.asarray(u, dtype=float).reshape(-1)
+        if u.shape != (self.n,) or not np.all(np.isfinite(u)):
+            raise DataError(f"command u must be {self.n} finite torques, got {u!r}")
+        self._u = u
+        f = self.dynamics.derivative
+        h, x = self.h, self._x
+        for _ in range(self.substeps):
+            k1 = f(x, u)
+            k2 = f(x + 0.5 * h * k1, u)
+            k3 = f(x + 0.5 * h * k2, u)
+            k4 = f(x + h * k3, u)
+            x = x + (h / 6.0) * (k1 + 2 * k2 + 2 * k3 + k4)
+        if not np.all(np.isfinite(x)):
+            raise DataError(f"simulation diverged at t = {self.t:.4g} s; increase substeps "
+                            f"(now {self.substeps}) or lower the gains")
+        self._x = x
+        self.t += self.dt
+        return self.state
+
+    def quantise(self, x):
+        """Positions rounded to the encoder step 2 pi / encoder_counts [rad]."""
+        if not self.counts:
+            return np.asarray(x, dtype=float)
+        step = 2 * np.pi / self.counts
+        return np.round(np.asarray(x) / step) * step
+
+    def measure(self):
+        """Encoder readings of the current state.
+
+        Returns
+        -------
+        dict
+            ``t`` and arrays (n,): ``q``, ``dq`` and for elastic arms ``theta``,
+            ``dtheta``. Positions are quantised; velocities are exact. With ``snr_db``
+            every channel gets Gaussian noise (see class docstring).
+        """
+        s = self.state
+        out = {"t": s.t, "q": self.quantise(s.q), "dq": s.dq}
+        if self.elastic:
+            out["theta"] = self.quantise(s.theta)
+            out["dtheta"] = s.dtheta
+        if self.snr_db is not None:
+            self._count += 1
+            for key in ("q", "dq", "theta", "dtheta"):
+                if key not in out:
+                    continue
+                self._sumsq[key] = self._sumsq.get(key, 0.0) + out[key] ** 2
+                rms = np.sqrt(self._sumsq[key] / self._count)
+                sigma = rms * 10.0 ** (-self.snr_db / 20.0)
+                out[key] = out[key] + sigma * self._rng.standard_normal(self.n)
+        return out
