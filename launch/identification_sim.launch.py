@@ -1,0 +1,44 @@
+"""Simulated identification experiment: simulated_robot + excitation_publisher + pd_controller
++ recorder + identifier, lockstep on simulation time.
+
+    ros2 launch robot_identification identification_sim.launch.py robot:=zollo_planar
+    ros2 service call /recorder/start std_srvs/srv/Trigger
+    ros2 service call /excitation_publisher/start std_srvs/srv/Trigger
+    # ... when /excitation_publisher/active is false:
+    ros2 service call /recorder/stop std_srvs/srv/Trigger
+    ros2 service call /identifier/identify std_srvs/srv/Trigger
+"""
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+from robot_identification.model import share_directory
+
+PACKAGE = "robot_identification"
+
+
+def node(name, **overrides):
+    config = str(share_directory() / "config" / f"{name}.yaml")
+    return Node(package=PACKAGE, executable=name, name=name, output="screen",
+                parameters=[config, overrides])
+
+
+def generate_launch_description():
+    robot = LaunchConfiguration("robot")
+    data = LaunchConfiguration("data_directory")
+    lockstep = LaunchConfiguration("lockstep")
+    return LaunchDescription([
+        DeclareLaunchArgument("robot", default_value="zollo_planar",
+                              description="shipped robot: config/robots/<robot>.yaml + its URDF"),
+        DeclareLaunchArgument("data_directory", default_value="robot_identification_data",
+                              description="directory of the recorded bags and results"),
+        DeclareLaunchArgument("lockstep", default_value="true",
+                              description="true: deterministic lockstep; false: real time"),
+        node("simulated_robot", robot=robot, lockstep=lockstep),
+        node("excitation_publisher", robot=robot, lockstep=lockstep, use_sim_time=lockstep),
+        node("pd_controller", robot=robot, lockstep=lockstep, use_sim_time=lockstep),
+        node("recorder", data_directory=data, use_sim_time=lockstep),
+        node("identifier", robot=robot, data_directory=data, compare_with_nominal=True,
+             effort_lag_periods=0.5),
+    ])

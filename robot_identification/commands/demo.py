@@ -1,0 +1,133 @@
+"""``robot-identification demo``: excite -> record -> identify through the ROS 2 node graph.
+
+Runs the five nodes of launch/identification_sim.launch.py in one process on one executor
+(rclpy's EventsExecutor by default, or the SingleThreadedExecutor), the simulated robot in lockstep (deterministic, as fast as the machine
+allows), records a rosbag2 and identifies the base parameters from it.
+"""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+NAME = "demo"
+HELP = "simulate, excite, record and identify a robot through the ROS 2 nodes (needs rclpy)"
+ORDER = 5
+
+
+def add_arguments(p):
+    p.add_argument("--robot", default="zollo_planar", help="shipped robot (default zollo_planar)")
+    p.add_argument("--output", required=True, help="directory for the bag and results.yaml")
+    p.add_argument("--domain-id", type=int,
+                   help="ROS_DOMAIN_ID (default: $ROS_DOMAIN_ID, else derived from the pid)")
+    p.add_argument("--executor", choices=("events", "single"), default="events",
+                   help="rclpy executor for all nodes: EventsExecutor (default, about twice "
+                        "as fast) or SingleThreadedExecutor")
+    p.add_argument("--timeout", type=float, default=600.0, help="wall-time limit [s]")
+
+
+def run(args):
+    from robot_identification.errors import IdentificationError
+    out = Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
+    if (out / "results.yaml").exists():
+        raise IdentificationError(f"{out / 'results.yaml'} exists; choose a new --output")
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    if "HOME" not in os.environ:
+        os.environ.setdefault("ROS_LOG_DIR", str(out / "log"))
+    domain = args.domain_id
+    if domain is None:
+        domain = int(os.environ.get("ROS_DOMAIN_ID", 100 + os.getpid() % 100))
+    try:
+        import rclpy
+    except ImportError:
+        raise IdentificationError("the demo needs rclpy: pip install 'ros-rclpy[fastrtps]' "
+                                  "ros-sensor-msgs ros-std-srvs ros-trajectory-msgs "
+                                  "ros-rosgraph-msgs (see docs/ros.md)") from None
+    with rclpy.init(args=[], domain_id=domain):
+        return _run_graph(args, out, domain)
+
+
+def _run_graph(args, out, domain):
+    import numpy as np
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.experimental import EventsExecutor
+    from rclpy.parameter import Parameter
+    from std_srvs.srv import Trigger
+
+    from robot_identification.errors import IdentificationError
+    from robot_identification.nodes.excitation_publisher import ExcitationPublisher
+    from robot_identification.nodes.identifier import Identifier
+    from robot_identification.nodes.pd_controller import PDController
+    from robot_identification.nodes.recorder import Recorder
+    from robot_identification.nodes.simulated_robot import SimulatedRobot
+    from robot_identification.report import format_table
+
+    def params(**kw):
+        return [Parameter(k, value=v) for k, v in kw.items()]
+
+    robot = dict(robot=args.robot)
+    sim_time = dict(use_sim_time=True)
+    t_wall = time.perf_counter()
+    excitation = ExcitationPublisher(parameter_overrides=params(**robot, **sim_time))
+    q0 = [float(x) for x in excitation.traj.evaluate(0.0)[0][0]]
+    sim = SimulatedRobot(parameter_overrides=params(**robot, initial_positions=q0))
+    controller = PDController(parameter_overrides=params(**robot, **sim_time))
+    recorder = Recorder(parameter_overrides=params(data_directory=str(out), **sim_time))
+    identifier = Identifier(parameter_overrides=params(
+        **robot, data_directory=str(out), results_file=str(out / "results.yaml"),
+        compare_with_nominal=True,
+        effort_lag_periods=0.5, log_table=False))
+    nodes = [sim, controller, excitation, recorder, identifier]
+    executor = (EventsExecutor if args.executor == 'events' else SingleThreadedExecutor)()
+    for node in nodes:
+        executor.add_node(node)
+    try:
+        print(f"ROS_DOMAIN_ID={domain}: {', '.join(n.get_name() for n in nodes)}")
+        _spin_until(executor, lambda: controller.pub.get_subscription_count() > 0
+                    and sim.pub_joint.get_subscription_count() >= 2, 10.0)
+        bag = recorder.on_start(None, Trigger.Response())
+        if not bag.success:
+            raise IdentificationError(f"recorder: {bag.message}")
+        excitation.on_start(None, Trigger.Response())
+        t_loop = time.perf_counter()
+        steps0 = sim.commands
+        _spin_until(executor, lambda: not excitation.active, args.timeout)
+        loop_wall = time.perf_counter() - t_loop
+        drain = time.monotonic() + 0.3      # the last state is still in flight
+        _spin_until(executor, lambda: time.monotonic() > drain, 10.0)
+        steps = sim.commands - steps0
+        stopped = recorder.on_stop(None, Trigger.Response())
+        print(f"control loop: {steps} periods ({steps / sim.sim.rate_hz:.2f} s simulated) in "
+              f"{loop_wall:.2f} s wall = {steps / loop_wall:.0f} Hz (lockstep)")
+        print(f"recorded {stopped.message}")
+        res = identifier.on_identify(None, Trigger.Response())
+        if not res.success:
+            raise IdentificationError(f"identifier: {res.message}")
+    finally:
+        for node in nodes:
+            executor.remove_node(node)
+            node.destroy_node()
+    result = identifier.result
+    print(format_table(result))
+    nme = result.normalised_mean_error(exclude=("fc", "fs", "fsc"))
+    print(f"normalised mean error (without Coulomb friction): {nme:.4f}")
+    for name in result.names:
+        if name.endswith(".K"):
+            i = result.names.index(name)
+            err = abs(result.estimate.values[i] / result.true_values[i] - 1)
+            print(f"{name}: {result.estimate.values[i]:.2f} (true {result.true_values[i]:.2f}, "
+                  f"error {100 * err:.3f} %)")
+    print(f"bag:          {Path(recorder.last_bag).resolve()}")
+    print(f"results.yaml: {(out / 'results.yaml').resolve()}")
+    print(f"demo wall time: {time.perf_counter() - t_wall:.1f} s")
+    return 0 if np.isfinite(nme) else 1
+
+
+def _spin_until(executor, done, timeout):
+    from robot_identification.errors import IdentificationError
+    end = time.monotonic() + timeout
+    while not done():
+        if time.monotonic() > end:
+            raise IdentificationError(f"timed out after {timeout:.0f} s")
+        executor.spin_once(timeout_sec=0.05)

@@ -1,0 +1,319 @@
+"""rosbag2 input/output (MCAP storage) with ``rosbags``; no ROS installation needed.
+
+Topic conventions (ros2_control style, see docs/ros.md):
+
+- ``/joint_states`` (sensor_msgs/JointState): link side; position q [rad], velocity dq [rad/s],
+  effort: applied joint torque [N*m] (rigid arms).
+- ``/motor_states`` (sensor_msgs/JointState): motor side of elastic joints, link-referred
+  (theta = motor angle / gear reduction) [rad], velocity [rad/s], effort: motor torque u [N*m].
+- ``/effort_controller/commands`` (std_msgs/Float64MultiArray): commanded torques [N*m].
+
+Time is taken from the header stamps (simulation time in lockstep runs).
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from robot_identification.data._dataset import Dataset
+from robot_identification.errors import DataError
+
+JOINT_TOPIC = "/joint_states"
+MOTOR_TOPIC = "/motor_states"
+COMMAND_TOPIC = "/effort_controller/commands"
+JOINT_STATE = "sensor_msgs/msg/JointState"
+FLOAT64_ARRAY = "std_msgs/msg/Float64MultiArray"
+METADATA_VERSION = 8      # readable by ``ros2 bag`` on Humble and later (9 is not)
+_CUSTOM_KEY = "robot_identification"
+
+
+def _typestore():
+    from rosbags.typesys import Stores, get_typestore
+    return get_typestore(Stores.ROS2_HUMBLE)
+
+
+# ---------------------------------------------------------------------------------- reading
+def _iter_bag(path: Path, topics):
+    """(topic, msgtype, raw CDR bytes, log time [ns]) of a bag; tolerant of crashed recordings.
+
+    A rosbag2 directory without metadata.yaml, or an MCAP file without footer (the recorder
+    was killed), is read record by record with the ``mcap`` stream reader up to the last
+    complete chunk.
+    """
+    from rosbags.rosbag2 import Reader
+    from rosbags.rosbag2.errors import ReaderError
+    files = sorted(path.glob("*.mcap")) if path.is_dir() else [path]
+    if path.is_dir() and not (path / "metadata.yaml").exists() and not files:
+        raise DataError(f"'{path}' is not a rosbag2 directory (no metadata.yaml, no .mcap)")
+    try:
+        with Reader(path) as reader:
+            conns = [c for c in reader.connections if c.topic in topics]
+            for conn, t_ns, raw in reader.messages(connections=conns):
+                yield conn.topic, conn.msgtype, raw, t_ns
+        return
+    except (ReaderError, FileNotFoundError) as exc:
+        if not files or path.suffix == ".db3":
+            raise DataError(f"cannot read bag '{path}': {exc}") from None
+    yield from _iter_truncated_mcap(files, topics)
+
+
+def _iter_truncated_mcap(files, topics):
+    from mcap.exceptions import McapError
+    from mcap.records import Channel, Chunk, Message, Schema
+    from mcap.stream_reader import StreamReader, breakup_chunk
+    for file in files:
+        schemas, channels = {}, {}
+        with open(file, "rb") as f:
+            try:
+                for rec in StreamReader(f).records:
+                    recs = breakup_chunk(rec) if isinstance(rec, Chunk) else [rec]
+                    for r in recs:
+                        if isinstance(r, Schema):
+                            schemas[r.id] = r.name
+                        elif isinstance(r, Channel):
+                            channels[r.id] = (r.topic, schemas.get(r.schema_id, ""))
+                        elif isinstance(r, Message) and r.channel_id in channels:
+                            topic, msgtype = channels[r.channel_id]
+                            if topic in topics:
+                                yield topic, msgtype, r.data, r.log_time
+            except (McapError, EOFError, ValueError, AssertionError):
+                pass  # truncated after the last complete record
+
+
+def _joint_arrays(msgs, names):
+    """Stamps (N,) and position/velocity/effort (N, n) of JointState messages (``names`` order)."""
+    t = np.array([m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for m in msgs])
+    out = {}
+    for field in ("position", "velocity", "effort"):
+        rows = []
+        for m in msgs:
+            v = np.asarray(getattr(m, field), dtype=float)
+            if v.size != len(m.name):
+                break
+            idx = [list(m.name).index(j) for j in names] if list(m.name) != names else slice(None)
+            rows.append(v[idx])
+        out[field] = np.array(rows) if len(rows) == len(msgs) else None
+    return t, out
+
+
+def read_bag(path, *, joint_topic: str = JOINT_TOPIC, motor_topic: str = MOTOR_TOPIC,
+             elastic: bool | None = None, effort_lag: float = 0.0) -> Dataset:
+    """Read a recorded run from a rosbag2 directory or an ``.mcap`` file.
+
+    Parameters
+    ----------
+    path : str or Path
+        rosbag2 directory (MCAP or SQLite storage) or a bare ``.mcap`` file. A recording cut
+        short by a crash (no metadata.yaml / no MCAP footer) is read up to its last flush.
+    joint_topic, motor_topic : str
+        sensor_msgs/JointState topics of the link and (elastic arms) motor side.
+    elastic : bool, optional
+        Take the torque from the motor-side effort (elastic) or the link-side effort (rigid).
+        Default: elastic when the bag has motor states.
+    effort_lag : float
+        Delay of the recorded efforts in sample periods. A state message that carries the
+        torque held over the preceding control period (zero-order hold, as the simulated robot
+        publishes it) lags by 0.5: the torque at t_k is then the mean of the efforts at t_k and
+        t_k+1 (linear interpolation at t_k + lag periods).
+
+    Returns
+    -------
+    Dataset
+        ``t`` (N,) [s] from the link-side header stamps, shifted to start at 0 (the original
+        start time is in ``metadata['t0']``), ``q, dq`` (N, n), ``tau`` (N, n) and for elastic
+        arms ``theta, dtheta`` (N, n) interpolated onto the link stamps when they differ.
+        Out-of-order messages are sorted, duplicate stamps dropped (counted in metadata).
+
+    Raises
+    ------
+    DataError
+        Unreadable bag, missing topic, inconsistent joint names or missing efforts.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"bag '{path}' does not exist")
+    store = _typestore()
+    msgs = {joint_topic: [], motor_topic: []}
+    for topic, msgtype, raw, _ in _iter_bag(path, set(msgs)):
+        if msgtype != JOINT_STATE:
+            raise DataError(f"topic '{topic}' in '{path}' has type {msgtype}; "
+                            f"expected {JOINT_STATE}")
+        msgs[topic].append(store.deserialize_cdr(bytes(raw), msgtype))
+    if not msgs[joint_topic]:
+        raise DataError(f"bag '{path}' has no messages on '{joint_topic}'")
+    names = list(msgs[joint_topic][0].name)
+    t, link = _joint_arrays(msgs[joint_topic], names)
+    if link["position"] is None:
+        raise DataError(f"'{joint_topic}' messages in '{path}' have fewer positions than names")
+    order, keep, dropped = _order(t)
+    t = t[order][keep]
+    q = link["position"][order][keep]
+    dq = None if link["velocity"] is None else link["velocity"][order][keep]
+    elastic = bool(msgs[motor_topic]) if elastic is None else elastic
+    theta = dtheta = None
+    if elastic:
+        if not msgs[motor_topic]:
+            raise DataError(f"bag '{path}' has no messages on '{motor_topic}' (elastic arm)")
+        tm, motor = _joint_arrays(msgs[motor_topic], names)
+        if motor["position"] is None or motor["effort"] is None:
+            raise DataError(f"'{motor_topic}' messages in '{path}' lack positions or efforts")
+        o, k, _ = _order(tm)
+        tm = tm[o][k]
+        arrays = {f: None if motor[f] is None else motor[f][o][k] for f in motor}
+        if len(tm) != len(t) or np.any(tm != t):
+            inside = (t >= tm[0]) & (t <= tm[-1])
+            t, q = t[inside], q[inside]
+            dq = None if dq is None else dq[inside]
+            arrays = {f: None if v is None else np.column_stack(
+                [np.interp(t, tm, v[:, j]) for j in range(v.shape[1])]) for f, v in arrays.items()}
+        theta, dtheta, tau = arrays["position"], arrays["velocity"], arrays["effort"]
+    else:
+        if link["effort"] is None:
+            raise DataError(f"'{joint_topic}' messages in '{path}' carry no efforts (torques)")
+        tau = link["effort"][order][keep]
+    if effort_lag:
+        ts = t + effort_lag * np.median(np.diff(t))
+        tau = np.column_stack([np.interp(ts, t, tau[:, j]) for j in range(tau.shape[1])])
+    meta = {"source": str(path), "effort_lag": effort_lag, "t0": float(t[0]),
+            "duplicates_dropped": int(dropped),
+            "out_of_order": int(np.sum(np.diff(order) < 0))}
+    custom = _custom_data(path)
+    meta.update(custom.get("metadata", {}))
+    return Dataset(t=t - t[0], q=q, dq=dq, tau=tau, theta=theta, dtheta=dtheta, joint_names=names,
+                   true_parameters=custom.get("true_parameters"), metadata=meta)
+
+
+def _order(t):
+    order = np.argsort(t, kind="stable")
+    ts = t[order]
+    keep = np.ones(len(ts), dtype=bool)
+    keep[1:] = np.diff(ts) > 0
+    return order, keep, int((~keep).sum())
+
+
+def _custom_data(path: Path) -> dict:
+    meta = path / "metadata.yaml" if path.is_dir() else None
+    if meta is None or not meta.exists():
+        return {}
+    import yaml
+    info = yaml.safe_load(meta.read_text()).get("rosbag2_bagfile_information", {})
+    raw = (info.get("custom_data") or {}).get(_CUSTOM_KEY)
+    return json.loads(raw) if raw else {}
+
+
+# ---------------------------------------------------------------------------------- writing
+class BagWriter:
+    """Incrementally flushed rosbag2 (MCAP) writer for raw CDR messages.
+
+    Messages go to an MCAP chunk that is closed and flushed to disk every ``flush_period``
+    seconds (wall time), so a crash loses at most that much data; metadata.yaml is written by
+    :meth:`close` (version 8: ``ros2 bag info`` on Humble and later reads it).
+
+    Parameters
+    ----------
+    path : str or Path
+        New bag directory. Never overwritten.
+    topics : dict
+        Topic name -> message type (e.g. ``sensor_msgs/msg/JointState``).
+    flush_period : float
+        Seconds between flushes.
+
+    Raises
+    ------
+    DataError
+        The directory exists already, or an unknown message type.
+    """
+
+    def __init__(self, path, topics: dict, flush_period: float = 1.0, custom_data=None):
+        from rosbags.rosbag2 import StoragePlugin, Writer
+        self.path = Path(path)
+        if self.path.exists():
+            raise DataError(f"bag '{self.path}' exists already; recorded data is never "
+                            f"overwritten: choose another name")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        store = _typestore()
+        self._writer = Writer(self.path, version=METADATA_VERSION,
+                              storage_plugin=StoragePlugin.MCAP)
+        if custom_data:
+            self._writer.set_custom_data(_CUSTOM_KEY, json.dumps(custom_data))
+        self._writer.open()
+        try:
+            self._conns = {tp: self._writer.add_connection(tp, mt, typestore=store)
+                           for tp, mt in topics.items()}
+        except Exception as exc:  # unknown type
+            self._writer.close()
+            raise DataError(f"cannot record topics {topics}: {exc}") from None
+        self.flush_period = flush_period
+        self._last_flush = time.monotonic()
+        self.counts = {tp: 0 for tp in topics}
+
+    def write(self, topic: str, data: bytes, t_ns: int):
+        """Append one serialized (CDR) message with log time ``t_ns`` [ns]."""
+        self._writer.write(self._conns[topic], int(t_ns), data)
+        self.counts[topic] += 1
+        if time.monotonic() - self._last_flush >= self.flush_period:
+            self.flush()
+
+    def flush(self):
+        """Close the pending MCAP chunk and flush it to disk."""
+        storage = self._writer.storage
+        if storage is not None and storage.chunk.bio.tell():
+            storage.close_chunk()
+            storage.bio.flush()
+        self._last_flush = time.monotonic()
+
+    def close(self):
+        """Write the MCAP summary and metadata.yaml."""
+        if self._writer.storage is not None:
+            self._writer.close()
+
+
+def write_bag(dataset: Dataset, path, *, joint_topic: str = JOINT_TOPIC,
+              motor_topic: str = MOTOR_TOPIC) -> Path:
+    """Write a dataset as a rosbag2 directory (MCAP storage, metadata version 8).
+
+    Link states go to ``joint_topic`` (effort = ``tau`` for rigid arms); for elastic arms
+    (``dataset.theta`` given) motor states go to ``motor_topic`` with effort = ``tau``.
+    True parameters and metadata are stored in the bag's ``custom_data``.
+
+    Raises
+    ------
+    DataError
+        Invalid dataset or the bag directory exists already.
+    """
+    dataset.validate(min_samples=1)
+    store = _typestore()
+    T = store.types
+    JointState, Header, Time = (T[JOINT_STATE], T["std_msgs/msg/Header"],
+                                T["builtin_interfaces/msg/Time"])
+    elastic = dataset.theta is not None
+    topics = {joint_topic: JOINT_STATE}
+    if elastic:
+        topics[motor_topic] = JOINT_STATE
+    custom = {"true_parameters": dataset.true_parameters,
+              "metadata": json.loads(json.dumps(dataset.metadata, default=str))}
+    writer = BagWriter(path, topics, flush_period=np.inf, custom_data=custom)
+    names = list(dataset.joint_names)
+    empty = np.zeros(0)
+
+    def msg(k, pos, vel, eff):
+        ns = int(round(dataset.t[k] * 1e9))
+        header = Header(stamp=Time(sec=ns // 10**9, nanosec=ns % 10**9), frame_id="")
+        arr = np.ascontiguousarray
+        return ns, JointState(header=header, name=names, position=arr(pos[k]),
+                              velocity=empty if vel is None else arr(vel[k]),
+                              effort=empty if eff is None else arr(eff[k]))
+
+    try:
+        for k in range(dataset.n_samples):
+            ns, m = msg(k, dataset.q, dataset.dq, None if elastic else dataset.tau)
+            writer.write(joint_topic, store.serialize_cdr(m, JOINT_STATE), ns)
+            if elastic:
+                ns, m = msg(k, dataset.theta, dataset.dtheta, dataset.tau)
+                writer.write(motor_topic, store.serialize_cdr(m, JOINT_STATE), ns)
+    finally:
+        writer.close()
+    return Path(path)

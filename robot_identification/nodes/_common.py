@@ -1,0 +1,102 @@
+"""Shared plumbing of the rclpy nodes: parameters, robot loading, message stamps, main()."""
+from __future__ import annotations
+
+import math
+
+import rclpy
+from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
+                                SetParametersResult)
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+#: reliable, depth 100: lockstep loops must not lose messages
+QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+
+
+def declare(node, name, default, description, *, low=None, high=None, read_only=False,
+            choices=None):
+    """Declare a parameter with a descriptor (range, read-only) and return its value.
+
+    ``choices`` (strings) are validated at declaration and on every later change.
+    """
+    d = ParameterDescriptor(description=description, read_only=read_only)
+    if low is not None:
+        if isinstance(default, int) and not isinstance(default, bool):
+            d.integer_range = [IntegerRange(from_value=int(low), to_value=int(high), step=0)]
+        else:
+            d.floating_point_range = [FloatingPointRange(from_value=float(low),
+                                                         to_value=float(high), step=0.0)]
+    value = node.declare_parameter(name, default, d).value
+    if choices is not None:
+        _choices = getattr(node, "_param_choices", {})
+        _choices[name] = tuple(choices)
+        node._param_choices = _choices
+        if value not in choices:
+            raise ValueError(f"parameter '{name}' = {value!r}; expected one of {list(choices)}")
+        if len(_choices) == 1:
+            node.add_on_set_parameters_callback(lambda ps: _check_choices(node, ps))
+    return value
+
+
+def _check_choices(node, params):
+    for p in params:
+        allowed = node._param_choices.get(p.name)
+        if allowed and p.value not in allowed:
+            return SetParametersResult(successful=False,
+                                       reason=f"{p.name} must be one of {list(allowed)}")
+    return SetParametersResult(successful=True)
+
+
+def declare_robot(node):
+    """Declare ``robot`` / ``robot_config`` / ``urdf`` and load the RobotModel."""
+    from robot_identification.model import load_robot
+    robot = declare(node, "robot", "zollo_planar", "shipped robot (config/robots/<robot>.yaml)",
+                    read_only=True)
+    config = declare(node, "robot_config", "", "robot config YAML path (overrides robot)",
+                     read_only=True)
+    urdf = declare(node, "urdf", "", "URDF/xacro path overriding the config's", read_only=True)
+    return load_robot(None if config else robot, config=config or None, urdf=urdf or None)
+
+
+def to_sec(stamp) -> float:
+    """builtin_interfaces/Time -> seconds."""
+    return stamp.sec + 1e-9 * stamp.nanosec
+
+
+def to_stamp(t: float, msg_cls):
+    """Seconds -> builtin_interfaces/Time (``msg_cls``), rounded to the nanosecond."""
+    ns = int(round(t * 1e9))
+    return msg_cls(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+
+
+def finite(*arrays) -> bool:
+    return all(math.isfinite(x) for a in arrays for x in a)
+
+
+def main_for(node_cls, args=None):
+    """Run one node on a SingleThreadedExecutor until Ctrl-C / shutdown (ros2/demos form).
+
+    Configuration errors (bad parameters, robot, trajectory) end the process with a one-line
+    message and exit code 1.
+    """
+    import sys
+
+    from rclpy.exceptions import InvalidParameterValueException
+
+    from robot_identification.errors import IdentificationError
+    try:
+        with rclpy.init(args=args):
+            try:
+                node = node_cls()
+            except (IdentificationError, ValueError, InvalidParameterValueException) as exc:
+                print(f"{node_cls.__name__}: error: {exc}", file=sys.stderr)
+                sys.exit(1)
+            executor = SingleThreadedExecutor()
+            executor.add_node(node)
+            try:
+                executor.spin()
+            finally:
+                if hasattr(node, "shutdown"):
+                    node.shutdown()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
