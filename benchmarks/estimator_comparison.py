@@ -59,8 +59,8 @@ def simulate_run(model, duration, seed, torque_noise, rate, derivatives=False):
     spec["seed"] = int(spec.get("seed", 0)) + seed
     if spec.get("type", "bspline") == "bspline":
         spec["duration"] = duration
-        spec["segments"] = max(int(spec.get("segments", 10) * duration
-                                   / float(model.config.simulation.excitation.get("duration", 10))), 4)
+        d0 = float(model.config.simulation.excitation.get("duration", 10))
+        spec["segments"] = max(int(spec.get("segments", 10) * duration / d0), 4)
     else:
         spec["periods"] = max(int(np.ceil(duration * float(spec.get("base_frequency", 0.1)))), 1)
     traj = trajectory_from_config(model, spec)
@@ -131,7 +131,8 @@ def compare(name, args):
     res = {"SG(L=11, 2) + OLS": run_method(model, base, train, sg, "ols", vt),
            "PA(T=44 ms, N=1, a=b=3) + OLS": run_method(model, base, train, pa, "ols", vt),
            "PA(T=44 ms, N=1, a=b=3) + MRLS": run_method(model, base, train, pa, "mrls", vt)}
-    print("| method | NME | NME w/o Coulomb | held-out torque prediction error RMS per joint [N m] | MRLS flags |")
+    print("| method | NME | NME w/o Coulomb | held-out torque prediction error RMS per joint "
+          "[N m] | MRLS flags |")
     print("|---|---|---|---|---|")
     for k, r in res.items():
         print(fmt_row(k, r, heldout_rms(model, base, held, r.estimate.values, truth), nrows))
@@ -147,7 +148,8 @@ def compare(name, args):
         print(f"| {ex} | {truth[i]:.4g} | " + " | ".join(f"{v:.4g}" for v in vals) + " |")
     # sensitivity
     print("\nSensitivity to the filter settings (OLS):\n")
-    print("| filter | settings | NME | NME w/o Coulomb | held-out prediction error RMS (mean over joints) [N m] |")
+    print("| filter | settings | NME | NME w/o Coulomb | held-out prediction error RMS "
+          "(mean over joints) [N m] |")
     print("|---|---|---|---|---|")
     sets = {"SG": [], "PA": []}
     for L, o in ((7, 2), (11, 2), (15, 2), (11, 3), (21, 3)):
@@ -169,7 +171,8 @@ def compare(name, args):
         r = run_method(model, base, train, bank, "ols", vt)
         sets["PA"].append(r.estimate.values)
         ho = heldout_rms(model, base, held, r.estimate.values, truth)[-nrows:].mean()
-        print(f"| PA | T={1e3 * bank.window:.0f} ms, N={N}, a=b={ab}, t_d={1e3 * bank.delay:.1f} ms"
+        print(f"| PA | T={1e3 * bank.window:.0f} ms, N={N}, a=b={ab}, "
+              f"t_d={1e3 * bank.delay:.1f} ms"
               f" | {r.normalised_mean_error():.4f} | "
               f"{r.normalised_mean_error(exclude=('fc', 'fs', 'fsc')):.4f} | {ho:.4g} |")
     scale = np.maximum(np.abs(truth), 1e-2 * np.abs(truth).max())

@@ -172,7 +172,8 @@ def main():
                 print(out.stderr, file=sys.stderr)
                 return out.returncode
             res = json.loads(out.stdout.strip().splitlines()[-1])
-            line = f"{res['phase']:34s} {res['samples']:>9d} samples  wall {res['wall_s']:7.2f} s" \
+            line = f"{res['phase']:34s} {res['samples']:>9d} samples  " \
+                   f"wall {res['wall_s']:7.2f} s" \
                    f"  peak RSS {res['peak_rss_mb']:7.1f} MB"
             if "us_per_sample" in res:
                 line += f"  ({res['us_per_sample']:.2f} us/sample)"

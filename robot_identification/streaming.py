@@ -495,7 +495,8 @@ class FIRStates:
                 b = self.bank
                 tt = data[L + off::self.decimate, 0] - b.delay
                 q = data[:, 1:1 + n]
-                st = {"q": b.apply(q, 0, self.decimate, off), "dq": b.apply(q, 1, self.decimate, off),
+                st = {"q": b.apply(q, 0, self.decimate, off),
+                      "dq": b.apply(q, 1, self.decimate, off),
                       "ddq": b.apply(q, 2, self.decimate, off),
                       "tau": b.apply(data[:, 1 + n:1 + 2 * n], 0, self.decimate, off)}
                 if self.elastic:
@@ -795,4 +796,3 @@ def prediction_rms(model, chunks, values, bank, *, base=None, decimate=1, veloci
 __all__ = ["iter_dataset_chunks", "iter_npz_chunks", "iter_npy_dir_chunks", "iter_bag_chunks",
            "iter_chunks", "NpyDirWriter", "FIRStates", "make_bank", "accumulate",
            "identify_streaming", "prediction_rms"]
-

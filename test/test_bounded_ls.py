@@ -1,4 +1,4 @@
-"""Box constraints: interval transfer to base parameters and bounded LS (Lomakin & Deutscher Sec. VI)."""
+"""Box constraints: interval transfer to base parameters and bounded LS ([LD] Sec. VI)."""
 import itertools
 
 import numpy as np

@@ -134,7 +134,8 @@ def bounded_ls(neq, lower, upper, names=None):
     lo = np.asarray(lower, dtype=float)
     hi = np.asarray(upper, dtype=float)
     if lo.shape != (p,) or hi.shape != (p,):
-        raise DataError(f"bounds must have {p} values (base parameters), got {lo.shape}, {hi.shape}")
+        raise DataError(f"bounds must have {p} values (base parameters), got {lo.shape}, "
+                        f"{hi.shape}")
     bad = np.flatnonzero(lo > hi)
     if bad.size:
         nm = [names[i] for i in bad] if names is not None else list(bad)

@@ -91,8 +91,9 @@ class PolynomialApproximation:
     N : int
         Projection degree (Lomakin & Deutscher used N = 1).
     alpha, beta : float
-        Jacobi weight exponents; must exceed the highest derivative order (2) so that the
-        integration by parts of eq. (19) holds. Default 3, 3 (reproduces the paper's
+        Jacobi weight exponents; must exceed max_derivative - 1 so that the boundary terms of
+        the k-fold integration by parts of eq. (19) vanish (the paper states the stricter
+        k < alpha, beta, which the default satisfies). Default 3, 3 (reproduces the paper's
         t_d = 14.7 ms at T = 44 ms; seed notes Sec. 1.8).
     delay : float, optional
         t_d [s]. Default: at the zero of P_{N+1}^(alpha, beta) closest to s = +1.
@@ -130,10 +131,12 @@ class PolynomialApproximation:
             raise DataError(f"PA window {self.window} s and rate {self.fs} Hz must be positive")
         if self.N < 0 or int(self.N) != self.N:
             raise DataError(f"PA degree N must be a non-negative integer, got {self.N}")
-        if min(self.alpha, self.beta) <= self.max_derivative - 1 or min(self.alpha, self.beta) <= -1:
-            raise DataError(f"PA weight exponents alpha={self.alpha}, beta={self.beta} must exceed "
-                            f"{self.max_derivative - 1} for derivative order {self.max_derivative} "
-                            f"(Lomakin & Deutscher eq. 19 needs k < alpha, beta)")
+        ab = min(self.alpha, self.beta)
+        if ab <= self.max_derivative - 1 or ab <= -1:
+            raise DataError(f"PA weight exponents alpha={self.alpha}, beta={self.beta} must "
+                            f"exceed {self.max_derivative - 1} for derivative order "
+                            f"{self.max_derivative} (the boundary terms of the integration by "
+                            f"parts in eq. 19 vanish only then)")
         L = int(round(self.window * self.fs))
         need = self.N + 2 + self.max_derivative
         if L < need:
@@ -169,8 +172,8 @@ class PolynomialApproximation:
         out = np.zeros_like(s)
         for i in range(k + 1):  # Leibniz: (R w)^(k) = sum C(k,i) R^(k-i) w^(i)
             Rd = npoly.polyder(self._R, k - i) if k - i > 0 else self._R
-            out = out + comb(k, i) * npoly.polyval(s, Rd) * _weight_derivative(s, self.alpha,
-                                                                              self.beta, i)
+            wd = _weight_derivative(s, self.alpha, self.beta, i)
+            out = out + comb(k, i) * npoly.polyval(s, Rd) * wd
         out = (-1) ** k * (2 / T) ** (k + 1) * out
         return np.where((tau >= 0) & (tau <= T), out, 0.0)
 
@@ -283,7 +286,8 @@ class SavitzkyGolay:
             raise DataError(f"Savitzky-Golay window {self.length} must be odd and longer than "
                             f"the order {self.order}")
         if self.order < self.max_derivative:
-            raise DataError(f"Savitzky-Golay order {self.order} < derivative {self.max_derivative}")
+            raise DataError(f"Savitzky-Golay order {self.order} < derivative "
+                            f"{self.max_derivative}")
         self.L = self.length - 1
         self.window = self.L / self.fs
         self.delay = self.L / 2 / self.fs
