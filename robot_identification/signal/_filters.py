@@ -39,7 +39,10 @@ def lowpass_filtfilt(x, fs, cutoff, order=5, axis=0):
     if x.shape[axis] <= padlen:
         raise DataError(f"{x.shape[axis]} samples are too few for a order-{order} zero-phase "
                         f"filter (need more than {padlen})")
-    return scipy.signal.sosfiltfilt(sos, x, axis=axis)
+    # pad by at least three periods of the cut-off: scipy's default (3 * (2 * sections + 1)
+    # samples) leaves end transients of several rad/s^2 in twice-differentiated positions
+    padlen = min(x.shape[axis] - 1, max(padlen, int(np.ceil(3 * fs / cutoff))))
+    return scipy.signal.sosfiltfilt(sos, x, axis=axis, padlen=padlen)
 
 
 def central_difference(x, dt, axis=0):

@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from robot_identification.regressor import friction_columns
-
 _FRICTION_KEYS = ("fv", "fc", "fs", "fsc", "fo")
 
 
@@ -75,6 +73,8 @@ class FrictionModel:
                 self.laws.append({"model": "regressor"})
             else:
                 self.laws.append(dict(sf))
+        self._kv = model.config.friction.stiction_sharpness
+        self._delta = model.config.friction.stribeck_sharpness
         self._regressor_joints = np.array([lw["model"] == "regressor" for lw in self.laws])
         self._stribeck = [k for k in range(n) if self.laws[k]["model"] == "zollo_stribeck"]
 
@@ -83,8 +83,18 @@ class FrictionModel:
         v = np.asarray(v, dtype=float)
         out = np.zeros_like(v)
         if self._regressor_joints.any() and self._keys:
-            cols = friction_columns(self.model, v[None, :])
-            f = sum(self._coef[k] * cols[k][0] for k in self._keys)
+            c = self._coef
+            f = np.zeros_like(v)      # same terms as regressor.friction_columns (hot path)
+            if "fv" in c:
+                f += c["fv"] * v
+            if "fc" in c:
+                f += c["fc"] * np.sign(v)
+            if "fo" in c:
+                f += c["fo"]
+            if "fs" in c:
+                f += c["fs"] * (2 / np.pi) * np.arctan(self._kv * v)
+            if "fsc" in c:
+                f += c["fsc"] * (2 / np.pi) * np.arctan(self._delta * v)
             out = np.where(self._regressor_joints, f, out)
         for k in self._stribeck:
             lw = self.laws[k]

@@ -112,14 +112,22 @@ class ArmDynamics:
                 self.pin_model.armature = arm
         self.data = self.pin_model.createData()
         self._gdata = pm.createData()
+        self._nograv = self.pin_model.copy()
+        self._nograv.gravity = pin.Motion.Zero()
+        self._nograv_data = self._nograv.createData()
         self._lidx_v = model._idx_v
         self._link_nq = pm.nq
+        self._plain_q = not np.any(model._continuous)
+        self._link_idx_q = model._idx_q
         self._qbuf = pin.neutral(self.pin_model)
 
     # ----------------------------------------------------------------- model
     def _pin_q(self, q, theta=None):
         qa = self._qbuf.copy()
-        qa[: self._link_nq] = self.model.pin_configuration(q)
+        if self._plain_q:
+            qa[self._link_idx_q] = q
+        else:
+            qa[: self._link_nq] = self.model.pin_configuration(q)
         if theta is not None and self.complete:
             qa[self._ridx_q] = self.gear * theta
         return qa
@@ -172,6 +180,24 @@ class ArmDynamics:
                     self._pin_v(-spring))
         return a[self._lidx_v], motor / (self.rotor * self.gear ** 2)
 
+    def mass_matrix(self, qa):
+        """Joint-space inertia matrix (nv, nv) of the simulated pinocchio model at ``qa``.
+
+        Built column by column with RNEA (no gravity, zero velocity): ``crba`` assumes
+        joint subtrees with contiguous velocity indices, which the rotor joints appended
+        to the augmented model do not have.
+        """
+        nv = self._nograv.nv
+        z = np.zeros(nv)
+        M = np.empty((nv, nv))
+        for j in range(nv):
+            e = np.zeros(nv)
+            e[j] = 1.0
+            M[:, j] = pin.rnea(self._nograv, self._nograv_data, qa, z, e)
+        if not self.elastic:
+            M -= np.diag(self._nograv.armature)   # rnea includes armature; added back below
+        return 0.5 * (M + M.T)
+
     def derivative(self, x, u, friction=True):
         """x_dot = f(x, u) for the packed state (see class docstring)."""
         n = self.n
@@ -192,8 +218,7 @@ class ArmDynamics:
             q, dq = x[:n], x[n:]
             th = dth = None
         qa, va = self._pin_q(q, th), self._pin_v(dq, dth)
-        M = pin.crba(self.pin_model, self.data, qa)
-        M = np.triu(M) + np.triu(M, 1).T
+        M = self.mass_matrix(qa)
         if not self.elastic:
             M = M + np.diag(self.pin_model.armature)
         kin = 0.5 * va @ M @ va
@@ -226,8 +251,7 @@ class ArmDynamics:
         for q in np.atleast_2d(q_samples):
             if self.elastic:
                 th = q.copy()
-                M = pin.crba(self.pin_model, self.data, self._pin_q(q, th))
-                M = np.triu(M) + np.triu(M, 1).T
+                M = self.mass_matrix(self._pin_q(q, th))
                 if self.complete:
                     idx = np.concatenate([self._lidx_v, self._ridx_v])
                     T = np.diag(np.concatenate([np.ones(n), self.gear]))
@@ -242,8 +266,8 @@ class ArmDynamics:
                 best = max(best, math.sqrt(max(w2, 0.0)))
                 inert = np.diag(Mq)[n:]
             else:
-                M = pin.crba(self.pin_model, self.data, self._pin_q(q))
-                inert = np.diag(M)[self._lidx_v] + 0.0
+                M = self.mass_matrix(self._pin_q(q))
+                inert = np.diag(M)[self._lidx_v] + self.pin_model.armature[self._lidx_v]
             best = max(best, float(np.max(fv / inert)))
         return best
 

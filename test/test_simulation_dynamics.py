@@ -1,0 +1,170 @@
+"""Simulator: consistency with the regressor, energy, PD regulation, determinism, encoders."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from robot_identification.errors import ConfigError, DataError
+from robot_identification.excitation import BSplineTrajectory
+from robot_identification.model import RobotModel, load_robot, parse_robot_config, robot_files
+from robot_identification.regressor import regressor, torque_vector
+from robot_identification.simulation import (
+    ElasticPDController, Simulator, make_controller, simulate, zollo_stribeck)
+
+
+def _variant(name, **changes):
+    """A shipped robot with top-level config keys changed."""
+    path = robot_files(name)
+    data = yaml.safe_load(Path(path).read_text())
+    data.update(changes)
+    return RobotModel(parse_robot_config(data, source=path))
+
+
+@pytest.fixture(scope="module")
+def planar():
+    return load_robot("zollo_planar")
+
+
+def _short_trajectory(model, seed=0, duration=1.0, amp=0.4):
+    rng = np.random.default_rng(seed)
+    return BSplineTrajectory(amp * rng.uniform(-1, 1, (4, model.n)), duration)
+
+
+@pytest.mark.parametrize("coupling", ["complete", "reduced"])
+def test_simulation_consistent_with_elastic_regressor(coupling):
+    """Exact simulated states: Y(q, theta, ...) @ pi_nominal == [0, u] (Zollo eq. 2, 35-37)."""
+    model = _variant("zollo_planar", coupling=coupling)
+    ds = simulate(model, trajectory=_short_trajectory(model), derivatives=True,
+                  quantise=False, friction="regressor", torque="command")
+    Y = regressor(model, ds.q, ds.dq, ds.ddq, ds.theta, ds.dtheta, ds.ddtheta)
+    y = torque_vector(model, ds.tau)
+    scale = np.abs(y).max()
+    assert scale > 10
+    np.testing.assert_allclose(Y @ model.nominal_parameters(), y, rtol=0, atol=1e-9 * scale)
+
+
+def test_simulation_consistent_with_rigid_regressor():
+    model = _variant("zollo_planar", model="rigid")
+    ds = simulate(model, trajectory=_short_trajectory(model), derivatives=True,
+                  quantise=False, friction="regressor", torque="command")
+    assert ds.theta is None
+    Y = regressor(model, ds.q, ds.dq, ds.ddq)
+    np.testing.assert_allclose(Y @ model.nominal_parameters(), ds.tau, rtol=0,
+                               atol=1e-9 * np.abs(ds.tau).max())
+
+
+@pytest.mark.parametrize("coupling", ["complete", "reduced"])
+def test_energy_is_conserved_without_friction_and_control(coupling):
+    model = _variant("zollo_planar", coupling=coupling)
+    sim = Simulator(model, friction="none", quantise=False, substeps=4)
+    sim.reset(q0=[0.3, -0.5], theta0=[0.25, -0.45], dq0=[0.5, -1.0])
+    dyn = sim.dynamics
+
+    def energy():
+        s = sim.state
+        return dyn.energy(np.concatenate([s.q, s.theta, s.dq, s.dtheta]))
+    e0 = energy()
+    for _ in range(500):
+        sim.step(np.zeros(2))
+    assert abs(energy() - e0) < 1e-6 * abs(e0)
+
+
+def test_pd_set_point_regulation_has_no_steady_state_error(planar):
+    """De Luca, Siciliano & Zollo (2005): q -> q_d with on-line gravity compensation."""
+    ctrl = ElasticPDController(planar, kp=[3000.0, 2000.0], kd=[60.0, 35.0])
+    assert ctrl.stability_margin(np.random.default_rng(0).uniform(-3, 3, (20, 2))) > 0
+    q_d = np.array([0.6, -0.8])
+    # the closed loop's equilibrium is exactly q = q_d, theta = q_d + K^-1 g(q_d)
+    sim = Simulator(planar, friction="none", quantise=False)
+    theta_d = q_d + ctrl.gravity(q_d) / ctrl.K
+    sim.reset(q_d, theta0=theta_d)
+    u = ctrl(q_d, np.zeros(2), sim.measure())
+    ddq, ddth = sim.accelerations(u)
+    np.testing.assert_allclose(np.concatenate([ddq, ddth]), 0, atol=1e-9)
+    # and the arm converges to it from rest elsewhere
+    sim.reset([0.0, 0.0])
+    errors = []
+    for i in range(16000):
+        sim.step(ctrl(q_d, np.zeros(2), sim.measure()))
+        if i % 4000 == 3999:
+            errors.append(np.abs(sim.state.q - q_d).max())
+    assert errors[-1] < 3e-3
+    assert errors[-1] < 0.05 * errors[0]
+
+
+def test_rigid_pd_regulation():
+    model = _variant("zollo_planar", model="rigid")
+    sim = Simulator(model, friction="none", quantise=False)
+    ctrl = make_controller(model, kp=[2000.0, 800.0], kd=[300.0, 80.0])
+    q_d = np.array([-0.4, 0.9])
+    for _ in range(6000):
+        sim.step(ctrl(q_d, np.zeros(2), sim.measure()))
+    np.testing.assert_allclose(sim.state.q, q_d, atol=1e-7)
+
+
+def test_deterministic_for_a_seed(planar):
+    tr = _short_trajectory(planar, duration=0.5)
+    a = simulate(planar, trajectory=tr, seed=4, snr_db=60)
+    b = simulate(planar, trajectory=tr, seed=4, snr_db=60)
+    c = simulate(planar, trajectory=tr, seed=5, snr_db=60)
+    np.testing.assert_array_equal(a.q, b.q)
+    np.testing.assert_array_equal(a.tau, b.tau)
+    assert not np.array_equal(a.q, c.q)
+
+
+def test_quantisation_step(planar):
+    ds = simulate(planar, trajectory=_short_trajectory(planar, duration=0.3))
+    step = 2 * np.pi / 1_250_000
+    for x in (ds.q, ds.theta):
+        counts = x / step
+        np.testing.assert_allclose(counts, np.round(counts), atol=1e-6)
+    sim = Simulator(planar, quantise=False)
+    sim.reset([0.123456789, 0.0])
+    assert sim.measure()["q"][0] == 0.123456789
+
+
+def test_measurement_noise_snr(planar):
+    from robot_identification.simulation import add_measurement_noise
+    ds = simulate(planar, trajectory=_short_trajectory(planar, duration=2.0), quantise=False)
+    noisy = add_measurement_noise(ds, 40.0, seed=1)
+    err = noisy.q - ds.q
+    rms = np.sqrt(np.mean(ds.q ** 2, axis=0))
+    np.testing.assert_allclose(err.std(axis=0) / rms, 0.01, rtol=0.1)
+    np.testing.assert_array_equal(noisy.tau, ds.tau)
+
+
+def test_auto_substeps_follow_natural_frequency(planar):
+    sim = Simulator(planar)
+    w = sim.dynamics.natural_frequency(np.zeros((1, 2)))
+    # independent estimate: motor on its spring, sqrt(K / (rotor k_m^2))
+    assert w > np.sqrt(1800 / 0.121) * 0.9
+    assert sim.substeps * sim.rate_hz * 0.5 >= w
+
+
+def test_zollo_stribeck_reading():
+    v = np.array([-2.0, 0.0, 0.5])
+    f = zollo_stribeck(v, 0.1434, 0.3302, 0.2499, 0.0537, 0.2991, 16.624)
+    ref = (0.1434 * v + 0.3302 * np.sign(v) - 0.2499 * np.sign(v) * np.exp(-np.abs(v) / 0.0537)
+           - 0.2991 * np.sign(v) * np.exp(-1 / (16.624 * np.where(v == 0, 1e-300, np.abs(v)))))
+    np.testing.assert_allclose(f, ref, atol=1e-15)
+    assert f[1] == 0.0
+
+
+def test_bad_inputs(planar):
+    sim = Simulator(planar)
+    with pytest.raises(DataError, match="2 finite torques"):
+        sim.step([1.0])
+    with pytest.raises(DataError, match="finite"):
+        sim.step([np.nan, 0.0])
+    with pytest.raises(DataError, match="interval_mean"):
+        simulate(planar, duration=0.1, torque="sampled")
+    with pytest.raises(ConfigError, match="gains"):
+        make_controller(planar, kp=[-1.0, 1.0])
+    with pytest.raises(DataError, match="motor states"):
+        ElasticPDController(planar)([0, 0], [0, 0], {"q": [0, 0]})
+    model = _variant("zollo_planar", joints=[
+        dict(j, drive={"rotor_inertia": 1.0}) for j in
+        yaml.safe_load(Path(robot_files("zollo_planar")).read_text())["joints"]])
+    with pytest.raises(ConfigError, match="positive drive stiffness"):
+        Simulator(model)
