@@ -104,3 +104,38 @@ def test_bad_input():
         MRLS(2).update(np.zeros((3, 3)), np.zeros(3))
     with pytest.raises(DataError, match="no data block"):
         mrls([], 2)
+
+
+def test_late_acceptance_accumulated_equals_ols_block_rule_does_not():
+    """A parameter below the excitation floor sigma2 in the first block, identifiable later:
+    the accumulated update ends at OLS; the paper's block update (Fig. 1 line 37) misses the
+    first block's information on it (documented)."""
+    rng = np.random.default_rng(6)
+    Y1 = rng.normal(size=(400, 3))
+    Y1[:, 2] *= 0.1                      # weakly excited: K_22 ~ 4 < sigma2 = 10
+    Y2 = rng.normal(size=(400, 3))
+    truth = np.array([1.0, 2.0, 3.0])
+    Y = np.vstack([Y1, Y2])
+    y = Y @ truth + 0.3 * rng.normal(size=800)
+    ref = np.linalg.lstsq(Y, y, rcond=None)[0]
+    blocks = [(Y1, y[:400]), (Y2, y[400:])]
+    acc = MRLS(3, sigma2=10.0)
+    acc.update(*blocks[0])
+    assert list(acc.flags) == [1, 1, 0]
+    acc.update(*blocks[1])
+    assert list(acc.flags) == [1, 1, 1]
+    np.testing.assert_allclose(acc.theta, ref, rtol=1e-10)
+    blk = mrls(blocks, 3, update="block", sigma2=10.0)
+    assert np.abs(blk.values - ref).max() > 1e-2
+    with pytest.raises(DataError, match="update"):
+        MRLS(3, update="paper")
+
+
+def test_scale_invariant_default_thresholds():
+    """Badly scaled but independent columns (norm ratio 1e9) are all identified."""
+    rng = np.random.default_rng(7)
+    Y = rng.normal(size=(1000, 3)) * np.array([1e6, 1.0, 1e-3])
+    y = Y @ np.array([1e-6, 1.0, 1e3])
+    res = mrls([(Y, y)], 3)
+    assert list(res.flags) == [1, 1, 1]
+    np.testing.assert_allclose(res.values, [1e-6, 1.0, 1e3], rtol=1e-8)

@@ -13,10 +13,21 @@ previous value; it is flagged 0 (not excited: its own column norm K_ii is too sm
 first block on, the estimate equals batch OLS on all data seen so far (seed notes Sec. 1.4).
 
 Implementation decisions (seed notes Sec. 1.9, A4-A6): the update of Fig. 1 line 37 uses
-the new block with the accumulated K; thresholds are relative (scale-free): parameter i is
-not excited when K_ii <= excitation_tol * max_j K_jj (or an absolute per-column floor
-``sigma2``), and dependent when its pivot <= dependence_tol * K_ii (the squared sine of
-the angle between column i and the span of the accepted earlier columns).
+the new block with the accumulated K (``update='block'``, the paper's recursion). Because a
+parameter that is frozen in early blocks and accepted later only sees the residuals of the
+blocks after its acceptance, that recursion can end far from OLS; ``update='accumulated'``
+(default) applies the same explicit inverse to the residual of *all* data so far,
+K^-1 (b - K theta_k) with b = sum Y_j^T y_j, which gives the reduced OLS with the frozen
+parameters held at their values (and exactly OLS once every parameter is accepted) whatever
+the history. Both are identical while every parameter is accepted from the first block on.
+The dependence test is scale-free: parameter i is dependent when its pivot
+<= dependence_tol * K_ii (the squared sine of the angle between column i and the span of the
+accepted earlier columns). "Not excited" cannot be scale-free (regressor columns of different
+parameters have different units: the column of a joint stiffness K is a deflection of
+milliradians, that of a rotor inertia a gear-scaled acceleration): by default a column is
+unexcited when K_ii <= excitation_tol * max_j K_jj with excitation_tol = 1e-24 (column norms
+12 orders of magnitude apart, i.e. numerically zero); give the paper's absolute per-column
+floor ``sigma2`` (in each column's own units squared times rows) for a physical test.
 """
 from __future__ import annotations
 
@@ -29,7 +40,7 @@ from robot_identification.errors import DataError
 IDENTIFIED, NOT_EXCITED, DEPENDENT = 1, 0, -1
 
 
-def modified_inverse(K, sigma2=None, excitation_tol=1e-14, dependence_tol=1e-10):
+def modified_inverse(K, sigma2=None, excitation_tol=1e-24, dependence_tol=1e-10):
     """Inverse of the Gram matrix restricted to the identifiable parameters (Fig. 1, l. 7-35).
 
     Parameters
@@ -131,6 +142,9 @@ class MRLS:
         See :func:`modified_inverse`.
     names : list of str, optional
         Parameter names for messages.
+    update : {'accumulated', 'block'}
+        Residual used with the explicit inverse (see module docstring): all data so far
+        (default) or only the new block (Fig. 1, line 37 as printed).
 
     Raises
     ------
@@ -139,7 +153,10 @@ class MRLS:
     """
 
     def __init__(self, n_parameters, theta0=None, lower=None, upper=None, sigma2=None,
-                 excitation_tol=1e-14, dependence_tol=1e-10, names=None):
+                 excitation_tol=1e-24, dependence_tol=1e-10, names=None, update="accumulated"):
+        if update not in ("accumulated", "block"):
+            raise DataError(f"MRLS update must be 'accumulated' or 'block', got {update!r}")
+        self.update_rule = update
         p = int(n_parameters)
         self.p = p
         self.names = list(names) if names is not None else [f"theta{i}" for i in range(p)]
@@ -157,6 +174,7 @@ class MRLS:
             raise DataError(f"MRLS initial guess outside the bounds for "
                             f"{[self.names[i] for i in out]}")
         self.K = np.zeros((p, p))
+        self.b = np.zeros(p)
         self.sigma2 = sigma2
         self.excitation_tol = excitation_tol
         self.dependence_tol = dependence_tol
@@ -185,9 +203,14 @@ class MRLS:
         """
         Y, y = _as_rows(Y, y, self.p)
         self.K += Y.T @ Y
+        by = Y.T @ y
+        self.b += by
         self.K_inv, self.flags, _ = modified_inverse(self.K, self.sigma2, self.excitation_tol,
                                                      self.dependence_tol)
-        self.theta = self.theta + self.K_inv @ (Y.T @ (y - Y @ self.theta))
+        if self.update_rule == "block":   # Fig. 1, line 37
+            self.theta = self.theta + self.K_inv @ (by - Y.T @ (Y @ self.theta))
+        else:
+            self.theta = self.theta + self.K_inv @ (self.b - self.K @ self.theta)
         self.theta = np.clip(self.theta, self.lower, self.upper)
         self.n_blocks += 1
         self.n_rows += Y.shape[0]
