@@ -163,9 +163,14 @@ def base_parameters_from_matrix(W, standard_names, tol=RANK_TOLERANCE, order=Non
     grouping[np.arange(len(indep)), indep] = 1.0
     if dep.size:
         norms = np.linalg.norm(W, axis=0)
-        T, *_ = np.linalg.lstsq(W[:, indep], W[:, dep], rcond=None)
+        # solve with unit-norm columns: column scales differ by many orders of magnitude
+        # (e.g. k_m^2 rotor columns vs wrist inertias) and round-off would otherwise leave
+        # spurious ~1e-12 coefficients that turn identifiable parameters into combinations
+        Tn, *_ = np.linalg.lstsq(W[:, indep] / norms[indep], W[:, dep] / norms[dep],
+                                 rcond=None)
         # relative size of a coefficient: its contribution to the dependent column
-        rel = np.abs(T) * norms[indep][:, None] / np.maximum(norms[dep][None, :], 1e-300)
+        rel = np.abs(Tn)
+        T = Tn * norms[dep][None, :] / norms[indep][:, None]
         T[rel < zero_tol] = 0.0
         grouping[:, dep] = T
     categories = []

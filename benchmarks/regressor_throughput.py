@@ -1,0 +1,72 @@
+"""Regressor throughput: samples/s of ``regressor()`` for a 6-dof arm vs raw pinocchio.
+
+Usage::
+
+    PYTHONPATH=. python benchmarks/regressor_throughput.py [--samples 5000]
+
+For ``puma560_elastic`` (elastic complete model: 12-dof augmented pinocchio model, link
+and motor rows, K and friction columns) and ``puma560`` (rigid, armature and friction
+columns), times :func:`robot_identification.regressor.regressor` on random states and,
+in the same run, a bare loop of ``pin.computeJointTorqueRegressor`` over the same
+samples on the model pinocchio evaluates (the augmented rotor model for the elastic arm).
+"""
+import argparse
+import time
+
+import numpy as np
+import pinocchio as pin
+
+from robot_identification.identifiability import random_states
+from robot_identification.model import load_robot
+from robot_identification.regressor import regressor
+
+
+def _best(fn, repeat):
+    best = np.inf
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def bench(name, n_samples, repeat):
+    model = load_robot(name)
+    st = random_states(model, n_samples, np.random.default_rng(0))
+    t_ours = _best(lambda: regressor(model, **st), repeat)
+    if model.config.elastic:
+        pm = model.rotor_model
+        qa = np.zeros((n_samples, pm.nq))
+        qa[:, : model.pin_model.nq] = model.pin_configuration(st["q"])
+        va, aa = np.zeros((n_samples, pm.nv)), np.zeros((n_samples, pm.nv))
+        va[:, : model.n], aa[:, : model.n] = st["dq"], st["ddq"]
+        va[:, model.n:], aa[:, model.n:] = st["dtheta"], st["ddtheta"]
+    else:
+        pm = model.pin_model
+        qa = model.pin_configuration(st["q"])
+        va, aa = st["dq"], st["ddq"]
+    data = pm.createData()
+
+    def raw():
+        for i in range(n_samples):
+            pin.computeJointTorqueRegressor(pm, data, qa[i], va[i], aa[i])
+    t_raw = _best(raw, repeat)
+    rows = model.rows_per_sample
+    print(f"{name:16s} {model.n_parameters:3d} params x {rows:2d} rows: "
+          f"regressor() {n_samples / t_ours:9.0f} samples/s | raw pinocchio "
+          f"computeJointTorqueRegressor ({pm.nv}-dof) {n_samples / t_raw:9.0f} samples/s | "
+          f"overhead x{t_ours / t_raw:.2f}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--samples", type=int, default=5000)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    print(f"pinocchio {pin.__version__}, {args.samples} random samples, best of {args.repeat}")
+    for name in ("puma560_elastic", "puma560"):
+        bench(name, args.samples, args.repeat)
+
+
+if __name__ == "__main__":
+    main()
