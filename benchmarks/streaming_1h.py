@@ -15,7 +15,7 @@ a fresh process (so that its peak RSS is its own):
 Usage::
 
     PYTHONPATH=$PWD /work/venv/bin/python benchmarks/streaming_1h.py [--robot puma560]
-        [--hours 1] [--decimate 10] [--full] [--keep DIR]
+        [--hours 1] [--decimate 10 [5 ...]] [--full] [--keep DIR]
 
 ``--full`` also runs the identification without decimation (every sample). Prints one line
 per phase (wall time, peak RSS) and the parameter errors.
@@ -106,14 +106,15 @@ def phase_generate(args):
 def phase_identify(args):
     from robot_identification.streaming import identify_streaming
     model = load(args)
+    dec = args.decimate[0]
     t0 = time.perf_counter()
     res = identify_streaming(model, Path(args.dir), pa={"window": args.window, "N": 1},
-                             decimate=args.decimate, velocity_threshold=0.05)
+                             decimate=dec, velocity_threshold=0.05)
     wall = time.perf_counter() - t0
     err = np.abs(res.estimate.values - res.true_values)
     rel = err / np.maximum(np.abs(res.true_values), 1e-12)
     big = np.abs(res.true_values) > 1e-2 * np.abs(res.true_values).max()
-    return {"phase": f"identify (decimate {args.decimate})", "samples": res.settings["n_input"],
+    return {"phase": f"identify (decimate {dec})", "samples": res.settings["n_input"],
             "regressor_samples": res.n_samples, "wall_s": wall,
             "regressor_s": res.settings["t_regressor"], "peak_rss_mb": peak_rss_mb(),
             "n_base": len(res.names), "median_rel_err": float(np.median(rel[big])),
@@ -145,7 +146,8 @@ def main():
     p.add_argument("--robot", default="puma560")
     p.add_argument("--config", help="robot config YAML instead of --robot")
     p.add_argument("--hours", type=float, default=1.0)
-    p.add_argument("--decimate", type=int, default=10)
+    p.add_argument("--decimate", type=int, nargs="+", default=[10],
+                   help="decimation factor(s) of the identification runs")
     p.add_argument("--window", type=float, default=0.05, help="PA window T [s]")
     p.add_argument("--noise", type=float, default=0.5, help="torque noise sigma [N m]")
     p.add_argument("--full", action="store_true", help="also identify without decimation")
@@ -161,9 +163,9 @@ def main():
     base = [sys.executable, __file__, "--hours", str(args.hours), "--window", str(args.window),
             "--noise", str(args.noise), "--dir", str(tmp)]
     base += ["--config", args.config] if args.config else ["--robot", args.robot]
-    runs = [["--phase", "generate"], ["--phase", "identify", "--decimate", str(args.decimate)]]
-    if args.full:
-        runs.append(["--phase", "identify", "--decimate", "1"])
+    decs = list(args.decimate) + ([1] if args.full and 1 not in args.decimate else [])
+    runs = [["--phase", "generate"]]
+    runs += [["--phase", "identify", "--decimate", str(d)] for d in decs]
     runs.append(["--phase", "raw"])
     try:
         for r in runs:

@@ -70,18 +70,23 @@ def modified_inverse(K, sigma2=None, excitation_tol=1e-24, dependence_tol=1e-10)
         floor = np.full(p, floor)
     else:
         floor = np.broadcast_to(np.asarray(sigma2, dtype=float), (p,))
-    M = np.hstack([K, np.eye(p)])
+    # the elimination runs on the column-scaled matrix D K D (unit diagonal; the pivots
+    # become the squared sines of eq. 43 divided by K_ii, and rounding no longer depends on
+    # the parameters' units); the inverse is scaled back at the end
+    excited = diag > floor
+    d = np.where(excited, 1.0 / np.sqrt(np.where(excited, diag, 1.0)), 0.0)
+    M = np.hstack([K * np.outer(d, d), np.eye(p)])
     flags = np.zeros(p, dtype=int)
     pivots = np.zeros(p)
     for i in range(p):
         piv = M[i, i]
-        if diag[i] > floor[i] and piv > dependence_tol * diag[i] and piv > floor[i]:
+        if excited[i] and piv > dependence_tol and piv * diag[i] > floor[i]:
             flags[i] = IDENTIFIED
-            pivots[i] = piv
+            pivots[i] = piv * diag[i]
             if i + 1 < p:  # eliminate below (Fig. 1, l. 13)
                 M[i + 1:] -= np.outer(M[i + 1:, i] / piv, M[i])
         else:
-            flags[i] = DEPENDENT if diag[i] > floor[i] else NOT_EXCITED
+            flags[i] = DEPENDENT if excited[i] else NOT_EXCITED
             M[i, :] = 0.0
             M[:, i] = 0.0
     # back substitution (Fig. 1, l. 27-33)
@@ -90,7 +95,7 @@ def modified_inverse(K, sigma2=None, excitation_tol=1e-24, dependence_tol=1e-10)
             M[i] /= M[i, i]
             if i > 0:
                 M[:i] -= np.outer(M[:i, i], M[i])
-    return M[:, p:].copy(), flags, pivots
+    return M[:, p:] * np.outer(d, d), flags, pivots
 
 
 def _as_rows(Y, y, p):
