@@ -189,3 +189,23 @@ def test_blas_normal_equations_equal_einsum_version():
     b.add(W, y)
     for k in ("G", "b", "c", "count"):
         np.testing.assert_allclose(getattr(b, k), getattr(a, k), rtol=1e-12)
+
+
+def test_elastic_chunk_borders_and_motor_rows():
+    """Elastic arm: PA on q, theta and u; chunked == single chunk; link rows have zero LHS."""
+    from robot_identification.model import load_robot
+    model = load_robot("zollo_planar")
+    t = np.arange(1500) / 1000.0
+    q, _, _ = fourier(t, 2, seed=3)
+    theta = q + 0.01 * np.sin(7 * t)[:, None]
+    u = np.column_stack([np.cos(3 * t), np.sin(2 * t)])
+    ds = Dataset(t=t, q=q, theta=theta, tau=u, joint_names=model.joint_names)
+    bank = PolynomialApproximation(0.02, 1000.0)
+    ref, _ = accumulate(model, [ds], bank, decimate=3)
+    got, info = accumulate(model, iter_dataset_chunks(ds, 128), bank, decimate=3)
+    np.testing.assert_allclose(got.G, ref.G, rtol=1e-12)
+    np.testing.assert_allclose(got.b, ref.b, rtol=1e-12, atol=1e-12)
+    assert np.all(got.b[:2] == 0) and np.all(got.c[:2] == 0)     # link rows: zero LHS
+    assert np.all(got.c[2:] > 0)
+    with pytest.raises(DataError, match="motor positions"):
+        accumulate(model, [Dataset(t=t, q=q, tau=u, joint_names=model.joint_names)], bank)
