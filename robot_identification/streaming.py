@@ -660,14 +660,15 @@ def identify_streaming(model, chunks, *, bank=None, pa=None, decimate=1, estimat
     model : RobotModel
     chunks : iterable of Dataset, or a path (see :func:`iter_chunks`)
     bank : PolynomialApproximation or SavitzkyGolay, optional
-        FIR pre-processing; default PA with T = 20 sample periods... built from ``pa``.
+        FIR pre-processing; default: a PA bank built from ``pa``.
     pa : dict, optional
         Settings of the default PA bank: ``window`` [s] (default 0.044), ``N`` (1), ``alpha``,
         ``beta`` (3, 3), ``delay``. The sample rate is read from the first chunk.
     decimate : int
         Regressor on every k-th filtered sample (documented anti-alias decimation).
     estimator : {'ols', 'wls', 'mrls', 'bounded'}
-        'mrls': Lomakin & Deutscher Fig. 1 updated chunk by chunk (flags in
+        'mrls': Lomakin & Deutscher Fig. 1, one update per regressor block (a chunk, or
+        ``block`` samples of it when the chunk is longer; flags in
         ``result.settings['flags']``); 'bounded': batch box-constrained LS.
     velocity_threshold : float, optional
         Default: the robot config's identification setting.
@@ -678,7 +679,7 @@ def identify_streaming(model, chunks, *, bank=None, pa=None, decimate=1, estimat
         MRLS initial guess (default: the base values of the model's nominal parameters,
         clipped into the bounds).
     mrls_options : dict, optional
-        ``sigma2``, ``excitation_tol``, ``dependence_tol`` of :class:`MRLS`.
+        ``sigma2``, ``excitation_tol``, ``dependence_tol``, ``update`` of :class:`MRLS`.
     block : int
         Regressor block size [samples].
     log : callable, optional
