@@ -164,29 +164,36 @@ class PolynomialApproximation:
         self.kernels = [self._discrete_kernel(k) for k in range(self.max_derivative + 1)]
 
     # --- continuous kernel -------------------------------------------------------------
-    def continuous_kernel(self, tau, k=0):
-        """g^(k)(tau) of eq. (18)/(20) [1/s^(k+1)], tau in [0, T] (0 outside)."""
+    def continuous_kernel(self, tau, k=0, poly=None):
+        """g^(k)(tau) of eq. (18)/(20) [1/s^(k+1)], tau in [0, T] (0 outside).
+
+        ``poly`` (power-series coefficients in s) replaces R_{N,t_d} of eq. (17): p_i gives
+        the coefficient kernel g_{c_i} of eq. (27) (k = 0), p_i R the product kernel g~_i of
+        eq. (25) (and its k-th derivative form).
+        """
         T = self.window
+        poly = self._R if poly is None else np.asarray(poly, dtype=float)
         tau = np.asarray(tau, dtype=float)
         s = 1 - 2 * tau / T
         out = np.zeros_like(s)
         for i in range(k + 1):  # Leibniz: (R w)^(k) = sum C(k,i) R^(k-i) w^(i)
-            Rd = npoly.polyder(self._R, k - i) if k - i > 0 else self._R
+            Rd = npoly.polyder(poly, k - i) if k - i > 0 else poly
             wd = _weight_derivative(s, self.alpha, self.beta, i)
             out = out + comb(k, i) * npoly.polyval(s, Rd) * wd
         out = (-1) ** k * (2 / T) ** (k + 1) * out
         return np.where((tau >= 0) & (tau <= T), out, 0.0)
 
-    def _moments(self, k, degree):
+    def _moments(self, k, degree, poly=None):
         """Continuous targets int_0^T tau^m g^(k)(tau) dtau for m = 0..degree.
 
         By integration by parts (eq. 19) the operator applied to x(t - tau) = tau^m returns
         int ((-d/dtau)^k tau^m) g(tau) dtau, computed exactly by Gauss-Jacobi quadrature.
         """
         T = self.window
-        nodes, wts = scipy.special.roots_jacobi(self.N + degree + 4, self.alpha, self.beta)
+        poly = self._R if poly is None else np.asarray(poly, dtype=float)
+        nodes, wts = scipy.special.roots_jacobi(len(poly) + degree + 4, self.alpha, self.beta)
         tau = T * (1 - nodes) / 2
-        Rv = npoly.polyval(nodes, self._R)
+        Rv = npoly.polyval(nodes, poly)
         out = np.zeros(degree + 1)
         for m in range(degree + 1):
             if m < k:
@@ -195,26 +202,83 @@ class PolynomialApproximation:
             out[m] = fac * np.sum(wts * Rv * tau ** (m - k))
         return out
 
-    def _discrete_kernel(self, k):
+    def _discrete_kernel(self, k, poly=None, degree=None):
         L, T = self.L, self.window
         ts = T / L
         # hat-basis integrals: 24-point Gauss-Legendre on every sample interval
         gx, gw = np.polynomial.legendre.leggauss(24)
         h = np.zeros(L + 1)
+        lam_right = (gx + 1) / 2  # hat of node j+1 rises over [j, j+1]
         for j in range(L):
             tau = ts * (j + (gx + 1) / 2)
-            gval = self.continuous_kernel(tau, k) * gw * ts / 2
-            lam_right = (gx + 1) / 2  # hat of node j+1 rises over [j, j+1]
+            gval = self.continuous_kernel(tau, k, poly) * gw * ts / 2
             h[j] += np.sum(gval * (1 - lam_right))
             h[j + 1] += np.sum(gval * lam_right)
         # minimal correction to exact moments up to degree N + 1 + k (scaled by T)
-        deg = min(self.N + 1 + k, L)
+        deg = min(self.N + 1 + k if degree is None else degree, L)
         u = np.arange(L + 1) / L  # tau / T
         A = np.vander(u, deg + 1, increasing=True).T  # (deg+1, L+1)
-        target = self._moments(k, deg) / T ** np.arange(deg + 1)
+        target = self._moments(k, deg, poly) / T ** np.arange(deg + 1)
         r = target - A @ h
         h = h + A.T @ np.linalg.solve(A @ A.T, r)
         return h
+
+    # --- product rule (eq. 22-27) --------------------------------------------------------
+    def product_kernels(self, n_star=2, k=0):
+        """Discrete kernels of the partial approximation of a product (eq. 22-27).
+
+        Parameters
+        ----------
+        n_star : int
+            N*, degree assumed for the first factor over each window.
+        k : int
+            Derivative order applied to the second factor.
+
+        Returns
+        -------
+        coefficient : list of ndarray (L + 1,)
+            g_{c_i}, i = 0..N* (eq. 27): the projection coefficients c_i of x_1 on the window.
+        product : list of ndarray (L + 1,)
+            g~_i^(k), i = 0..N* (eq. 25, derivative moved onto the kernel as in eq. 20).
+        """
+        key = (n_star, k)
+        cache = self.__dict__.setdefault("_product_cache", {})
+        if key not in cache:
+            coef = [self._discrete_kernel(0, p, degree=max(n_star, self.N + 1))
+                    for p in jacobi_orthonormal(n_star, self.alpha, self.beta)]
+            prod = [self._discrete_kernel(k, npoly.polymul(p, self._R))
+                    for p in jacobi_orthonormal(n_star, self.alpha, self.beta)]
+            cache[key] = (coef, prod)
+        return cache[key]
+
+    def apply_product(self, x1, x2, k=0, n_star=2, stride=1, offset=0):
+        """P{x1 * x2^(k)} by the product rule (eq. 23): sum_i c_i{x1} * P~_i^(k){x2}.
+
+        Exact when x1 is a polynomial of degree <= ``n_star`` over each window (any x2 in the
+        discrete kernels' exactness class); otherwise an approximation that, unlike the
+        composition rule (21), never differentiates a measured signal.
+
+        Parameters
+        ----------
+        x1, x2 : array_like, shape (M, ...)
+            Same shapes; time along axis 0.
+
+        Returns
+        -------
+        ndarray
+            Same layout as :meth:`apply`.
+        """
+        coef, prod = self.product_kernels(n_star, k)
+        x1 = np.asarray(x1, dtype=float)
+        x2 = np.asarray(x2, dtype=float)
+        if x1.shape != x2.shape:
+            raise DataError(f"product factors have shapes {x1.shape} and {x2.shape}")
+        if x1.shape[0] < self.length:
+            raise DataError(f"{x1.shape[0]} samples are fewer than the {self.length} taps of "
+                            f"the polynomial-approximation filter (T = {self.window} s)")
+        w1 = np.lib.stride_tricks.sliding_window_view(x1, self.length, axis=0)[offset::stride]
+        w2 = np.lib.stride_tricks.sliding_window_view(x2, self.length, axis=0)[offset::stride]
+        return sum((w1 @ c[::-1]) * (w2 @ g[::-1]) for c, g in zip(coef, prod))
 
     # --- application -------------------------------------------------------------------
     def apply(self, x, k=0, stride=1, offset=0):
