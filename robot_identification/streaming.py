@@ -794,6 +794,58 @@ def prediction_rms(model, chunks, values, bank, *, base=None, decimate=1, veloci
     return np.sqrt(neq.residual_sums(np.asarray(values, dtype=float)) / np.maximum(neq.count, 1))
 
 
+def pa_product_regressor(model, q, bank, n_star=2):
+    """PA-filtered rigid regressor P{Y(q, dq, ddq)} built with the product rule (eq. 22-27).
+
+    Y is split as Y(q, dq, ddq) = Y_g(q) + sum_j A_j(q) ddq_j + Y_v(q, dq) with
+    Y_g = Y(q, 0, 0) (gravity, offsets), A_j = Y(q, 0, e_j) - Y_g (inertia and rotor
+    columns) and Y_v the velocity terms (Coriolis/centripetal, friction). Then
+    P{Y_g} is filtered directly (exact), P{A_j(q) ddq_j} by :meth:`apply_product`
+    (exact when A_j(q(t)) is a polynomial of degree <= ``n_star`` over the window; no
+    numerical differentiation) and P{Y_v} by composition (eq. 21) at the PA estimates.
+    Costs n + 3 regressor evaluations per sample (whole array in memory: for moderate
+    recordings; the streaming pipeline uses the composition rule throughout).
+
+    Parameters
+    ----------
+    model : RobotModel
+        Rigid model.
+    q : ndarray (M, n)
+        Measured positions, uniformly sampled at ``bank.fs``.
+    bank : PolynomialApproximation
+    n_star : int
+        N* of eq. (22).
+
+    Returns
+    -------
+    Y : ndarray (M - L, n, P)
+        Filtered regressor, pairs with ``bank.apply(tau, 0)``.
+    dq_hat : ndarray (M - L, n)
+        PA velocity (for the velocity-threshold mask).
+
+    Raises
+    ------
+    DataError
+        Elastic model or too few samples.
+    """
+    if model.config.elastic:
+        raise DataError("pa_product_regressor supports rigid models only")
+    q = np.asarray(q, dtype=float)
+    zeros = np.zeros_like(q)
+    Yg = regressor(model, q, zeros, zeros)
+    out = bank.apply(Yg, 0)
+    for j in range(model.n):
+        e = zeros.copy()
+        e[:, j] = 1.0
+        A = regressor(model, q, zeros, e) - Yg
+        out += bank.apply_product(A, np.repeat(np.repeat(q[:, j, None, None], A.shape[1], 1),
+                                               A.shape[2], 2), k=2, n_star=n_star)
+    qh, dqh = bank.apply(q, 0), bank.apply(q, 1)
+    zh = np.zeros_like(qh)
+    out += regressor(model, qh, dqh, zh) - regressor(model, qh, zh, zh)
+    return out, dqh
+
+
 __all__ = ["iter_dataset_chunks", "iter_npz_chunks", "iter_npy_dir_chunks", "iter_bag_chunks",
            "iter_chunks", "NpyDirWriter", "FIRStates", "make_bank", "accumulate",
-           "identify_streaming", "prediction_rms"]
+           "identify_streaming", "prediction_rms", "pa_product_regressor"]
