@@ -706,7 +706,7 @@ def identify_streaming(model, chunks, *, bank=None, pa=None, decimate=1, estimat
     if bank is None:
         if first.t.shape[0] < 2:
             raise DataError("the first chunk needs at least 2 samples to infer the rate")
-        fs = 1.0 / float(np.median(np.diff(first.t)))
+        fs = round(1.0 / float(np.median(np.diff(first.t))), 6)
         kw = {"window": 0.044, "N": 1, "alpha": 3.0, "beta": 3.0}
         kw.update(pa or {})
         bank = make_bank("pa", fs, **kw)

@@ -55,7 +55,7 @@ def run(args):
         raise DataError(f"'{args.data}' holds no samples") from None
     if first.t.shape[0] < 2:
         raise DataError(f"first chunk of '{args.data}' has fewer than 2 samples")
-    fs = 1.0 / float(np.median(np.diff(first.t)))
+    fs = round(1.0 / float(np.median(np.diff(first.t))), 6)
     if args.filter == "pa":
         bank = make_bank("pa", fs, window=args.window, N=args.degree, alpha=args.alpha,
                          beta=args.beta, delay=args.delay)
