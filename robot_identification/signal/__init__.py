@@ -7,3 +7,5 @@
 """
 from robot_identification.signal._filters import (  # noqa: F401
     central_difference, lowpass_filtfilt, savgol_derivative, velocity_mask)
+from robot_identification.signal._polynomial import (  # noqa: F401,E402
+    PolynomialApproximation, SavitzkyGolay, jacobi_orthonormal)
