@@ -6,7 +6,7 @@
 - :func:`condition_number` -- of the observation matrix
 - :func:`physically_consistent` -- pseudo-inertia LMI (SDP) estimate of standard parameters
 - :func:`identify_drive_gains` -- drive gains from a known payload (Gautier & Briot)
-- :func:`mrls`, :class:`MRLS` -- modified recursive LS with identifiability flags (Lomakin & Deutscher)
+- :func:`mrls`, :class:`MRLS` -- modified recursive LS with flags (Lomakin & Deutscher)
 - :func:`bounded_ls`, :func:`base_bounds` -- box-constrained LS on base parameters
 """
 from robot_identification.estimation._least_squares import (  # noqa: F401
