@@ -57,6 +57,22 @@ def test_identifies_newest_bag_and_publishes_typed_result(context, sim_bag, tmp_
         node.destroy_node()
 
 
+def test_large_bag_is_identified_streaming(context, sim_bag, tmp_path):
+    """Above stream_above_samples the identifier reads the bag in chunks (bounded memory)."""
+    node = identifier(context, sim_bag, stream_above_samples=100, effort_lag_periods=0.5,
+                      compare_with_nominal=True, results_file=str(tmp_path / "results.yaml"))
+    try:
+        res = node.on_identify(Trigger.Request(), Trigger.Response())
+        assert res.success, res.message
+        assert node.result.settings["n_input"] > 100        # the streaming path was taken
+        names = list(node.get_parameter("result.names").value)
+        est = np.array(node.get_parameter("result.estimates").value)
+        for k, true in (("joint1.K", 3000.0), ("joint2.K", 1800.0)):
+            assert abs(est[names.index(k)] / true - 1) < 0.01, k
+    finally:
+        node.destroy_node()
+
+
 @pytest.mark.parametrize("bag", ["../outside", "/etc", "run_a/../../x"])
 def test_bag_outside_data_directory_is_refused(context, sim_bag, bag):
     node = identifier(context, sim_bag, bag=bag)

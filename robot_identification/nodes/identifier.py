@@ -4,7 +4,10 @@
 ``bag`` parameter (a name or path inside ``data_directory``; '' = the newest complete bag) with
 :func:`robot_identification.pipeline.identify`, writes results.yaml and exposes the result as
 typed parameters ``result.names`` / ``result.estimates`` / ``result.std`` / ``result.bag``
-(set only by this node: outside changes are refused).
+(set only by this node: outside changes are refused). Bags with more than
+``stream_above_samples`` link-state messages are identified in bounded memory with
+:func:`robot_identification.streaming.identify_streaming` (polynomial-approximation filters,
+the bag read in chunks).
 """
 from __future__ import annotations
 
@@ -49,6 +52,10 @@ class Identifier(Node):
             "periods (0.5: torque held over the previous period, as simulated_robot publishes)",
             low=0.0, high=10.0)
         self.log_table = declare(self, "log_table", True, "log the result table")
+        self.stream_above = declare(
+            self, "stream_above_samples", 2_000_000, "bags with more link-state messages are "
+            "identified in bounded memory (streaming, polynomial-approximation filters)",
+            low=0, high=2_000_000_000)
         declare(self, "bag", "", "bag to identify (inside data_directory); '' = newest")
         self._internal = False
         for name, default in _RESULTS.items():
@@ -83,16 +90,21 @@ class Identifier(Node):
         try:
             bag = self.resolve_bag()
             log.info(f"identifying {self.model.config.name} from {bag}")
-            ds = load_dataset(bag, joint_topic=self.joint_topic, motor_topic=self.motor_topic,
-                              effort_lag=self.effort_lag)
-            if self.nominal_truth:
-                ds.true_parameters = dict(zip(self.model.parameter_names,
-                                              map(float, self.model.nominal_parameters())))
             settings = self.model.config.identification
             if self.threshold >= 0:
                 settings = replace(settings, velocity_threshold=self.threshold)
-            result = identify(self.model, ds, settings, estimator=self.estimator or None,
-                              log=log.info)
+            n = _message_count(bag, self.joint_topic)
+            if n is not None and n > self.stream_above:
+                log.info(f"{n} samples: streaming identification in bounded memory")
+                result = self._identify_streaming(bag, settings)
+            else:
+                ds = load_dataset(bag, joint_topic=self.joint_topic,
+                                  motor_topic=self.motor_topic, effort_lag=self.effort_lag)
+                if self.nominal_truth:
+                    ds.true_parameters = dict(zip(self.model.parameter_names,
+                                                  map(float, self.model.nominal_parameters())))
+                result = identify(self.model, ds, settings, estimator=self.estimator or None,
+                                  log=log.info)
             out = Path(self.results_file or self.data_directory / f"{bag.name}_results.yaml")
             write_results(result, out, self.model)
         except (IdentificationError, OSError) as exc:
@@ -116,6 +128,32 @@ class Identifier(Node):
                  f"wrote {out}" + (f"\n{format_table(result)}" if self.log_table else ""))
         response.success, response.message = True, str(out.resolve())
         return response
+
+
+    def _identify_streaming(self, bag, settings):
+        from robot_identification.streaming import identify_streaming, iter_bag_chunks
+        if self.effort_lag > 1.0:
+            raise IdentificationError("streaming identification supports effort_lag_periods "
+                                      f"<= 1, got {self.effort_lag}")
+        chunks = iter_bag_chunks(bag, joint_topic=self.joint_topic, motor_topic=self.motor_topic,
+                                 elastic=self.model.config.elastic, effort_lag=self.effort_lag)
+        result = identify_streaming(self.model, chunks,
+                                    estimator=self.estimator or settings.estimator,
+                                    velocity_threshold=settings.velocity_threshold,
+                                    log=self.get_logger().info)
+        if self.nominal_truth:
+            result.true_values = result.base.base_values(self.model.nominal_parameters())
+        return result
+
+
+def _message_count(bag, topic):
+    """Messages on ``topic`` from the bag's metadata; None when unknown (e.g. a cut-off bag)."""
+    try:
+        from rosbags.rosbag2 import Reader
+        with Reader(bag) as reader:
+            return sum(c.msgcount for c in reader.connections if c.topic == topic)
+    except Exception:  # noqa: BLE001 - any unreadable metadata: fall back to the batch path
+        return None
 
 
 def main(args=None):
