@@ -129,7 +129,6 @@ class Identifier(Node):
         response.success, response.message = True, str(out.resolve())
         return response
 
-
     def _identify_streaming(self, bag, settings):
         from robot_identification.streaming import identify_streaming, iter_bag_chunks
         if self.effort_lag > 1.0:
