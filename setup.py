@@ -41,7 +41,6 @@ setup(
     maintainer_email="dev@robot-identification.local",
     description="Dynamic parameter identification of rigid and elastic-joint manipulators",
     license="Apache-2.0",
-    tests_require=["pytest"],
     entry_points={
         "console_scripts": [f"robot-identification = {PACKAGE}.cli:main"]
         + [f"{n} = {PACKAGE}.nodes.{n}:main" for n in NODES],
