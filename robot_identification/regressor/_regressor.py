@@ -49,15 +49,28 @@ def friction_columns(model, velocity):
     return cols
 
 
+def _inertial_map(model, n_cols):
+    """Matrix (n_cols, 10n) taking pinocchio regressor columns to the inertial columns of
+    ``model`` (body selection in config order and change to each body's parameter frame)."""
+    cache = model.__dict__.setdefault("_inertial_map_cache", {})
+    if n_cols not in cache:
+        M = np.zeros((n_cols, 10 * model.n))
+        for k, jid in enumerate(model._jids):
+            A = model._frame_change[k]
+            M[10 * (jid - 1): 10 * jid, 10 * k: 10 * k + 10] = np.eye(10) if A is None else A
+        cache[n_cols] = M
+    return cache[n_cols]
+
+
 def _inertial_block(model, R, rows):
-    """Inertial columns (N, len(rows), 10n) of pinocchio regressor blocks R, in config order."""
-    n = model.n
-    out = np.empty((R.shape[0], len(rows), 10 * n))
-    for k, jid in enumerate(model._jids):
-        block = R[:, rows, 10 * (jid - 1): 10 * jid]
-        A = model._frame_change[k]
-        out[:, :, 10 * k: 10 * k + 10] = block if A is None else block @ A
-    return out
+    """Inertial columns (N, len(rows), 10n) of pinocchio regressor blocks R, in config order.
+
+    One matrix product with :func:`_inertial_map` (a single BLAS call per block).
+    """
+    N, _, C = R.shape
+    if not np.array_equal(rows, np.arange(R.shape[1])):
+        R = R[:, rows, :]
+    return (R.reshape(-1, C) @ _inertial_map(model, C)).reshape(N, len(rows), 10 * model.n)
 
 
 def _drive_column_index(model):
