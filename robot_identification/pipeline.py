@@ -105,6 +105,25 @@ def row_mask(model, states, threshold):
     return np.abs(states["dq"]) >= threshold
 
 
+def row_labels(model):
+    """Row-group labels: ``joint1`` (rigid) or ``joint1 link`` / ``joint1 motor`` (elastic)."""
+    if model.config.elastic:
+        return ([f"{j} link" for j in model.joint_names]
+                + [f"{j} motor" for j in model.joint_names])
+    return list(model.joint_names)
+
+
+def true_base_values(model, base, true_parameters):
+    """Base parameters (p,) of known standard parameters {name: value}; None when unknown.
+
+    Standard parameters missing from the mapping count as 0.
+    """
+    if not true_parameters:
+        return None
+    pi = np.array([true_parameters.get(nm, 0.0) for nm in model.parameter_names])
+    return base.base_values(pi)
+
+
 @dataclass
 class IdentificationResult:
     """Outcome of :func:`identify`.
@@ -218,16 +237,8 @@ def identify(model, datasets, settings: IdentificationSettings | None = None, *,
                         f"record longer or lower the threshold")
     check_excitation(neq.gram, base.names)
     est = ols(neq) if method == "ols" else wls(neq)
-    true = None
-    tp = datasets[0].true_parameters
-    if tp:
-        pi = np.array([tp.get(nm, 0.0) for nm in model.parameter_names])
-        true = base.base_values(pi)
-    if model.config.elastic:
-        labels = ([f"{j} link" for j in model.joint_names]
-                  + [f"{j} motor" for j in model.joint_names])
-    else:
-        labels = list(model.joint_names)
+    true = true_base_values(model, base, datasets[0].true_parameters)
+    labels = row_labels(model)
     units = [model.layout.units[i] for i in base.independent]
     return IdentificationResult(
         robot=model.config.name, names=list(base.names), expressions=base.expressions(),

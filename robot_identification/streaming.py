@@ -39,6 +39,7 @@ from robot_identification.errors import DataError
 from robot_identification.estimation import (
     MRLS, Estimate, NormalEquations, bounded_ls, condition_number, ols, wls)
 from robot_identification.identifiability import base_parameters, check_excitation
+from robot_identification.pipeline import row_labels, row_mask, true_base_values
 from robot_identification.regressor import CHUNK, regressor, torque_vector
 
 _SIGNALS = ("q", "theta", "tau")
@@ -530,41 +531,6 @@ def make_bank(kind, fs, **kw):
 
 
 # --------------------------------------------------------------------------- estimation
-class BlasNormalEquations(NormalEquations):
-    """:class:`NormalEquations` whose ``add`` uses one BLAS product per row group instead of
-    ``np.einsum`` (same statistics; about 10x faster for p ~ 50, which matters for hours of
-    data)."""
-
-    def add(self, W, y, mask=None):
-        W = np.asarray(W, dtype=float)
-        y = np.asarray(y, dtype=float)
-        if W.ndim != 3 or W.shape[1:] != (self.groups, self.p) or y.shape != W.shape[:2]:
-            raise DataError(f"block shapes W {W.shape}, y {y.shape} do not match "
-                            f"(N, {self.groups}, {self.p}) / (N, {self.groups})")
-        if mask is not None:
-            mask = np.asarray(mask, dtype=bool)
-            W = W * mask[:, :, None]
-            y = y * mask
-            self.count += mask.sum(axis=0)
-        else:
-            self.count += W.shape[0]
-        for j in range(self.groups):
-            Wj = np.ascontiguousarray(W[:, j, :])
-            yj = np.ascontiguousarray(y[:, j])
-            self.G[j] += Wj.T @ Wj
-            self.b[j] += Wj.T @ yj
-            self.c[j] += yj @ yj
-
-
-def _row_mask(model, st, threshold):
-    if not threshold or threshold <= 0:
-        return None
-    if model.config.elastic:
-        link = np.ones_like(st["dtheta"], dtype=bool)
-        return np.concatenate([link, np.abs(st["dtheta"]) >= threshold], axis=1)
-    return np.abs(st["dq"]) >= threshold
-
-
 def accumulate(model, chunks, bank, *, base=None, decimate=1, velocity_threshold=0.0,
                block=CHUNK, mrls=None, log=None):
     """Stream chunks through the FIR bank, the regressor and the normal equations.
@@ -600,7 +566,7 @@ def accumulate(model, chunks, bank, *, base=None, decimate=1, velocity_threshold
     t0 = time.perf_counter()
     base = base or base_parameters(model)
     fir = FIRStates(model, bank, decimate)
-    neq = BlasNormalEquations(len(base), model.rows_per_sample)
+    neq = NormalEquations(len(base), model.rows_per_sample)
     n_in = n_out = 0
     t_reg = 0.0
     for ds in chunks:
@@ -610,7 +576,7 @@ def accumulate(model, chunks, bank, *, base=None, decimate=1, velocity_threshold
             continue
         st, _ = res
         M = st["q"].shape[0]
-        mask = _row_mask(model, st, velocity_threshold)
+        mask = row_mask(model, st, velocity_threshold or 0.0)
         for s in range(0, M, block):
             sl = slice(s, min(s + block, M))
             extra = {k: st[k][sl] for k in ("theta", "dtheta", "ddtheta")} if fir.elastic else {}
@@ -755,16 +721,8 @@ def identify_streaming(model, chunks, *, bank=None, pa=None, decimate=1, estimat
             extra = {"active_bounds": [bool(a) for a in active]}
         else:
             est = ols(neq) if estimator == "ols" else wls(neq)
-    true = None
-    tp = first.true_parameters
-    if tp:
-        pi = np.array([tp.get(nm, 0.0) for nm in model.parameter_names])
-        true = base.base_values(pi)
-    if model.config.elastic:
-        labels = ([f"{j} link" for j in model.joint_names]
-                  + [f"{j} motor" for j in model.joint_names])
-    else:
-        labels = list(model.joint_names)
+    true = true_base_values(model, base, first.true_parameters)
+    labels = row_labels(model)
     bank_settings = {"filter": type(bank).__name__, "window": bank.window, "delay": bank.delay}
     for k in ("N", "alpha", "beta", "order", "length"):
         if hasattr(bank, k):

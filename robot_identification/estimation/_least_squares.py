@@ -56,9 +56,12 @@ class NormalEquations:
             self.count += mask.sum(axis=0)
         else:
             self.count += W.shape[0]
-        self.G += np.einsum("nji,njk->jik", W, W)
-        self.b += np.einsum("nji,nj->ji", W, y)
-        self.c += np.einsum("nj,nj->j", y, y)
+        for j in range(self.groups):  # one BLAS product per group (einsum is ~10x slower)
+            Wj = np.ascontiguousarray(W[:, j, :])
+            yj = np.ascontiguousarray(y[:, j])
+            self.G[j] += Wj.T @ Wj
+            self.b[j] += Wj.T @ yj
+            self.c[j] += yj @ yj
 
     def __iadd__(self, other):
         self.G += other.G

@@ -51,7 +51,7 @@ class ExcitationPublisher(Node):
         self.sample = declare(self, "trajectory_sample_period", 0.01,
                               "waypoint spacing sent to the controller [s]", low=1e-4, high=10.0)
         self.t_start = None
-        self.last = None
+        self.last, self.last_msg = None, None
         self.create_service(Trigger, "~/start", self.on_start)
         self.create_service(Trigger, "~/stop", self.on_stop)
         if self.lockstep:
@@ -84,7 +84,13 @@ class ExcitationPublisher(Node):
         return response
 
     def tick(self, t):
-        if not self.active or t == self.last:
+        if not self.active:
+            return
+        if t == self.last:
+            # the simulated robot re-publishes a state (and /clock) when the loop went quiet,
+            # e.g. because this reference was published before the controller had matched
+            # the topic: send the same reference again, or the lockstep loop would stall
+            self.pub.publish(self.last_msg)
             return
         if self.t_start == "next":
             self.t_start = t
@@ -97,6 +103,7 @@ class ExcitationPublisher(Node):
         msg = JointTrajectory(joint_names=list(self.model.joint_names),
                               points=[self.point(tau)])
         msg.header.stamp = to_stamp(t, Time)
+        self.last_msg = msg
         self.pub.publish(msg)
 
     def point(self, tau):

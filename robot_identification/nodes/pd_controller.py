@@ -67,6 +67,7 @@ class PDController(Node):
         self.joint = self.motor = self.ref = None
         self.last_state_time = None   # node clock [s] of the last joint state
         self.last_stamp = -np.inf     # state stamp of the last command
+        self.last_u = None            # last command [N*m] (re-sent for a repeated state)
         self.commands = 0
 
     def _vector(self, names, values):
@@ -77,6 +78,13 @@ class PDController(Node):
         self.joint = (to_sec(msg.header.stamp), self._vector(msg.name, msg.position),
                       self._vector(msg.name, msg.velocity))
         self.last_state_time = self.get_clock().now().nanoseconds * 1e-9
+        if self.lockstep and self.joint[0] == self.last_stamp and self.last_u is not None:
+            # the simulated robot re-publishes a state when the loop went quiet: the command
+            # for it was lost (e.g. sent before the robot had matched the topic); resend it
+            self.get_logger().warning(f"state t = {self.joint[0]:.4f} s repeated: "
+                                      f"command re-sent")
+            self.pub.publish(Float64MultiArray(data=self.last_u.tolist()))
+            return
         self.update()
 
     def on_motor(self, msg):
@@ -96,8 +104,10 @@ class PDController(Node):
                 self.model.config.elastic and self.motor is None):
             return
         t = self.joint[0]
-        if t <= self.last_stamp or (self.lockstep and (
-                self.ref[0] != t or (self.motor is not None and self.motor[0] != t))):
+        if self.lockstep and (self.ref[0] != t or (self.motor is not None
+                                                    and self.motor[0] != t)):
+            return
+        if t <= self.last_stamp:
             return
         self.last_stamp = t
         meas = {"q": self.joint[1], "dq": self.joint[2]}
@@ -107,6 +117,7 @@ class PDController(Node):
         u = np.zeros(self.model.n)
         if self.enabled and self.fault is None:
             u = self.law(self.ref[1], self.ref[2], meas)
+        self.last_u = u
         self.pub.publish(Float64MultiArray(data=u.tolist()))
         self.commands += 1
 
