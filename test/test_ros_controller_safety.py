@@ -151,3 +151,32 @@ def test_parameter_ranges_are_enforced(context):
     from robot_identification.nodes.pd_controller import PDController
     with pytest.raises(InvalidParameterValueException):
         PDController(context=context, parameter_overrides=[Parameter("rate_hz", value=-5.0)])
+
+
+def test_lockstep_resends_command_for_a_repeated_state(context):
+    """When the simulated robot re-publishes a state (its command was lost), the lockstep
+    controller sends the same command again instead of stalling the loop."""
+    from builtin_interfaces.msg import Time
+
+    from robot_identification.nodes.pd_controller import PDController
+    ctrl = PDController(context=context, parameter_overrides=[Parameter("lockstep", value=True)])
+    sent = []
+    ctrl.pub.publish = lambda m: sent.append(list(m.data))
+    names = ["joint1", "joint2"]
+    stamp = Time(sec=1, nanosec=0)
+    try:
+        ref = JointTrajectory(joint_names=names, points=[JointTrajectoryPoint(
+            positions=[0.3, 0.1], velocities=[0.0, 0.0], accelerations=[0.0, 0.0])])
+        ref.header.stamp = stamp
+        state = JointState(name=names, position=[0.1, 0.2], velocity=[0.0, 0.0])
+        state.header.stamp = stamp
+        ctrl.on_reference(ref)
+        ctrl.on_motor(state)
+        ctrl.on_joint(state)
+        assert len(sent) == 1 and any(sent[0])
+        ctrl.on_motor(state)            # the robot's idle re-publication of the same stamp
+        ctrl.on_joint(state)
+        ctrl.on_reference(ref)
+        assert sent == [sent[0], sent[0]]
+    finally:
+        ctrl.destroy_node()
