@@ -305,8 +305,7 @@ def iter_bag_chunks(path, chunk: int = READ_CHUNK, *, joint_topic=None, motor_to
         names = list(m.name)
         if state["names"] is None:
             state["names"] = names
-        idx = ([names.index(j) for j in state["names"]] if names != state["names"]
-               else slice(None))
+        idx = _bag._name_index(names, state["names"])
         pos = np.asarray(m.position, dtype=float)
         eff = np.asarray(m.effort, dtype=float)
         return (pos[idx] if pos.size == len(names) else None,

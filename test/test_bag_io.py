@@ -149,3 +149,31 @@ def test_simulate_command_writes_a_bag(tmp_path, capsys):
     assert ds.true_parameters["joint1.K"] == 3000.0
     assert cli.main(args) != 0                  # never overwrites
     assert "never overwritten" in capsys.readouterr().err
+
+
+def _write_states(path, stamps_ns, names_per_msg):
+    """A bag with /joint_states messages of the given stamps and joint names."""
+    from robot_identification.data._bag import BagWriter, _typestore
+    st = _typestore()
+    T = st.types
+    w = BagWriter(path, {"/joint_states": "sensor_msgs/msg/JointState"}, flush_period=1.0)
+    for k, (ns, names) in enumerate(zip(stamps_ns, names_per_msg)):
+        m = T["sensor_msgs/msg/JointState"](
+            header=T["std_msgs/msg/Header"](stamp=T["builtin_interfaces/msg/Time"](
+                sec=ns // 10**9, nanosec=ns % 10**9), frame_id=""),
+            name=names, position=np.full(len(names), 0.01 * k),
+            velocity=np.zeros(len(names)), effort=np.ones(len(names)))
+        w.write("/joint_states", st.serialize_cdr(m, "sensor_msgs/msg/JointState"), k)
+    w.close()
+
+
+def test_bad_bags_give_data_errors(tmp_path):
+    """Review findings: renamed joints and unstamped messages are named, not tracebacks."""
+    stamps = [k * 10**6 for k in range(50)]
+    names = [["joint1", "joint2"]] * 25 + [["shoulder", "joint2"]] * 25
+    _write_states(tmp_path / "renamed", stamps, names)
+    with pytest.raises(DataError, match=r"lacks joint\(s\) \['joint1'\]"):
+        read_bag(tmp_path / "renamed", elastic=False)
+    _write_states(tmp_path / "unstamped", [0] * 50, [["joint1", "joint2"]] * 50)
+    with pytest.raises(DataError, match="does not stamp its messages"):
+        read_bag(tmp_path / "unstamped", elastic=False)

@@ -121,6 +121,7 @@ def _run_graph(args, out, domain):
         if not res.success:
             raise IdentificationError(f"identifier: {res.message}")
     finally:
+        recorder.shutdown()               # a bag cut short still gets its metadata
         for node in nodes:
             executor.remove_node(node)
             node.destroy_node()

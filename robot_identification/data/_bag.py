@@ -83,6 +83,24 @@ def _iter_truncated_mcap(files, topics):
                 pass  # truncated after the last complete record
 
 
+def _name_index(msg_names, names):
+    """Index of ``names`` in a message's joint names (slice when identical).
+
+    Raises
+    ------
+    DataError
+        A joint missing from the message (names changed within the bag, or motor names that
+        differ from the link names).
+    """
+    if msg_names == names:
+        return slice(None)
+    missing = [j for j in names if j not in msg_names]
+    if missing:
+        raise DataError(f"JointState message lacks joint(s) {missing}: it names {msg_names}, "
+                        f"the recording started with {names}")
+    return [msg_names.index(j) for j in names]
+
+
 def _joint_arrays(msgs, names):
     """Stamps (N,) and position/velocity/effort (N, n) of JointState messages (``names`` order)."""
     t = np.array([m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for m in msgs])
@@ -93,7 +111,7 @@ def _joint_arrays(msgs, names):
             v = np.asarray(getattr(m, field), dtype=float)
             if v.size != len(m.name):
                 break
-            idx = [list(m.name).index(j) for j in names] if list(m.name) != names else slice(None)
+            idx = _name_index(list(m.name), names)
             rows.append(v[idx])
         out[field] = np.array(rows) if len(rows) == len(msgs) else None
     return t, out
@@ -149,6 +167,9 @@ def read_bag(path, *, joint_topic: str = JOINT_TOPIC, motor_topic: str = MOTOR_T
     if link["position"] is None:
         raise DataError(f"'{joint_topic}' messages in '{path}' have fewer positions than names")
     order, keep, dropped = _order(t)
+    if dropped > len(t) // 2:
+        raise DataError(f"{dropped} of {len(t)} '{joint_topic}' messages in '{path}' repeat an "
+                        f"earlier header stamp: the driver does not stamp its messages")
     t = t[order][keep]
     q = link["position"][order][keep]
     dq = None if link["velocity"] is None else link["velocity"][order][keep]
@@ -165,6 +186,10 @@ def read_bag(path, *, joint_topic: str = JOINT_TOPIC, motor_topic: str = MOTOR_T
         arrays = {f: None if motor[f] is None else motor[f][o][k] for f in motor}
         if len(tm) != len(t) or np.any(tm != t):
             inside = (t >= tm[0]) & (t <= tm[-1])
+            if inside.sum() < 2:
+                raise DataError(f"'{motor_topic}' and '{joint_topic}' in '{path}' do not "
+                                f"overlap in time (stamps {tm[0]:.6g}-{tm[-1]:.6g} s vs "
+                                f"{t[0]:.6g}-{t[-1]:.6g} s)")
             t, q = t[inside], q[inside]
             dq = None if dq is None else dq[inside]
             arrays = {f: None if v is None else np.column_stack(
@@ -174,6 +199,8 @@ def read_bag(path, *, joint_topic: str = JOINT_TOPIC, motor_topic: str = MOTOR_T
         if link["effort"] is None:
             raise DataError(f"'{joint_topic}' messages in '{path}' carry no efforts (torques)")
         tau = link["effort"][order][keep]
+    if len(t) < 2:
+        raise DataError(f"bag '{path}' holds {len(t)} usable sample(s) on '{joint_topic}'")
     if effort_lag:
         ts = t + effort_lag * np.median(np.diff(t))
         tau = np.column_stack([np.interp(ts, t, tau[:, j]) for j in range(tau.shape[1])])

@@ -71,6 +71,7 @@ class ExcitationPublisher(Node):
             response.success, response.message = False, "already running"
             return response
         self.t_start = "next"           # starts at the next tick
+        self.last, self.last_msg = None, None
         if self.pub_jtc is not None:
             self.pub_jtc.publish(self.joint_trajectory())
         self.pub_active.publish(Bool(data=True))

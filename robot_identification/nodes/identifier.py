@@ -74,7 +74,8 @@ class Identifier(Node):
         root = self.data_directory.resolve()
         name = self.get_parameter("bag").value
         if not name:
-            bags = [p for p in root.glob("*") if (p / "metadata.yaml").exists()]
+            bags = [p for p in root.glob("*") if (p / "metadata.yaml").exists()
+                    and p.resolve().is_relative_to(root)]
             if not bags:
                 raise IdentificationError(f"no complete bag in {root}")
             return max(bags, key=lambda p: p.stat().st_mtime)
@@ -85,8 +86,21 @@ class Identifier(Node):
             raise IdentificationError(f"bag '{name}' does not exist in {root}")
         return path
 
+    _SETTINGS = {"estimator": "estimator", "threshold": "velocity_threshold",
+                 "results_file": "results_file", "nominal_truth": "compare_with_nominal",
+                 "joint_topic": "joint_states_topic", "motor_topic": "motor_states_topic",
+                 "effort_lag": "effort_lag_periods", "log_table": "log_table",
+                 "stream_above": "stream_above_samples"}
+
+    def _refresh(self):
+        """Re-read the settings, so that parameters changed at run time take effect."""
+        for attr, name in self._SETTINGS.items():
+            setattr(self, attr, self.get_parameter(name).value)
+        self.data_directory = Path(self.get_parameter("data_directory").value)
+
     def on_identify(self, request, response):
         log = self.get_logger()
+        self._refresh()
         try:
             bag = self.resolve_bag()
             log.info(f"identifying {self.model.config.name} from {bag}")
@@ -111,6 +125,11 @@ class Identifier(Node):
             log.error(f"identification failed: {exc}")
             response.success, response.message = False, str(exc)
             return response
+        except Exception as exc:  # noqa: BLE001 - a bad bag must not kill the service
+            import traceback
+            log.error(f"identification failed unexpectedly: {exc!r}\n{traceback.format_exc()}")
+            response.success, response.message = False, f"internal error: {exc!r}"
+            return response
         self.result = result
         self._internal = True
         try:
@@ -131,9 +150,9 @@ class Identifier(Node):
 
     def _identify_streaming(self, bag, settings):
         from robot_identification.streaming import identify_streaming, iter_bag_chunks
-        if self.effort_lag > 1.0:
+        if self.effort_lag >= 1.0:
             raise IdentificationError("streaming identification supports effort_lag_periods "
-                                      f"<= 1, got {self.effort_lag}")
+                                      f"below 1, got {self.effort_lag}")
         chunks = iter_bag_chunks(bag, joint_topic=self.joint_topic, motor_topic=self.motor_topic,
                                  elastic=self.model.config.elastic, effort_lag=self.effort_lag)
         result = identify_streaming(self.model, chunks,

@@ -34,11 +34,12 @@ class PDController(Node):
         sim, n = model.config.simulation, model.n
         rate = declare(self, "rate_hz", float(sim.rate_hz), "control rate [Hz]", low=1.0,
                        high=100000.0, read_only=True)
+        self.period = 1.0 / rate
         kp = declare(self, "kp", [float(x) for x in (sim.kp or [0.0] * n)],
                      "P gains [N*m/rad]; zeros: default design", read_only=True)
         kd = declare(self, "kd", [float(x) for x in (sim.kd or [0.0] * n)],
                      "D gains [N*m*s/rad]", read_only=True)
-        self.law = make_controller(model, kp if any(kp) else None, kd if any(kp) else None)
+        self.law = make_controller(model, kp if any(kp) else None, kd if any(kd) else None)
         self.lockstep = declare(self, "lockstep", True, "one command per state stamp",
                                 read_only=True)
         self.max_age = declare(self, "watchdog_periods", 10, "stale after this many periods",
@@ -107,6 +108,10 @@ class PDController(Node):
         if self.lockstep and (self.ref[0] != t or (self.motor is not None
                                                     and self.motor[0] != t)):
             return
+        if t < self.last_stamp - 1.5 * self.period:
+            # the robot's time went back (simulated_robot ~/reset): start afresh
+            self.get_logger().info(f"state time went back to {t:.4f} s: controller reset")
+            self.last_stamp, self.last_u = -np.inf, None
         if t <= self.last_stamp:
             return
         self.last_stamp = t

@@ -5,7 +5,8 @@ convention), publishes link-side ``joint_states``, motor-side ``motor_states`` (
 link-referred, effort = applied motor torque) and ``/clock``.
 
 - lockstep: one control period per received command (deterministic, as fast as the graph
-  allows); until the first command the initial state is re-published at 10 Hz.
+  allows); until the first command (or after 0.5 s without one) the state is re-published
+  at 10 Hz.
 - realtime: a wall timer steps at ``rate_hz`` with the latest command (zero before the first).
 """
 from __future__ import annotations
@@ -26,6 +27,10 @@ from robot_identification.simulation import Simulator
 
 
 class SimulatedRobot(Node):
+    #: [s] of silence after which lockstep re-publishes the state (long enough that a command
+    #: still in flight on a loaded machine is not answered twice)
+    IDLE = 0.5
+
     def __init__(self, **kwargs):
         super().__init__("simulated_robot", **kwargs)
         self.model = declare_robot(self)
@@ -85,7 +90,7 @@ class SimulatedRobot(Node):
     def on_idle(self):
         # re-publish while waiting for the first command (or after the graph went quiet), so
         # that late-joining nodes get the state; duplicates carry the same stamp
-        if time.monotonic() - self.last_command > 0.1:
+        if time.monotonic() - self.last_command > self.IDLE:
             self.publish(self.sim.state.t, self.u)
 
     def on_tick(self):
