@@ -28,6 +28,7 @@ def generate_launch_description():
     robot = LaunchConfiguration("robot")
     data = LaunchConfiguration("data_directory")
     lockstep = LaunchConfiguration("lockstep")
+    trajectory = LaunchConfiguration("trajectory_file")
     return LaunchDescription([
         DeclareLaunchArgument("robot", default_value="zollo_planar",
                               description="shipped robot: config/robots/<robot>.yaml + its URDF"),
@@ -35,8 +36,12 @@ def generate_launch_description():
                               description="directory of the recorded bags and results"),
         DeclareLaunchArgument("lockstep", default_value="true",
                               description="true: deterministic lockstep; false: real time"),
-        node("simulated_robot", robot=robot, lockstep=lockstep),
-        node("excitation_publisher", robot=robot, lockstep=lockstep, use_sim_time=lockstep),
+        DeclareLaunchArgument("trajectory_file", default_value="",
+                              description="excitation trajectory YAML (robot-identification "
+                                          "excite); '' = the robot config's"),
+        node("simulated_robot", robot=robot, lockstep=lockstep, trajectory_file=trajectory),
+        node("excitation_publisher", robot=robot, lockstep=lockstep, use_sim_time=lockstep,
+             trajectory_file=trajectory),
         node("pd_controller", robot=robot, lockstep=lockstep, use_sim_time=lockstep),
         node("recorder", data_directory=data, use_sim_time=lockstep),
         node("identifier", robot=robot, data_directory=data, compare_with_nominal=True,

@@ -23,6 +23,8 @@ from std_srvs.srv import Trigger
 
 from robot_identification.nodes._common import (QOS, declare, declare_robot, finite, main_for,
                                                 to_stamp)
+from robot_identification.errors import IdentificationError
+from robot_identification.excitation import load_trajectory, trajectory_from_config
 from robot_identification.simulation import Simulator
 
 
@@ -41,8 +43,15 @@ class SimulatedRobot(Node):
                                 read_only=True)
         snr = declare(self, "snr_db", 0.0, "measurement noise SNR [dB]; 0: no noise",
                       low=0.0, high=200.0, read_only=True)
-        self.q0 = declare(self, "initial_positions", [0.0] * self.model.n,
-                          "initial link positions [rad]")
+        traj_file = declare(self, "trajectory_file", "", "excitation whose start point is the "
+                            "default initial state; '' = the robot config's", read_only=True)
+        traj = load_trajectory(traj_file) if traj_file else trajectory_from_config(self.model)
+        start = [float(x) for x in traj.evaluate(0.0)[0][0]]
+        self.q0 = declare(self, "initial_positions", start, "initial link positions [rad] "
+                          "(default: the start of the excitation, so the reference does not jump)")
+        if len(self.q0) != self.model.n:
+            raise IdentificationError(f"initial_positions has {len(self.q0)} values; robot "
+                                      f"'{self.model.config.name}' has {self.model.n} joints")
         self.sim = Simulator(self.model, rate_hz=rate, seed=declare(self, "seed", 0, "noise seed"),
                              snr_db=snr or None)
         self.pub_joint = self.create_publisher(
