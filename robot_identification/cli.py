@@ -51,6 +51,9 @@ def main(argv=None) -> int:
     except IdentificationError as exc:
         print(f"robot-identification {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:     # unreadable input, unwritable output
+        print(f"robot-identification {args.command}: error: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -601,12 +601,17 @@ def accumulate(model, chunks, bank, *, base=None, decimate=1, velocity_threshold
                  "t_total": time.perf_counter() - t0}
 
 
-def _estimate_from(neq, x, K_inv, method):
+def _estimate_from(neq, x, K_inv, method, flags=None):
     M = int(neq.count.sum())
     p = len(x)
     s2 = neq.residual_sums(x).sum() / max(M - p, 1)
     cov = K_inv * s2
-    std = np.sqrt(np.clip(np.diag(cov), 0, None))
+    if flags is not None:      # MRLS: not identified -> unknown (NaN) uncertainty, not zero
+        bad = np.asarray(flags) != 1
+        cov[bad, :] = np.nan
+        cov[:, bad] = np.nan
+    with np.errstate(invalid="ignore"):
+        std = np.sqrt(np.clip(np.diag(cov), 0, None))
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = 100.0 * std / np.abs(x)
     rms = np.sqrt(neq.residual_sums(x) / np.maximum(neq.count, 1))
@@ -709,7 +714,7 @@ def identify_streaming(model, chunks, *, bank=None, pa=None, decimate=1, estimat
     extra = {}
     if estimator == "mrls":
         r = est_mrls.result()
-        est = _estimate_from(neq, r.values, r.K_inv, "mrls")
+        est = _estimate_from(neq, r.values, r.K_inv, "mrls", flags=r.flags)
         extra = {"flags": [int(f) for f in r.flags],
                  "active_bounds": [bool(c) for c in r.clipped] if lo is not None else []}
     else:

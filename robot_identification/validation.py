@@ -122,13 +122,12 @@ def load_estimates(path, model, base=None):
         Missing file, wrong robot, or base parameters that do not match the model's.
     """
     from robot_identification.identifiability import base_parameters
+    from robot_identification.report import read_results
     path = Path(path)
-    if not path.is_file():
-        raise DataError(f"results file '{path}' does not exist")
+    doc = read_results(path)
     try:
-        doc = yaml.safe_load(path.read_text())
         names = [e["name"] for e in doc["base_parameters"]]
-    except (yaml.YAMLError, KeyError, TypeError) as exc:
+    except (KeyError, TypeError) as exc:
         raise DataError(f"'{path}' is not a results.yaml: {exc}") from None
     if doc.get("robot") != model.config.name:
         raise DataError(f"'{path}' holds results of robot '{doc.get('robot')}', not "

@@ -231,3 +231,17 @@ def test_pa_product_regressor_noise_free(rigid):
     err_comp = np.abs(res.estimate.values - truth)
     assert np.all(err_prod <= 5e-3 * np.abs(truth) + 5e-3), dict(zip(base.names, err_prod))
     assert err_prod.max() <= 1.5 * err_comp.max()
+
+
+def test_mrls_unidentified_parameters_have_unknown_std():
+    """Review finding: parameters MRLS leaves at their initial guess get NaN std, not 0."""
+    from robot_identification.estimation import NormalEquations
+    from robot_identification.streaming import _estimate_from
+    rng = np.random.default_rng(0)
+    W = rng.normal(size=(200, 1, 3))
+    W[:, :, 1] = 0.0
+    neq = NormalEquations(3, 1)
+    neq.add(W, W @ np.array([1.0, 0.0, 2.0]) + 0.01 * rng.normal(size=(200, 1)))
+    K_inv = np.linalg.pinv(neq.gram)
+    est = _estimate_from(neq, np.array([1.0, 0.5, 2.0]), K_inv, "mrls", flags=[1, 0, 1])
+    assert np.isnan(est.std[1]) and np.all(np.isfinite(est.std[[0, 2]]))

@@ -30,7 +30,10 @@ def run(args):
     from robot_identification.data import load_dataset
     from robot_identification.data._csv import csv_options
     from robot_identification.estimation import identify_drive_gains, payload_parameters
+    from robot_identification.report import read_results
     model = robot_from_args(args)
+    if args.results:                # refuse a bad results file before the long computation
+        read_results(args.results, model.config.name)
     ones = [1.0] * model.n          # read currents: tau column = current [A]
     un = [load_dataset(p, model=model, drive_gains=ones) for p in args.unloaded]
     lo = [load_dataset(p, model=model, drive_gains=ones) for p in args.loaded]
@@ -46,7 +49,7 @@ def run(args):
               f"{res.payload_torque_rms[k]:10.3f}{res.residual_rms[k]:10.3f}{flag}")
     if args.results:
         path = Path(args.results)
-        doc = yaml.safe_load(path.read_text())
+        doc = read_results(path, model.config.name)
         doc["drive_gains"] = {"given": list(given) if given else None,
                               "identified": [float(g) for g in res.gains],
                               "identified_std": [float(s) for s in res.std],

@@ -20,11 +20,11 @@ def add_arguments(p):
 def export_from_results(model, results, output):
     """Export the ``estimates.physical`` standard parameters of ``results`` to ``output``."""
     import numpy as np
-    import yaml
 
     from robot_identification.errors import DataError
+    from robot_identification.report import read_results
     from robot_identification.report._urdf_export import export_urdf
-    doc = yaml.safe_load(Path(results).read_text())
+    doc = read_results(results, model.config.name)
     phys = (doc.get("estimates") or {}).get("physical")
     if not phys:
         raise DataError(f"'{results}' has no physically consistent estimate; run identify "

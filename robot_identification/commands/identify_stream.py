@@ -48,6 +48,8 @@ def run(args):
     from robot_identification.report import format_table, write_results
     from robot_identification.streaming import identify_streaming, iter_chunks, make_bank
     model = robot_from_args(args)
+    if args.chunk < 2:
+        raise DataError(f"--chunk must be at least 2 samples, got {args.chunk}")
     chunks = iter(iter_chunks(args.data, args.chunk))
     try:
         first = next(chunks)
@@ -55,7 +57,10 @@ def run(args):
         raise DataError(f"'{args.data}' holds no samples") from None
     if first.t.shape[0] < 2:
         raise DataError(f"first chunk of '{args.data}' has fewer than 2 samples")
-    fs = round(1.0 / float(np.median(np.diff(first.t))), 6)
+    dt = float(np.median(np.diff(first.t)))
+    if not dt > 0:
+        raise DataError(f"time stamps of '{args.data}' do not increase (median step {dt} s)")
+    fs = round(1.0 / dt, 6)
     if args.filter == "pa":
         bank = make_bank("pa", fs, window=args.window, N=args.degree, alpha=args.alpha,
                          beta=args.beta, delay=args.delay)

@@ -359,8 +359,13 @@ def optimise_excitation(model, parametrisation, criterion="cond", n_samples=120,
     history = []
     full = model_limits(model, 1.0, acceleration_limit)
 
+    # feasibility of the result on a 1 kHz grid (the constraints use the coarser t_con),
+    # the grid on which check_limits and the excitation publisher test the trajectory
+    t_dense = np.linspace(t_con[0], t_con[-1], max(len(t_con),
+                                                   int((t_con[-1] - t_con[0]) * 1000) + 1))
+
     def feasible(x):
-        return max(limit_violation(*par.evaluate(x, t_con), full)) == 0
+        return max(limit_violation(*par.evaluate(x, t_dense), full)) == 0
 
     def callback(xk):
         history.append((objective(xk), xk.copy()))
@@ -372,7 +377,17 @@ def optimise_excitation(model, parametrisation, criterion="cond", n_samples=120,
     seconds = time.perf_counter() - start
     # SLSQP may stop at a point slightly outside the limits: keep the best feasible iterate
     candidates = [(objective(res.x), res.x)] + history[::-1] + [(objective(x0), x0)]
-    x = min((c for c in candidates if feasible(c[1])), key=lambda c: c[0])[1]
+
+    def shrunk(x):          # violations between the constraint points: shrink slightly
+        for _ in range(30):
+            if feasible(x):
+                return x
+            x = 0.99 * x
+        return None
+
+    good = [(objective(xs), xs) for xs in (shrunk(c[1]) for c in candidates[:10] + candidates[-1:])
+            if xs is not None]
+    x = min(good, key=lambda c: c[0])[1] if good else x0
     ok = feasible(x)
     W0, W1 = f_W(*par.evaluate(x0, t_obj)), f_W(*par.evaluate(x, t_obj))
     return OptimisationResult(

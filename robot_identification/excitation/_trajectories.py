@@ -350,7 +350,7 @@ def scale_to_limits(model, traj, margin=LIMIT_MARGIN, dt=1e-3):
 
     The excursion about the start point is scaled, so velocity and acceleration
     scale with it; the position range is kept inside the limits (shrunk by
-    ``1 - margin`` of the range at each end).
+    ``(1 - margin) / 2`` of the range at each end).
 
     Raises
     ------
@@ -429,30 +429,36 @@ def trajectory_from_config(model, spec=None):
     if extra:
         raise ConfigError(f"simulation.excitation ({kind}): unknown key(s) {extra}; allowed "
                           f"{sorted(allowed)}")
-    n = model.n
-    rng = np.random.default_rng(int(spec.get("seed", 0)))
-    margin = float(spec.get("margin", LIMIT_MARGIN))
-    amp = np.broadcast_to(np.asarray(spec.get("amplitude", 1.0), dtype=float), (n,)).copy()
-    lo, hi, _, _ = _limit_arrays(model)
-    if spec.get("start") is not None:
-        start = np.broadcast_to(np.asarray(spec["start"], float), (n,)).copy()
-    else:
-        start = np.where(np.isfinite(lo) & np.isfinite(hi), 0.5 * (lo + hi), 0.0)
-    names = model.joint_names
-    if kind == "bspline":
-        segments = int(spec.get("segments", 10))
-        if segments < 2:
-            raise ConfigError(f"simulation.excitation.segments must be >= 2, got {segments}")
-        ctrl = start + amp * rng.uniform(-1.0, 1.0, (segments - 1, n))
-        traj = BSplineTrajectory(ctrl, float(spec.get("duration", 10.0)), start,
-                                 joint_names=names)
-    else:
-        M = int(spec.get("harmonics", 5))
-        ff = float(spec.get("base_frequency", 0.1))
-        w = 2 * np.pi * ff * np.arange(1, M + 1)
-        # velocity amplitudes giving position excursions ~ amp (a_l / (w l) ~ amp / M)
-        a = rng.uniform(-1, 1, (n, M)) * w * amp[:, None] / M
-        b = rng.uniform(-1, 1, (n, M)) * w * amp[:, None] / M
-        traj = FourierTrajectory(a, b, ff, start, int(spec.get("periods", 1)),
-                                 joint_names=names)
+    try:
+        n = model.n
+        rng = np.random.default_rng(int(spec.get("seed", 0)))
+        margin = float(spec.get("margin", LIMIT_MARGIN))
+        amp = np.broadcast_to(np.asarray(spec.get("amplitude", 1.0), dtype=float), (n,)).copy()
+        lo, hi, _, _ = _limit_arrays(model)
+        if spec.get("start") is not None:
+            start = np.broadcast_to(np.asarray(spec["start"], float), (n,)).copy()
+        else:
+            start = np.where(np.isfinite(lo) & np.isfinite(hi), 0.5 * (lo + hi), 0.0)
+        names = model.joint_names
+        if kind == "bspline":
+            segments = int(spec.get("segments", 10))
+            if segments < 2:
+                raise ConfigError(f"simulation.excitation.segments must be >= 2, got {segments}")
+            ctrl = start + amp * rng.uniform(-1.0, 1.0, (segments - 1, n))
+            traj = BSplineTrajectory(ctrl, float(spec.get("duration", 10.0)), start,
+                                     joint_names=names)
+        else:
+            M = int(spec.get("harmonics", 5))
+            if M < 1:
+                raise ConfigError(f"simulation.excitation.harmonics must be >= 1, got {M}")
+            ff = float(spec.get("base_frequency", 0.1))
+            w = 2 * np.pi * ff * np.arange(1, M + 1)
+            # velocity amplitudes giving position excursions ~ amp (a_l / (w l) ~ amp / M)
+            a = rng.uniform(-1, 1, (n, M)) * w * amp[:, None] / M
+            b = rng.uniform(-1, 1, (n, M)) * w * amp[:, None] / M
+            traj = FourierTrajectory(a, b, ff, start, int(spec.get("periods", 1)),
+                                     joint_names=names)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"simulation.excitation ({kind}) {spec}: {exc} (amplitude and start "
+                          f"take one value or one per joint, {model.n} here)") from None
     return scale_to_limits(model, traj, margin)

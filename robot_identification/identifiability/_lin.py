@@ -504,6 +504,12 @@ def lin_identify(model, base_configuration, values=(0.7, -0.7, -0.6), times=(0.2
         x, _ = _lstsq(A, np.array(y), j + 1, _Scratch(), ("U33",))
         est.U[j, 2, 2] = x[0]
         result.constants[f"body{j + 1}.U33"] = float(x[0])
+    missing = sorted(set(minimal_set(model)) - set(result.constants))
+    if missing:
+        raise ExcitationError(f"the one-joint motions at this base configuration do not "
+                              f"identify {missing} (their regressor columns vanish); choose "
+                              f"configurations where the joints are neither parallel nor "
+                              f"perpendicular to the moving joint (Lin, Property 1)")
     return result
 
 

@@ -60,6 +60,35 @@ def result_to_dict(result, model=None) -> dict:
     return out
 
 
+def read_results(path, robot=None) -> dict:
+    """Parse a results.yaml written by :func:`write_results`.
+
+    Parameters
+    ----------
+    path : path
+    robot : str, optional
+        Expected robot name; a file identified on another robot is refused.
+
+    Raises
+    ------
+    DataError
+        Missing file, not YAML, not a results file, or identified on another robot.
+    """
+    from robot_identification.errors import DataError
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"results file '{path}' does not exist")
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise DataError(f"'{path}' is not valid YAML: {exc}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("base_parameters"), list):
+        raise DataError(f"'{path}' is not a results.yaml (no 'base_parameters' list)")
+    if robot is not None and doc.get("robot") not in (None, robot):
+        raise DataError(f"'{path}' holds results of robot '{doc.get('robot')}', not '{robot}'")
+    return doc
+
+
 def _f(x):
     x = float(x)
     return x if np.isfinite(x) else None

@@ -103,13 +103,17 @@ def simulate(model, duration=None, trajectory=None, seed=0, snr_db=None, *,
     Raises
     ------
     ExcitationError
-        The trajectory has the wrong number of joints.
+        The trajectory has the wrong number of joints or other joint names.
     DataError
-        The simulation diverged.
+        Negative seed, non-finite SNR, or the simulation diverged.
     """
     from robot_identification.excitation import (
         load_trajectory, trajectory_from_config)
     from robot_identification.errors import ExcitationError
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise DataError(f"seed must be a non-negative integer, got {seed!r}")
+    if snr_db is not None and not (np.isfinite(snr_db) and snr_db > 0):
+        raise DataError(f"SNR must be a finite positive number of dB, got {snr_db!r}")
     if torque is None:
         torque = "command" if derivatives else "interval_mean"
     if torque not in ("interval_mean", "command"):
@@ -121,6 +125,10 @@ def simulate(model, duration=None, trajectory=None, seed=0, snr_db=None, *,
     if trajectory.n_joints != model.n:
         raise ExcitationError(f"trajectory has {trajectory.n_joints} joints, robot "
                               f"'{model.config.name}' has {model.n}")
+    names = getattr(trajectory, "joint_names", None)
+    if names and tuple(names) != tuple(model.joint_names):
+        raise ExcitationError(f"trajectory is for joints {list(names)}, robot "
+                              f"'{model.config.name}' has {list(model.joint_names)}")
     duration = float(trajectory.duration if duration is None else duration)
     if duration <= 0:
         raise DataError(f"duration must be > 0 s, got {duration}")
