@@ -38,8 +38,7 @@ ROTATIONAL_UNKNOWNS = ("U11-U22", "U33", "U12", "U13", "U23", "kx", "ky")
 TRANSLATIONAL_UNKNOWNS = ("kx", "ky", "kz", "m")
 
 
-def _skew(v):
-    return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
+_skew = pin.skew        # [v x] (pinocchio)
 
 
 def _M(U):

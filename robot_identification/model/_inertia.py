@@ -13,10 +13,6 @@ INERTIAL_NAMES = ("m", "mx", "my", "mz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz
 INERTIAL_UNITS = ("kg", "kg*m", "kg*m", "kg*m") + ("kg*m^2",) * 6
 
 
-def _skew(v):
-    return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
-
-
 def _sym(p):
     return np.array([[p[4], p[5], p[7]], [p[5], p[6], p[8]], [p[7], p[8], p[9]]])
 
