@@ -113,6 +113,15 @@ def test_lockstep_graph_records_and_identifies(client, tmp_path):
         g.start("recorder", data_directory=str(data))
         g.start("identifier", data_directory=str(data), compare_with_nominal=True,
                 effort_lag_periods=0.5, results_file=str(tmp_path / "results.yaml"))
+        # the graph is connected before the run starts (the recorder must see the first state)
+        wanted = {"/joint_states": 2, "/motor_states": 2, "/reference": 2,
+                  "/effort_controller/commands": 2, "/clock": 1}
+        spin_until(client, lambda: all(client.count_subscribers(t) >= k
+                                       for t, k in wanted.items()), 60.0)
+        end = time.monotonic() + 60.0             # the recorder receives the idle states
+        while "/joint_states: 0" in call(client, Trigger, "/recorder/status").message:
+            assert time.monotonic() < end, "the recorder never received a joint state"
+            time.sleep(0.1)
         active = []
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         client.create_subscription(Bool, "/excitation_publisher/active",

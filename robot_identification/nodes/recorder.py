@@ -57,10 +57,13 @@ class Recorder(Node):
         self.last_bag = None
         self.create_service(Trigger, "~/start", self.on_start)
         self.create_service(Trigger, "~/stop", self.on_stop)
+        self.received = {}          # messages received per topic (recording or not)
+        self.create_service(Trigger, "~/status", self.on_status)
         if declare(self, "autostart", False, "start recording at launch"):
             self.on_start(None, Trigger.Response())
 
     def on_message(self, topic, stamped, data):
+        self.received[topic] = self.received.get(topic, 0) + 1
         if self.writer is None:
             return
         self.writer.write(topic, data, self.get_clock().now().nanoseconds)
@@ -108,6 +111,15 @@ class Recorder(Node):
                f"out of order/duplicate: {self.stats['out_of_order']})")
         self.get_logger().info(f"stopped recording: {msg}")
         response.success, response.message = True, msg
+        return response
+
+    def on_status(self, request, response):
+        """Whether the recorder is recording, and the messages received per topic so far
+        (a topic at 0 is not connected yet)."""
+        counts = ", ".join(f"{t}: {self.received.get(t, 0)}" for t in self.topics)
+        state = f"recording {self.writer.path}" if self.writer is not None else "idle"
+        response.success = all(self.received.get(t, 0) > 0 for t in self.topics)
+        response.message = f"{state}; received {counts}"
         return response
 
     def shutdown(self):
