@@ -95,3 +95,15 @@ def rigid_arm():
 @pytest.fixture
 def elastic_arm():
     return make_model("elastic", prismatic=False, gear=[50.0, 80.0, 0.1, 30.0, 2.0])
+
+
+@pytest.fixture(scope="module")
+def context(request):
+    """An rclpy context on the test module's own ``DOMAIN_ID``, discovery on localhost only."""
+    import os
+    rclpy = pytest.importorskip("rclpy")
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=request.module.DOMAIN_ID)
+    yield ctx
+    rclpy.shutdown(context=ctx)

@@ -1,7 +1,6 @@
 """Shipped parameter files: keyed by node name with ros__parameters, every key declared by its
 node (a typo would otherwise be ignored silently), values accepted; ros2_controllers.yaml joints
 match the robot."""
-import os
 from pathlib import Path
 
 import pytest
@@ -16,15 +15,6 @@ ROOT = Path(__file__).resolve().parents[1]
 DOMAIN_ID = 139
 NODES = {"simulated_robot": "SimulatedRobot", "excitation_publisher": "ExcitationPublisher",
          "pd_controller": "PDController", "recorder": "Recorder", "identifier": "Identifier"}
-
-
-@pytest.fixture(scope="module")
-def context():
-    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx, domain_id=DOMAIN_ID)
-    yield ctx
-    rclpy.shutdown(context=ctx)
 
 
 @pytest.mark.parametrize("name", sorted(NODES))

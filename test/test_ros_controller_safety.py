@@ -1,6 +1,5 @@
 """pd_controller safety: stale states, NaN, limits -> zero torque within the documented periods;
 excitation_publisher refuses trajectories beyond the limits; parameter validation."""
-import os
 import time
 
 import numpy as np
@@ -21,15 +20,6 @@ from robot_identification.errors import ExcitationError  # noqa: E402
 DOMAIN_ID = 132
 RATE = 100.0          # Hz: 10 ms periods, robust on a loaded machine
 WATCHDOG = 5          # periods
-
-
-@pytest.fixture(scope="module")
-def context():
-    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx, domain_id=DOMAIN_ID)
-    yield ctx
-    rclpy.shutdown(context=ctx)
 
 
 class Rig:

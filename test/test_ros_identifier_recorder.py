@@ -1,5 +1,4 @@
 """identifier: bag confinement, newest bag, read-only results; recorder: never overwrites."""
-import os
 
 import numpy as np
 import pytest
@@ -13,15 +12,6 @@ from robot_identification.data._bag import write_bag  # noqa: E402
 
 pytestmark = pytest.mark.ros
 DOMAIN_ID = 137
-
-
-@pytest.fixture(scope="module")
-def context():
-    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx, domain_id=DOMAIN_ID)
-    yield ctx
-    rclpy.shutdown(context=ctx)
 
 
 @pytest.fixture(scope="module")

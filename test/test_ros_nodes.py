@@ -1,6 +1,5 @@
 """simulated_robot lockstep/reset and excitation_publisher streaming/trajectory-controller output,
 in process (ROS_DOMAIN_ID 138)."""
-import os
 import time
 
 import numpy as np
@@ -18,15 +17,6 @@ from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 pytestmark = pytest.mark.ros
 DOMAIN_ID = 138
-
-
-@pytest.fixture(scope="module")
-def context():
-    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx, domain_id=DOMAIN_ID)
-    yield ctx
-    rclpy.shutdown(context=ctx)
 
 
 def spin_until(ex, cond, timeout=10.0):
