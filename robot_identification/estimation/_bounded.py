@@ -14,6 +14,20 @@ import scipy.optimize
 from robot_identification.errors import DataError
 
 
+def _check_bounds(lower, upper, size, what, names=None):
+    """Bounds as float arrays (size,); DataError on a wrong length or lower > upper."""
+    lo = np.asarray(lower, dtype=float)
+    hi = np.asarray(upper, dtype=float)
+    if lo.shape != (size,) or hi.shape != (size,):
+        raise DataError(f"bounds must have {size} values ({what}), got {lo.shape} and "
+                        f"{hi.shape}")
+    bad = np.flatnonzero(lo > hi)
+    if bad.size:
+        nm = [names[i] for i in bad] if names is not None else list(bad)
+        raise DataError(f"lower bound above upper bound for {nm}")
+    return lo, hi
+
+
 def base_bounds(grouping, lower, upper, names=None):
     """Interval bounds of beta = grouping @ pi for pi in the box [lower, upper].
 
@@ -38,15 +52,7 @@ def base_bounds(grouping, lower, upper, names=None):
         Shape mismatch or lower > upper.
     """
     G = np.asarray(grouping, dtype=float)
-    lo = np.asarray(lower, dtype=float)
-    hi = np.asarray(upper, dtype=float)
-    if lo.shape != (G.shape[1],) or hi.shape != (G.shape[1],):
-        raise DataError(f"bounds must have {G.shape[1]} values (standard parameters), got "
-                        f"{lo.shape} and {hi.shape}")
-    bad = np.flatnonzero(lo > hi)
-    if bad.size:
-        nm = [names[i] for i in bad] if names is not None else list(bad)
-        raise DataError(f"lower bound above upper bound for {nm}")
+    lo, hi = _check_bounds(lower, upper, G.shape[1], "standard parameters", names)
     with np.errstate(invalid="ignore"):
         a = np.where(G != 0, G * lo[None, :], 0.0)
         b = np.where(G != 0, G * hi[None, :], 0.0)
@@ -131,15 +137,7 @@ def bounded_ls(neq, lower, upper, names=None):
     G = neq.gram
     b = neq.b.sum(axis=0)
     p = G.shape[0]
-    lo = np.asarray(lower, dtype=float)
-    hi = np.asarray(upper, dtype=float)
-    if lo.shape != (p,) or hi.shape != (p,):
-        raise DataError(f"bounds must have {p} values (base parameters), got {lo.shape}, "
-                        f"{hi.shape}")
-    bad = np.flatnonzero(lo > hi)
-    if bad.size:
-        nm = [names[i] for i in bad] if names is not None else list(bad)
-        raise DataError(f"lower bound above upper bound for {nm}")
+    lo, hi = _check_bounds(lower, upper, p, "base parameters", names)
     if not np.any(np.diag(G) > 0):
         raise DataError("bounded least squares on an empty system")
     d = np.sqrt(np.where(np.diag(G) > 0, np.diag(G), 1.0))

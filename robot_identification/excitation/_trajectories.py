@@ -279,13 +279,9 @@ def load_trajectory(path):
     ConfigError
         Missing file, invalid YAML or content.
     """
+    from robot_identification._yaml import read_yaml_file
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"trajectory file '{path}' does not exist")
-    try:
-        d = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"trajectory file '{path}' is not valid YAML: {exc}") from None
+    d = read_yaml_file(path, "trajectory file", ConfigError)
     try:
         return trajectory_from_dict(d)
     except ConfigError as exc:

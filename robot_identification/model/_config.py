@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
 
 from robot_identification.errors import ConfigError
 
@@ -380,11 +379,7 @@ def load_robot_config(path: str | Path, urdf_path: str | Path | None = None) -> 
     ConfigError
         File missing, not YAML, or failing validation (see :func:`parse_robot_config`).
     """
+    from robot_identification._yaml import read_yaml_file
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"robot config '{path}' does not exist")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"robot config '{path}' is not valid YAML: {exc}") from None
+    data = read_yaml_file(path, "robot config", ConfigError)
     return parse_robot_config(data, source=path.resolve(), urdf_path=urdf_path)

@@ -74,14 +74,10 @@ def read_results(path, robot=None) -> dict:
     DataError
         Missing file, not YAML, not a results file, or identified on another robot.
     """
+    from robot_identification._yaml import read_yaml_file
     from robot_identification.errors import DataError
     path = Path(path)
-    if not path.is_file():
-        raise DataError(f"results file '{path}' does not exist")
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise DataError(f"'{path}' is not valid YAML: {exc}") from None
+    doc = read_yaml_file(path, "results file", DataError)
     if not isinstance(doc, dict) or not isinstance(doc.get("base_parameters"), list):
         raise DataError(f"'{path}' is not a results.yaml (no 'base_parameters' list)")
     if robot is not None and doc.get("robot") not in (None, robot):
