@@ -97,6 +97,13 @@ def elastic_arm():
     return make_model("elastic", prismatic=False, gear=[50.0, 80.0, 0.1, 30.0, 2.0])
 
 
+def ros_domain_id(base):
+    """``base`` shifted by ``$RI_TEST_DOMAIN_OFFSET`` (default 0), so that two test runs on one
+    machine (parallel checkouts) never share a ROS domain."""
+    import os
+    return int(base) + int(os.environ.get("RI_TEST_DOMAIN_OFFSET", "0"))
+
+
 @pytest.fixture(scope="module")
 def context(request):
     """An rclpy context on the test module's own ``DOMAIN_ID``, discovery on localhost only."""

@@ -23,7 +23,8 @@ from launch.launch_description_sources import PythonLaunchDescriptionSource  # n
 from launch_pytest.actions import ReadyToTest  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-DOMAIN_ID = 136
+from conftest import ros_domain_id  # noqa: E402
+DOMAIN_ID = ros_domain_id(136)
 
 pytestmark = pytest.mark.launch
 

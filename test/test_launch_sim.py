@@ -28,7 +28,8 @@ from std_srvs.srv import Trigger  # noqa: E402
 from robot_identification.data._bag import read_bag  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-DOMAIN_ID = 135
+from conftest import ros_domain_id  # noqa: E402
+DOMAIN_ID = ros_domain_id(135)
 DATA = Path(os.environ.get("TMPDIR", "/tmp")) / f"ri_launch_sim_{os.getpid()}"
 
 pytestmark = pytest.mark.launch

@@ -12,7 +12,8 @@ from rclpy.parameter import Parameter  # noqa: E402
 
 pytestmark = pytest.mark.ros
 ROOT = Path(__file__).resolve().parents[1]
-DOMAIN_ID = 139
+from conftest import ros_domain_id  # noqa: E402
+DOMAIN_ID = ros_domain_id(139)
 NODES = {"simulated_robot": "SimulatedRobot", "excitation_publisher": "ExcitationPublisher",
          "pd_controller": "PDController", "recorder": "Recorder", "identifier": "Identifier"}
 

@@ -17,7 +17,8 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E
 
 from robot_identification.errors import ExcitationError  # noqa: E402
 
-DOMAIN_ID = 132
+from conftest import ros_domain_id  # noqa: E402
+DOMAIN_ID = ros_domain_id(132)
 RATE = 100.0          # Hz: 10 ms periods, robust on a loaded machine
 WATCHDOG = 5          # periods
 

@@ -11,7 +11,8 @@ from robot_identification.commands import demo  # noqa: E402
 from robot_identification.data import load_dataset  # noqa: E402
 
 pytestmark = pytest.mark.ros
-DOMAIN_ID = 134
+from conftest import ros_domain_id  # noqa: E402
+DOMAIN_ID = ros_domain_id(134)
 
 
 def test_demo_identifies_zollo_planar(tmp_path, capfd):

@@ -18,7 +18,8 @@ from robot_identification import cli  # noqa: E402
 from robot_identification.excitation import load_trajectory  # noqa: E402
 
 pytestmark = pytest.mark.ros
-DOMAIN_ID = 140
+from conftest import ros_domain_id  # noqa: E402
+DOMAIN_ID = ros_domain_id(140)
 
 
 def test_excitation_publisher_plays_optimised_file(tmp_path):

@@ -63,9 +63,12 @@ class Graph:
                 p.wait()
 
 
+from conftest import ros_domain_id  # noqa: E402
+
+
 @pytest.fixture
 def client(request):
-    domain_id = request.param
+    domain_id = ros_domain_id(request.param)
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     ctx = rclpy.Context()
     rclpy.init(context=ctx, domain_id=domain_id)

@@ -11,7 +11,8 @@ from std_srvs.srv import Trigger  # noqa: E402
 from robot_identification.data._bag import write_bag  # noqa: E402
 
 pytestmark = pytest.mark.ros
-DOMAIN_ID = 137
+from conftest import ros_domain_id  # noqa: E402
+DOMAIN_ID = ros_domain_id(137)
 
 
 @pytest.fixture(scope="module")

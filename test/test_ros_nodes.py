@@ -16,7 +16,8 @@ from std_srvs.srv import Trigger  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 pytestmark = pytest.mark.ros
-DOMAIN_ID = 138
+from conftest import ros_domain_id  # noqa: E402
+DOMAIN_ID = ros_domain_id(138)
 
 
 def spin_until(ex, cond, timeout=10.0):
