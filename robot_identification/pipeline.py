@@ -146,6 +146,8 @@ class IdentificationResult:
     normal_equations : NormalEquations or None
         The accumulated per-group normal equations (for further estimators, e.g. the
         physically consistent SDP).
+    diagnostics : list of Diagnostic
+        What makes this result doubtful (see :mod:`robot_identification.diagnostics`).
     """
 
     robot: str
@@ -161,6 +163,7 @@ class IdentificationResult:
     settings: dict = field(default_factory=dict)
     units: list = field(default_factory=list)
     normal_equations: object = None
+    diagnostics: list = field(default_factory=list)
 
     def normalised_mean_error(self, exclude=()):
         """mean_i |est_i - true_i| / |true_i| (absolute error where true_i = 0).
