@@ -59,5 +59,7 @@ def run(args):
         write_estimates(out, model, estimates, extra={"data": [str(p) for p in args.data]})
     if not args.quiet:
         print(format_table(result))
+    for d in result.diagnostics:
+        print(d)
     print(f"wrote {Path(out).resolve()}")
     return 0
