@@ -30,7 +30,9 @@ def add_arguments(p):
 
 def run(args):
     from robot_identification.errors import IdentificationError
+    from robot_identification.outputs import check_output
     out = Path(args.output)
+    check_output(out / "results.yaml", (), "--output")
     out.mkdir(parents=True, exist_ok=True)
     if (out / "results.yaml").exists():
         raise IdentificationError(f"{out / 'results.yaml'} exists; choose a new --output")

@@ -90,12 +90,20 @@ def _f(x):
     return x if np.isfinite(x) else None
 
 
-def write_results(result, path, model=None) -> Path:
-    """Write ``results.yaml`` (schema in this module's docstring)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(result_to_dict(result, model), sort_keys=False))
-    return path
+def write_results(result, path, model=None, inputs=()) -> Path:
+    """Write ``results.yaml`` (schema in this module's docstring) atomically.
+
+    Raises
+    ------
+    ConfigError
+        ``path`` is one of ``inputs`` or lies in a rosbag2 directory
+        (:func:`robot_identification.outputs.check_output`).
+    """
+    from robot_identification.outputs import write_text_atomic
+    if model is not None:
+        inputs = tuple(inputs) + (model.config.urdf_path, model.config.source)
+    return write_text_atomic(path, yaml.safe_dump(result_to_dict(result, model),
+                                                  sort_keys=False), inputs=inputs)
 
 
 def format_table(result) -> str:
