@@ -29,6 +29,10 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+#: Drive keys of the friction terms left out of the normalised mean error variants.
+_STATIC_FRICTION = ("coulomb", "stiction", "stribeck")
+_FRICTION = ("viscous", "offset") + _STATIC_FRICTION
+
 
 def result_to_dict(result, model=None) -> dict:
     """Plain-Python mapping of an :class:`~robot_identification.pipeline.IdentificationResult`."""
@@ -50,9 +54,9 @@ def result_to_dict(result, model=None) -> dict:
     if result.true_values is not None:
         metrics["normalised_mean_error"] = result.normalised_mean_error()
         metrics["normalised_mean_error_without_static_friction"] = \
-            result.normalised_mean_error(exclude=("fc", "fs", "fsc"))
+            result.normalised_mean_error(exclude=_STATIC_FRICTION)
         metrics["normalised_mean_error_without_friction"] = \
-            result.normalised_mean_error(exclude=("fv", "fc", "fs", "fsc", "fo"))
+            result.normalised_mean_error(exclude=_FRICTION)
     out = {"robot": result.robot, "estimator": est.method, "base_parameters": entries,
            "metrics": metrics, "settings": dict(result.settings)}
     if model is not None:
@@ -129,5 +133,5 @@ def format_table(result) -> str:
     if has_true:
         lines.append(f"normalised mean error {result.normalised_mean_error():.4g} "
                      f"(without Coulomb/static friction "
-                     f"{result.normalised_mean_error(exclude=('fc', 'fs', 'fsc')):.4g})")
+                     f"{result.normalised_mean_error(exclude=_STATIC_FRICTION):.4g})")
     return "\n".join(lines)

@@ -50,7 +50,7 @@ def body_inertias(model, standard):
 
 
 def drive_values(model, standard, key):
-    """Drive parameter ``key`` (e.g. ``'fv'``) per joint (n,), 0 where not in the model."""
+    """Drive parameter ``key`` (e.g. ``'viscous'``) per joint (n,), 0 where not in the model."""
     names = model.parameter_names
     pi = np.asarray(standard, dtype=float)
     return np.array([pi[names.index(f"{j}.{key}")] if f"{j}.{key}" in names else 0.0
@@ -109,7 +109,7 @@ def export_urdf(model, standard, path, *, comment=None, inputs=()) -> Path:
                     and fr.name in links):
                 for old in links[fr.name].findall("inertial"):
                     links[fr.name].remove(old)
-    fv, fc = drive_values(model, standard, "fv"), drive_values(model, standard, "fc")
+    fv, fc = drive_values(model, standard, "viscous"), drive_values(model, standard, "coulomb")
     for k, jn in enumerate(model.joint_names):
         jt = joints[jn]
         for old in jt.findall("dynamics"):
@@ -117,7 +117,7 @@ def export_urdf(model, standard, path, *, comment=None, inputs=()) -> Path:
         ET.SubElement(jt, "dynamics", damping=_fmt(max(fv[k], 0.0)),
                       friction=_fmt(max(fc[k], 0.0)))
     arm = drive_values(model, standard, "rotor_inertia") * model.gear_ratios ** 2
-    fo = drive_values(model, standard, "fo")
+    fo = drive_values(model, standard, "offset")
     arm_txt = ", ".join(f"{j}: {_fmt(a)}" for j, a in zip(model.joint_names, arm))
     fo_txt = ", ".join(f"{j}: {_fmt(o)}" for j, o in zip(model.joint_names, fo))
     note = (" Identified by robot_identification. Not in URDF: link-side rotor inertia "
@@ -149,6 +149,6 @@ def urdf_torque(urdf_path, model, standard, q, dq, ddq):
     tau = np.array([m2.from_pin_v(pin.rnea(pm, data, qp[i], vp[i], ap[i]))
                     for i in range(len(qp))])
     arm = drive_values(model, standard, "rotor_inertia") * model.gear_ratios ** 2
-    fv, fc = drive_values(model, standard, "fv"), drive_values(model, standard, "fc")
-    fo = drive_values(model, standard, "fo")
+    fv, fc = drive_values(model, standard, "viscous"), drive_values(model, standard, "coulomb")
+    fo = drive_values(model, standard, "offset")
     return tau + arm * ddq + fv * dq + fc * np.sign(dq) + fo
