@@ -27,7 +27,7 @@ class Diagnostic:
         ``error``: the result should not be used as is; ``warning``: part of it is doubtful;
         ``info``: worth knowing.
     message : str
-        One line for people, with the numbers (e.g. ``joint6.K = -519 N·m/rad < 0``).
+        One line for people, with the numbers (e.g. ``joint6.stiffness = -519 N·m/rad < 0``).
     subject : str
         What it is about (a parameter, joint, body or file name); ``""`` for the whole result.
     """

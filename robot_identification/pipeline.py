@@ -170,7 +170,7 @@ class IdentificationResult:
         """mean_i |est_i - true_i| / |true_i| (absolute error where true_i = 0).
 
         The error measure of Zollo et al. (2014), Sec. 6 (reverse-engineered in the
-        notes: reproduces their 0.103). ``exclude`` lists drive keys (e.g. ``("fc",)``)
+        notes: reproduces their 0.103). ``exclude`` lists drive keys (e.g. ``("coulomb",)``)
         whose base parameters are left out.
         """
         if self.true_values is None:
