@@ -21,8 +21,8 @@ def test_parameter_std_flags():
 
 
 def test_negative_stiffness_mass_rotor_inertia():
-    names = ["joint6.K", "link3.m", "joint2.rotor_inertia", "link2.mx", "joint1.stiffness"]
-    exprs = ["joint6.K", "link3.m", "joint2.rotor_inertia", "link2.mx", "joint1.stiffness"]
+    names = ["joint6.stiffness", "link3.m", "joint2.rotor_inertia", "link2.mx", "joint1.K"]
+    exprs = ["joint6.stiffness", "link3.m", "joint2.rotor_inertia", "link2.mx", "joint1.K"]
     d = dg.check_signs(names, exprs, [-519.0, -0.5, -1e-3, -2.0, 10.0],
                        [3500.0, 0.01, 1e-5, 0.1, 1.0])
     assert codes(d) == ["negative_stiffness", "negative_mass", "negative_rotor_inertia"]
