@@ -93,15 +93,19 @@ def estimates_to_dict(model, estimates) -> dict:
     return out
 
 
-def write_estimates(path, model, estimates, extra=None):
-    """Add the ``estimates:`` section (and ``extra`` keys) to an existing results.yaml."""
+def write_estimates(path, model, estimates, extra=None, inputs=()):
+    """Add the ``estimates:`` section (and ``extra`` keys) to an existing results.yaml
+    (rewritten atomically; ``inputs`` are refused as ``path``)."""
+    from robot_identification.outputs import write_text_atomic
+    from robot_identification.report import read_results
     path = Path(path)
-    doc = yaml.safe_load(path.read_text())
+    doc = read_results(path)
     doc["estimates"] = estimates_to_dict(model, estimates)
     if extra:
         doc.update(extra)
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return path
+    return write_text_atomic(path, yaml.safe_dump(doc, sort_keys=False),
+                             inputs=tuple(inputs) + (model.config.urdf_path,
+                                                     model.config.source))
 
 
 def load_estimates(path, model, base=None):
@@ -257,12 +261,12 @@ def validation_to_dict(robot, files, primary=None) -> dict:
     return doc
 
 
-def write_validation(path, robot, files, primary=None):
-    """Write validation.yaml; returns its path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(validation_to_dict(robot, files, primary), sort_keys=False))
-    return path
+def write_validation(path, robot, files, primary=None, inputs=()):
+    """Write validation.yaml atomically (``inputs`` are refused as ``path``); returns its
+    path."""
+    from robot_identification.outputs import write_text_atomic
+    return write_text_atomic(path, yaml.safe_dump(validation_to_dict(robot, files, primary),
+                                                  sort_keys=False), inputs=inputs)
 
 
 def format_validation(files) -> str:

@@ -25,9 +25,9 @@ def _true_parameters(model):
     names = model.parameter_names
     for k, j in enumerate(model.joint_names):
         pi[names.index(f"{j}.rotor_inertia")] = 0.3 + 0.1 * k
-        pi[names.index(f"{j}.fv")] = 5.0 + k
-        pi[names.index(f"{j}.fc")] = 2.0 + 0.5 * k
-        pi[names.index(f"{j}.fo")] = 0.1 * (k - 2)
+        pi[names.index(f"{j}.viscous")] = 5.0 + k
+        pi[names.index(f"{j}.coulomb")] = 2.0 + 0.5 * k
+        pi[names.index(f"{j}.offset")] = 0.1 * (k - 2)
     return pi
 
 
@@ -79,7 +79,8 @@ def test_inconsistent_estimate_is_projected(ur10e):
         J = pseudo_inertia(phys.standard[10 * k: 10 * k + 10])
         assert np.linalg.eigvalsh(J)[0] >= 1e-6 * 0.99
     assert phys.cost_increase > 0
-    drive = [i for i, kd in enumerate(model.layout.kinds) if kd in ("rotor_inertia", "fv", "fc")]
+    drive = [i for i, kd in enumerate(model.layout.kinds)
+             if kd in ("rotor_inertia", "viscous", "coulomb")]
     assert np.all(phys.standard[drive] >= -1e-8)
 
 

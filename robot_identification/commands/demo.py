@@ -33,7 +33,9 @@ def add_arguments(p):
 
 def run(args):
     from robot_identification.errors import IdentificationError
+    from robot_identification.outputs import check_output
     out = Path(args.output)
+    check_output(out / "results.yaml", (), "--output")
     out.mkdir(parents=True, exist_ok=True)
     if (out / "results.yaml").exists():
         raise IdentificationError(f"{out / 'results.yaml'} exists; choose a new --output")
@@ -139,12 +141,13 @@ def _run_graph(args, out, domain):
             node.destroy_node()
     result = identifier.result
     print(format_table(result))
-    nme = result.normalised_mean_error(exclude=("fc", "fs", "fsc"))
-    nme_all = result.normalised_mean_error(exclude=("fv", "fc", "fs", "fsc", "fo"))
+    nme = result.normalised_mean_error(exclude=("coulomb", "stiction", "stribeck"))
+    nme_all = result.normalised_mean_error(
+        exclude=("viscous", "coulomb", "stiction", "stribeck", "offset"))
     print(f"normalised mean error: {result.normalised_mean_error():.4f}; without Coulomb "
           f"friction: {nme:.4f}; without any friction term: {nme_all:.4f}")
     for name in result.names:
-        if name.endswith(".K"):
+        if name.endswith(".stiffness"):
             i = result.names.index(name)
             err = abs(result.estimate.values[i] / result.true_values[i] - 1)
             print(f"{name}: {result.estimate.values[i]:.2f} (true {result.true_values[i]:.2f}, "

@@ -91,7 +91,7 @@ def default_prior_scales(model, nominal=None):
                            else PRIOR_LENGTH ** 2)
         elif kind == "rotor_inertia":
             s[i] = 1.0
-        elif kind in ("fv", "fc", "fs", "fsc", "K", "D"):
+        elif kind in ("viscous", "coulomb", "stiction", "stribeck", "stiffness", "damping"):
             s[i] = 10.0 * max(1.0, abs(pi0[i]))
         else:
             s[i] = 1.0
@@ -100,7 +100,8 @@ def default_prior_scales(model, nominal=None):
 
 def physically_consistent(model, base, information, beta_ls, *, nominal=None,
                           prior_scales=None, epsilon=1e-6,
-                          nonnegative=("rotor_inertia", "fv", "fc", "K", "D"),
+                          nonnegative=("rotor_inertia", "viscous", "coulomb", "stiffness",
+                                       "damping"),
                           solver="CLARABEL") -> PhysicalEstimate:
     """Physically consistent standard parameters closest (in the data metric) to a LS fit.
 

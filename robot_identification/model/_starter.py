@@ -28,6 +28,8 @@ VELOCITY_CAP = 3.0
 #: Nominal Coulomb friction as a fraction of the joint's largest inertia times its
 #: acceleration limit (viscous: half of it per rad/s).
 FRICTION_FRACTION = 0.1
+#: Nominal (link-referred) rotor inertia as a fraction of the joint's largest inertia.
+ARMATURE_FRACTION = 0.05
 
 
 def _joint_limits(urdf_xml: str) -> dict:
@@ -79,7 +81,12 @@ def urdf_joints(urdf_xml: str, grippers: bool = True) -> list[str]:
 
 
 def _fmt(x: float) -> str:
-    return f"{x:.6g}"
+    """Short number that YAML 1.1 (PyYAML) reads as a float: 5e-05 -> 5.0e-05."""
+    text = f"{x:.6g}"
+    if "e" in text and "." not in text.split("e")[0]:
+        mantissa, exponent = text.split("e")
+        text = f"{mantissa}.0e{exponent}"
+    return text
 
 
 def starter_config(urdf: str | Path, output: str | Path, joints=None, name=None,
@@ -162,7 +169,7 @@ def _text(urdf, output, chosen, info, name, urdf_xml, inertia):
         "joints:                            # identification order; joints not listed are "
         "locked at 0",
     ]
-    drive_keys = [k for k in ("rotor_inertia", "fv", "fc") if k in DRIVE_PARAMETERS]
+    drive_keys = [k for k in ("rotor_inertia", "viscous", "coulomb") if k in DRIVE_PARAMETERS]
     comment = [f"#   {k}: {DRIVE_PARAMETER_DESCRIPTIONS[k]} [{DRIVE_PARAMETER_UNITS[k]}]"
                for k in drive_keys]
     for k, j in enumerate(chosen):
@@ -179,9 +186,11 @@ def _text(urdf, output, chosen, info, name, urdf_xml, inertia):
         # nominal drive values: the simulator's "true" friction; identification estimates them.
         # Coulomb friction FRICTION_FRACTION of the torque that accelerates the joint's
         # largest inertia at the acceleration limit: the PD loop overcomes it on every joint.
-        scale = 0.0 if inertia is None else inertia[k] * DEFAULT_ACCELERATION
-        nominal = {"rotor_inertia": 0.0, "fv": float(f"{0.5 * FRICTION_FRACTION * scale:.3g}"),
-                   "fc": float(f"{FRICTION_FRACTION * scale:.3g}")}
+        inertia_k = 0.0 if inertia is None else inertia[k]
+        scale = inertia_k * DEFAULT_ACCELERATION
+        nominal = {"rotor_inertia": float(f"{ARMATURE_FRACTION * inertia_k:.3g}"),
+                   "viscous": float(f"{0.5 * FRICTION_FRACTION * scale:.3g}"),
+                   "coulomb": float(f"{FRICTION_FRACTION * scale:.3g}")}
         drive = ", ".join(f"{k}: {_fmt(nominal[k])}" for k in drive_keys)
         lines += [f"  - name: {j}",
                   "    gear_ratio: 1.0                # motor angle / joint angle; 1: "

@@ -21,6 +21,8 @@ Schema (version 1)::
       normalised_mean_error_without_friction: ...  # no friction or offset terms
       n_samples: ..., n_equations: ..., elapsed_s: ...
     settings: {...}
+    diagnostics:                # list, one mapping per finding (robot_identification.diagnostics)
+      - {code: negative_stiffness, severity: error, message: ..., subject: joint6.K}
 """
 from __future__ import annotations
 
@@ -28,6 +30,10 @@ from pathlib import Path
 
 import numpy as np
 import yaml
+
+#: Drive keys of the friction terms left out of the normalised mean error variants.
+_STATIC_FRICTION = ("coulomb", "stiction", "stribeck")
+_FRICTION = ("viscous", "offset") + _STATIC_FRICTION
 
 
 def result_to_dict(result, model=None) -> dict:
@@ -50,11 +56,12 @@ def result_to_dict(result, model=None) -> dict:
     if result.true_values is not None:
         metrics["normalised_mean_error"] = result.normalised_mean_error()
         metrics["normalised_mean_error_without_static_friction"] = \
-            result.normalised_mean_error(exclude=("fc", "fs", "fsc"))
+            result.normalised_mean_error(exclude=_STATIC_FRICTION)
         metrics["normalised_mean_error_without_friction"] = \
-            result.normalised_mean_error(exclude=("fv", "fc", "fs", "fsc", "fo"))
+            result.normalised_mean_error(exclude=_FRICTION)
     out = {"robot": result.robot, "estimator": est.method, "base_parameters": entries,
-           "metrics": metrics, "settings": dict(result.settings)}
+           "metrics": metrics, "settings": dict(result.settings),
+           "diagnostics": [d.to_dict() for d in result.diagnostics]}
     if model is not None:
         out["model"] = model.config.model
     return out
@@ -90,12 +97,20 @@ def _f(x):
     return x if np.isfinite(x) else None
 
 
-def write_results(result, path, model=None) -> Path:
-    """Write ``results.yaml`` (schema in this module's docstring)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(result_to_dict(result, model), sort_keys=False))
-    return path
+def write_results(result, path, model=None, inputs=()) -> Path:
+    """Write ``results.yaml`` (schema in this module's docstring) atomically.
+
+    Raises
+    ------
+    ConfigError
+        ``path`` is one of ``inputs`` or lies in a rosbag2 directory
+        (:func:`robot_identification.outputs.check_output`).
+    """
+    from robot_identification.outputs import write_text_atomic
+    if model is not None:
+        inputs = tuple(inputs) + (model.config.urdf_path, model.config.source)
+    return write_text_atomic(path, yaml.safe_dump(result_to_dict(result, model),
+                                                  sort_keys=False), inputs=inputs)
 
 
 def format_table(result, width: int | None = None) -> str:
@@ -155,7 +170,5 @@ def format_table(result, width: int | None = None) -> str:
     if has_true:
         lines.append(f"normalised mean error {result.normalised_mean_error():.4g} "
                      f"(without Coulomb/static friction "
-                     f"{result.normalised_mean_error(exclude=('fc', 'fs', 'fsc')):.4g})")
-    for d in getattr(result, "diagnostics", None) or []:
-        lines += textwrap.wrap(str(d), width=width, subsequent_indent="  ")
+                     f"{result.normalised_mean_error(exclude=_STATIC_FRICTION):.4g})")
     return "\n".join(line.rstrip() for line in lines)
