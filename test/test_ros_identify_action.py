@@ -111,7 +111,7 @@ def test_goal_gives_feedback_and_typed_result_latched_on_topic(graph):
     for x in r.results:
         p = {b.name: b for b in x.parameters}
         # the simulator's stiffness (Zollo et al. 2014, Sec. 6.1: K = 3000, 1800 N*m/rad)
-        for name, true in (("joint1.K", 3000.0), ("joint2.K", 1800.0)):
+        for name, true in (("joint1.stiffness", 3000.0), ("joint2.stiffness", 1800.0)):
             assert abs(p[name].estimate / true - 1) < 0.01 and p[name].true_value == true
             assert 0 < p[name].std < 0.01 * true and p[name].identified
         assert x.final and x.samples > 1000 and x.robot == "zollo_planar"
@@ -176,4 +176,4 @@ def test_trigger_service_for_scripts(graph):
     assert fut.result().message == str((out / "results.yaml").resolve())
     names = list(node.get_parameter("result.names").value)
     est = node.get_parameter("result.estimates").value
-    assert abs(est[names.index("joint1.K")] / 3000.0 - 1) < 0.01
+    assert abs(est[names.index("joint1.stiffness")] / 3000.0 - 1) < 0.01

@@ -96,7 +96,7 @@ def test_replayed_recording_gives_the_batch_estimates(context, tmp_path):
     dev = np.abs(values - batch.estimate.values) / batch.estimate.std
     assert dev.max() < 0.1, dict(zip(batch.names, dev))
     np.testing.assert_allclose(std, batch.estimate.std, rtol=0.05)
-    k = batch.names.index("joint1.K")
+    k = batch.names.index("joint1.stiffness")
     assert abs(values[k] / 3000.0 - 1) < 0.01     # Zollo et al. 2014, Sec. 6.1
     online.destroy_node()
     listener.destroy_node()

@@ -44,6 +44,7 @@ from robot_identification.data import load_dataset
 from robot_identification.errors import IdentificationError
 from robot_identification.nodes._common import QOS, declare, declare_robot, main_for
 from robot_identification.nodes._messages import LATCHED, result_msg
+from robot_identification.outputs import check_output
 from robot_identification.pipeline import identify
 from robot_identification.report import format_table, write_results
 
@@ -414,6 +415,11 @@ class Identifier(Node):
                 f"estimator(s) {bad} not available on the {'streaming' if streaming else 'batch'}"
                 f" path: {', '.join(allowed)}")
         nominal = job.compare_with_nominal or self.nominal_truth
+        out = Path(job.results_file or self.results_file
+                   or self.data_directory / f"{bag.name}_results.yaml")
+        files = [out] + [out.with_name(f"{out.stem}_{e}{out.suffix}") for e in estimators[1:]]
+        for f in files:
+            check_output(f, (bag,), "results_file")     # before the long computation
         log.info(f"identifying {self.model.config.name} from {bag} with {', '.join(estimators)}")
         results = []
         report("reading", 0.0)
@@ -435,14 +441,19 @@ class Identifier(Node):
                 results.append(identify(self.model, ds, settings, estimator=est, log=log.info))
                 report("estimating", 0.2 + 0.7 * (i + 1) / len(estimators), ds.n_samples)
         report("writing", 0.95, results[0].n_samples)
-        out = Path(job.results_file or self.results_file
-                   or self.data_directory / f"{bag.name}_results.yaml")
-        files = [out] + [out.with_name(f"{out.stem}_{e}{out.suffix}") for e in estimators[1:]]
         for result, f in zip(results, files):
-            write_results(result, f, self.model)
+            write_results(result, f, self.model, inputs=(bag,))
             if self.log_table:
                 log.info(f"{result.estimate.method}: {len(result.names)} base parameters in "
                          f"{result.elapsed:.2f} s; wrote {f}\n{format_table(result)}")
+            for d in result.diagnostics:   # one line each, at the diagnostic's severity
+                # (one call site per severity: rclpy refuses two severities from one line)
+                if d.severity == "error":
+                    log.error(str(d))
+                elif d.severity == "warning":
+                    log.warning(str(d))
+                else:
+                    log.info(str(d))
         msgs = [result_msg(r, source=str(bag), results_file=str(f.resolve()),
                            stamp=self.get_clock().now().to_msg())
                 for r, f in zip(results, files)]

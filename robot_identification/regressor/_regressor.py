@@ -42,10 +42,10 @@ def friction_columns(model, velocity):
     """
     fr = model.config.friction
     v = velocity
-    cols = {"fv": v, "fc": np.sign(v), "fo": np.ones_like(v)}
+    cols = {"viscous": v, "coulomb": np.sign(v), "offset": np.ones_like(v)}
     if fr.model == "static":
-        cols["fs"] = (2.0 / np.pi) * np.arctan(fr.stiction_sharpness * v)
-        cols["fsc"] = (2.0 / np.pi) * np.arctan(fr.stribeck_sharpness * v)
+        cols["stiction"] = (2.0 / np.pi) * np.arctan(fr.stiction_sharpness * v)
+        cols["stribeck"] = (2.0 / np.pi) * np.arctan(fr.stribeck_sharpness * v)
     return cols
 
 
@@ -224,10 +224,10 @@ def elastic_regressor(model, q, dq, ddq, theta, dtheta, ddtheta):
     fric = friction_columns(model, dtheta)
     for key in keys:
         cols = [idx[(k, key)] for k in range(n)]
-        if key == "K":
+        if key == "stiffness":
             Y[:, rows_l, cols] = defl
             Y[:, rows_m, cols] = -defl
-        elif key == "D":
+        elif key == "damping":
             Y[:, rows_l, cols] = ddefl
             Y[:, rows_m, cols] = -ddefl
         elif key != "rotor_inertia":
