@@ -8,6 +8,11 @@ their recorded topics, in log-time order, ``rate`` times faster than recorded; `
 recording's time. Playback starts when every topic has ``wait_for_subscribers`` subscribers
 (0: at once) or on ``~/start`` (std_srvs/Trigger) when ``autostart`` is false; ``finished``
 (attribute) and a log line mark the end.
+
+In-process users (tests, the demo) may set :attr:`BagPlayer.paced_by` to a callable: messages
+are published only while it returns True (e.g. while the subscribers in the same process have
+caught up), so an overloaded machine stretches the wall-clock timing instead of losing
+messages in full subscriber queues; the recorded timing in ``/clock`` and the stamps is kept.
 """
 from __future__ import annotations
 
@@ -72,6 +77,7 @@ class BagPlayer(Node):
         self.start = None
         self.finished = False
         self.published = 0
+        self.paced_by = None
         self.steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_service(Trigger, "~/start", self.on_start)
         self.autostart = declare(self, "autostart", True, "play once subscribers are there")
@@ -104,7 +110,7 @@ class BagPlayer(Node):
             conn, t_ns, raw = self.pending
             if self.t0 is None:
                 self.t0 = t_ns
-            if t_ns - self.t0 > horizon:
+            if t_ns - self.t0 > horizon or (self.paced_by is not None and not self.paced_by()):
                 break
             if self.clock_rate and (self.clock_ns is None
                                     or t_ns - self.clock_ns >= 1e9 / self.clock_rate):

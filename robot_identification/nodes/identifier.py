@@ -507,8 +507,13 @@ class Identifier(Node):
             self._internal = False
         self.get_logger().info(out["message"])
 
+    def destroy_node(self):
+        self.shutdown()
+        return super().destroy_node()
+
     def shutdown(self):
-        """Cancel the running and queued work (called by main on exit)."""
+        """Cancel the running and queued work, end the Trigger thread (called by main on
+        exit and by destroy_node)."""
         self._closing.set()
         for job in [self._running, *self._queue]:
             if job is not None:

@@ -57,6 +57,7 @@ class OnlineIdentifier(Node):
         self.create_service(Trigger, "~/reset", self.on_reset)
         self.create_timer(1.0 / self.rate, self.on_publish)
         self.engine = None
+        self.received = 0           # state messages taken (both topics)
         self.reset()
 
     def reset(self):
@@ -84,6 +85,7 @@ class OnlineIdentifier(Node):
             return None
 
     def on_state(self, msg, side):
+        self.received += 1
         stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
         if not self.elastic:
             return self._add(stamp, msg, None)
@@ -140,7 +142,7 @@ class OnlineIdentifier(Node):
             self.reset()
 
     def on_publish(self):
-        if len(self.rows) >= 2:
+        if self.rows and (self.engine is not None or len(self.rows) >= 2):
             self._push()
         if self.engine is None or self.engine.n_samples == 0:
             return
