@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from robot_identification.data import Dataset
+from robot_identification.diagnostics import collect_diagnostics, recording_summary
 from robot_identification.errors import DataError
 from robot_identification.estimation import NormalEquations, ols, wls
 from robot_identification.identifiability import base_parameters, check_excitation
@@ -224,7 +225,9 @@ def identify(model, datasets, settings: IdentificationSettings | None = None, *,
     rows = model.rows_per_sample
     neq = NormalEquations(len(base), rows)
     n_samples = 0
+    recordings = []
     for d_i, ds in enumerate(datasets):
+        recordings.append(recording_summary(model, ds))
         states, _ = preprocess(model, ds, s, use_measured_derivatives)
         mask = row_mask(model, states, s.velocity_threshold)
         N = states["q"].shape[0]
@@ -243,7 +246,7 @@ def identify(model, datasets, settings: IdentificationSettings | None = None, *,
     true = true_base_values(model, base, datasets[0].true_parameters)
     labels = row_labels(model)
     units = [model.layout.units[i] for i in base.independent]
-    return IdentificationResult(
+    result = IdentificationResult(
         robot=model.config.name, names=list(base.names), expressions=base.expressions(),
         estimate=est, base=base, true_values=true, row_labels=labels, n_samples=n_samples,
         n_used_rows=int(neq.count.sum()), elapsed=time.perf_counter() - t0,
@@ -251,3 +254,5 @@ def identify(model, datasets, settings: IdentificationSettings | None = None, *,
                   "differentiation": s.differentiation,
                   "velocity_threshold": s.velocity_threshold, "decimate": s.decimate},
         units=units, normal_equations=neq)
+    result.diagnostics = collect_diagnostics(model, result, recordings)
+    return result

@@ -62,5 +62,7 @@ def run(args):
                         inputs=input_paths(args))
     if not args.quiet:
         print(format_table(result))
+    for d in result.diagnostics:
+        print(d)
     print(f"wrote {Path(out).resolve()}")
     return 0

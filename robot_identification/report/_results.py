@@ -21,6 +21,8 @@ Schema (version 1)::
       normalised_mean_error_without_friction: ...  # no friction or offset terms
       n_samples: ..., n_equations: ..., elapsed_s: ...
     settings: {...}
+    diagnostics:                # list, one mapping per finding (robot_identification.diagnostics)
+      - {code: negative_stiffness, severity: error, message: ..., subject: joint6.K}
 """
 from __future__ import annotations
 
@@ -58,7 +60,8 @@ def result_to_dict(result, model=None) -> dict:
         metrics["normalised_mean_error_without_friction"] = \
             result.normalised_mean_error(exclude=_FRICTION)
     out = {"robot": result.robot, "estimator": est.method, "base_parameters": entries,
-           "metrics": metrics, "settings": dict(result.settings)}
+           "metrics": metrics, "settings": dict(result.settings),
+           "diagnostics": [d.to_dict() for d in result.diagnostics]}
     if model is not None:
         out["model"] = model.config.model
     return out
