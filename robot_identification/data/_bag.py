@@ -36,6 +36,10 @@ def _typestore():
 
 
 # ---------------------------------------------------------------------------------- reading
+class _NoTopic(Exception):
+    pass
+
+
 def _iter_bag(path: Path, topics):
     """(topic, msgtype, raw CDR bytes, log time [ns]) of a bag, checked against its metadata.
 
@@ -60,9 +64,14 @@ def _iter_bag(path: Path, topics):
     try:
         with Reader(path) as reader:
             conns = [c for c in reader.connections if c.topic in topics]
+            if not conns:              # (an empty list would make rosbags yield every topic)
+                raise _NoTopic(sorted({c.topic for c in reader.connections}))
             for conn, t_ns, raw in reader.messages(connections=conns):
                 counts[conn.topic] += 1
                 yield conn.topic, conn.msgtype, raw, t_ns
+    except _NoTopic as exc:
+        raise DataError(f"bag '{path}' has none of the topics {sorted(topics)}; its topics: "
+                        f"{exc.args[0]}") from None
     except Exception as exc:  # noqa: BLE001 - any failure of the storage library: damaged bag
         if declared is not None or any(counts.values()) or not files or path.suffix == ".db3":
             raise DataError(f"cannot read bag '{path}': {_diagnose(files, exc)}") from None
