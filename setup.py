@@ -34,7 +34,7 @@ setup(
     ],
     extras_require={
         "ros": ["ros-rclpy[fastrtps]", "ros-std-msgs", "ros-std-srvs", "ros-sensor-msgs",
-                "ros-trajectory-msgs", "ros-rosgraph-msgs"],
+                "ros-trajectory-msgs", "ros-rosgraph-msgs", "ros-diagnostic-msgs"],
         "test": ["pytest>=7,<8.4", "flake8", "hypothesis>=6"],
     },
     zip_safe=True,
