@@ -532,3 +532,23 @@ def collect_diagnostics(model, result, recordings=()):
         out += check_truth(result.normalised_mean_error(), est.values, result.true_values,
                            est.std)
     return out
+
+
+def physical_diagnostics(model, physical):
+    """Checks of a physically consistent estimate
+    (:class:`~robot_identification.estimation.PhysicalEstimate`): ``body_on_bound``,
+    ``mass_far_from_nominal`` (:func:`check_bodies`) and ``prior_distance`` (info: the
+    log-det divergence of the bodies from the URDF, total and largest)."""
+    pi = np.asarray(physical.standard)
+    pi0 = model.nominal_parameters()
+    masses = pi[0: 10 * model.n: 10]
+    out = check_bodies(model.body_names, physical.min_eigenvalues, physical.epsilon,
+                       masses, pi0[0: 10 * model.n: 10])
+    dist = physical.prior_distance
+    if dist is not None and len(dist):
+        k = int(np.argmax(dist))
+        out.append(Diagnostic("prior_distance", "info",
+                              f"log-det divergence of the bodies from the URDF: total "
+                              f"{float(np.sum(dist)):.3g}, largest {float(dist[k]):.3g} "
+                              f"({model.body_names[k]})", "physical"))
+    return out

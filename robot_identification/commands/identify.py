@@ -59,7 +59,7 @@ def run(args):
             print(f"physically consistent estimate skipped: {exc}", file=sys.stderr)
             estimates = compute_estimates(model, result, physical=False)
         write_estimates(out, model, estimates, extra={"data": [str(p) for p in args.data]},
-                        inputs=input_paths(args))
+                        inputs=input_paths(args), diagnostics=result.diagnostics)
     if not args.quiet:
         print(format_table(result))
     for d in result.diagnostics:

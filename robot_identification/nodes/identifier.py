@@ -148,7 +148,13 @@ class Identifier(Node):
         log.info(f"identified {len(result.names)} base parameters in {result.elapsed:.2f} s; "
                  f"wrote {out}" + (f"\n{format_table(result)}" if self.log_table else ""))
         for d in result.diagnostics:   # one line each, at the diagnostic's severity
-            {"error": log.error, "warning": log.warning}.get(d.severity, log.info)(str(d))
+            # (one call site per severity: rclpy refuses two severities from one line)
+            if d.severity == "error":
+                log.error(str(d))
+            elif d.severity == "warning":
+                log.warning(str(d))
+            else:
+                log.info(str(d))
         response.success, response.message = True, str(out.resolve())
         return response
 
