@@ -28,7 +28,7 @@ from robot_identification.model._config import FrictionConfig  # noqa: E402
 from robot_identification.pipeline import identify  # noqa: E402
 from robot_identification.simulation import simulate, zollo_stribeck  # noqa: E402
 
-FRICTION_KEYS = ("fv", "fc", "fs", "fsc")
+FRICTION_KEYS = ("viscous", "coulomb", "stiction", "stribeck")
 
 
 def static_fit(model, dtheta, kv, delta, threshold=0.0):
@@ -42,7 +42,7 @@ def static_fit(model, dtheta, kv, delta, threshold=0.0):
         F = zollo_stribeck(v, *(law[f"f{i}"] for i in range(1, 7)))
         A = np.column_stack([2 / np.pi * np.arctan(kv * v), 2 / np.pi * np.arctan(delta * v), v])
         fs, fsc, fv = np.linalg.lstsq(A, F, rcond=None)[0]
-        out.append({"fs": fs, "fsc": fsc, "fv": fv})
+        out.append({"stiction": fs, "stribeck": fsc, "viscous": fv})
     return out
 
 
@@ -79,7 +79,7 @@ def compare(seed=0, kv=100.0, delta=10.0, dataset=None, exact=False):
             fit_thr = static_fit(zollo, dtheta, kv, delta, thr)
             for i, nm in enumerate(res.names):
                 joint, key = nm.rsplit(".", 1)
-                if key in ("fs", "fsc", "fv"):
+                if key in ("stiction", "stribeck", "viscous"):
                     true[i] = fit_thr[model.joint_names.index(joint)][key]
         err = np.abs(res.estimate.values - true)
         nz = np.abs(true) > 1e-12
@@ -118,7 +118,8 @@ def main(argv=None):
         items = "  ".join(f"{k}={e:.4f}/{t:.4f}" for k, (e, t) in r["friction"].items())
         print(f"  {r['model']:34s} {items}")
     print("\nstatic-model fit of eq. 43 over the data's motor velocities (reference): "
-          + "; ".join(f"joint{k + 1}: fs={f['fs']:.4f} fsc={f['fsc']:.4f} fv={f['fv']:.4f}"
+          + "; ".join(f"joint{k + 1}: stiction={f['stiction']:.4f} "
+                      f"stribeck={f['stribeck']:.4f} viscous={f['viscous']:.4f}"
                       for k, f in enumerate(fit)))
     return 0
 

@@ -74,8 +74,8 @@ def phase_generate(args):
     drive = dict(zip(model.parameter_names, pi))
     km2 = model.gear_ratios ** 2
     jm = np.array([drive.get(f"{j}.rotor_inertia", 0.0) for j in model.joint_names])
-    fv = np.array([drive.get(f"{j}.fv", 0.0) for j in model.joint_names])
-    fc = np.array([drive.get(f"{j}.fc", 0.0) for j in model.joint_names])
+    fv = np.array([drive.get(f"{j}.viscous", 0.0) for j in model.joint_names])
+    fc = np.array([drive.get(f"{j}.coulomb", 0.0) for j in model.joint_names])
     a, b, w = fourier_coefficients(n)
     rng = np.random.default_rng(11)
     counts = 2 ** 20                      # encoder counts/rev (link side)

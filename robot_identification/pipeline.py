@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from robot_identification.data import Dataset
+from robot_identification.diagnostics import collect_diagnostics, recording_summary
 from robot_identification.errors import DataError
 from robot_identification.estimation import NormalEquations, ols, wls
 from robot_identification.identifiability import base_parameters, check_excitation
@@ -169,7 +170,7 @@ class IdentificationResult:
         """mean_i |est_i - true_i| / |true_i| (absolute error where true_i = 0).
 
         The error measure of Zollo et al. (2014), Sec. 6 (reverse-engineered in the
-        notes: reproduces their 0.103). ``exclude`` lists drive keys (e.g. ``("fc",)``)
+        notes: reproduces their 0.103). ``exclude`` lists drive keys (e.g. ``("coulomb",)``)
         whose base parameters are left out.
         """
         if self.true_values is None:
@@ -224,7 +225,12 @@ def identify(model, datasets, settings: IdentificationSettings | None = None, *,
     rows = model.rows_per_sample
     neq = NormalEquations(len(base), rows)
     n_samples = 0
+    recordings = []
+    from robot_identification.progress import bar
+    pbar = bar(total=sum(d.t.shape[0] for d in datasets), desc="identify", unit="sample",
+               unit_scale=True)
     for d_i, ds in enumerate(datasets):
+        recordings.append(recording_summary(model, ds))
         states, _ = preprocess(model, ds, s, use_measured_derivatives)
         mask = row_mask(model, states, s.velocity_threshold)
         N = states["q"].shape[0]
@@ -232,8 +238,10 @@ def identify(model, datasets, settings: IdentificationSettings | None = None, *,
         for start, Y, y in iter_regressor_blocks(model, states, chunk):
             m = None if mask is None else mask[start: start + Y.shape[0]]
             neq.add(base.project(Y), y, m)
+            pbar.update(Y.shape[0] * s.decimate)
             if log and N > 20 * chunk and (start // chunk) % 20 == 0:
                 log(f"dataset {d_i + 1}/{len(datasets)}: {start + Y.shape[0]}/{N} samples")
+    pbar.close()
     if neq.count.sum() <= len(base):
         raise DataError(f"only {int(neq.count.sum())} usable equations for {len(base)} base "
                         f"parameters (velocity threshold {s.velocity_threshold} rad/s); "
@@ -243,7 +251,7 @@ def identify(model, datasets, settings: IdentificationSettings | None = None, *,
     true = true_base_values(model, base, datasets[0].true_parameters)
     labels = row_labels(model)
     units = [model.layout.units[i] for i in base.independent]
-    return IdentificationResult(
+    result = IdentificationResult(
         robot=model.config.name, names=list(base.names), expressions=base.expressions(),
         estimate=est, base=base, true_values=true, row_labels=labels, n_samples=n_samples,
         n_used_rows=int(neq.count.sum()), elapsed=time.perf_counter() - t0,
@@ -251,3 +259,5 @@ def identify(model, datasets, settings: IdentificationSettings | None = None, *,
                   "differentiation": s.differentiation,
                   "velocity_threshold": s.velocity_threshold, "decimate": s.decimate},
         units=units, normal_equations=neq)
+    result.diagnostics = collect_diagnostics(model, result, recordings)
+    return result

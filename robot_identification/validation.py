@@ -67,6 +67,10 @@ def compute_estimates(model, result, physical=True, log=None):
         w = out["wls"]
         info = np.einsum("j,jik->ik", w.weights, neq.G)
         out["physical"] = physically_consistent(model, result.base, info, w.values)
+        from robot_identification.diagnostics import physical_diagnostics
+        result.diagnostics = [d for d in result.diagnostics if d.subject != "physical"
+                              and d.code not in ("body_on_bound", "mass_far_from_nominal")]
+        result.diagnostics += physical_diagnostics(model, out["physical"])
         if log:
             log(f"physically consistent estimate: {out['physical'].status}, "
                 f"min pseudo-inertia eigenvalues {np.round(out['physical'].min_eigenvalues, 6)}")
@@ -84,7 +88,11 @@ def estimates_to_dict(model, estimates) -> dict:
                                         zip(model.parameter_names, est.standard)},
                 "min_pseudo_inertia_eigenvalues": {b: float(e) for b, e in
                                                    zip(model.body_names, est.min_eigenvalues)},
-                "cost_increase": float(est.cost_increase), "status": est.status}
+                "cost_increase": float(est.cost_increase), "status": est.status,
+                "prior": est.prior,
+                "prior_distance": {b: float(d) for b, d in
+                                   zip(model.body_names, est.prior_distance)},
+                "bodies_on_bound": [model.body_names[k] for k in est.on_bound]}
         else:
             out[name] = {"values": [float(v) for v in est.values],
                          "std": [float(v) for v in est.std],
@@ -93,15 +101,22 @@ def estimates_to_dict(model, estimates) -> dict:
     return out
 
 
-def write_estimates(path, model, estimates, extra=None):
-    """Add the ``estimates:`` section (and ``extra`` keys) to an existing results.yaml."""
+def write_estimates(path, model, estimates, extra=None, inputs=(), diagnostics=None):
+    """Add the ``estimates:`` section (and ``extra`` keys, and ``diagnostics`` — a list of
+    Diagnostic replacing the file's list) to an existing results.yaml (rewritten
+    atomically; ``inputs`` are refused as ``path``)."""
+    from robot_identification.outputs import write_text_atomic
+    from robot_identification.report import read_results
     path = Path(path)
-    doc = yaml.safe_load(path.read_text())
+    doc = read_results(path)
     doc["estimates"] = estimates_to_dict(model, estimates)
+    if diagnostics is not None:
+        doc["diagnostics"] = [d.to_dict() for d in diagnostics]
     if extra:
         doc.update(extra)
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return path
+    return write_text_atomic(path, yaml.safe_dump(doc, sort_keys=False),
+                             inputs=tuple(inputs) + (model.config.urdf_path,
+                                                     model.config.source))
 
 
 def load_estimates(path, model, base=None):
@@ -257,12 +272,12 @@ def validation_to_dict(robot, files, primary=None) -> dict:
     return doc
 
 
-def write_validation(path, robot, files, primary=None):
-    """Write validation.yaml; returns its path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(validation_to_dict(robot, files, primary), sort_keys=False))
-    return path
+def write_validation(path, robot, files, primary=None, inputs=()):
+    """Write validation.yaml atomically (``inputs`` are refused as ``path``); returns its
+    path."""
+    from robot_identification.outputs import write_text_atomic
+    return write_text_atomic(path, yaml.safe_dump(validation_to_dict(robot, files, primary),
+                                                  sort_keys=False), inputs=inputs)
 
 
 def format_validation(files) -> str:

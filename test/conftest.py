@@ -71,10 +71,13 @@ def spatial_arm_config(model="rigid", friction="coulomb_viscous", offset=True, s
              "gear_ratio": float(gear[i]) if gear is not None else 1.0,
              "limits": {"position": [-2.5, 2.5], "velocity": 3.0},
              "drive": {"rotor_inertia": float(rng.uniform(0.001, 0.01)),
-                       "K": float(rng.uniform(500, 3000)), "D": float(rng.uniform(0.1, 2)),
-                       "fv": float(rng.uniform(0.1, 1)), "fc": float(rng.uniform(0.1, 2)),
-                       "fs": float(rng.uniform(0.1, 2)), "fsc": float(rng.uniform(-0.5, 0.5)),
-                       "fo": float(rng.uniform(-1, 1))}}
+                       "stiffness": float(rng.uniform(500, 3000)),
+                       "damping": float(rng.uniform(0.1, 2)),
+                       "viscous": float(rng.uniform(0.1, 1)),
+                       "coulomb": float(rng.uniform(0.1, 2)),
+                       "stiction": float(rng.uniform(0.1, 2)),
+                       "stribeck": float(rng.uniform(-0.5, 0.5)),
+                       "offset": float(rng.uniform(-1, 1))}}
         joints.append(j)
     return {"name": "spatial_arm", "gravity": [0.3, -0.5, -9.81], "model": model,
             "coupling": coupling, "damping": damping,

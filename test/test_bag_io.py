@@ -24,7 +24,7 @@ def dataset(N=500, elastic=True, seed=0):
     arr = lambda: rng.normal(size=(N, 2))  # noqa: E731
     return Dataset(t=t, q=arr(), dq=arr(), tau=arr(), theta=arr() if elastic else None,
                    dtheta=arr() if elastic else None, joint_names=["joint1", "joint2"],
-                   true_parameters={"joint1.K": 3000.0}, metadata={"seed": seed})
+                   true_parameters={"joint1.stiffness": 3000.0}, metadata={"seed": seed})
 
 
 @pytest.mark.parametrize("elastic", [True, False])
@@ -40,7 +40,7 @@ def test_round_trip(tmp_path, elastic):
         np.testing.assert_array_equal(back.theta, ds.theta)
     else:
         assert back.theta is None
-    assert back.true_parameters == {"joint1.K": 3000.0}
+    assert back.true_parameters == {"joint1.stiffness": 3000.0}
     assert back.metadata["seed"] == 0
     meta = yaml.safe_load((tmp_path / "bag" / "metadata.yaml").read_text())
     info = meta["rosbag2_bagfile_information"]
@@ -146,7 +146,7 @@ def test_simulate_command_writes_a_bag(tmp_path, capsys):
     assert cli.main(args) == 0
     ds = load_dataset(out)
     assert ds.n_samples == 501 and ds.theta is not None
-    assert ds.true_parameters["joint1.K"] == 3000.0
+    assert ds.true_parameters["joint1.stiffness"] == 3000.0
     assert cli.main(args) != 0                  # never overwrites
     assert "never overwritten" in capsys.readouterr().err
 

@@ -40,7 +40,7 @@ def test_config_unknown_key():
     (("model",), "flexible", "model: must be one of"),
     (("friction", "model"), "lugre", "friction.model: must be one of"),
     (("joints", 0, "limits", "position"), [1.0, -1.0], "lower 1.0 must be below upper"),
-    (("joints", 0, "drive", "K"), float("nan"), "K: must be finite"),
+    (("joints", 0, "drive", "stiffness"), float("nan"), "stiffness: must be finite"),
 ])
 def test_config_wrong_types(path, value, match):
     cfg = spatial_arm_config()
@@ -49,6 +49,17 @@ def test_config_wrong_types(path, value, match):
         node = node[p]
     node[path[-1]] = value
     with pytest.raises(ConfigError, match=match):
+        parse_robot_config(cfg)
+
+
+@pytest.mark.parametrize("old,new", [("K", "stiffness"), ("D", "damping"), ("fv", "viscous"),
+                                     ("fc", "coulomb"), ("fs", "stiction"), ("fsc", "stribeck"),
+                                     ("fo", "offset")])
+def test_config_old_drive_key_names_the_new_one(old, new):
+    cfg = spatial_arm_config()
+    cfg["joints"][1]["drive"][old] = 1.0
+    with pytest.raises(ConfigError, match=rf"joints\[1\]\.drive\.{old}: drive key '{old}' "
+                                          rf"was renamed to '{new}'"):
         parse_robot_config(cfg)
 
 

@@ -84,7 +84,7 @@ def test_bspline_optimisation(zollo):
 def test_elastic_robot_designed_on_rigid_limit(zollo):
     rigid = design_model(zollo)
     assert not rigid.config.elastic and rigid.n == 2
-    assert "joint1.K" not in rigid.parameter_names
+    assert "joint1.stiffness" not in rigid.parameter_names
 
 
 def test_saved_file_loads_like_the_excitation_publisher(zollo, tmp_path):

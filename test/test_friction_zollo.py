@@ -28,8 +28,8 @@ def test_static_fit_reference_is_a_least_squares_fit():
     law = zollo.config.joints[0].simulation_friction
     F = zollo_stribeck(v[:, 0], *(law[f"f{i}"] for i in range(1, 7)))
     f = fit[0]
-    model = (f["fs"] * 2 / np.pi * np.arctan(100 * v[:, 0])
-             + f["fsc"] * 2 / np.pi * np.arctan(10 * v[:, 0]) + f["fv"] * v[:, 0])
+    model = (f["stiction"] * 2 / np.pi * np.arctan(100 * v[:, 0])
+             + f["stribeck"] * 2 / np.pi * np.arctan(10 * v[:, 0]) + f["viscous"] * v[:, 0])
     # a least-squares residual is orthogonal to the regressors
     assert abs(np.dot(F - model, v[:, 0])) < 1e-8 * len(v)
     assert np.sqrt(np.mean((F - model) ** 2)) < 0.1

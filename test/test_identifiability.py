@@ -13,7 +13,8 @@ def test_zollo_planar_table1():
     bp = base_parameters(model)
     assert len(bp) == 14
     expected = {  # leading parameter -> (expression, true value from Table 1)
-        "joint1.K": ("joint1.K", 3000.0), "joint2.K": ("joint2.K", 1800.0),
+        "joint1.stiffness": ("joint1.stiffness", 3000.0),
+        "joint2.stiffness": ("joint2.stiffness", 1800.0),
         "link1.m": ("link1.m - 4*link1.Izz + 4*link2.Izz", -30.8333),
         "link2.m": ("link2.m - 4*link2.Izz", 6.5667),
         "link1.mx": ("link1.mx + 2*link1.Izz", 22.6333),
@@ -22,8 +23,8 @@ def test_zollo_planar_table1():
         "link2.my": ("link2.my", 0.0),
         "joint1.rotor_inertia": ("joint1.rotor_inertia", 21.18),
         "joint2.rotor_inertia": ("joint2.rotor_inertia", 12.10),
-        "joint1.fc": ("joint1.fc", 0.3302), "joint2.fc": ("joint2.fc", 0.3576),
-        "joint1.fv": ("joint1.fv", 0.1434), "joint2.fv": ("joint2.fv", 0.1391),
+        "joint1.coulomb": ("joint1.coulomb", 0.3302), "joint2.coulomb": ("joint2.coulomb", 0.3576),
+        "joint1.viscous": ("joint1.viscous", 0.1434), "joint2.viscous": ("joint2.viscous", 0.1391),
     }
     got = dict(zip(bp.names, zip(bp.expressions(), bp.base_values(model.nominal_parameters()))))
     assert set(got) == set(expected)
@@ -35,7 +36,7 @@ def test_zollo_planar_table1():
     assert unident == {f"link{i}.{p}" for i in (1, 2)
                        for p in ("mz", "Ixx", "Iyy", "Ixy", "Ixz", "Iyz")}
     assert bp.categories[bp.standard_names.index("link1.Izz")] == "combination"
-    assert bp.categories[bp.standard_names.index("joint1.K")] == "identifiable"
+    assert bp.categories[bp.standard_names.index("joint1.stiffness")] == "identifiable"
 
 
 def test_grouping_reproduces_torques():

@@ -30,18 +30,18 @@ def _planar_reference(names, q, dq, ddq, th, dth, ddth, a1=0.5, a2=0.5, g=9.81, 
     Y[0, ix("link1.Izz")] = ddq[0]
     Y[0, ix("link2.Izz")] = ddq[0] + ddq[1]
     Y[0, ix("joint2.rotor_inertia")] = km * ddth[1]
-    Y[0, ix("joint1.K")] = q[0] - th[0]
+    Y[0, ix("joint1.stiffness")] = q[0] - th[0]
     Y[1, ix("link2.m")] = a2 * (a1 * dq[0] ** 2 * s2 + a1 * c2 * ddq[0] + a2 * (ddq[0] + ddq[1])
                                 + g * c12)
     Y[1, ix("link2.mx")] = (a1 * dq[0] ** 2 * s2 + a1 * c2 * ddq[0] + 2 * a2 * (ddq[0] + ddq[1])
                             + g * c12)
     Y[1, ix("link2.my")] = a1 * dq[0] ** 2 * c2 - a1 * s2 * ddq[0] - g * s12
     Y[1, ix("link2.Izz")] = ddq[0] + ddq[1]
-    Y[1, ix("joint2.K")] = q[1] - th[1]
+    Y[1, ix("joint2.stiffness")] = q[1] - th[1]
     for k in range(2):
-        Y[2 + k, ix(f"joint{k + 1}.K")] = -(q[k] - th[k])
-        Y[2 + k, ix(f"joint{k + 1}.fc")] = np.sign(dth[k])
-        Y[2 + k, ix(f"joint{k + 1}.fv")] = dth[k]
+        Y[2 + k, ix(f"joint{k + 1}.stiffness")] = -(q[k] - th[k])
+        Y[2 + k, ix(f"joint{k + 1}.coulomb")] = np.sign(dth[k])
+        Y[2 + k, ix(f"joint{k + 1}.viscous")] = dth[k]
     Y[2, ix("joint1.rotor_inertia")] = km ** 2 * ddth[0]
     Y[3, ix("joint2.rotor_inertia")] = km * (km * ddth[1] + ddq[0])
     return Y
@@ -76,10 +76,10 @@ class _Lagrangian:
         self.data = self.pm.createData()
         d = dict(zip(model.parameter_names, pi))
         self.ups = np.array([d[f"{j}.rotor_inertia"] for j in model.joint_names])
-        self.K = np.array([d[f"{j}.K"] for j in model.joint_names])
-        self.fv = np.array([d[f"{j}.fv"] for j in model.joint_names])
-        self.fc = np.array([d[f"{j}.fc"] for j in model.joint_names])
-        self.fo = np.array([d.get(f"{j}.fo", 0.0) for j in model.joint_names])
+        self.K = np.array([d[f"{j}.stiffness"] for j in model.joint_names])
+        self.fv = np.array([d[f"{j}.viscous"] for j in model.joint_names])
+        self.fc = np.array([d[f"{j}.coulomb"] for j in model.joint_names])
+        self.fo = np.array([d.get(f"{j}.offset", 0.0) for j in model.joint_names])
         self.km = model.gear_ratios
         self.axes = []
         for k, jid in enumerate(model._jids):

@@ -26,12 +26,12 @@ def _reference_torque(model, pi, q, dq, ddq):
     for k, jn in enumerate(model.joint_names):
         v = dq[:, k]
         g = lambda key: drive.get(f"{jn}.{key}", 0.0)  # noqa: E731
-        tau[:, k] += g("fv") * v + g("fo")
+        tau[:, k] += g("viscous") * v + g("offset")
         if fr.model == "coulomb_viscous":
-            tau[:, k] += g("fc") * np.sign(v)
+            tau[:, k] += g("coulomb") * np.sign(v)
         if fr.model == "static":
-            tau[:, k] += (g("fs") * 2 / np.pi * np.arctan(fr.stiction_sharpness * v)
-                          + g("fsc") * 2 / np.pi * np.arctan(fr.stribeck_sharpness * v))
+            tau[:, k] += (g("stiction") * 2 / np.pi * np.arctan(fr.stiction_sharpness * v)
+                          + g("stribeck") * 2 / np.pi * np.arctan(fr.stribeck_sharpness * v))
     return tau
 
 

@@ -24,13 +24,13 @@ def test_demo_identifies_zollo_planar(tmp_path, capfd):
     assert "results.yaml" in out and "control loop" in out
     results = yaml.safe_load((tmp_path / "results.yaml").read_text())
     entries = {e["name"]: e for e in results["base_parameters"]}
-    for k in ("joint1.K", "joint2.K"):
+    for k in ("joint1.stiffness", "joint2.stiffness"):
         assert abs(entries[k]["estimate"] / entries[k]["true"] - 1) < 0.01, entries[k]
     # the link-side inertial parameters and rotor inertias: within 0.5 %
     for name, e in entries.items():
-        if e["true"] != 0 and name.rsplit(".", 1)[-1] not in ("fv", "fc"):
+        if e["true"] != 0 and name.rsplit(".", 1)[-1] not in ("viscous", "coulomb"):
             assert abs(e["estimate"] / e["true"] - 1) < 0.005, e
-    # all but Coulomb friction (viscous friction fv: Stribeck-simulated, see docs/ros.md)
+    # all but Coulomb friction (viscous friction: Stribeck-simulated, see docs/ros.md)
     assert results["metrics"]["normalised_mean_error_without_static_friction"] <= 0.02
     assert results["metrics"]["normalised_mean_error_without_friction"] <= 0.005
     bag = next(tmp_path.glob("run_*"))

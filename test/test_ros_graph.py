@@ -165,7 +165,8 @@ def test_lockstep_graph_records_and_identifies(client, tmp_path):
         assert values[2].string_value == str(bag.resolve())
         assert len(names) == len(est) == 14
         # 3 s of data check the graph, not the accuracy (test_ros_demo.py does, on 9 s)
-        assert "joint1.K" in names and "joint2.K" in names and np.all(np.isfinite(est))
+        assert "joint1.stiffness" in names and "joint2.stiffness" in names
+        assert np.all(np.isfinite(est))
         results = yaml.safe_load((tmp_path / "results.yaml").read_text())
         assert [e["name"] for e in results["base_parameters"]] == names
         np.testing.assert_allclose([e["estimate"] for e in results["base_parameters"]], est)

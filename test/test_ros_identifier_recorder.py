@@ -39,7 +39,7 @@ def test_identifies_newest_bag_and_publishes_typed_result(context, sim_bag, tmp_
         assert res.success, res.message
         names = node.get_parameter("result.names").value
         est = np.array(node.get_parameter("result.estimates").value)
-        k1 = est[list(names).index("joint1.K")]
+        k1 = est[list(names).index("joint1.stiffness")]
         assert abs(k1 / 3000.0 - 1) < 0.01
         assert node.get_parameter("result.bag").value == str((sim_bag / "run_a").resolve())
         refused = node.set_parameters([Parameter("result.estimates", value=[1.0])])[0]
@@ -58,7 +58,7 @@ def test_large_bag_is_identified_streaming(context, sim_bag, tmp_path):
         assert node.result.settings["n_input"] > 100        # the streaming path was taken
         names = list(node.get_parameter("result.names").value)
         est = np.array(node.get_parameter("result.estimates").value)
-        for k, true in (("joint1.K", 3000.0), ("joint2.K", 1800.0)):
+        for k, true in (("joint1.stiffness", 3000.0), ("joint2.stiffness", 1800.0)):
             assert abs(est[names.index(k)] / true - 1) < 0.01, k
     finally:
         node.destroy_node()

@@ -13,7 +13,7 @@ def test_simulate_then_identify(tmp_path, capsys):
     ds = load_dataset(out)
     assert ds.n_samples == 3001 and ds.theta is not None
     assert ds.metadata["robot"] == "zollo_planar" and ds.metadata["snr_db"] == 120.0
-    assert ds.true_parameters["joint1.K"] == 3000.0
+    assert ds.true_parameters["joint1.stiffness"] == 3000.0
     res = tmp_path / "results.yaml"
     assert main(["identify", "--robot", "zollo_planar", "--data", str(out), "--output",
                  str(res), "--quiet"]) == 0

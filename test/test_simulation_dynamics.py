@@ -48,9 +48,9 @@ def test_simulation_consistent_with_damped_elastic_regressor():
     """Joint damping D (config ``damping: true``) in simulator and regressor alike."""
     joints = yaml.safe_load(Path(robot_files("zollo_planar")).read_text())["joints"]
     for j, d in zip(joints, (12.0, 7.0)):
-        j["drive"] = dict(j["drive"], D=d)
+        j["drive"] = dict(j["drive"], damping=d)
     model = _variant("zollo_planar", damping=True, joints=joints)
-    assert "joint1.D" in model.parameter_names
+    assert "joint1.damping" in model.parameter_names
     ds = simulate(model, trajectory=_short_trajectory(model), derivatives=True,
                   quantise=False, friction="regressor", torque="command")
     Y = regressor(model, ds.q, ds.dq, ds.ddq, ds.theta, ds.dtheta, ds.ddtheta)

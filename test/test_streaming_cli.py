@@ -10,7 +10,8 @@ def _config(tmp_path):
     d = yaml.safe_load((ROOT / "config/robots/zollo_planar.yaml").read_text())
     d.update(model="rigid", name="planar_rigid", urdf=str(ROOT / "urdf/zollo_planar.urdf"))
     for j in d["joints"]:
-        j["drive"] = {k: v for k, v in j["drive"].items() if k in ("rotor_inertia", "fv", "fc")}
+        j["drive"] = {k: v for k, v in j["drive"].items()
+                      if k in ("rotor_inertia", "viscous", "coulomb")}
     p = tmp_path / "planar_rigid.yaml"
     p.write_text(yaml.safe_dump(d))
     return p

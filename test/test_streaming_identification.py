@@ -27,7 +27,8 @@ def rigid(tmp_path_factory):
     d["name"] = "planar_rigid"
     d["urdf"] = str(ROOT / "urdf/zollo_planar.urdf")
     for j in d["joints"]:
-        j["drive"] = {k: v for k, v in j["drive"].items() if k in ("rotor_inertia", "fv", "fc")}
+        j["drive"] = {k: v for k, v in j["drive"].items()
+                      if k in ("rotor_inertia", "viscous", "coulomb")}
     p = tmp_path_factory.mktemp("cfg") / "planar_rigid.yaml"
     p.write_text(yaml.safe_dump(d))
     return RobotModel.from_files(p)
@@ -117,10 +118,10 @@ def test_mrls_flags_unexcited_joint(rigid):
     r = identify_streaming(rigid, iter_dataset_chunks(ds, 1000), estimator="mrls",
                            pa={"window": 0.02}, decimate=5, velocity_threshold=0.0)
     flags = dict(zip(r.names, r.settings["flags"]))
-    assert flags["joint2.fv"] == 0 and flags["joint2.rotor_inertia"] == 0
-    assert flags["joint1.fv"] == 1
+    assert flags["joint2.viscous"] == 0 and flags["joint2.rotor_inertia"] == 0
+    assert flags["joint1.viscous"] == 1
     theta0 = r.base.base_values(rigid.nominal_parameters())
-    for nm in ("joint2.fv", "joint2.rotor_inertia"):  # frozen at the initial guess
+    for nm in ("joint2.viscous", "joint2.rotor_inertia"):  # frozen at the initial guess
         i = r.names.index(nm)
         assert r.estimate.values[i] == theta0[i]
 

@@ -35,15 +35,15 @@ TABLE2 = [
     ("link3.Izz + 0.5*link3.mx", -0.059, -0.057, 3.30e-4, -0.058, 2.21e-4),
     ("link2.m + 2*link2.mx - 2*link3.mx", 1.414, 1.415, 1.50e-4, 1.414, 6.01e-5),
     ("link3.m + 2*link3.mx", 0.707, 0.706, 3.82e-5, 0.707, 1.42e-5),
-    ("joint1.fs", 2.0, 1.998, 7.97e-4, 1.998, 7.80e-4),
-    ("joint2.fs", 1.0, 0.999, 1.42e-4, 0.999, 1.41e-4),
-    ("joint3.fs", 2.0, 1.998, 2.36e-3, 1.998, 2.34e-3),
-    ("joint1.fv", 0.5, 0.505, 8.26e-3, 0.506, 7.89e-3),
-    ("joint2.fv", 0.277, 0.243, 9.26e-4, 0.244, 8.08e-4),
-    ("joint3.fv", 0.030, 0.034, 1.60e-2, 0.035, 1.54e-2),
-    ("joint1.fsc", -0.3, -0.302, 1.45e-2, -0.303, 1.39e-2),
-    ("joint2.fsc", -0.2, -0.176, 1.67e-3, -0.177, 1.65e-3),
-    ("joint3.fsc", -0.3, -0.306, 3.56e-2, -0.307, 3.45e-2),
+    ("joint1.stiction", 2.0, 1.998, 7.97e-4, 1.998, 7.80e-4),
+    ("joint2.stiction", 1.0, 0.999, 1.42e-4, 0.999, 1.41e-4),
+    ("joint3.stiction", 2.0, 1.998, 2.36e-3, 1.998, 2.34e-3),
+    ("joint1.viscous", 0.5, 0.505, 8.26e-3, 0.506, 7.89e-3),
+    ("joint2.viscous", 0.277, 0.243, 9.26e-4, 0.244, 8.08e-4),
+    ("joint3.viscous", 0.030, 0.034, 1.60e-2, 0.035, 1.54e-2),
+    ("joint1.stribeck", -0.3, -0.302, 1.45e-2, -0.303, 1.39e-2),
+    ("joint2.stribeck", -0.2, -0.176, 1.67e-3, -0.177, 1.65e-3),
+    ("joint3.stribeck", -0.3, -0.306, 3.56e-2, -0.307, 3.45e-2),
     ("link2.my", 0.0, 0.0, 3.82e-6, 0.0, 2.24e-6),
     ("link3.my", 0.0, 0.0, 4.67e-6, 0.0, 2.37e-6),
 ]
@@ -54,7 +54,7 @@ def szabo_columns(model):
     (the rotor-inertia columns, absent from the paper's model, are left out)."""
     names = model.parameter_names
     cols = [names.index(f"{b}.{p}") for b in model.body_names for p in SZABO_BODY]
-    for key in ("fs", "fv", "fsc"):
+    for key in ("stiction", "viscous", "stribeck"):
         cols += [names.index(f"{j}.{key}") for j in model.joint_names]
     return cols
 
@@ -97,11 +97,12 @@ def test_friction_columns_are_eq_7_to_9(setup):
     v = np.linspace(-2, 2, 41)[:, None] * np.ones(3)
     cols = friction_columns(model, v)
     Kv, delta = 100.0, 10.0                       # config/robots/szabo_3dof.yaml
-    np.testing.assert_allclose(cols["fs"], 2 / np.pi * np.arctan(Kv * v), atol=1e-15)
-    np.testing.assert_allclose(cols["fsc"], 2 / np.pi * np.arctan(delta * v), atol=1e-15)
-    np.testing.assert_allclose(cols["fv"], v)
+    np.testing.assert_allclose(cols["stiction"], 2 / np.pi * np.arctan(Kv * v), atol=1e-15)
+    np.testing.assert_allclose(cols["stribeck"], 2 / np.pi * np.arctan(delta * v), atol=1e-15)
+    np.testing.assert_allclose(cols["viscous"], v)
     # friction = tau_s at small |v|, Coulomb level tau_s + tau_sc at large |v| (Sec. 2.2)
-    f = lambda vel: (2.0 * cols["fs"] - 0.3 * cols["fsc"] + 0.5 * cols["fv"])  # noqa: E731
+    f = lambda vel: (2.0 * cols["stiction"] - 0.3 * cols["stribeck"]  # noqa: E731
+                     + 0.5 * cols["viscous"])
     big = f(v)[-1, 0] - 0.5 * 2.0
     assert big == pytest.approx(1.7, abs=0.02)
 

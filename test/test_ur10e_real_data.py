@@ -133,5 +133,5 @@ def test_static_poses_do_not_excite():
     from robot_identification.pipeline import identify
     model = load_robot("ur10e")
     ds = load_dataset(DATA / VALID[1], model=model)
-    with pytest.raises(ExcitationError, match="do not excite base parameter.*fv"):
+    with pytest.raises(ExcitationError, match="do not excite base parameter.*viscous"):
         identify(model, [ds])

@@ -45,8 +45,8 @@ def test_true_parameters_predict_and_static_runs_work(setup):
     model, base = setup
     pi = model.nominal_parameters().copy()
     for k, j in enumerate(model.joint_names):
-        pi[model.parameter_names.index(f"{j}.fv")] = 3.0
-        pi[model.parameter_names.index(f"{j}.fo")] = 0.5
+        pi[model.parameter_names.index(f"{j}.viscous")] = 3.0
+        pi[model.parameter_names.index(f"{j}.offset")] = 0.5
     models = {"nominal": base.base_values(model.nominal_parameters()),
               "truth": base.base_values(pi)}
     files = validate(model, base, models, [_dataset(model, pi), _dataset(model, pi, True)],

@@ -16,9 +16,10 @@ from robot_identification.simulation import add_measurement_noise, simulate
 #: Zollo Table 1, true Pi* (eq. 45 values), in the pipeline's base order
 TABLE1_TRUE = {
     "link1.m": -30.8333, "link1.mx": 22.6333, "link1.my": 0.0, "link2.m": 6.5667,
-    "link2.mx": -0.7833, "link2.my": 0.0, "joint1.rotor_inertia": 21.18, "joint1.K": 3000.0,
-    "joint1.fv": 0.1434, "joint1.fc": 0.3302, "joint2.rotor_inertia": 12.10,
-    "joint2.K": 1800.0, "joint2.fv": 0.1391, "joint2.fc": 0.3576,
+    "link2.mx": -0.7833, "link2.my": 0.0, "joint1.rotor_inertia": 21.18,
+    "joint1.stiffness": 3000.0,
+    "joint1.viscous": 0.1434, "joint1.coulomb": 0.3302, "joint2.rotor_inertia": 12.10,
+    "joint2.stiffness": 1800.0, "joint2.viscous": 0.1391, "joint2.coulomb": 0.3576,
 }
 
 
@@ -46,18 +47,18 @@ def test_planar_noise_free_matches_table1(planar, stribeck_result):
         assert true[name] == pytest.approx(value, abs=1e-4)
     est = dict(zip(r.names, r.estimate.values))
     # stiffness within 0.1 % (paper: 2.6e-4, 1.2e-4)
-    assert est["joint1.K"] == pytest.approx(3000.0, rel=1e-3)
-    assert est["joint2.K"] == pytest.approx(1800.0, rel=1e-3)
+    assert est["joint1.stiffness"] == pytest.approx(3000.0, rel=1e-3)
+    assert est["joint2.stiffness"] == pytest.approx(1800.0, rel=1e-3)
     # inertial combinations and rotor inertias within 0.5 % (paper <= 0.17 %)
     for name in ("link1.m", "link1.mx", "link2.m", "link2.mx", "joint1.rotor_inertia",
                  "joint2.rotor_inertia"):
         assert est[name] == pytest.approx(true[name], rel=5e-3), name
     # Coulomb model under Stribeck friction: f_s strongly under-estimated (paper -69 %, -65 %)
     for j in (1, 2):
-        assert est[f"joint{j}.fc"] < 0.5 * true[f"joint{j}.fc"]
+        assert est[f"joint{j}.coulomb"] < 0.5 * true[f"joint{j}.coulomb"]
     # normalised mean error: paper 0.103 (all), 0.00862 (without f_s)
     assert 0.05 < r.normalised_mean_error() < 0.2
-    assert r.normalised_mean_error(exclude=("fc",)) < 0.03
+    assert r.normalised_mean_error(exclude=("coulomb",)) < 0.03
 
 
 def test_planar_noise_free_with_regressor_friction(planar):
@@ -65,8 +66,8 @@ def test_planar_noise_free_with_regressor_friction(planar):
     r = identify(planar, simulate(planar, seed=0, friction="regressor"))
     assert r.normalised_mean_error() < 0.01
     est = dict(zip(r.names, r.estimate.values))
-    assert est["joint1.K"] == pytest.approx(3000.0, rel=2e-4)
-    assert est["joint2.K"] == pytest.approx(1800.0, rel=2e-4)
+    assert est["joint1.stiffness"] == pytest.approx(3000.0, rel=2e-4)
+    assert est["joint2.stiffness"] == pytest.approx(1800.0, rel=2e-4)
 
 
 def test_planar_noise_trend(planar, stribeck_run, stribeck_result):
@@ -92,7 +93,7 @@ def test_puma_base_parameter_count():
     for p in ("m", "mx", "my", "mz", "Ixx", "Ixy", "Ixz", "Iyz", "Izz"):
         assert cats[f"link1.{p}"] == "unidentifiable", p
     for j in range(1, 7):
-        for key in ("K", "rotor_inertia", "fv", "fc"):
+        for key in ("stiffness", "rotor_inertia", "viscous", "coulomb"):
             assert cats[f"joint{j}.{key}"] == "identifiable"
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from robot_identification.commands._common import add_robot_arguments, robot_from_args
+from robot_identification.commands._common import (
+    add_robot_arguments, check_output_argument, input_paths, robot_from_args)
 
 NAME = "identify"
 HELP = "identify base parameters from recorded or simulated data; writes results.yaml"
@@ -35,6 +36,7 @@ def run(args):
     from robot_identification.pipeline import identify
     from robot_identification.report import format_table, write_results
     model = robot_from_args(args)
+    check_output_argument(args, model)
     settings = model.config.identification
     if args.velocity_threshold is not None:
         settings = replace(settings, velocity_threshold=args.velocity_threshold)
@@ -43,7 +45,7 @@ def run(args):
     datasets = [load_dataset(p, model=model) for p in args.data]
     result = identify(model, datasets, settings, estimator=args.estimator,
                       use_measured_derivatives=not args.numerical_derivatives)
-    out = write_results(result, args.output, model)
+    out = write_results(result, args.output, model, inputs=input_paths(args))
     if args.physical or (args.physical is None and not model.config.elastic):
         import sys
 
@@ -56,8 +58,11 @@ def run(args):
                 raise
             print(f"physically consistent estimate skipped: {exc}", file=sys.stderr)
             estimates = compute_estimates(model, result, physical=False)
-        write_estimates(out, model, estimates, extra={"data": [str(p) for p in args.data]})
+        write_estimates(out, model, estimates, extra={"data": [str(p) for p in args.data]},
+                        inputs=input_paths(args), diagnostics=result.diagnostics)
     if not args.quiet:
         print(format_table(result))
+    for d in result.diagnostics:
+        print(d)
     print(f"wrote {Path(out).resolve()}")
     return 0

@@ -104,7 +104,8 @@ def standard_bounds(model, nominal=None, mass_range=(0.5, 2.0), first_moment=Non
                 lo[keys[k]], hi[keys[k]] = -dmax, dmax
         else:
             for key, i in keys.items():
-                if key in ("rotor_inertia", "K", "D", "fv", "fc", "fs"):
+                if key in ("rotor_inertia", "stiffness", "damping", "viscous", "coulomb",
+                           "stiction"):
                     lo[i], hi[i] = 0.0, drive_range[1] * max(abs(pi[i]), 1e-3)
     return lo, hi
 

@@ -24,18 +24,26 @@ from robot_identification.errors import ConfigError
 FRICTION_MODELS = ("none", "viscous", "coulomb_viscous", "static")
 
 #: Drive parameter names per joint, in regressor column order.
-DRIVE_PARAMETERS = ("rotor_inertia", "K", "D", "fv", "fc", "fs", "fsc", "fo")
+DRIVE_PARAMETERS = ("rotor_inertia", "stiffness", "damping", "viscous", "coulomb", "stiction",
+                    "stribeck", "offset")
+
+#: Drive keys of earlier versions -> their field-term names (an old key is a ConfigError
+#: naming the new one).
+RENAMED_DRIVE_PARAMETERS = {"K": "stiffness", "D": "damping", "fv": "viscous",
+                            "fc": "coulomb", "fs": "stiction", "fsc": "stribeck",
+                            "fo": "offset"}
 
 DRIVE_PARAMETER_UNITS = {
-    "rotor_inertia": "kg*m^2", "K": "N*m/rad", "D": "N*m*s/rad", "fv": "N*m*s/rad",
-    "fc": "N*m", "fs": "N*m", "fsc": "N*m", "fo": "N*m",
+    "rotor_inertia": "kg*m^2", "stiffness": "N*m/rad", "damping": "N*m*s/rad",
+    "viscous": "N*m*s/rad", "coulomb": "N*m", "stiction": "N*m", "stribeck": "N*m",
+    "offset": "N*m",
 }
 
 DRIVE_PARAMETER_DESCRIPTIONS = {
     "rotor_inertia": "rotor inertia about its spin axis (motor side)",
-    "K": "joint stiffness", "D": "joint damping", "fv": "viscous friction",
-    "fc": "Coulomb friction", "fs": "stiction (Szabó static model)",
-    "fsc": "Coulomb minus stiction (Szabó static model)", "fo": "torque offset",
+    "stiffness": "joint stiffness", "damping": "joint damping", "viscous": "viscous friction",
+    "coulomb": "Coulomb friction", "stiction": "stiction (Szabó static model)",
+    "stribeck": "Coulomb minus stiction (Szabó static model)", "offset": "torque offset",
 }
 
 
@@ -259,6 +267,10 @@ def _load_joint(item, where) -> JointConfig:
     )
     lim.finish()
     drv = r.mapping("drive")
+    for old in drv.data:
+        if old in RENAMED_DRIVE_PARAMETERS:
+            raise ConfigError(f"{where}.drive.{old}: drive key '{old}' was renamed to "
+                              f"'{RENAMED_DRIVE_PARAMETERS[old]}'")
     drive = {}
     for key in DRIVE_PARAMETERS:
         value = drv.number(key, unit=DRIVE_PARAMETER_UNITS[key])
@@ -362,10 +374,6 @@ def parse_robot_config(data: Any, source: Path | None = None,
         if key in r.data:
             extra[key] = r.raw(key)
     r.finish()
-    if model == "elastic":
-        for j in joints:
-            if "K" not in j.drive:
-                pass  # stiffness is identified; nominal value only needed to simulate
     return RobotConfig(name=name, urdf_path=path, gravity=gravity, model=model,
                        coupling=coupling, damping=damping, friction=friction, joints=joints,
                        identification=ident, simulation=sim, source=source, extra=extra)

@@ -178,18 +178,18 @@ class RobotModel:
         c = self.config
         keys = ["rotor_inertia"]
         if c.elastic:
-            keys.append("K")
+            keys.append("stiffness")
             if c.damping:
-                keys.append("D")
+                keys.append("damping")
         fm = c.friction.model
         if fm in ("viscous", "coulomb_viscous", "static"):
-            keys.append("fv")
+            keys.append("viscous")
         if fm == "coulomb_viscous":
-            keys.append("fc")
+            keys.append("coulomb")
         if fm == "static":
-            keys += ["fs", "fsc"]
+            keys += ["stiction", "stribeck"]
         if c.friction.offset:
-            keys.append("fo")
+            keys.append("offset")
         return tuple(keys)
 
     def _build_layout(self):

@@ -47,10 +47,10 @@ def friction_columns(model, velocity):
     """
     fr = model.config.friction
     v = velocity
-    cols = {"fv": v, "fc": np.sign(v), "fo": np.ones_like(v)}
+    cols = {"viscous": v, "coulomb": np.sign(v), "offset": np.ones_like(v)}
     if fr.model == "static":
-        cols["fs"] = (2.0 / np.pi) * np.arctan(fr.stiction_sharpness * v)
-        cols["fsc"] = (2.0 / np.pi) * np.arctan(fr.stribeck_sharpness * v)
+        cols["stiction"] = (2.0 / np.pi) * np.arctan(fr.stiction_sharpness * v)
+        cols["stribeck"] = (2.0 / np.pi) * np.arctan(fr.stribeck_sharpness * v)
     return cols
 
 
@@ -343,8 +343,8 @@ def elastic_regressor(model, q, dq, ddq, theta, dtheta, ddtheta):
         if key == "rotor_inertia":
             if plan.linear is None:       # reduced coupling (Spong): B_d = 0
                 drive.append((motor, gear ** 2 * ddtheta))
-        elif key in ("K", "D"):
-            deflection = q - theta if key == "K" else dq - dtheta
+        elif key in ("stiffness", "damping"):
+            deflection = q - theta if key == "stiffness" else dq - dtheta
             drive += [(link, deflection), (motor, -deflection)]
         else:
             drive.append((motor, fric[key]))

@@ -28,11 +28,16 @@ def body_inertias(model, standard):
     Raises
     ------
     DataError
-        Wrong length, or a body with non-positive mass (not physically consistent).
+        Wrong length, NaN/inf values, or a body with non-positive mass (not physically
+        consistent).
     """
     pi = np.asarray(standard, dtype=float)
     if pi.shape != (model.n_parameters,):
         raise DataError(f"expected {model.n_parameters} standard parameters, got {pi.shape}")
+    bad = [n for n, v in zip(model.parameter_names, pi) if not np.isfinite(v)]
+    if bad:
+        raise DataError(f"standard parameter(s) {bad[:5]} are not finite (NaN/inf): nothing "
+                        f"to export")
     pj = model.inertial_to_joint_frame(pi)
     out = []
     for k, body in enumerate(model.body_names):
@@ -45,14 +50,14 @@ def body_inertias(model, standard):
 
 
 def drive_values(model, standard, key):
-    """Drive parameter ``key`` (e.g. ``'fv'``) per joint (n,), 0 where not in the model."""
+    """Drive parameter ``key`` (e.g. ``'viscous'``) per joint (n,), 0 where not in the model."""
     names = model.parameter_names
     pi = np.asarray(standard, dtype=float)
     return np.array([pi[names.index(f"{j}.{key}")] if f"{j}.{key}" in names else 0.0
                      for j in model.joint_names])
 
 
-def export_urdf(model, standard, path, *, comment=None) -> Path:
+def export_urdf(model, standard, path, *, comment=None, inputs=()) -> Path:
     """Write the robot's URDF with identified inertials and friction.
 
     Parameters
@@ -65,6 +70,8 @@ def export_urdf(model, standard, path, *, comment=None) -> Path:
         Output URDF.
     comment : str, optional
         Provenance written at the top of the file.
+    inputs : iterable of path
+        Files the output must not replace (the model's URDF and config always count).
 
     Returns
     -------
@@ -73,7 +80,9 @@ def export_urdf(model, standard, path, *, comment=None) -> Path:
     Raises
     ------
     DataError
-        Non-physical parameters.
+        Non-physical or non-finite parameters.
+    ConfigError
+        ``path`` is an input (:func:`robot_identification.outputs.check_output`).
     ModelError
         URDF links of the model not found in the template.
     """
@@ -100,7 +109,7 @@ def export_urdf(model, standard, path, *, comment=None) -> Path:
                     and fr.name in links):
                 for old in links[fr.name].findall("inertial"):
                     links[fr.name].remove(old)
-    fv, fc = drive_values(model, standard, "fv"), drive_values(model, standard, "fc")
+    fv, fc = drive_values(model, standard, "viscous"), drive_values(model, standard, "coulomb")
     for k, jn in enumerate(model.joint_names):
         jt = joints[jn]
         for old in jt.findall("dynamics"):
@@ -108,7 +117,7 @@ def export_urdf(model, standard, path, *, comment=None) -> Path:
         ET.SubElement(jt, "dynamics", damping=_fmt(max(fv[k], 0.0)),
                       friction=_fmt(max(fc[k], 0.0)))
     arm = drive_values(model, standard, "rotor_inertia") * model.gear_ratios ** 2
-    fo = drive_values(model, standard, "fo")
+    fo = drive_values(model, standard, "offset")
     arm_txt = ", ".join(f"{j}: {_fmt(a)}" for j, a in zip(model.joint_names, arm))
     fo_txt = ", ".join(f"{j}: {_fmt(o)}" for j, o in zip(model.joint_names, fo))
     note = (" Identified by robot_identification. Not in URDF: link-side rotor inertia "
@@ -117,10 +126,11 @@ def export_urdf(model, standard, path, *, comment=None) -> Path:
     if comment:
         root.insert(0, ET.Comment(f" {comment} "))
     ET.indent(root, space="  ")
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text('<?xml version="1.0"?>\n' + ET.tostring(root, encoding="unicode") + "\n")
-    return path
+    from robot_identification.outputs import write_text_atomic
+    return write_text_atomic(path, '<?xml version="1.0"?>\n'
+                             + ET.tostring(root, encoding="unicode") + "\n",
+                             inputs=tuple(inputs) + (model.config.urdf_path,
+                                                     model.config.source))
 
 
 def urdf_torque(urdf_path, model, standard, q, dq, ddq):
@@ -139,6 +149,6 @@ def urdf_torque(urdf_path, model, standard, q, dq, ddq):
     tau = np.array([m2.from_pin_v(pin.rnea(pm, data, qp[i], vp[i], ap[i]))
                     for i in range(len(qp))])
     arm = drive_values(model, standard, "rotor_inertia") * model.gear_ratios ** 2
-    fv, fc = drive_values(model, standard, "fv"), drive_values(model, standard, "fc")
-    fo = drive_values(model, standard, "fo")
+    fv, fc = drive_values(model, standard, "viscous"), drive_values(model, standard, "coulomb")
+    fo = drive_values(model, standard, "offset")
     return tau + arm * ddq + fv * dq + fc * np.sign(dq) + fo

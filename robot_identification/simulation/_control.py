@@ -70,7 +70,7 @@ class ElasticPDController(_GravityMixin):
     Parameters
     ----------
     model : RobotModel
-        Elastic model (stiffness ``drive.K`` per joint).
+        Elastic model (stiffness ``drive.stiffness`` per joint).
     kp, kd : array_like (n,), optional
         Gains [N*m/rad], [N*m*s/rad]; default the config's ``simulation.kp/kd``, else a
         5 Hz critically damped design on the link-referred rotor inertia.
@@ -83,7 +83,7 @@ class ElasticPDController(_GravityMixin):
             raise ConfigError(f"robot '{model.config.name}' is rigid; use RigidPDController")
         self._init_gravity(model)
         drive = [j.drive for j in model.config.joints]
-        self.K = np.array([d.get("K", 0.0) for d in drive])
+        self.K = np.array([d.get("stiffness", 0.0) for d in drive])
         if np.any(self.K <= 0):
             raise ConfigError(f"robot '{model.config.name}': the elastic PD controller needs "
                               f"a positive stiffness K for every joint")

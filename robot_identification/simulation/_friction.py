@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-_FRICTION_KEYS = ("fv", "fc", "fs", "fsc", "fo")
+_FRICTION_KEYS = ("viscous", "coulomb", "stiction", "stribeck", "offset")
 
 
 def zollo_stribeck(v, f1, f2, f3, f4, f5, f6, position=None):
@@ -85,16 +85,16 @@ class FrictionModel:
         if self._regressor_joints.any() and self._keys:
             c = self._coef
             f = np.zeros_like(v)      # same terms as regressor.friction_columns (hot path)
-            if "fv" in c:
-                f += c["fv"] * v
-            if "fc" in c:
-                f += c["fc"] * np.sign(v)
-            if "fo" in c:
-                f += c["fo"]
-            if "fs" in c:
-                f += c["fs"] * (2 / np.pi) * np.arctan(self._kv * v)
-            if "fsc" in c:
-                f += c["fsc"] * (2 / np.pi) * np.arctan(self._delta * v)
+            if "viscous" in c:
+                f += c["viscous"] * v
+            if "coulomb" in c:
+                f += c["coulomb"] * np.sign(v)
+            if "offset" in c:
+                f += c["offset"]
+            if "stiction" in c:
+                f += c["stiction"] * (2 / np.pi) * np.arctan(self._kv * v)
+            if "stribeck" in c:
+                f += c["stribeck"] * (2 / np.pi) * np.arctan(self._delta * v)
             out = np.where(self._regressor_joints, f, out)
         for k in self._stribeck:
             lw = self.laws[k]

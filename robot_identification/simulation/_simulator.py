@@ -75,8 +75,8 @@ class ArmDynamics:
         drive = [j.drive for j in model.config.joints]
         self.gear = model.gear_ratios.astype(float)
         self.rotor = np.array([d.get("rotor_inertia", 0.0) for d in drive])
-        self.K = np.array([d.get("K", 0.0) for d in drive])
-        self.D = (np.array([d.get("D", 0.0) for d in drive]) if model.config.damping
+        self.K = np.array([d.get("stiffness", 0.0) for d in drive])
+        self.D = (np.array([d.get("damping", 0.0) for d in drive]) if model.config.damping
                   else np.zeros(n))
         if self.elastic and np.any(self.K <= 0):
             bad = [j.name for j, k in zip(model.config.joints, self.K) if k <= 0]
@@ -244,7 +244,7 @@ class ArmDynamics:
         """
         n = self.n
         best = 0.0
-        fv = np.array([j.drive.get("fv", 0.0) for j in self.model.config.joints])
+        fv = np.array([j.drive.get("viscous", 0.0) for j in self.model.config.joints])
         for lw, k in zip(self.friction.laws, range(n)):
             if lw["model"] == "zollo_stribeck":
                 fv[k] = max(fv[k], lw["f1"])
