@@ -226,6 +226,9 @@ def identify(model, datasets, settings: IdentificationSettings | None = None, *,
     neq = NormalEquations(len(base), rows)
     n_samples = 0
     recordings = []
+    from robot_identification.progress import bar
+    pbar = bar(total=sum(d.t.shape[0] for d in datasets), desc="identify", unit="sample",
+               unit_scale=True)
     for d_i, ds in enumerate(datasets):
         recordings.append(recording_summary(model, ds))
         states, _ = preprocess(model, ds, s, use_measured_derivatives)
@@ -235,8 +238,10 @@ def identify(model, datasets, settings: IdentificationSettings | None = None, *,
         for start, Y, y in iter_regressor_blocks(model, states, chunk):
             m = None if mask is None else mask[start: start + Y.shape[0]]
             neq.add(base.project(Y), y, m)
+            pbar.update(Y.shape[0] * s.decimate)
             if log and N > 20 * chunk and (start // chunk) % 20 == 0:
                 log(f"dataset {d_i + 1}/{len(datasets)}: {start + Y.shape[0]}/{N} samples")
+    pbar.close()
     if neq.count.sum() <= len(base):
         raise DataError(f"only {int(neq.count.sum())} usable equations for {len(base)} base "
                         f"parameters (velocity threshold {s.velocity_threshold} rad/s); "
