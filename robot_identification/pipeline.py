@@ -279,6 +279,9 @@ def identify(model, datasets, settings: IdentificationSettings | None = None, *,
     n_samples = 0
     recordings = [recording_summary(model, ds) for ds in datasets]
     s = resolve_settings(model, s, recordings)
+    from robot_identification.progress import bar
+    pbar = bar(total=sum(d.t.shape[0] for d in datasets), desc="identify", unit="sample",
+               unit_scale=True)
     for d_i, ds in enumerate(datasets):
         states, _ = preprocess(model, ds, s, use_measured_derivatives)
         mask = row_mask(model, states, s.velocity_threshold)
@@ -288,8 +291,10 @@ def identify(model, datasets, settings: IdentificationSettings | None = None, *,
                                                  friction_deadband=s.friction_deadband):
             m = None if mask is None else mask[start: start + Y.shape[0]]
             neq.add(base.project(Y), y, m)
+            pbar.update(Y.shape[0] * s.decimate)
             if log and N > 20 * chunk and (start // chunk) % 20 == 0:
                 log(f"dataset {d_i + 1}/{len(datasets)}: {start + Y.shape[0]}/{N} samples")
+    pbar.close()
     if neq.count.sum() <= len(base):
         raise DataError(f"only {int(neq.count.sum())} usable equations for {len(base)} base "
                         f"parameters (velocity threshold {s.velocity_threshold} rad/s); "

@@ -568,8 +568,11 @@ def accumulate(model, chunks, bank, *, base=None, decimate=1, velocity_threshold
     neq = NormalEquations(len(base), model.rows_per_sample)
     n_in = n_out = 0
     t_reg = 0.0
+    from robot_identification.progress import bar
+    pbar = bar(desc="identify-stream", unit="sample", unit_scale=True)
     for ds in chunks:
         n_in += ds.t.shape[0]
+        pbar.update(ds.t.shape[0])
         res = fir.push(ds)
         if res is None:
             continue
@@ -594,6 +597,7 @@ def accumulate(model, chunks, bank, *, base=None, decimate=1, velocity_threshold
         n_out += M
         if log:
             log(f"{n_in} samples read, {n_out} regressor samples")
+    pbar.close()
     if n_out == 0:
         raise DataError(f"no complete filter window: the recording has {n_in} samples, the "
                         f"filter needs {bank.L + 1}")

@@ -122,7 +122,13 @@ def _run_graph(args, out, domain):
         excitation.on_start(None, Trigger.Response())
         t_loop = time.perf_counter()
         steps0 = sim.commands
-        _spin_until(executor, lambda: not excitation.active, args.timeout)
+        from robot_identification.progress import bar
+        with bar(total=round(excitation.traj.duration, 3), desc="excite + record",
+                 unit="s") as pbar:
+            def tick():
+                done = round((sim.commands - steps0) / sim.sim.rate_hz, 3)
+                pbar.update(max(0.0, min(done, pbar.total) - pbar.n))
+            _spin_until(executor, lambda: not excitation.active, args.timeout, tick)
         loop_wall = time.perf_counter() - t_loop
         drain = time.monotonic() + 0.3      # the last state is still in flight
         _spin_until(executor, lambda: time.monotonic() > drain, 10.0)
@@ -158,10 +164,14 @@ def _run_graph(args, out, domain):
     return 0 if np.isfinite(nme) else 1
 
 
-def _spin_until(executor, done, timeout):
+def _spin_until(executor, done, timeout, tick=None):
     from robot_identification.errors import IdentificationError
     end = time.monotonic() + timeout
+    k = 0
     while not done():
         if time.monotonic() > end:
             raise IdentificationError(f"timed out after {timeout:.0f} s")
         executor.spin_once(timeout_sec=0.05)
+        k += 1
+        if tick is not None and k % 200 == 0:
+            tick()
