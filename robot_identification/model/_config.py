@@ -333,7 +333,8 @@ def parse_robot_config(data: Any, source: Path | None = None,
     source : Path, optional
         File the mapping came from; relative URDF paths resolve against its folder.
     urdf_path : path, optional
-        Overrides the ``urdf`` key.
+        Overrides the ``urdf`` key; a relative path is relative to the working directory
+        (the config's ``urdf`` key is relative to the config's folder).
 
     Raises
     ------
@@ -345,10 +346,10 @@ def parse_robot_config(data: Any, source: Path | None = None,
     r = _Reader(data, where)
     name = r.string("name", required=True)
     urdf = r.string("urdf")
-    if urdf_path is not None:
-        urdf = str(urdf_path)
     path = None
-    if urdf is not None:
+    if urdf_path is not None:             # given by the user: relative to the working directory
+        path = Path(urdf_path).resolve()
+    elif urdf is not None:                # in the config: relative to the config's folder
         path = Path(urdf)
         if not path.is_absolute() and source is not None:
             path = (Path(source).parent / path).resolve()
