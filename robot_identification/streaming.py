@@ -377,13 +377,13 @@ def iter_bag_chunks(path, chunk: int = READ_CHUNK, *, joint_topic=None, motor_to
     head = list(itertools.islice(stream, 200))  # peek: are there motor states?
     if state["elastic"] is None:
         state["elastic"] = any(topic == mt for topic, *_ in head)
-    for topic, msgtype, raw, _ in itertools.chain(head, stream):
+    for topic, msgtype, raw, t_ns in itertools.chain(head, stream):
         if msgtype != _bag.JOINT_STATE:
             raise DataError(f"topic '{topic}' in '{path}' has type {msgtype}; expected "
                             f"{_bag.JOINT_STATE}")
         if not state["elastic"] and topic != jt:
             continue
-        m = store.deserialize_cdr(bytes(raw), msgtype)
+        m = _bag.decode(store, raw, msgtype, path, topic, t_ns)
         ts = m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec
         pos, eff = convert(m)
         if pos is None:
