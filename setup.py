@@ -35,7 +35,8 @@ setup(
     extras_require={
         "ros": ["ros-rclpy[fastrtps]", "ros-std-msgs", "ros-std-srvs", "ros-sensor-msgs",
                 "ros-trajectory-msgs", "ros-rosgraph-msgs", "ros-diagnostic-msgs"],
-        "test": ["pytest>=7,<8.4", "flake8", "hypothesis>=6"],
+        "notebook": ["pandas"],
+        "test": ["pytest>=7,<8.4", "flake8", "hypothesis>=6", "pandas"],
     },
     zip_safe=True,
     maintainer="robot_identification developers",
