@@ -2,8 +2,8 @@
 
 - :func:`write_results`, :func:`result_to_dict` -- the results.yaml file (schema in ``_results``)
 - :func:`format_table` -- text table of the base parameters
-- :func:`records`, :func:`write_report` -- rows for notebooks (``IdentificationResult.to_dataframe``,
-  ``.plot()``, ``.save()``, ``_repr_html_``), the HTML report
+- :func:`records` -- rows for notebooks (``IdentificationResult.to_dataframe``, ``.plot()``,
+  ``.save()``, ``_repr_html_``); :func:`write_report` -- the HTML report
 """
 from robot_identification.report._results import (  # noqa: F401
     format_table, read_results, result_to_dict, write_results)
