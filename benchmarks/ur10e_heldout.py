@@ -102,7 +102,8 @@ def main():
     def fit(datasets):
         default = identify(model, datasets)                      # config: WLS, auto deadband
         est = compute_estimates(model, default, physical=True)
-        plain_s = replace(model.config.identification, friction_deadband=0.0)
+        plain_s = replace(model.config.identification, friction_deadband=0.0,
+                          drop_reversals=False)
         plain = identify(model, datasets, plain_s, estimator="ols")
         return default, est, plain, plain_s
 
