@@ -149,8 +149,9 @@ def iter_npz_chunks(path, chunk: int = READ_CHUNK, arrays=("q", "tau", "theta"))
         try:
             with zf.open("meta.npy") as fp:
                 raw = np.lib.format.read_array(fp, allow_pickle=False)
-        except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile, zlib.error) as exc:
-            raise DataError(f"'{path}': cannot read its metadata ({str(exc)[:80]})") from None
+        except Exception as exc:  # noqa: BLE001 - zipfile/zlib/numpy header parsing
+            raise DataError(f"'{path}': cannot read its metadata ({type(exc).__name__}: "
+                            f"{str(exc)[:80]})") from None
         meta = _meta_from(raw, path)
         handles = {}
         try:
