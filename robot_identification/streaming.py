@@ -427,9 +427,10 @@ def iter_bag_chunks(path, chunk: int = READ_CHUNK, *, joint_topic=None, motor_to
         yield out
 
 
-def iter_chunks(path, chunk: int = READ_CHUNK):
+def iter_chunks(path, chunk: int = READ_CHUNK, effort_lag: float = 0.0):
     """Chunked reader dispatching on the input: ``.npz``, a dataset directory of .npy files,
-    or a rosbag2 directory / ``.mcap``.
+    or a rosbag2 directory / ``.mcap`` (``effort_lag`` [periods]: see
+    :func:`iter_bag_chunks`; bags only).
 
     Raises
     ------
@@ -437,12 +438,16 @@ def iter_chunks(path, chunk: int = READ_CHUNK):
         Unknown format or missing path.
     """
     path = Path(path)
+    is_bag = path.is_dir() and not (path / "meta.json").is_file() or \
+        path.suffix in (".mcap", ".db3")
+    if effort_lag and not is_bag:
+        raise DataError(f"an effort lag applies to rosbag2 recordings only, not '{path}'")
     if path.suffix == ".npz":
         return iter_npz_chunks(path, chunk)
     if path.is_dir() and (path / "meta.json").is_file():
         return iter_npy_dir_chunks(path, chunk)
     if path.is_dir() or path.suffix in (".mcap", ".db3"):
-        return iter_bag_chunks(path, chunk)
+        return iter_bag_chunks(path, chunk, effort_lag=effort_lag)
     if not path.exists():
         raise DataError(f"input '{path}' does not exist")
     raise DataError(f"cannot stream '{path}': expected .npz, a dataset directory or a rosbag2")
