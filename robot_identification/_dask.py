@@ -65,3 +65,35 @@ def dask_client(workers=1, scheduler=None, processes=True):
                       dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
             Client(cluster) as client:
         yield client
+
+
+def map_sum(client, function, items, *args, **kwargs):
+    """``sum(function(item, *args, **kwargs) for item in items)``, mapped on ``client``.
+
+    The results are added with ``+=`` in the order of ``items`` on the caller's side, so
+    the floating-point sum is the same bit for bit with any number of workers (and with
+    ``client=None``, which runs the loop here). ``args``/``kwargs`` are shipped to the
+    workers once.
+
+    Raises
+    ------
+    ValueError
+        No items.
+    Whatever ``function`` raises (re-raised here from the worker).
+    """
+    items = list(items)
+    if not items:
+        raise ValueError("map_sum: no items")
+    if client is None:
+        results = (function(item, *args, **kwargs) for item in items)
+    else:
+        futures = [client.submit(function, item, *args, pure=False, **kwargs)
+                   for item in items]
+        results = client.gather(futures)
+    total = None
+    for r in results:
+        if total is None:
+            total = r
+        else:
+            total += r
+    return total
