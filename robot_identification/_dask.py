@@ -29,7 +29,7 @@ def check_workers(workers, scheduler=None):
 
 
 @contextlib.contextmanager
-def dask_client(workers=1, scheduler=None, processes=True):
+def dask_client(workers=1, scheduler=None, processes=True, timeout=10.0):
     """Context manager yielding a ``distributed.Client``, or None for in-process work.
 
     Parameters
@@ -40,11 +40,13 @@ def dask_client(workers=1, scheduler=None, processes=True):
         Address of a running Dask scheduler (``tcp://HOST:PORT``).
     processes : bool
         Local cluster of worker processes (True) or threads (False).
+    timeout : float
+        Seconds to wait for ``scheduler``.
 
     Raises
     ------
     ConfigError
-        Bad arguments, or the scheduler cannot be reached (10 s timeout).
+        Bad arguments, or the scheduler cannot be reached within ``timeout``.
     """
     check_workers(workers, scheduler)
     if scheduler is None and workers == 1:
@@ -53,7 +55,7 @@ def dask_client(workers=1, scheduler=None, processes=True):
     from distributed import Client, LocalCluster
     if scheduler is not None:
         try:
-            client = Client(scheduler, timeout=10)
+            client = Client(scheduler, timeout=timeout)
         except (OSError, TimeoutError) as exc:
             raise ConfigError(f"cannot reach Dask scheduler {scheduler}: {exc}") from None
         try:
