@@ -26,6 +26,10 @@ def add_arguments(p):
                    help="ignore measured velocities/accelerations; differentiate positions")
     add_effort_lag_argument(p)
     p.add_argument("--quiet", action="store_true", help="do not print the table")
+    p.add_argument("--select", action="store_true",
+                   help="choose cut-off, Coulomb deadband and reversal handling by cross-"
+                        "validation on the given data (leave-one-recording-out, or 3 time "
+                        "blocks of a single recording) and print the table")
     p.add_argument("--physical", action=argparse.BooleanOptionalAction, default=None,
                    help="also write OLS, WLS and a physically consistent estimate (pseudo-"
                         "inertia LMIs) under 'estimates:' (default: on for rigid models)")
@@ -44,8 +48,18 @@ def run(args):
     if args.cutoff is not None:
         settings = replace(settings, cutoff_hz=args.cutoff)
     datasets = [load_data(p, model, args.effort_lag) for p in args.data]
+    table = None
+    if args.select:
+        from robot_identification.selection import format_selection, select
+        settings, table = select(model, datasets, settings)
+        print(format_selection(table, " (leave-one-recording-out)" if len(datasets) > 1
+                               else " (3 time blocks)"))
     result = identify(model, datasets, settings, estimator=args.estimator,
                       use_measured_derivatives=not args.numerical_derivatives)
+    if table is not None:
+        from robot_identification.selection import selection_diagnostics
+        result.settings["selection"] = table
+        result.diagnostics += selection_diagnostics(model, table)
     out = write_results(result, args.output, model, inputs=input_paths(args))
     if args.physical or (args.physical is None and not model.config.elastic):
         import sys
