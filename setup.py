@@ -30,11 +30,12 @@ setup(
     install_requires=[
         "numpy>=1.24", "scipy>=1.10", "pyyaml", "pin>=3", "rosbags>=0.10", "xacro",
         "urdfdom-py", "matplotlib", "cvxpy", "clarabel", "mcap", "mcap-ros2-support",
+        "tqdm",
     ],
     extras_require={
         "ros": ["ros-rclpy[fastrtps]", "ros-std-msgs", "ros-std-srvs", "ros-sensor-msgs",
-                "ros-trajectory-msgs", "ros-rosgraph-msgs"],
-        "test": ["pytest>=7,<8.4", "flake8"],
+                "ros-trajectory-msgs", "ros-rosgraph-msgs", "ros-diagnostic-msgs"],
+        "test": ["pytest>=7,<8.4", "flake8", "hypothesis>=6"],
     },
     zip_safe=True,
     maintainer="robot_identification developers",

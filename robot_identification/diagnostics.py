@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+import numpy as np
+
 SEVERITIES = ("info", "warning", "error")
 
 
@@ -58,3 +60,440 @@ def worst(diagnostics) -> str | None:
     """The highest severity in ``diagnostics`` (``None`` when empty)."""
     ranks = [SEVERITIES.index(d.severity) for d in diagnostics]
     return SEVERITIES[max(ranks)] if ranks else None
+
+
+# --------------------------------------------------------------------------------------------
+# Checks. Each returns a list of Diagnostic (empty when nothing is doubtful); they take plain
+# numbers and arrays so that every caller (batch pipeline, streaming, nodes) can use them.
+# collect_diagnostics() runs them all on an assembled result.
+# --------------------------------------------------------------------------------------------
+
+#: Relative standard deviation [%] above which a base parameter is "poorly identified".
+POORLY_IDENTIFIED_PERCENT = 10.0
+#: ... and above which it is "unidentifiable" (the data do not determine its sign).
+UNIDENTIFIABLE_PERCENT = 100.0
+#: Condition number of the base observation matrix above which the estimate is flagged.
+CONDITION_LIMIT = 1.0e3
+#: Residual RMS / measurement-noise std above which model error dominates.
+RESIDUAL_NOISE_RATIO = 10.0
+#: Cut-off / excitation band above which the filter passes mostly noise.
+CUTOFF_BAND_RATIO = 10.0
+#: Cut-off / sampling rate above which the cut-off is near the Nyquist frequency (0.5).
+CUTOFF_NYQUIST_FRACTION = 0.4
+#: A sample is an outlier when it deviates from its neighbours by more than this many robust
+#: standard deviations (MAD of the second differences).
+OUTLIER_SIGMAS = 50.0
+#: Normalised mean error (simulated data) above which the estimate is far from the truth.
+TRUTH_NME_LIMIT = 0.2
+
+_STIFFNESS = ("K", "stiffness")
+_ROTOR = ("rotor_inertia",)
+_SIGN_FRICTION = ("fc", "coulomb")
+
+
+def _kind(name):
+    return name.rsplit(".", 1)[-1]
+
+
+def robust_std(x, axis=0):
+    """1.4826 * median absolute deviation of ``x`` along ``axis`` (a std estimate that
+    ignores up to half the samples being outliers)."""
+    x = np.asarray(x, dtype=float)
+    med = np.median(x, axis=axis, keepdims=True)
+    return 1.4826 * np.median(np.abs(x - med), axis=axis)
+
+
+def noise_std(signal, axis=0):
+    """Standard deviation of white measurement noise in a smooth signal, per column.
+
+    Robust std of the second differences divided by sqrt(6) (Var(x[k+1] - 2x[k] + x[k-1])
+    = 6 sigma^2 for white noise; the smooth part contributes jerk * dt^2, negligible at
+    the sampling rates of joint torques). ``signal`` (N, n) -> (n,), same unit.
+    """
+    d2 = np.diff(np.asarray(signal, dtype=float), n=2, axis=axis)
+    return robust_std(d2, axis=axis) / np.sqrt(6.0)
+
+
+def excitation_band(t, q, power=0.99):
+    """Frequency [Hz] below which ``power`` of the motion's spectral power lies.
+
+    The positions ``q`` (N, n) [rad] are detrended (linear), Hann-windowed and
+    Fourier-transformed; the band is the largest over joints (joints that do not move,
+    range < 1e-6 rad, are skipped). Returns 0.0 when nothing moves.
+    """
+    q = np.asarray(q, dtype=float)
+    t = np.asarray(t, dtype=float)
+    N = q.shape[0]
+    if N < 8:
+        return 0.0
+    fs = 1.0 / np.median(np.diff(t))
+    f = np.fft.rfftfreq(N, 1.0 / fs)
+    x = np.arange(N)
+    best = 0.0
+    for j in range(q.shape[1]):
+        qj = q[:, j]
+        if np.ptp(qj) < 1e-6:
+            continue
+        qj = qj - np.polyval(np.polyfit(x, qj, 1), x)
+        P = np.abs(np.fft.rfft(qj * np.hanning(N))) ** 2
+        c = np.cumsum(P)
+        if c[-1] <= 0:
+            continue
+        best = max(best, float(f[np.searchsorted(c, power * c[-1])]))
+    return best
+
+
+def check_parameter_std(names, values, relative_std):
+    """``poorly_identified`` (info): relative std (in %) per base parameter above
+    :data:`POORLY_IDENTIFIED_PERCENT`; above :data:`UNIDENTIFIABLE_PERCENT` the data do not
+    distinguish the parameter from 0 (``unidentifiable``: info when finite — a parameter
+    whose true value is 0 always looks like this —, warning when the std is not finite).
+    """
+    out = []
+    for nm, v, r in zip(names, values, relative_std):
+        if not np.isfinite(r):
+            out.append(Diagnostic("unidentifiable", "warning",
+                                  f"{nm} = {v:.4g} has no finite standard deviation: "
+                                  f"not determined by the data", nm))
+        elif r > UNIDENTIFIABLE_PERCENT:
+            out.append(Diagnostic("unidentifiable", "info",
+                                  f"{nm} = {v:.4g} with relative std {r:.0f} %: "
+                                  f"indistinguishable from 0", nm))
+        elif r > POORLY_IDENTIFIED_PERCENT:
+            out.append(Diagnostic("poorly_identified", "info",
+                                  f"{nm} = {v:.4g} with relative std {r:.0f} % "
+                                  f"(> {POORLY_IDENTIFIED_PERCENT:.0f} %)", nm))
+    return out
+
+
+def check_signs(names, expressions, values, std, units=None):
+    """Physically impossible signs of base parameters that stand alone (expression = name).
+
+    ``negative_stiffness`` (error), ``negative_mass`` (error), ``negative_rotor_inertia``
+    (error); the message says whether the value is significantly below 0 (beyond 2 std).
+    """
+    out = []
+    units = units or [""] * len(names)
+    for nm, ex, v, s, u in zip(names, expressions, values, std, units):
+        kind = _kind(nm)
+        if v >= 0 or ex.strip() != nm:
+            continue
+        code = ("negative_stiffness" if kind in _STIFFNESS else "negative_mass" if kind == "m"
+                else "negative_rotor_inertia" if kind in _ROTOR else None)
+        if code is None:
+            continue
+        sig = (f"{-v / s:.1f} std below 0" if s > 0 and np.isfinite(s)
+               else "std unknown")
+        note = "" if s > 0 and -v > 2 * s else " (not significantly below 0)"
+        out.append(Diagnostic(code, "error", f"{nm} = {v:.4g} {u} < 0 ({sig}){note}: "
+                                             f"physically impossible", nm))
+    return out
+
+
+def scaled_condition_number(gram):
+    """Condition number of the observation matrix W with unit-norm columns, from
+    G = W^T W (p, p): independent of the parameters' units (a stiffness column in
+    rad and an inertia column in rad/s^2 do not make a problem ill-conditioned)."""
+    G = np.asarray(gram, dtype=float)
+    d = np.sqrt(np.diag(G))
+    if np.any(d <= 0):
+        return float("inf")
+    ev = np.linalg.eigvalsh(G / np.outer(d, d))
+    return float(np.sqrt(ev[-1] / ev[0])) if ev[0] > 0 else float("inf")
+
+
+def check_condition(condition_number):
+    """``ill_conditioned``: condition number of the (column-scaled, see
+    :func:`scaled_condition_number`) base observation matrix above :data:`CONDITION_LIMIT`
+    (warning; infinite: error)."""
+    c = float(condition_number)
+    if not np.isfinite(c):
+        return [Diagnostic("ill_conditioned", "error",
+                           "observation matrix is singular: some base parameters are not "
+                           "excited")]
+    if c > CONDITION_LIMIT:
+        return [Diagnostic("ill_conditioned", "warning",
+                           f"condition number {c:.3g} (unit-norm columns) > "
+                           f"{CONDITION_LIMIT:.0f}: noise is amplified up to {c:.3g}x; excite "
+                           f"more (robot-identification excite)")]
+    return []
+
+
+def check_residual_noise(labels, residual_rms, noise, signal_rms=None):
+    """``residual_above_noise``: residual RMS far above the measurement noise.
+
+    Parameters
+    ----------
+    labels : list of str
+        Row-group labels.
+    residual_rms, noise : array_like (groups,)
+        Residual RMS of the fit and the noise std of the measured left-hand side
+        (e.g. :func:`noise_std` of the raw torque); NaN noise (no measurement, e.g.
+        elastic link rows) is skipped.
+    signal_rms : array_like (groups,), optional
+        RMS of the measured left-hand side; residuals below 1 % of it are not reported
+        (noise-free simulations: the noise estimate is round-off).
+
+    When the ratio exceeds :data:`RESIDUAL_NOISE_RATIO` the residual is model error, not
+    noise, and the standard deviations (which assume white noise) understate the error.
+    """
+    out = []
+    sig = [None] * len(labels) if signal_rms is None else signal_rms
+    for lb, r, s, a in zip(labels, residual_rms, noise, sig):
+        if not (np.isfinite(s) and np.isfinite(r)) or s <= 0:
+            continue
+        if a is not None and np.isfinite(a) and r < 0.01 * a:
+            continue
+        if r > RESIDUAL_NOISE_RATIO * s:
+            out.append(Diagnostic("residual_above_noise", "warning",
+                                  f"residual RMS {r:.3g} is {r / s:.0f}x the measurement noise "
+                                  f"{s:.3g}: model error dominates, the standard deviations "
+                                  f"understate the error", lb))
+    return out
+
+
+def check_truth(nme, values, true_values, std):
+    """Simulated data: ``far_from_truth`` (normalised mean error above
+    :data:`TRUTH_NME_LIMIT`) and ``std_understates_error`` (median |error| / std > 10)."""
+    out = []
+    if nme is None or true_values is None:
+        return out
+    if nme > TRUTH_NME_LIMIT:
+        out.append(Diagnostic("far_from_truth", "warning",
+                              f"normalised mean error {nme:.3g} against the simulator's true "
+                              f"parameters (> {TRUTH_NME_LIMIT})"))
+    err = np.abs(np.asarray(values) - np.asarray(true_values))
+    s = np.asarray(std)
+    ok = np.isfinite(s) & (s > 0)
+    if ok.any():
+        ratio = float(np.median(err[ok] / s[ok]))
+        if ratio > 10.0:
+            out.append(Diagnostic("std_understates_error", "warning",
+                                  f"the true errors are typically {ratio:.0f}x the printed "
+                                  f"standard deviations: the model or the pre-processing is "
+                                  f"biased"))
+    return out
+
+
+def check_cutoff(cutoff_hz, sample_rate, band_hz):
+    """``cutoff_above_excitation`` (cut-off > :data:`CUTOFF_BAND_RATIO` x the excitation
+    band: the filter passes mostly noise) and ``cutoff_near_nyquist`` (cut-off above
+    :data:`CUTOFF_NYQUIST_FRACTION` x the sampling rate)."""
+    out = []
+    if cutoff_hz is None:
+        return out
+    if band_hz and band_hz > 0 and cutoff_hz > CUTOFF_BAND_RATIO * band_hz:
+        out.append(Diagnostic("cutoff_above_excitation", "warning",
+                              f"cut-off {cutoff_hz:.3g} Hz is {cutoff_hz / band_hz:.0f}x the "
+                              f"excitation band {band_hz:.3g} Hz (99 % of the motion's power): "
+                              f"the filter passes mostly noise; try {5 * band_hz:.2g} Hz",
+                              "cutoff_hz"))
+    if sample_rate and cutoff_hz > CUTOFF_NYQUIST_FRACTION * sample_rate:
+        out.append(Diagnostic("cutoff_near_nyquist", "warning",
+                              f"cut-off {cutoff_hz:.3g} Hz is near the Nyquist frequency "
+                              f"{sample_rate / 2:.3g} Hz (sampling {sample_rate:.3g} Hz)",
+                              "cutoff_hz"))
+    return out
+
+
+def check_velocity_threshold(velocity_threshold, friction_deadband, parameter_kinds):
+    """``no_velocity_threshold``: sign-based (Coulomb) friction with neither a velocity
+    threshold nor a sign deadband: at rest sign(v) flips on velocity noise (warning)."""
+    if not any(k in _SIGN_FRICTION for k in parameter_kinds):
+        return []
+    if (velocity_threshold or 0.0) > 0 or (friction_deadband or 0.0) > 0:
+        return []
+    return [Diagnostic("no_velocity_threshold", "warning",
+                       "Coulomb friction sign(v) with velocity threshold 0 and no deadband: "
+                       "samples at rest flip the sign on velocity noise; set "
+                       "identification.velocity_threshold or leave friction_deadband automatic",
+                       "velocity_threshold")]
+
+
+def check_joint_limits(joint_names, q, limits, source=""):
+    """``beyond_joint_limits``: recorded positions outside the configured limits.
+
+    Parameters
+    ----------
+    joint_names : list of str
+    q : ndarray (N, n)
+        Positions [rad | m].
+    limits : list of (lower, upper) or None
+    source : str
+        Recording name (subject).
+
+    Beyond twice the range: error (degrees given as radians?); otherwise warning.
+    """
+    out = []
+    q = np.asarray(q, dtype=float)
+    for j, (nm, lim) in enumerate(zip(joint_names, limits)):
+        if lim is None:
+            continue
+        lo, hi = lim
+        qmin, qmax = float(q[:, j].min()), float(q[:, j].max())
+        tol = 1e-3 * (hi - lo)
+        if qmin >= lo - tol and qmax <= hi + tol:
+            continue
+        far = max(lo - qmin, qmax - hi) > (hi - lo)
+        hint = "; degrees given as radians?" if far else ""
+        out.append(Diagnostic("beyond_joint_limits", "error" if far else "warning",
+                              f"{nm} moves over [{qmin:.4g}, {qmax:.4g}] outside its limits "
+                              f"[{lo:.4g}, {hi:.4g}]{hint}",
+                              f"{source}:{nm}" if source else nm))
+    return out
+
+
+def count_outliers(x, sigmas=OUTLIER_SIGMAS):
+    """Spikes per column of ``x`` (N, n): samples whose distance to the running median of
+    their 5 neighbours exceeds both ``sigmas`` robust standard deviations of that distance
+    and a quarter of the column's robust range (1st-99th percentile), so that quantised or
+    switching signals (PD torques) are not flagged. Returns the count per column (n,)."""
+    from scipy.ndimage import median_filter
+    x = np.asarray(x, dtype=float)
+    if x.shape[0] < 5:
+        return np.zeros(x.shape[1], dtype=int)
+    dev = np.abs(x - median_filter(x, size=(5, 1), mode="nearest"))
+    scale = robust_std(dev, axis=0)
+    lo, hi = np.percentile(x, [1, 99], axis=0)
+    limit = np.maximum(sigmas * scale, 0.25 * (hi - lo))
+    limit = np.where(limit > 0, limit, np.finfo(float).tiny)
+    return (dev > limit).sum(axis=0)
+
+
+def check_outliers(source, joint_names, tau, sigmas=OUTLIER_SIGMAS):
+    """``torque_outliers``: per-recording report of torque spikes (:func:`count_outliers`)."""
+    counts = count_outliers(tau, sigmas)
+    if not counts.any():
+        return []
+    where = ", ".join(f"{nm}: {c}" for nm, c in zip(joint_names, counts) if c)
+    return [Diagnostic("torque_outliers", "warning",
+                       f"{int(counts.sum())} torque spike(s) beyond {sigmas:.0f} robust std "
+                       f"({where}); they bias least squares: remove them or use a robust "
+                       f"estimator (irls)", source)]
+
+
+def check_samples_dropped(used_rows, total_rows, velocity_threshold, malformed=0, source=""):
+    """``samples_dropped``: rows removed by the velocity threshold (info; warning above
+    half) and malformed rows dropped by a loader (warning)."""
+    out = []
+    if total_rows > 0 and used_rows < total_rows:
+        frac = 1.0 - used_rows / total_rows
+        if frac > 0.05:
+            out.append(Diagnostic("samples_dropped", "warning" if frac > 0.5 else "info",
+                                  f"{total_rows - used_rows} of {total_rows} equations "
+                                  f"({100 * frac:.0f} %) dropped by the velocity threshold "
+                                  f"{velocity_threshold:g} rad/s", source))
+    if malformed:
+        out.append(Diagnostic("samples_dropped", "warning",
+                              f"{malformed} malformed row(s) dropped while loading", source))
+    return out
+
+
+def check_bodies(body_names, min_eigenvalues, epsilon, masses=None, nominal_masses=None,
+                 mass_factor=3.0):
+    """Physically consistent estimate: ``body_on_bound`` (pseudo-inertia's smallest
+    eigenvalue within 1 % of the LMI margin ``epsilon``: a degenerate body, e.g. a line or
+    point mass) and ``mass_far_from_nominal`` (mass outside [1/f, f] x the URDF's)."""
+    out = []
+    for k, (nm, ev) in enumerate(zip(body_names, min_eigenvalues)):
+        if ev <= 1.01 * epsilon:
+            out.append(Diagnostic("body_on_bound", "warning",
+                                  f"smallest pseudo-inertia eigenvalue {ev:.3g} is on the bound "
+                                  f"{epsilon:.3g}: a degenerate body (line or point mass)", nm))
+        if masses is not None and nominal_masses is not None and nominal_masses[k] > 0:
+            r = masses[k] / nominal_masses[k]
+            if not (1.0 / mass_factor <= r <= mass_factor):
+                out.append(Diagnostic("mass_far_from_nominal", "warning",
+                                      f"mass {masses[k]:.4g} kg is {r:.3g}x the URDF's "
+                                      f"{nominal_masses[k]:.4g} kg", nm))
+    return out
+
+
+def recording_summary(model, dataset, label=None):
+    """What the checks need from one recording, computed from the raw data (cheap, O(N)).
+
+    Returns
+    -------
+    dict
+        ``source`` (label), ``sample_rate`` [Hz], ``band_hz`` (:func:`excitation_band` of
+        q), ``torque_noise`` (n,) (:func:`noise_std` of the measured torque) and
+        ``diagnostics`` (joint limits, torque outliers, malformed rows of this recording).
+    """
+    ds = dataset.select_joints(model.joint_names)
+    src = label or str(ds.metadata.get("source", "") or "")
+    limits = [j.limits.position for j in model.config.joints]
+    diags = check_joint_limits(model.joint_names, ds.q, limits, src)
+    diags += check_outliers(src or "recording", model.joint_names, ds.tau)
+    malformed = ds.metadata.get("malformed_rows") or []
+    if malformed:
+        diags += check_samples_dropped(0, 0, 0.0, malformed=len(malformed), source=src)
+    return {"source": src, "sample_rate": ds.sample_rate, "band_hz": excitation_band(ds.t, ds.q),
+            "torque_noise": noise_std(ds.tau),
+            "torque_rms": np.sqrt(np.mean(ds.tau ** 2, axis=0)), "diagnostics": diags}
+
+
+def collect_diagnostics(model, result, recordings=()):
+    """All checks on an assembled identification result, in one list.
+
+    Parameters
+    ----------
+    model : RobotModel
+    result : IdentificationResult
+        With ``estimate``, ``names``, ``expressions``, ``settings``, ``true_values``.
+    recordings : list of dict
+        :func:`recording_summary` of each recording.
+
+    Returns
+    -------
+    list of Diagnostic
+    """
+    est = result.estimate
+    s = result.settings or {}
+    out = []
+    for rec in recordings:
+        out += rec["diagnostics"]
+    neq = result.normal_equations
+    out += check_condition(est.condition_number if neq is None
+                           else scaled_condition_number(neq.gram))
+    out += check_signs(result.names, result.expressions, est.values, est.std, result.units)
+    out += check_parameter_std(result.names, est.values, est.relative_std)
+    if recordings:
+        noise = np.median(np.stack([r["torque_noise"] for r in recordings]), axis=0)
+        rms = np.median(np.stack([r["torque_rms"] for r in recordings]), axis=0)
+        if model.config.elastic:
+            noise = np.concatenate([np.full(model.n, np.nan), noise])
+            rms = np.concatenate([np.full(model.n, np.nan), rms])
+        out += check_residual_noise(result.row_labels, est.residual_rms, noise, rms)
+        band = max(r["band_hz"] for r in recordings)
+        fs = min(r["sample_rate"] for r in recordings)
+        out += check_cutoff(s.get("cutoff_hz"), fs, band)
+    kinds = set(model.drive_parameter_keys())
+    out += check_velocity_threshold(s.get("velocity_threshold"), s.get("friction_deadband"),
+                                    kinds)
+    if neq is not None and s.get("velocity_threshold"):
+        total = int(result.n_samples) * int(neq.groups)
+        out += check_samples_dropped(int(neq.count.sum()), total, s["velocity_threshold"])
+    if result.true_values is not None:
+        out += check_truth(result.normalised_mean_error(), est.values, result.true_values,
+                           est.std)
+    return out
+
+
+def physical_diagnostics(model, physical):
+    """Checks of a physically consistent estimate
+    (:class:`~robot_identification.estimation.PhysicalEstimate`): ``body_on_bound``,
+    ``mass_far_from_nominal`` (:func:`check_bodies`) and ``prior_distance`` (info: the
+    log-det divergence of the bodies from the URDF, total and largest)."""
+    pi = np.asarray(physical.standard)
+    pi0 = model.nominal_parameters()
+    masses = pi[0: 10 * model.n: 10]
+    out = check_bodies(model.body_names, physical.min_eigenvalues, physical.epsilon,
+                       masses, pi0[0: 10 * model.n: 10])
+    dist = physical.prior_distance
+    if dist is not None and len(dist):
+        k = int(np.argmax(dist))
+        out.append(Diagnostic("prior_distance", "info",
+                              f"log-det divergence of the bodies from the URDF: total "
+                              f"{float(np.sum(dist)):.3g}, largest {float(dist[k]):.3g} "
+                              f"({model.body_names[k]})", "physical"))
+    return out

@@ -40,70 +40,6 @@ from robot_identification.errors import DataError
 PREFERENCE = ("physical", "wls", "ols")
 
 
-def compute_estimates(model, result, physical=True, log=None):
-    """OLS, WLS and (optionally) physically consistent estimates of one identification.
-
-    Parameters
-    ----------
-    model : RobotModel
-    result : IdentificationResult
-        With ``normal_equations`` (from :func:`robot_identification.pipeline.identify`).
-    physical : bool
-        Also solve the pseudo-inertia SDP (:func:`physically_consistent`), started from
-        the WLS estimate and its information matrix.
-
-    Returns
-    -------
-    dict
-        ``{'ols': Estimate, 'wls': Estimate, 'physical': PhysicalEstimate}``.
-    """
-    from robot_identification.estimation import ols, wls
-    from robot_identification.estimation._physical import physically_consistent
-    neq = result.normal_equations
-    if neq is None:
-        raise DataError("the identification result carries no normal equations")
-    out = {"ols": ols(neq), "wls": wls(neq)}
-    if physical:
-        w = out["wls"]
-        info = np.einsum("j,jik->ik", w.weights, neq.G)
-        out["physical"] = physically_consistent(model, result.base, info, w.values)
-        if log:
-            log(f"physically consistent estimate: {out['physical'].status}, "
-                f"min pseudo-inertia eigenvalues {np.round(out['physical'].min_eigenvalues, 6)}")
-    return out
-
-
-def estimates_to_dict(model, estimates) -> dict:
-    """``estimates:`` section of results.yaml (values in base-parameter order)."""
-    out = {}
-    for name, est in estimates.items():
-        if name == "physical":
-            out[name] = {
-                "values": [float(v) for v in est.base],
-                "standard_parameters": {nm: float(v) for nm, v in
-                                        zip(model.parameter_names, est.standard)},
-                "min_pseudo_inertia_eigenvalues": {b: float(e) for b, e in
-                                                   zip(model.body_names, est.min_eigenvalues)},
-                "cost_increase": float(est.cost_increase), "status": est.status}
-        else:
-            out[name] = {"values": [float(v) for v in est.values],
-                         "std": [float(v) for v in est.std],
-                         "condition_number": float(est.condition_number),
-                         "residual_rms": [float(v) for v in est.residual_rms]}
-    return out
-
-
-def write_estimates(path, model, estimates, extra=None):
-    """Add the ``estimates:`` section (and ``extra`` keys) to an existing results.yaml."""
-    path = Path(path)
-    doc = yaml.safe_load(path.read_text())
-    doc["estimates"] = estimates_to_dict(model, estimates)
-    if extra:
-        doc.update(extra)
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return path
-
-
 def load_estimates(path, model, base=None):
     """Base-parameter vectors of the models in a results.yaml, plus the nominal model.
 
@@ -257,12 +193,12 @@ def validation_to_dict(robot, files, primary=None) -> dict:
     return doc
 
 
-def write_validation(path, robot, files, primary=None):
-    """Write validation.yaml; returns its path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(validation_to_dict(robot, files, primary), sort_keys=False))
-    return path
+def write_validation(path, robot, files, primary=None, inputs=()):
+    """Write validation.yaml atomically (``inputs`` are refused as ``path``); returns its
+    path."""
+    from robot_identification.outputs import write_text_atomic
+    return write_text_atomic(path, yaml.safe_dump(validation_to_dict(robot, files, primary),
+                                                  sort_keys=False), inputs=inputs)
 
 
 def format_validation(files) -> str:

@@ -1,5 +1,7 @@
-"""pd_controller safety: stale states, NaN, limits -> zero torque within the documented periods;
-excitation_publisher refuses trajectories beyond the limits; parameter validation."""
+"""pd_controller safety over DDS: stale states, frozen or backward stamps, NaN, limits -> the
+configured fail-safe at the first control period that can see the fault, an ERROR entry on
+/diagnostics, excitation refused until re-enabled; armed once states flow (holds before a
+reference); parameter validation; excitation_publisher refuses trajectories beyond the limits."""
 import time
 
 import numpy as np
@@ -7,12 +9,14 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy")
 
+from builtin_interfaces.msg import Time  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
 from rclpy.exceptions import InvalidParameterValueException  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
-from std_srvs.srv import SetBool  # noqa: E402
+from std_srvs.srv import SetBool, Trigger  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
 from robot_identification.errors import ExcitationError  # noqa: E402
@@ -20,30 +24,60 @@ from robot_identification.errors import ExcitationError  # noqa: E402
 from conftest import ros_domain_id  # noqa: E402
 DOMAIN_ID = ros_domain_id(132)
 RATE = 100.0          # Hz: 10 ms periods, robust on a loaded machine
-WATCHDOG = 5          # periods
+TIMEOUT = 0.1         # s, watchdog
+NAMES = ["joint1", "joint2"]
 
 
 class Rig:
-    """pd_controller (real-time mode) + a test node playing robot and reference."""
+    """pd_controller (real-time mode) + excitation_publisher + a test node playing the robot
+    (joint and motor states with chosen stamps) and the reference."""
 
-    def __init__(self, context):
+    def __init__(self, context, fail_safe="hold"):
+        from robot_identification.nodes.excitation_publisher import ExcitationPublisher
         from robot_identification.nodes.pd_controller import PDController
         self.ctrl = PDController(context=context, parameter_overrides=[
             Parameter("lockstep", value=False), Parameter("rate_hz", value=RATE),
-            Parameter("watchdog_periods", value=WATCHDOG)])
+            Parameter("watchdog_timeout", value=TIMEOUT),
+            Parameter("fail_safe", value=fail_safe),
+            Parameter("diagnostics_period", value=0.05)])
+        self.exc = ExcitationPublisher(context=context, parameter_overrides=[
+            Parameter("lockstep", value=False), Parameter("state_timeout", value=1.0)])
         self.node = rclpy.create_node("safety_rig", context=context)
         self.pub_joint = self.node.create_publisher(JointState, "joint_states", 10)
         self.pub_motor = self.node.create_publisher(JointState, "motor_states", 10)
         self.pub_ref = self.node.create_publisher(JointTrajectory, "reference", 10)
-        self.commands = []
+        self.commands, self.diagnostics = [], []
         self.node.create_subscription(Float64MultiArray, "effort_controller/commands",
                                       lambda m: self.commands.append(list(m.data)), 100)
+        self.node.create_subscription(
+            DiagnosticArray, "/diagnostics",
+            lambda m: self.diagnostics.extend(s for s in m.status
+                                              if s.name == "pd_controller: control loop"), 100)
         self.ex = SingleThreadedExecutor(context=context)
-        self.ex.add_node(self.ctrl)
-        self.ex.add_node(self.node)
-        pubs = (self.pub_joint, self.pub_motor, self.pub_ref)
+        for n in (self.ctrl, self.exc, self.node):
+            self.ex.add_node(n)
+        pubs = (self.pub_joint, self.pub_motor, self.pub_ref, self.ctrl.pub_diag)
         self.spin_until(lambda: self.ctrl.pub.get_subscription_count() > 0 and all(
             p.get_subscription_count() > 0 for p in pubs))
+        self.t = 1.0                  # robot time [s] of the last state
+        self.last = None              # (q, theta) of the last state
+        self.alive = True             # re-publish the last state every 20 ms (next stamp)
+        self.node.create_timer(0.02, self.keep_alive)
+
+    def keep_alive(self):
+        if self.alive and self.last is not None:
+            self.publish(*self.last, self.next_stamp())
+
+    def next_stamp(self):
+        self.t = round(self.t + 1.0 / RATE, 9)
+        return self.t
+
+    def publish(self, q, theta, stamp):
+        st = Time(sec=int(stamp), nanosec=int(round(stamp % 1 * 1e9)))
+        for pub, pos in ((self.pub_motor, theta), (self.pub_joint, q)):
+            msg = JointState(name=NAMES, position=list(pos), velocity=[0.0, 0.0])
+            msg.header.stamp = st
+            pub.publish(msg)
 
     def spin_until(self, cond, timeout=5.0):
         end = time.monotonic() + timeout
@@ -51,36 +85,55 @@ class Rig:
             assert time.monotonic() < end, "timed out"
             self.ex.spin_once(timeout_sec=0.005)
 
-    def send(self, q=(0.1, 0.2), theta=(0.1, 0.2), q_ref=(0.3, 0.1), dq_ref=(0.0, 0.0)):
-        now = self.node.get_clock().now().to_msg()
-        names = ["joint1", "joint2"]
-        ref = JointTrajectory(joint_names=names, points=[JointTrajectoryPoint(
+    def reference(self, q_ref=(0.3, 0.1), dq_ref=(0.0, 0.0)):
+        """Publish a reference and wait until the controller has it."""
+        ref = JointTrajectory(joint_names=NAMES, points=[JointTrajectoryPoint(
             positions=list(q_ref), velocities=list(dq_ref), accelerations=[0.0, 0.0])])
-        ref.header.stamp = now
-        t = now.sec + 1e-9 * now.nanosec
-        # real-time mode computes on the joint state with the latest reference/motor state:
-        # deliver them first
+        ref.header.stamp = Time(sec=int(self.t), nanosec=int(round(self.t % 1 * 1e9)))
         self.pub_ref.publish(ref)
-        self.spin_until(lambda: self.ctrl.ref is not None and self.ctrl.ref[0] == t)
-        n = len(self.commands)
-        for pub, pos in ((self.pub_motor, theta), (self.pub_joint, q)):
-            msg = JointState(name=names, position=list(pos), velocity=[0.0, 0.0])
-            msg.header.stamp = now
-            pub.publish(msg)
-            if pub is self.pub_motor:
-                self.spin_until(lambda: self.ctrl.motor is not None and self.ctrl.motor[0] == t)
-        computed = self.ctrl.commands
-        self.spin_until(lambda: self.ctrl.commands > computed)
-        # the command computed from this state is the last one on the wire once delivered (the
-        # state is fresh, so the watchdog publishes nothing in between)
+        self.spin_until(lambda: self.ctrl.ref is not None
+                        and np.array_equal(self.ctrl.ref[1], q_ref, equal_nan=True))
+
+    def state(self, q=(0.1, 0.2), theta=(0.1, 0.2), stamp=None):
+        """Motor then joint state with ``stamp`` (default: the next period); returns the
+        command computed from it."""
+        n, computed = len(self.commands), self.ctrl.commands
+        self.last = (q, theta)
+        self.publish(q, theta, self.next_stamp() if stamp is None else stamp)
+        self.spin_until(lambda: self.ctrl.commands > computed
+                        and np.array_equal(self.ctrl.joint[1], q, equal_nan=True))
+        # the command computed from this state is on the wire once delivered (the state is
+        # fresh, so the watchdog publishes nothing in between)
         end = time.monotonic() + 0.02
         self.spin_until(lambda: len(self.commands) > n and time.monotonic() > end)
         return np.array(self.commands[-1])
 
+    def send(self, q=(0.1, 0.2), theta=(0.1, 0.2), q_ref=(0.3, 0.1), dq_ref=(0.0, 0.0)):
+        self.reference(q_ref, dq_ref)
+        return self.state(q, theta)
+
+    def hold_command(self, q, theta):
+        """Fail-safe 'hold' from the core controller law: PD to ``q`` at zero velocity +
+        gravity compensation, measured at rest."""
+        meas = {"q": np.array(q), "dq": np.zeros(2), "theta": np.array(theta),
+                "dtheta": np.zeros(2)}
+        return self.ctrl.law(np.array(q), np.zeros(2), meas)
+
+    def error_status(self):
+        self.spin_until(lambda: any(s.level == DiagnosticStatus.ERROR
+                                    for s in self.diagnostics))
+        return next(s for s in self.diagnostics if s.level == DiagnosticStatus.ERROR)
+
+    def enable(self):
+        self.ctrl.on_enable(SetBool.Request(data=True), SetBool.Response())
+
+    def start_excitation(self):
+        return self.exc.on_start(Trigger.Request(), Trigger.Response())
+
     def close(self):
         self.ex.shutdown()
-        self.ctrl.destroy_node()
-        self.node.destroy_node()
+        for n in (self.ctrl, self.exc, self.node):
+            n.destroy_node()
 
 
 @pytest.fixture
@@ -90,42 +143,120 @@ def rig(context):
     r.close()
 
 
-def test_normal_command_then_stale_states(rig):
-    u = rig.send()
-    assert np.all(np.isfinite(u)) and np.any(u != 0)
-    n = len(rig.commands)
-    t0 = time.monotonic()
-    rig.spin_until(lambda: len(rig.commands) > n and rig.commands[-1] == [0.0, 0.0])
-    elapsed = time.monotonic() - t0
-    # the watchdog trips after WATCHDOG periods, checked every period; the zero command goes
-    # out in the same timer callback (wall slack for a loaded machine)
+def fault_reaction(rig, q=(0.1, 0.2), theta=(0.1, 0.2)):
+    """The fault is latched, reported as an ERROR on /diagnostics, the fail-safe holds, and
+    the excitation is refused until ~/enable; after it, the excitation may start."""
+    assert rig.ctrl.fault
+    status = rig.error_status()
+    assert rig.ctrl.fault in status.message
+    rig.alive = True
+    values = {kv.key: kv.value for kv in status.values}
+    assert values["state"] == "fault" and int(values["faults"]) == 1
+    rig.spin_until(lambda: rig.exc.status is not None
+                   and rig.exc.status[0] == DiagnosticStatus.ERROR)
+    refused = rig.start_excitation()
+    assert not refused.success and rig.ctrl.fault in refused.message
+    rig.enable()
+    u = rig.state(q, theta)                    # fresh state, no reference yet: holding
+    np.testing.assert_allclose(u, rig.hold_command(q, theta), rtol=1e-9, atol=1e-9)
+    rig.spin_until(lambda: rig.exc.status is not None
+                   and rig.exc.status[0] == DiagnosticStatus.OK)
+    assert rig.start_excitation().success, rig.exc.not_ready()
+
+
+def test_holds_once_states_flow_then_tracks(rig):
+    assert not rig.start_excitation().success          # no states yet
+    assert rig.ctrl.state == "waiting" and rig.commands == []
+    u = rig.state()
+    np.testing.assert_allclose(u, rig.hold_command((0.1, 0.2), (0.1, 0.2)), atol=1e-9)
+    assert np.any(u != 0)                               # gravity compensation (vertical arm)
+    assert rig.ctrl.state == "holding"
+    u = rig.send(q_ref=(0.3, 0.1))
+    assert not np.allclose(u, rig.hold_command((0.1, 0.2), (0.1, 0.2)))
+    assert rig.ctrl.state == "running" and rig.ctrl.zero_commands == 0
+
+
+def test_stale_states_trip_at_the_first_period_past_the_timeout(rig):
+    rig.send()
+    rig.alive = False
+    n = rig.ctrl.fail_safe_commands
+    rig.spin_until(lambda: rig.ctrl.fail_safe_commands > n)
+    sent = rig.ctrl.commands
+    rig.spin_until(lambda: len(rig.commands) >= sent)     # delivered
     assert "stale" in rig.ctrl.fault
     age = float(rig.ctrl.fault.split("(")[1].split()[0])
-    assert WATCHDOG / RATE < age < (WATCHDOG + 1) / RATE + 0.08, rig.ctrl.fault
-    assert elapsed < 0.5, elapsed
-    assert np.all(rig.send() == 0.0)        # fault latches
-    rig.ctrl.on_enable(SetBool.Request(data=True), SetBool.Response())
-    assert np.any(rig.send() != 0.0)        # re-enabled
+    # tripped by the first watchdog tick past the timeout: the previous tick (one period
+    # earlier, unless this process was starved) still saw a fresh state
+    assert TIMEOUT < age, rig.ctrl.fault
+    assert age - TIMEOUT <= rig.ctrl.watchdog_gap + 1e-6, (age, rig.ctrl.watchdog_gap)
+    # the fail-safe command went out in the same timer callback: hold the last state
+    np.testing.assert_allclose(rig.commands[-1], rig.hold_command((0.1, 0.2), (0.1, 0.2)),
+                               atol=1e-9)
+    fault_reaction(rig)
 
 
-def test_nan_state_gives_zero_torque_at_once(rig):
+def test_frozen_stamps_trip(rig):
+    rig.send()
+    rig.alive = False
+    rig.state()                                # the stamp advanced once: the robot runs
+    frozen = rig.t
+    end = time.monotonic() + TIMEOUT
+    while time.monotonic() < end:
+        rig.state(stamp=frozen)
+    time.sleep(0.005)
+    u = rig.state(stamp=frozen)                # past the timeout: this state trips
+    assert "frozen" in rig.ctrl.fault
+    np.testing.assert_allclose(u, rig.hold_command((0.1, 0.2), (0.1, 0.2)), atol=1e-9)
+    fault_reaction(rig)
+
+
+def test_stamp_going_back_trips(rig):
+    rig.send()
+    u = rig.state(stamp=rig.t - 0.5)
+    assert "went back" in rig.ctrl.fault
+    np.testing.assert_allclose(u, rig.hold_command((0.1, 0.2), (0.1, 0.2)), atol=1e-9)
+    fault_reaction(rig)
+
+
+def test_nan_state_gives_fail_safe_in_the_same_period(rig):
     assert np.any(rig.send() != 0)
-    assert np.all(rig.send(q=(np.nan, 0.2)) == 0.0)     # the same period
+    u = rig.state(q=(np.nan, 0.2))             # hold with the last finite state
     assert "non-finite" in rig.ctrl.fault
+    np.testing.assert_allclose(u, rig.hold_command((0.1, 0.2), (0.1, 0.2)), atol=1e-9)
+    fault_reaction(rig)
 
 
-def test_reference_beyond_limits_gives_zero_torque(rig):
+def test_limit_violations_give_fail_safe_in_the_same_period(rig):
     assert np.any(rig.send() != 0)
-    assert np.all(rig.send(q_ref=(4.0, 0.0)) == 0.0)    # position limit 3.1416 rad
+    u = rig.send(q_ref=(4.0, 0.0))             # position limit 3.1416 rad
     assert "reference position" in rig.ctrl.fault
-    rig.ctrl.on_enable(SetBool.Request(data=True), SetBool.Response())
-    assert np.all(rig.send(dq_ref=(0.0, 3.5)) == 0.0)   # velocity limit 3 rad/s
+    np.testing.assert_allclose(u, rig.hold_command((0.1, 0.2), (0.1, 0.2)), atol=1e-9)
+    fault_reaction(rig)
+    rig.send(dq_ref=(0.0, 3.5))                # velocity limit 3 rad/s
     assert "reference velocity" in rig.ctrl.fault
+    rig.enable()
+    rig.send(q=(3.2, 0.2), theta=(3.2, 0.2))   # measured position beyond the limit
+    assert "position [3.2" in rig.ctrl.fault
+    np.testing.assert_allclose(rig.commands[-1], rig.hold_command((3.2, 0.2), (3.2, 0.2)),
+                               atol=1e-9)
 
 
-def test_disable_gives_zero_torque(rig):
+def test_zero_torque_fail_safe(context):
+    r = Rig(context, fail_safe="zero")
+    try:
+        assert np.any(r.send() != 0)
+        assert np.all(r.state(q=(np.nan, 0.2)) == 0.0)
+        assert r.ctrl.zero_commands == r.ctrl.fail_safe_commands >= 1
+    finally:
+        r.close()
+
+
+def test_disable_gives_fail_safe(rig):
+    rig.send()
     rig.ctrl.on_enable(SetBool.Request(data=False), SetBool.Response())
-    assert np.all(rig.send() == 0.0)
+    np.testing.assert_allclose(rig.send(), rig.hold_command((0.1, 0.2), (0.1, 0.2)),
+                               atol=1e-9)
+    assert not rig.start_excitation().success
 
 
 def test_excitation_refuses_trajectory_beyond_limits(context, tmp_path):
@@ -142,24 +273,24 @@ def test_parameter_ranges_are_enforced(context):
     from robot_identification.nodes.pd_controller import PDController
     with pytest.raises(InvalidParameterValueException):
         PDController(context=context, parameter_overrides=[Parameter("rate_hz", value=-5.0)])
+    with pytest.raises(ValueError, match="fail_safe"):
+        PDController(context=context, parameter_overrides=[
+            Parameter("fail_safe", value="brake")])
 
 
 def test_lockstep_resends_command_for_a_repeated_state(context):
     """When the simulated robot re-publishes a state (its command was lost), the lockstep
     controller sends the same command again instead of stalling the loop."""
-    from builtin_interfaces.msg import Time
-
     from robot_identification.nodes.pd_controller import PDController
     ctrl = PDController(context=context, parameter_overrides=[Parameter("lockstep", value=True)])
     sent = []
     ctrl.pub.publish = lambda m: sent.append(list(m.data))
-    names = ["joint1", "joint2"]
     stamp = Time(sec=1, nanosec=0)
     try:
-        ref = JointTrajectory(joint_names=names, points=[JointTrajectoryPoint(
+        ref = JointTrajectory(joint_names=NAMES, points=[JointTrajectoryPoint(
             positions=[0.3, 0.1], velocities=[0.0, 0.0], accelerations=[0.0, 0.0])])
         ref.header.stamp = stamp
-        state = JointState(name=names, position=[0.1, 0.2], velocity=[0.0, 0.0])
+        state = JointState(name=NAMES, position=[0.1, 0.2], velocity=[0.0, 0.0])
         state.header.stamp = stamp
         ctrl.on_reference(ref)
         ctrl.on_motor(state)

@@ -90,8 +90,10 @@ def test_excitation_streams_per_clock_tick_and_sends_the_trajectory(context):
         spin_until(ex, lambda: jtc)
         points = jtc[0].points
         assert len(points) == int(traj.duration / 0.1) + 1
-        last = points[-1].time_from_start
-        assert last.sec + 1e-9 * last.nanosec == pytest.approx(traj.duration)
+        # the controller moves to the first point in move_to_start_min_time (1 s by default)
+        first, last = points[0].time_from_start, points[-1].time_from_start
+        assert first.sec + 1e-9 * first.nanosec == pytest.approx(1.0)
+        assert last.sec + 1e-9 * last.nanosec == pytest.approx(1.0 + traj.duration)
         np.testing.assert_allclose(points[5].positions, traj.evaluate(0.5)[0][0])
         for k in range(3):                                # ticks at 2.000, 2.001, 2.002 s
             msg = Clock()
@@ -116,3 +118,29 @@ def test_excitation_streams_per_clock_tick_and_sends_the_trajectory(context):
         ex.shutdown()
         exc.destroy_node()
         node.destroy_node()
+
+
+def test_move_to_start_segment_at_limited_velocity(context):
+    """Away from the first point, the reference first moves there on a quintic whose peak
+    velocity is move_to_start_velocity, then plays the trajectory shifted by its duration."""
+    from robot_identification.nodes.excitation_publisher import ExcitationPublisher
+    exc = ExcitationPublisher(context=context, parameter_overrides=[
+        Parameter("move_to_start_velocity", value=0.25)])
+    try:
+        q1 = exc.traj.evaluate(0.0)[0][0]
+        exc.q_now = q1 + np.array([0.5, -0.2])
+        assert exc.on_start(Trigger.Request(), Trigger.Response()).success
+        q0, d, T = exc.move
+        assert T == pytest.approx(1.875 * 0.5 / 0.25)
+        taus = np.linspace(0.0, T, 201)
+        pts = [exc.point(t) for t in taus]
+        pos = np.array([p.positions for p in pts])
+        vel = np.array([p.velocities for p in pts])
+        np.testing.assert_allclose(pos[0], exc.q_now)
+        np.testing.assert_allclose(pos[-1], q1, atol=1e-12)
+        assert np.abs(vel).max() == pytest.approx(0.25, rel=1e-3)
+        np.testing.assert_allclose(np.gradient(pos, taus, axis=0), vel, atol=2e-3)
+        later = exc.point(T + 0.7).positions
+        np.testing.assert_allclose(later, exc.traj.evaluate(0.7)[0][0])
+    finally:
+        exc.destroy_node()

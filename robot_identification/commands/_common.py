@@ -17,3 +17,35 @@ def robot_from_args(args):
     if not args.robot and not args.config:
         raise ConfigError("give --robot NAME or --config FILE")
     return load_robot(args.robot, config=args.config, urdf=args.urdf)
+
+
+#: Arguments that name files or directories a command reads.
+INPUT_ARGUMENTS = ("config", "urdf", "data", "results", "trajectory", "unloaded", "loaded")
+
+
+def input_paths(args, model=None) -> list:
+    """Every input file/directory named on the command line (and the model's config and
+    URDF), for :func:`robot_identification.outputs.check_output`."""
+    out = []
+    for key in INPUT_ARGUMENTS:
+        v = getattr(args, key, None)
+        if v is None:
+            continue
+        out.extend(v if isinstance(v, (list, tuple)) else [v])
+    if model is not None:
+        out += [model.config.source, model.config.urdf_path]
+    return out
+
+
+def check_output_argument(args, model=None, key="output"):
+    """Refuse ``--output`` (or ``key``) naming an input, before any long computation.
+
+    Raises
+    ------
+    ConfigError
+        See :func:`robot_identification.outputs.check_output`.
+    """
+    from robot_identification.outputs import check_output
+    value = getattr(args, key.replace("-", "_"), None)
+    if value is not None:
+        check_output(value, input_paths(args, model), f"--{key}")

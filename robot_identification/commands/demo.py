@@ -19,6 +19,9 @@ ORDER = 5
 
 def add_arguments(p):
     p.add_argument("--robot", default="zollo_planar", help="shipped robot (default zollo_planar)")
+    p.add_argument("--config", help="robot config YAML instead of --robot (e.g. written by "
+                   "`robot-identification init`): any robot, simulated from its URDF")
+    p.add_argument("--urdf", help="URDF or xacro overriding the one the config names")
     p.add_argument("--output", required=True, help="directory for the bag and results.yaml")
     p.add_argument("--domain-id", type=int,
                    help="ROS_DOMAIN_ID (default: $ROS_DOMAIN_ID, else derived from the pid)")
@@ -30,7 +33,9 @@ def add_arguments(p):
 
 def run(args):
     from robot_identification.errors import IdentificationError
+    from robot_identification.outputs import check_output
     out = Path(args.output)
+    check_output(out / "results.yaml", (), "--output")
     out.mkdir(parents=True, exist_ok=True)
     if (out / "results.yaml").exists():
         raise IdentificationError(f"{out / 'results.yaml'} exists; choose a new --output")
@@ -68,7 +73,21 @@ def _run_graph(args, out, domain):
     def params(**kw):
         return [Parameter(k, value=v) for k, v in kw.items()]
 
-    robot = dict(robot=args.robot)
+    if args.config:
+        from robot_identification.model import load_robot
+        load_robot(config=args.config, urdf=args.urdf)      # one-line errors before ROS
+        robot = dict(robot_config=str(Path(args.config).resolve()))
+        if args.urdf:
+            robot["urdf"] = str(Path(args.urdf).resolve())
+        # the config's friction-row threshold (identification.velocity_threshold)
+        threshold = -1.0
+    else:
+        robot = dict(robot=args.robot)
+        # friction rows above 1 rad/s only: there the Stribeck terms of Zollo's eq. 43, which
+        # the simulator applies, are nearly constant, so the Coulomb + viscous model fits
+        # them without biasing the viscous coefficients (docs/zollo-reproduction.md; 0.5
+        # rad/s as in the paper leaves a 7-17 % bias on f_v)
+        threshold = 1.0
     sim_time = dict(use_sim_time=True)
     t_wall = time.perf_counter()
     excitation = ExcitationPublisher(parameter_overrides=params(**robot, **sim_time))
@@ -78,12 +97,7 @@ def _run_graph(args, out, domain):
     recorder = Recorder(parameter_overrides=params(data_directory=str(out), **sim_time))
     identifier = Identifier(parameter_overrides=params(
         **robot, data_directory=str(out), results_file=str(out / "results.yaml"),
-        compare_with_nominal=True,
-        # friction rows above 1 rad/s only: there the Stribeck terms of Zollo's eq. 43, which
-        # the simulator applies, are nearly constant, so the Coulomb + viscous model fits them
-        # without biasing the viscous coefficients (docs/zollo-reproduction.md; 0.5 rad/s as in
-        # the paper leaves a 7-17 % bias on f_v)
-        velocity_threshold=1.0,
+        compare_with_nominal=True, velocity_threshold=threshold,
         effort_lag_periods=0.5, log_table=False))
     nodes = [sim, controller, excitation, recorder, identifier]
     executor = None
@@ -108,7 +122,13 @@ def _run_graph(args, out, domain):
         excitation.on_start(None, Trigger.Response())
         t_loop = time.perf_counter()
         steps0 = sim.commands
-        _spin_until(executor, lambda: not excitation.active, args.timeout)
+        from robot_identification.progress import bar
+        with bar(total=round(excitation.traj.duration, 3), desc="excite + record",
+                 unit="s") as pbar:
+            def tick():
+                done = round((sim.commands - steps0) / sim.sim.rate_hz, 3)
+                pbar.update(max(0.0, min(done, pbar.total) - pbar.n))
+            _spin_until(executor, lambda: not excitation.active, args.timeout, tick)
         loop_wall = time.perf_counter() - t_loop
         drain = time.monotonic() + 0.3      # the last state is still in flight
         _spin_until(executor, lambda: time.monotonic() > drain, 10.0)
@@ -144,10 +164,14 @@ def _run_graph(args, out, domain):
     return 0 if np.isfinite(nme) else 1
 
 
-def _spin_until(executor, done, timeout):
+def _spin_until(executor, done, timeout, tick=None):
     from robot_identification.errors import IdentificationError
     end = time.monotonic() + timeout
+    k = 0
     while not done():
         if time.monotonic() > end:
             raise IdentificationError(f"timed out after {timeout:.0f} s")
         executor.spin_once(timeout_sec=0.05)
+        k += 1
+        if tick is not None and k % 200 == 0:
+            tick()

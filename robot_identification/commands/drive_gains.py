@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from robot_identification.commands._common import add_robot_arguments, robot_from_args
+from robot_identification.commands._common import (
+    add_robot_arguments, input_paths, robot_from_args)
 
 NAME = "drive-gains"
 HELP = ("identify joint drive gains [N m/A] from the same trajectory run without and with a "
@@ -58,6 +59,8 @@ def run(args):
                               "method": f"Gautier & Briot 2011, payload {args.payload_mass} kg "
                                         f"at {list(args.payload_com)} m in {args.payload_frame}, "
                                         f"{args.estimator}"}
-        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        from robot_identification.outputs import write_text_atomic
+        others = [p for p in input_paths(args, model) if p != args.results]
+        write_text_atomic(path, yaml.safe_dump(doc, sort_keys=False), others, "--results")
         print(f"updated {path.resolve()}")
     return 0

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from robot_identification.commands._common import add_robot_arguments, robot_from_args
+from robot_identification.commands._common import (
+    add_robot_arguments, check_output_argument, input_paths, robot_from_args)
 
 NAME = "excite"
 HELP = ("optimise an excitation trajectory (Fourier or quintic B-spline) for the base "
@@ -44,6 +45,7 @@ def run(args):
     from robot_identification.excitation._optimize import (
         BSplineParametrisation, FourierParametrisation, optimise_excitation)
     model = robot_from_args(args)
+    check_output_argument(args, model)
     n = model.n
     if args.start is not None:
         if len(args.start) != n:
@@ -69,7 +71,7 @@ def run(args):
                               acceleration_limit=args.acceleration_limit)
     traj = par.trajectory(res.x)
     check_limits(model, traj)
-    out = save_trajectory(traj, args.output)
+    out = save_trajectory(traj, args.output, inputs=input_paths(args, model))
     print(f"robot {model.config.name}: {args.type} excitation, {par.size} parameters, "
           f"criterion {args.criterion}")
     print(f"  criterion       before {res.before:12.6g}   after {res.after:12.6g}")

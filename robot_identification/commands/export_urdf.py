@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from robot_identification.commands._common import add_robot_arguments, robot_from_args
+from robot_identification.commands._common import (
+    add_robot_arguments, check_output_argument, input_paths, robot_from_args)
 
 NAME = "export-urdf"
 HELP = ("write the robot's URDF with inertials (and joint friction) replaced by the "
@@ -17,7 +18,7 @@ def add_arguments(p):
     p.add_argument("--output", required=True, help="URDF file to write")
 
 
-def export_from_results(model, results, output):
+def export_from_results(model, results, output, inputs=()):
     """Export the ``estimates.physical`` standard parameters of ``results`` to ``output``."""
     import numpy as np
 
@@ -36,11 +37,13 @@ def export_from_results(model, results, output):
                         f"'{model.config.name}'")
     pi = np.array([sp[n] for n in model.parameter_names])
     return export_urdf(model, pi, output,
-                       comment=f"physically consistent estimate from {Path(results).name}")
+                       comment=f"physically consistent estimate from {Path(results).name}",
+                       inputs=tuple(inputs) + (results,))
 
 
 def run(args):
     model = robot_from_args(args)
-    out = export_from_results(model, args.results, args.output)
+    check_output_argument(args, model)
+    out = export_from_results(model, args.results, args.output, input_paths(args, model))
     print(f"wrote {Path(out).resolve()}")
     return 0

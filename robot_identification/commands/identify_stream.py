@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from robot_identification.commands._common import add_robot_arguments, robot_from_args
+from robot_identification.commands._common import (
+    add_robot_arguments, check_output_argument, input_paths, robot_from_args)
 
 NAME = "identify-stream"
 HELP = ("identify base parameters from a long recording in bounded memory (polynomial "
@@ -48,6 +49,7 @@ def run(args):
     from robot_identification.report import format_table, write_results
     from robot_identification.streaming import identify_streaming, iter_chunks, make_bank
     model = robot_from_args(args)
+    check_output_argument(args, model)
     if args.chunk < 2:
         raise DataError(f"--chunk must be at least 2 samples, got {args.chunk}")
     chunks = iter(iter_chunks(args.data, args.chunk))
@@ -80,7 +82,7 @@ def run(args):
     result = identify_streaming(model, all_chunks(), bank=bank, decimate=args.decimate,
                                 estimator=args.estimator, base=base, bounds=bounds,
                                 velocity_threshold=args.velocity_threshold)
-    out = write_results(result, args.output, model)
+    out = write_results(result, args.output, model, inputs=input_paths(args))
     if not args.quiet:
         print(format_table(result))
         if "flags" in result.settings:

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from robot_identification.commands._common import add_robot_arguments, robot_from_args
+from robot_identification.commands._common import (
+    add_robot_arguments, check_output_argument, input_paths, robot_from_args)
 
 NAME = "report"
 HELP = ("write an HTML report (PNG figures + tables): measured vs predicted torque, "
@@ -24,13 +25,16 @@ def run(args):
     from robot_identification.report._html import write_report
     from robot_identification.validation import load_estimates, validate
     model = robot_from_args(args)
+    if args.urdf_out:
+        check_output_argument(args, model, "urdf-out")
     base, models, doc = load_estimates(args.results, model)
     datasets = [load_dataset(p, model=model) for p in args.data]
     files = validate(model, base, models, datasets, labels=list(args.data),
                      keep_signals=True) if datasets else []
-    path = write_report(args.output, model, doc, files)
+    path = write_report(args.output, model, doc, files, inputs=input_paths(args, model))
     print(f"wrote {Path(path).resolve()}")
     if args.urdf_out:
         from robot_identification.commands.export_urdf import export_from_results
-        print(f"wrote {export_from_results(model, args.results, args.urdf_out).resolve()}")
+        out = export_from_results(model, args.results, args.urdf_out, input_paths(args, model))
+        print(f"wrote {out.resolve()}")
     return 0

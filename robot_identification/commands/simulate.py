@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from robot_identification.commands._common import add_robot_arguments, robot_from_args
+from robot_identification.commands._common import (
+    add_robot_arguments, check_output_argument, input_paths, robot_from_args)
 
 NAME = "simulate"
 HELP = "simulate a robot following an excitation trajectory; writes a .npz dataset or a rosbag2"
@@ -30,6 +31,7 @@ def add_arguments(p):
 
 
 def run(args):
+    from robot_identification import progress
     from robot_identification.errors import ConfigError
     from robot_identification.excitation import check_limits, load_trajectory
     from robot_identification.simulation import simulate
@@ -40,6 +42,7 @@ def run(args):
     if out.suffix == "" and out.exists():
         raise ConfigError(f"--output '{out}' exists; a bag is never overwritten")
     model = robot_from_args(args)
+    check_output_argument(args, model)
     traj = load_trajectory(args.trajectory) if args.trajectory else None
     if traj is not None:
         check_limits(model, traj)
@@ -47,9 +50,9 @@ def run(args):
                   snr_db=args.snr, derivatives=args.derivatives,
                   quantise=not args.no_quantise,
                   friction=None if args.friction == "config" else args.friction,
-                  log=print)
+                  log=None if progress.enabled() else print)
     if out.suffix == ".npz":
-        ds.save_npz(out)
+        ds.save_npz(out, inputs=input_paths(args, model))
     else:
         from robot_identification.data._bag import write_bag
         write_bag(ds, out)

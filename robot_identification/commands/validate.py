@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from robot_identification.commands._common import add_robot_arguments, robot_from_args
+from robot_identification.commands._common import (
+    add_robot_arguments, check_output_argument, input_paths, robot_from_args)
 
 NAME = "validate"
 HELP = ("compare the torque predicted by the nominal URDF and each identified estimate "
@@ -32,13 +33,15 @@ def run(args):
     from robot_identification.validation import (
         format_validation, load_estimates, validate, write_validation)
     model = robot_from_args(args)
+    check_output_argument(args, model)
     base, models, _ = load_estimates(args.results, model)
     if args.primary and args.primary not in models:
         raise DataError(f"--primary {args.primary}: '{args.results}' has {list(models)}")
     datasets = [load_dataset(p, model=model) for p in args.data]
     files = validate(model, base, models, datasets, labels=list(args.data),
                      rest_velocity=args.rest_velocity)
-    out = write_validation(args.output, model.config.name, files, args.primary)
+    out = write_validation(args.output, model.config.name, files, args.primary,
+                           inputs=input_paths(args, model))
     if not args.quiet:
         print(format_validation(files))
     print(f"wrote {Path(out).resolve()}")

@@ -133,14 +133,23 @@ class Dataset:
         return replace(self, t=self.t[sl], **kw)
 
     # ------------------------------------------------------------------ NPZ
-    def save_npz(self, path):
-        """Write the dataset to a ``.npz`` file (format documented in docs/data-formats.md)."""
+    def save_npz(self, path, inputs=()):
+        """Write the dataset to a ``.npz`` file atomically (format documented in
+        docs/data-formats.md).
+
+        Raises
+        ------
+        ConfigError
+            ``path`` is one of ``inputs``, a recording, or lies in a rosbag2 directory.
+        """
+        from robot_identification.outputs import atomic_output
         arrays = {k: getattr(self, k) for k in _ARRAYS if getattr(self, k) is not None}
         meta = {"joint_names": list(self.joint_names), "metadata": self.metadata,
                 "true_parameters": self.true_parameters, "format": "robot_identification/1"}
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        np.savez_compressed(path, t=self.t, meta=np.array(json.dumps(meta)), **arrays)
+        with atomic_output(path, inputs) as tmp:
+            np.savez_compressed(tmp, t=self.t, meta=np.array(json.dumps(meta, default=str)),
+                                **arrays)
         return path
 
     @classmethod

@@ -31,6 +31,9 @@ class NormalEquations:
         Regressor samples and raw input samples behind the sums (set by the engine).
     t_regressor : float
         Time spent in the regressor [s] (set by the engine).
+    recordings : list of dict
+        Per-recording summaries for the diagnostics
+        (:func:`robot_identification.diagnostics.recording_summary`), concatenated.
     scale_sums : ndarray (n_groups,)
         Sum of psi(r / sigma)^2 sigma^2 over the rows of a Huber-weighted pass (the scale
         update of Huber's proposal 2, used by the ``irls`` estimator); 0 otherwise.
@@ -53,6 +56,7 @@ class NormalEquations:
         self.scale_sums = np.zeros(n_groups)
         self.true_parameters = None
         self.t_regressor = 0.0
+        self.recordings = []
 
     def add(self, W, y, mask=None, weights=None):
         """Add a block.
@@ -99,6 +103,7 @@ class NormalEquations:
         self.n_input += other.n_input
         self.scale_sums += other.scale_sums
         self.t_regressor += other.t_regressor
+        self.recordings = list(self.recordings) + list(other.recordings)
         if not self.true_parameters:
             self.true_parameters = other.true_parameters
         return self

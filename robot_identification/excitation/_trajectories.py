@@ -263,12 +263,17 @@ def _no_extra(d, allowed):
                           f"{sorted(allowed)}")
 
 
-def save_trajectory(traj, path):
-    """Write ``traj.to_dict()`` to a YAML file; returns the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(traj.to_dict(), sort_keys=False))
-    return path
+def save_trajectory(traj, path, inputs=()):
+    """Write ``traj.to_dict()`` to a YAML file atomically; returns the path.
+
+    Raises
+    ------
+    ConfigError
+        ``path`` is one of ``inputs`` or lies in a rosbag2 directory.
+    """
+    from robot_identification.outputs import write_text_atomic
+    return write_text_atomic(path, yaml.safe_dump(traj.to_dict(), sort_keys=False),
+                             inputs=inputs)
 
 
 def load_trajectory(path):

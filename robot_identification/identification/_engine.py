@@ -127,28 +127,34 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
         Invalid data (NaN, missing joints, non-uniform sampling across chunks, too few
         samples for the filter).
     """
+    from robot_identification.diagnostics import recording_summary
     from robot_identification.identifiability import base_parameters
+    from robot_identification.progress import bar
     s = settings or model.config.identification
     base = base or base_parameters(model)
     rec = as_recording(recording, model)
     neq = NormalEquations(len(base), model.rows_per_sample)
     pre = None
-    for ds in rec.chunks():
+    with bar(desc="identify", unit="sample", unit_scale=True) as pbar:
+        for ds in rec.chunks():
+            if pre is None:
+                pre = make_preprocessor(model, s, sample_rate(ds.t), bank=bank,
+                                        use_measured_derivatives=use_measured_derivatives)
+                neq.true_parameters = dict(ds.true_parameters or {}) or None
+                if robust is None:   # diagnostics of the raw data (the first chunk)
+                    neq.recordings = [recording_summary(model, ds, label=rec.name)]
+            neq.n_input += ds.t.shape[0]
+            out = pre.push(ds)
+            if out is not None:
+                _accumulate(model, base, neq, out[0], s.velocity_threshold, block, robust)
+                if log and neq.n_input > 20 * block:
+                    log(f"{rec.name}: {neq.n_input} samples read, {neq.n_samples} used")
+            pbar.update(ds.t.shape[0])
         if pre is None:
-            pre = make_preprocessor(model, s, sample_rate(ds.t), bank=bank,
-                                    use_measured_derivatives=use_measured_derivatives)
-            neq.true_parameters = dict(ds.true_parameters or {}) or None
-        neq.n_input += ds.t.shape[0]
-        out = pre.push(ds)
+            raise DataError(f"recording '{rec.name}' holds no samples")
+        out = pre.finish()
         if out is not None:
             _accumulate(model, base, neq, out[0], s.velocity_threshold, block, robust)
-            if log and neq.n_input > 20 * block:
-                log(f"{rec.name}: {neq.n_input} samples read, {neq.n_samples} used")
-    if pre is None:
-        raise DataError(f"recording '{rec.name}' holds no samples")
-    out = pre.finish()
-    if out is not None:
-        _accumulate(model, base, neq, out[0], s.velocity_threshold, block, robust)
     if neq.n_samples == 0:
         raise DataError(f"recording '{rec.name}': no complete filter window: the recording "
                         f"has {neq.n_input} samples, the {pre.name} filter needs "
@@ -261,7 +267,7 @@ def solve(model, neq, settings=None, *, base=None, estimators=None, prior=None,
     IdentificationError
         The primary estimator fails.
     """
-    from robot_identification.diagnostics import Diagnostic
+    from robot_identification.diagnostics import Diagnostic, collect_diagnostics
     from robot_identification.errors import IdentificationError
     from robot_identification.identifiability import base_parameters, check_excitation
     from robot_identification.identification._estimators import ESTIMATORS, EstimationContext
@@ -315,13 +321,16 @@ def solve(model, neq, settings=None, *, base=None, estimators=None, prior=None,
             for k, v in est.details.items():
                 if k in ("flags", "active_bounds"):
                     settings_out[k] = v
-    return IdentificationResult(
+    result = IdentificationResult(
         robot=model.config.name, names=list(base.names), expressions=base.expressions(),
         estimate=estimates[names[0]], base=base, true_values=true,
         row_labels=row_labels(model), n_samples=int(neq.n_samples),
         n_used_rows=int(neq.count.sum()), elapsed=time.perf_counter() - t0,
         settings=settings_out, units=[model.layout.units[i] for i in base.independent],
-        normal_equations=neq, diagnostics=diagnostics, estimates=estimates)
+        normal_equations=neq, estimates=estimates)
+    result.diagnostics = (collect_diagnostics(model, result, neq.recordings) + diagnostics
+                          + ctx.diagnostics)
+    return result
 
 
 def identify(model, recordings, settings=None, *, estimators=None, prior=None, base=None,

@@ -48,6 +48,7 @@ class EstimationContext:
     def __post_init__(self):
         self.cache = {}
         self.options = self.options or {}
+        self.diagnostics = []
 
     def wls(self):
         if "wls" not in self.cache:
@@ -184,15 +185,19 @@ def _bounded(ctx):
 
 
 def _physical(ctx):
+    from robot_identification.diagnostics import physical_diagnostics
     from robot_identification.estimation import physically_consistent
     w = ctx.wls()
     info = np.einsum("j,jik->ik", w.weights, ctx.neq.G)
     P = ctx.model.n_parameters
-    if ctx.prior is None:
-        phys = physically_consistent(ctx.model, ctx.base, info, w.values,
-                                     nominal=np.zeros(P), prior_scales=np.full(P, np.inf))
-    else:
-        phys = physically_consistent(ctx.model, ctx.base, info, w.values, nominal=ctx.prior)
+    model = ctx.model
+    if ctx.prior is None:       # no prior term: LMIs and sign constraints only
+        phys = physically_consistent(model, ctx.base, info, w.values, nominal=np.zeros(P),
+                                     prior_scales=np.full(P, np.inf), prior="gaussian")
+        phys.prior_distance = None
+    else:                       # log-det divergence toward the prior's bodies
+        phys = physically_consistent(model, ctx.base, info, w.values, nominal=ctx.prior)
+    ctx.diagnostics += physical_diagnostics(model, phys)
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = 100.0 * w.std / np.abs(phys.base)
     est = Estimate(values=np.asarray(phys.base, dtype=float), covariance=w.covariance,
@@ -206,7 +211,11 @@ def _physical(ctx):
                        "min_pseudo_inertia_eigenvalues": {
                            b: float(e) for b, e in zip(ctx.model.body_names,
                                                        phys.min_eigenvalues)},
-                       "cost_increase": float(phys.cost_increase), "status": phys.status})
+                       "cost_increase": float(phys.cost_increase), "status": phys.status,
+                       "prior": phys.prior,
+                       "prior_distance": None if phys.prior_distance is None else {
+                           b: float(d) for b, d in zip(model.body_names, phys.prior_distance)},
+                       "bodies_on_bound": [model.body_names[k] for k in phys.on_bound or []]})
     return est
 
 

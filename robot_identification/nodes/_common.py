@@ -78,16 +78,13 @@ def main_for(node_cls, args=None):
 
     Non-ROS option (before ``--ros-args``): ``--executor single|events`` selects rclpy's
     SingleThreadedExecutor (default) or EventsExecutor (about half the CPU time).
-    Configuration errors (bad parameters, robot, trajectory) end the process with a one-line
-    message and exit code 1.
+    Configuration errors (bad parameters of any value or type, robot, trajectory, topic names)
+    end the process with a one-line message and exit code 1, never a traceback.
     """
     import argparse
     import sys
 
-    from rclpy.exceptions import InvalidParameterValueException
     from rclpy.utilities import remove_ros_args
-
-    from robot_identification.errors import IdentificationError
     argv = sys.argv if args is None else args
     parser = argparse.ArgumentParser(prog=node_cls.__name__)
     parser.add_argument("--executor", choices=("single", "events"), default="single")
@@ -96,8 +93,9 @@ def main_for(node_cls, args=None):
         with rclpy.init(args=argv):
             try:
                 node = node_cls()
-            except (IdentificationError, ValueError, InvalidParameterValueException) as exc:
-                print(f"{node_cls.__name__}: error: {exc}", file=sys.stderr)
+            except Exception as exc:       # any launch argument value: one line, no traceback
+                text = " ".join(str(exc).split()) or type(exc).__name__
+                print(f"{node_cls.__name__}: error: {text}", file=sys.stderr)
                 sys.exit(1)
             if options.executor == "events":
                 from rclpy.experimental import EventsExecutor

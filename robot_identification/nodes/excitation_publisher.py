@@ -6,18 +6,33 @@ The reference (trajectory_msgs/JointTrajectory with one point: positions [rad], 
 - lockstep (``lockstep: true``): once per ``/clock`` tick of the simulated robot, for that tick;
 - otherwise on a timer at ``rate_hz``.
 
-Nothing is published before ``~/start``; after the end the final rest point is held for
-``hold_time`` s, then publication stops (which ends a lockstep run). With
+Nothing is published before ``~/start``. When the arm is away from the trajectory's first
+point (measured on ``joint_states_topic``), a move-to-start segment comes first: a quintic
+rest-to-rest polynomial, s(x) = 10x^3 - 15x^4 + 6x^5, whose peak velocity 1.875 |dq| / T is at
+most ``move_to_start_velocity`` (and the joint's limit). After the end the final rest point is
+held for ``hold_time`` s, then publication stops (which ends a lockstep run). With
 ``trajectory_controller_topic`` set, ``~/start`` also sends the whole trajectory (sampled every
-``trajectory_sample_period`` s) to a joint_trajectory_controller. A trajectory violating the
+``trajectory_sample_period`` s, starting after the move-to-start time, at least
+``move_to_start_min_time``) to a joint_trajectory_controller. A trajectory violating the
 robot's position/velocity/acceleration limits is refused at start-up.
+
+``~/start`` is refused, with the reason in the answer, unless the arm is ready
+(``require_ready``; default true in real-time mode): joint states arrived within
+``state_timeout`` s and, unless ``controller_status`` is '', the controller's latest entry on
+``/diagnostics`` (at most ``status_timeout`` s old) is OK. A controller fault (ERROR) during
+the excitation stops it; a new ``~/start`` is refused until the controller is re-enabled.
 """
 from __future__ import annotations
 
+import time
+
+import numpy as np
 from builtin_interfaces.msg import Duration, Time
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -50,7 +65,33 @@ class ExcitationPublisher(Node):
         self.pub_jtc = self.create_publisher(JointTrajectory, jtc, QOS) if jtc else None
         self.sample = declare(self, "trajectory_sample_period", 0.01,
                               "waypoint spacing sent to the controller [s]", low=1e-4, high=10.0)
+        self.require_ready = declare(
+            self, "require_ready", not self.lockstep, "refuse ~/start unless states are fresh "
+            "and the controller is OK (default: true in real-time mode)")
+        self.controller_status = declare(
+            self, "controller_status", "pd_controller: control loop",
+            "/diagnostics entry of the controller that must be OK; '' = none (e.g. a "
+            "joint_trajectory_controller)")
+        self.state_timeout = declare(self, "state_timeout", 0.1, "[s] joint states older "
+                                     "than this are not fresh", low=1e-3, high=1e4)
+        self.status_timeout = declare(self, "status_timeout", 2.0, "[s] controller status "
+                                      "older than this (steady clock) is unknown",
+                                      low=1e-2, high=1e4)
+        self.v_move = declare(self, "move_to_start_velocity", 0.2, "[rad/s] peak velocity "
+                              "of the move to the first point", low=1e-3, high=100.0)
+        self.t_move_min = declare(self, "move_to_start_min_time", 1.0, "[s] shortest move "
+                                  "to the first point (trajectory controller)", low=0.0,
+                                  high=1e3)
+        self.start_tolerance = declare(self, "start_tolerance", 0.005, "[rad] no move to "
+                                       "start within this distance", low=0.0, high=10.0)
+        self.q_now, self.state_time = None, None     # latest joint positions, arrival [s]
+        self.status = None              # (level, message, steady time) of the controller
+        self.create_subscription(JointState, declare(
+            self, "joint_states_topic", "joint_states", "link side (readiness, move to start)"),
+            self.on_joint, QOS)
+        self.create_subscription(DiagnosticArray, "/diagnostics", self.on_diagnostics, 10)
         self.t_start = None
+        self.move = None                # (q0, dq, T) of the move-to-start segment
         self.last, self.last_msg = None, None
         self.create_service(Trigger, "~/start", self.on_start)
         self.create_service(Trigger, "~/stop", self.on_stop)
@@ -66,17 +107,79 @@ class ExcitationPublisher(Node):
     def active(self) -> bool:
         return self.t_start is not None
 
+    def on_joint(self, msg):
+        d = dict(zip(msg.name, msg.position))
+        q = np.array([d.get(j, np.nan) for j in self.model.joint_names], dtype=float)
+        self.q_now = q if np.all(np.isfinite(q)) else None
+        self.state_time = self.get_clock().now().nanoseconds * 1e-9
+
+    def on_diagnostics(self, msg):
+        for st in msg.status:
+            if st.name == self.controller_status:
+                self.status = (st.level, st.message, time.monotonic())
+                if st.level >= DiagnosticStatus.ERROR and self.active:
+                    self.get_logger().error(f"excitation stopped: {st.name}: {st.message}")
+                    self.on_stop(None, Trigger.Response())
+
+    def not_ready(self) -> str:
+        """Why an excitation may not start now ('' when it may)."""
+        if not self.require_ready:
+            return ""
+        if self.state_time is None:
+            return "no joint states received"
+        age = self.get_clock().now().nanoseconds * 1e-9 - self.state_time
+        if age > self.state_timeout:
+            return f"joint states {age:.3f} s old (state_timeout {self.state_timeout:g} s)"
+        if self.controller_status:
+            if self.status is None:
+                return f"no status of '{self.controller_status}' on /diagnostics"
+            level, text, at = self.status
+            if time.monotonic() - at > self.status_timeout:
+                return f"'{self.controller_status}' status {time.monotonic() - at:.1f} s old"
+            if level != DiagnosticStatus.OK:
+                return f"{self.controller_status}: {text}"
+        if self.q_now is None:
+            return "joint states are not finite"
+        return ""
+
     def on_start(self, request, response):
         if self.active:
             response.success, response.message = False, "already running"
             return response
+        reason = self.not_ready()
+        if reason:
+            response.success, response.message = False, f"not started: {reason}"
+            self.get_logger().warning(response.message)
+            return response
+        self.move = self.move_to_start()
         self.t_start = "next"           # starts at the next tick
         self.last, self.last_msg = None, None
         if self.pub_jtc is not None:
             self.pub_jtc.publish(self.joint_trajectory())
         self.pub_active.publish(Bool(data=True))
-        response.success, response.message = True, f"{self.traj.duration:.6g} s trajectory"
+        t_move = self.move[2] if self.move else 0.0
+        response.success, response.message = True, (
+            f"{self.traj.duration:.6g} s trajectory after a {t_move:.3g} s move to start")
         return response
+
+    def move_to_start(self):
+        """(q0, dq, T) of the quintic move from the measured position to the first point,
+        or None when the arm is there (or its position is unknown)."""
+        if self.q_now is None:
+            return None
+        q1 = self.traj.evaluate(0.0)[0][0]
+        dq = q1 - self.q_now
+        if np.max(np.abs(dq)) <= self.start_tolerance:
+            return None
+        v = np.array([min(self.v_move, j.limits.velocity or np.inf)
+                      for j in self.model.config.joints])
+        T = max(float(np.max(1.875 * np.abs(dq) / v)), 0.1)
+        return self.q_now.copy(), dq, T
+
+    @property
+    def offset(self) -> float:
+        """[s] from the start to the trajectory's first point (the move to start)."""
+        return self.move[2] if self.move else 0.0
 
     def on_stop(self, request, response):
         response.success, response.message = self.active, "stopped" if self.active else "idle"
@@ -97,7 +200,7 @@ class ExcitationPublisher(Node):
             self.t_start = t
         self.last = t
         tau = t - self.t_start
-        if tau > self.traj.duration + self.hold:
+        if tau > self.offset + self.traj.duration + self.hold:
             self.get_logger().info(f"excitation finished at t = {t:.4f} s")
             self.on_stop(None, Trigger.Response())
             return
@@ -108,17 +211,34 @@ class ExcitationPublisher(Node):
         self.pub.publish(msg)
 
     def point(self, tau):
-        q, dq, ddq = (x[0].tolist() for x in self.traj.evaluate(tau))
+        """Reference at ``tau`` s after the start (move to start, then the trajectory)."""
+        if self.move is not None and tau < self.move[2]:
+            q0, d, T = self.move
+            x = tau / T
+            s, ds, dds = (10 * x**3 - 15 * x**4 + 6 * x**5, (30 * x**2 - 60 * x**3
+                          + 30 * x**4) / T, (60 * x - 180 * x**2 + 120 * x**3) / T**2)
+            q, dq, ddq = (q0 + d * s).tolist(), (d * ds).tolist(), (d * dds).tolist()
+        else:
+            q, dq, ddq = (x[0].tolist() for x in self.traj.evaluate(tau - self.offset))
         ns = int(round(tau * 1e9))
         return JointTrajectoryPoint(positions=q, velocities=dq, accelerations=ddq,
                                     time_from_start=Duration(sec=ns // 10**9,
                                                              nanosec=ns % 10**9))
 
     def joint_trajectory(self):
+        """The whole trajectory for a joint_trajectory_controller: its first point at the
+        move-to-start time (at least ``move_to_start_min_time``; the controller interpolates
+        from the current state to it), then every ``trajectory_sample_period`` s."""
+        t0 = max(self.offset, self.t_move_min)
         n = int(self.traj.duration / self.sample) + 1
-        return JointTrajectory(joint_names=list(self.model.joint_names),
-                               points=[self.point(min(k * self.sample, self.traj.duration))
-                                       for k in range(n)])
+        points = []
+        for k in range(n):
+            tau = min(k * self.sample, self.traj.duration)
+            p = self.point(self.offset + tau)
+            ns = int(round((t0 + tau) * 1e9))
+            p.time_from_start = Duration(sec=ns // 10**9, nanosec=ns % 10**9)
+            points.append(p)
+        return JointTrajectory(joint_names=list(self.model.joint_names), points=points)
 
 
 def main(args=None):

@@ -23,6 +23,7 @@ from std_srvs.srv import Trigger
 from robot_identification.data import load_dataset
 from robot_identification.errors import IdentificationError
 from robot_identification.nodes._common import declare, declare_robot, main_for
+from robot_identification.outputs import check_output
 from robot_identification.pipeline import identify
 from robot_identification.report import format_table, write_results
 
@@ -103,6 +104,8 @@ class Identifier(Node):
         self._refresh()
         try:
             bag = self.resolve_bag()
+            out = Path(self.results_file or self.data_directory / f"{bag.name}_results.yaml")
+            check_output(out, (bag,), "results_file")     # before the long computation
             log.info(f"identifying {self.model.config.name} from {bag}")
             settings = self.model.config.identification
             if self.threshold >= 0:
@@ -119,8 +122,7 @@ class Identifier(Node):
                                                   map(float, self.model.nominal_parameters())))
                 result = identify(self.model, ds, settings, estimator=self.estimator or None,
                                   log=log.info)
-            out = Path(self.results_file or self.data_directory / f"{bag.name}_results.yaml")
-            write_results(result, out, self.model)
+            write_results(result, out, self.model, inputs=(bag,))
         except (IdentificationError, OSError) as exc:
             log.error(f"identification failed: {exc}")
             response.success, response.message = False, str(exc)
@@ -145,6 +147,14 @@ class Identifier(Node):
             self._internal = False
         log.info(f"identified {len(result.names)} base parameters in {result.elapsed:.2f} s; "
                  f"wrote {out}" + (f"\n{format_table(result)}" if self.log_table else ""))
+        for d in result.diagnostics:   # one line each, at the diagnostic's severity
+            # (one call site per severity: rclpy refuses two severities from one line)
+            if d.severity == "error":
+                log.error(str(d))
+            elif d.severity == "warning":
+                log.warning(str(d))
+            else:
+                log.info(str(d))
         response.success, response.message = True, str(out.resolve())
         return response
 

@@ -1,14 +1,29 @@
-"""pd_controller: joint-space PD with gravity compensation and a watchdog.
+"""pd_controller: joint-space PD with gravity compensation, a watchdog and a fail-safe.
 
 Elastic arms: PD on motor positions with on-line gravity compensation (De Luca, Siciliano &
 Zollo 2005); rigid arms: PD + gravity compensation. Both from
 :func:`robot_identification.simulation.make_controller` (torques clipped to the effort limits).
 
-Safety: the command becomes zero torque and an error is logged when
-- the states are older than ``watchdog_periods`` control periods (checked every period),
-- a state or reference is not finite, or
-- a state or reference violates the robot's position/velocity limits.
-A fault latches until ``~/enable`` (std_srvs/SetBool) is called again with true.
+States of the controller (reported on ``/diagnostics``, diagnostic_msgs/DiagnosticArray, and
+by ``~/status``, std_srvs/Trigger):
+
+- ``waiting``: no joint state yet; nothing is published.
+- ``holding``: states flow (the watchdog is armed), no reference yet: in real-time mode the
+  arm is held where it was first seen (PD to that position + gravity compensation).
+- ``running``: tracking the streamed reference.
+- ``fault`` (latched until ``~/enable`` true) or ``disabled`` (``~/enable`` false): the
+  fail-safe command, ``fail_safe: hold`` (default; PD to the position at the fault with zero
+  velocity reference + gravity compensation: holds a gravity-loaded arm and damps its
+  motion) or ``fail_safe: zero`` (zero torque).
+
+Faults, each checked where it can first be seen:
+
+- no joint state for more than ``watchdog_timeout`` s (arrival on the node's clock, checked
+  every control period once states flow);
+- stamps frozen (states keep arriving but their stamp has not advanced for
+  ``watchdog_timeout`` s after it once advanced) or going back (real-time mode; in lockstep a
+  stamp going back is the simulated robot's ``~/reset`` and restarts the controller);
+- a non-finite state or reference; a state or reference beyond the position/velocity limits.
 
 lockstep: a command is computed once per state stamp, when the link state, the motor state
 (elastic) and the reference with that stamp have all arrived; otherwise on every joint state
@@ -17,14 +32,19 @@ with the latest reference.
 from __future__ import annotations
 
 import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
-from std_srvs.srv import SetBool
+from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from robot_identification.nodes._common import QOS, declare, declare_robot, main_for, to_sec
 from robot_identification.simulation import make_controller
+
+#: name of this controller's entry in /diagnostics (``<node name>: control loop``)
+STATUS_SUFFIX = ": control loop"
 
 
 class PDController(Node):
@@ -42,8 +62,12 @@ class PDController(Node):
         self.law = make_controller(model, kp if any(kp) else None, kd if any(kd) else None)
         self.lockstep = declare(self, "lockstep", True, "one command per state stamp",
                                 read_only=True)
-        self.max_age = declare(self, "watchdog_periods", 10, "stale after this many periods",
-                               low=1, high=100000) / rate
+        self.max_age = declare(self, "watchdog_timeout", 0.05,
+                               "[s] states older than this (arrival) or with a stamp frozen "
+                               "this long -> fail-safe", low=1e-4, high=1e4)
+        self.fail_safe = declare(self, "fail_safe", "hold", "reaction to a fault: hold "
+                                 "(position + gravity compensation + damping) or zero torque",
+                                 choices=("hold", "zero"))
         factor = declare(self, "state_limit_factor", 1.5,
                          "measured states may exceed the velocity limits by this factor "
                          "(elastic vibration); references may not", low=1.0, high=100.0)
@@ -61,29 +85,113 @@ class PDController(Node):
                 self, "motor_states_topic", "motor_states", "motor side"), self.on_motor, QOS)
         self.create_subscription(JointTrajectory, declare(
             self, "reference_topic", "reference", "reference"), self.on_reference, QOS)
+        self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.create_service(SetBool, "~/enable", self.on_enable)
+        self.create_service(Trigger, "~/status", self.on_status)
         self.create_timer(1.0 / rate, self.on_watchdog)
+        # diagnostics on the steady clock: also while a simulated clock stands still
+        self.create_timer(declare(self, "diagnostics_period", 0.5, "[s] /diagnostics period",
+                                  low=0.01, high=60.0), self.publish_status,
+                          clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.enabled = declare(self, "enabled", True, "start enabled", read_only=True)
         self.fault = None
+        self.faults = 0                # faults since start
         self.joint = self.motor = self.ref = None
+        self.last_usable = None       # last finite measurement (dict of (n,) arrays)
+        self.hold_q = None            # [rad] position held by the fail-safe / before a reference
         self.last_state_time = None   # node clock [s] of the last joint state
+        self.stamp_time = None        # node clock [s] when the state stamp last advanced
+        self.stamp_advanced = False   # the stamp advanced at least once
+        self.last_tick = None         # node clock [s] of the last watchdog tick
+        self.fresh_tick = None        # node clock [s] of the last tick that saw fresh states
+        self.watchdog_gap = None      # [s] from that tick to the stale trip
         self.last_stamp = -np.inf     # state stamp of the last command
         self.last_u = None            # last command [N*m] (re-sent for a repeated state)
-        self.commands = 0
+        self.commands = self.fail_safe_commands = self.zero_commands = 0
 
+    # -- status --------------------------------------------------------------------------
+    @property
+    def state(self) -> str:
+        if self.fault is not None:
+            return "fault"
+        if not self.enabled:
+            return "disabled"
+        if self.joint is None:
+            return "waiting"
+        return "running" if self.ref is not None else "holding"
+
+    @property
+    def ready(self) -> bool:
+        """Enabled, no fault, fresh states: an excitation may start."""
+        return self.state in ("holding", "running") and self.state_age() <= self.max_age
+
+    def now(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    def state_age(self) -> float:
+        """[s] since the last joint state arrived (inf before the first)."""
+        return np.inf if self.last_state_time is None else self.now() - self.last_state_time
+
+    def status_message(self) -> str:
+        s = self.state
+        if s == "fault":
+            return f"fault: {self.fault}; fail-safe '{self.fail_safe}' until ~/enable true"
+        if s == "disabled":
+            return f"disabled: fail-safe '{self.fail_safe}' until ~/enable true"
+        if s == "waiting":
+            return "waiting for joint states"
+        age = self.state_age()
+        if age > self.max_age:
+            return f"joint states {age:.3f} s old (watchdog {self.max_age:g} s)"
+        return f"ready: {s}"
+
+    def publish_status(self):
+        s = self.state
+        level = (DiagnosticStatus.ERROR if s == "fault" else DiagnosticStatus.OK if self.ready
+                 else DiagnosticStatus.WARN)
+        values = {"state": s, "fault": self.fault or "", "fail_safe": self.fail_safe,
+                  "faults": self.faults, "commands": self.commands,
+                  "fail_safe_commands": self.fail_safe_commands,
+                  "zero_torque_commands": self.zero_commands,
+                  "state_age_s": f"{self.state_age():.4f}",
+                  "watchdog_timeout_s": self.max_age}
+        status = DiagnosticStatus(
+            level=level, name=self.get_name() + STATUS_SUFFIX, message=self.status_message(),
+            hardware_id=self.model.config.name,
+            values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
+        msg = DiagnosticArray(status=[status])
+        msg.header.stamp = self.get_clock().now().to_msg()
+        self.pub_diag.publish(msg)
+
+    def on_status(self, request, response):
+        response.success, response.message = self.ready, self.status_message()
+        return response
+
+    # -- inputs --------------------------------------------------------------------------
     def _vector(self, names, values):
         d = dict(zip(names, values))
         return np.array([d.get(j, np.nan) for j in self.model.joint_names], dtype=float)
 
     def on_joint(self, msg):
-        self.joint = (to_sec(msg.header.stamp), self._vector(msg.name, msg.position),
+        stamp = to_sec(msg.header.stamp)
+        now = self.now()
+        previous = self.joint[0] if self.joint is not None else None
+        self.joint = (stamp, self._vector(msg.name, msg.position),
                       self._vector(msg.name, msg.velocity))
-        self.last_state_time = self.get_clock().now().nanoseconds * 1e-9
-        if self.lockstep and self.joint[0] == self.last_stamp and self.last_u is not None:
+        self.last_state_time = now
+        if previous is None or stamp > previous:
+            self.stamp_advanced |= previous is not None
+            self.stamp_time = now
+        elif stamp < previous and not self.lockstep:
+            self.trip(f"joint state stamp went back from {previous:.6f} s to {stamp:.6f} s")
+        elif (stamp == previous and self.stamp_advanced and not self.lockstep
+              and now - self.stamp_time > self.max_age):
+            self.trip(f"joint state stamp frozen at {stamp:.6f} s for "
+                      f"{now - self.stamp_time:.3f} s")
+        if self.lockstep and stamp == self.last_stamp and self.last_u is not None:
             # the simulated robot re-publishes a state when the loop went quiet: the command
             # for it was lost (e.g. sent before the robot had matched the topic); resend it
-            self.get_logger().warning(f"state t = {self.joint[0]:.4f} s repeated: "
-                                      f"command re-sent")
+            self.get_logger().warning(f"state t = {stamp:.4f} s repeated: command re-sent")
             self.pub.publish(Float64MultiArray(data=self.last_u.tolist()))
             return
         self.update()
@@ -91,70 +199,133 @@ class PDController(Node):
     def on_motor(self, msg):
         self.motor = (to_sec(msg.header.stamp), self._vector(msg.name, msg.position),
                       self._vector(msg.name, msg.velocity))
-        self.update()
+        if self.lockstep:
+            self.update()
 
     def on_reference(self, msg):
         p = msg.points[0] if msg.points else None
         self.ref = (to_sec(msg.header.stamp),
                     self._vector(msg.joint_names, p.positions if p else []),
                     self._vector(msg.joint_names, p.velocities if p else []))
-        self.update()
+        if self.lockstep:
+            self.update()
 
-    def update(self):
-        if self.joint is None or self.ref is None or (
-                self.model.config.elastic and self.motor is None):
-            return
-        t = self.joint[0]
-        if self.lockstep and (self.ref[0] != t or (self.motor is not None
-                                                    and self.motor[0] != t)):
-            return
-        if t < self.last_stamp - 1.5 * self.period:
-            # the robot's time went back (simulated_robot ~/reset): start afresh
-            self.get_logger().info(f"state time went back to {t:.4f} s: controller reset")
-            self.last_stamp, self.last_u = -np.inf, None
-        if t <= self.last_stamp:
-            return
-        self.last_stamp = t
+    # -- control -------------------------------------------------------------------------
+    def measurement(self):
         meas = {"q": self.joint[1], "dq": self.joint[2]}
         if self.motor is not None:
             meas.update(theta=self.motor[1], dtheta=self.motor[2])
-        self.check(meas, self.ref[1], self.ref[2])
-        u = np.zeros(self.model.n)
-        if self.enabled and self.fault is None:
-            u = self.law(self.ref[1], self.ref[2], meas)
+        return meas
+
+    def update(self):
+        """One command: lockstep once per state stamp with the matching reference (and motor
+        state); real time once per joint state with the latest reference and motor state."""
+        if self.joint is None or (self.model.config.elastic and self.motor is None):
+            return
+        t = self.joint[0]
+        if self.lockstep:
+            if self.ref is None or self.ref[0] != t or (self.motor is not None
+                                                         and self.motor[0] != t):
+                return
+            if t < self.last_stamp - 1.5 * self.period:
+                # the robot's time went back (simulated_robot ~/reset): start afresh
+                self.get_logger().info(f"state time went back to {t:.4f} s: controller reset")
+                self.last_stamp, self.last_u = -np.inf, None
+            if t <= self.last_stamp:
+                return
+        new = t > self.last_stamp
+        self.last_stamp = max(t, self.last_stamp)
+        meas = self.measurement()
+        self.remember(meas)
+        if new:
+            self.check(meas, *(self.ref[1:] if self.ref is not None else ()))
+        if self.fault is not None or not self.enabled:
+            self.command(self.fallback(meas), fail_safe=True)
+        elif self.ref is None:           # armed: hold the arm until the reference flows
+            self.command(self.fallback(meas))
+        elif new:
+            self.command(self.law(self.ref[1], self.ref[2], meas))
+        elif self.last_u is not None:    # a repeated stamp: nothing new, same command
+            self.command(self.last_u)
+
+    def fallback(self, meas):
+        """Fail-safe / holding command (n,) [N*m]: PD to the held position at zero velocity
+        + gravity compensation (the position when the fault or the hold began), or zero
+        torque (``fail_safe: zero``, or no finite state yet). A non-finite state is replaced
+        by the last finite one."""
+        self.remember(meas)
+        if self.fail_safe == "zero" and (self.fault is not None or not self.enabled):
+            return np.zeros(self.model.n)
+        meas = self.last_usable         # a non-finite state: the last finite one
+        if meas is None:
+            return np.zeros(self.model.n)
+        if self.hold_q is None:
+            self.hold_q = meas["q"].copy()
+        return self.law(self.hold_q, np.zeros(self.model.n), meas)
+
+    def remember(self, meas):
+        needed = ("q", "dq", "theta", "dtheta") if self.model.config.elastic else ("q", "dq")
+        if all(k in meas and np.all(np.isfinite(meas[k])) for k in needed):
+            self.last_usable = meas
+
+    def command(self, u, fail_safe=False):
         self.last_u = u
         self.pub.publish(Float64MultiArray(data=u.tolist()))
         self.commands += 1
+        self.fail_safe_commands += fail_safe
+        self.zero_commands += not np.any(u)
 
-    def check(self, meas, q_ref, dq_ref):
-        for name, x in [*meas.items(), ("reference position", q_ref),
-                        ("reference velocity", dq_ref)]:
+    def check(self, meas, q_ref=None, dq_ref=None):
+        refs = [] if q_ref is None else [("reference position", q_ref),
+                                         ("reference velocity", dq_ref)]
+        for name, x in [*meas.items(), *refs]:
             if not np.all(np.isfinite(x)):
                 return self.trip(f"non-finite {name}: {x.tolist()}")
-        for name, q in (("position", meas["q"]), ("reference position", q_ref)):
+        positions = [("position", meas["q"])] + refs[:1]
+        for name, q in positions:
             if np.any(q < self.q_lo) or np.any(q > self.q_hi):
                 return self.trip(f"{name} {q.tolist()} outside the limits")
-        for name, v, lim in (("velocity", meas["dq"], self.v_max * self.factor),
-                             ("reference velocity", dq_ref, self.v_max)):
+        velocities = [("velocity", meas["dq"], self.v_max * self.factor)] + [
+            (name, v, self.v_max) for name, v in refs[1:]]
+        for name, v, lim in velocities:
             if np.any(np.abs(v) > lim):
                 return self.trip(f"{name} {v.tolist()} beyond the limits {lim.tolist()}")
 
     def trip(self, reason):
         if self.fault is None:
-            self.get_logger().error(f"{reason}: zero torque until re-enabled (~/enable)")
-        self.fault = reason
+            self.get_logger().error(f"{reason}: fail-safe '{self.fail_safe}' until re-enabled "
+                                    f"(~/enable)")
+            self.fault = reason
+            self.faults += 1
+            self.hold_q = None          # hold where the fault happened
+            self.publish_status()
 
     def on_watchdog(self):
-        now = self.get_clock().now().nanoseconds * 1e-9
-        if self.last_state_time is not None and now - self.last_state_time > self.max_age:
-            if self.fault is None:
-                self.trip(f"stale joint states ({now - self.last_state_time:.4f} s old)")
-            self.pub.publish(Float64MultiArray(data=[0.0] * self.model.n))
+        now = self.now()
+        late = self.last_tick is not None and now - self.last_tick > max(
+            self.max_age / 2, 3 * self.period)
+        self.last_tick = now
+        if self.last_state_time is None:
+            return                      # not armed before states flow
+        age = now - self.last_state_time
+        if age <= self.max_age:
+            self.fresh_tick = now
+        elif self.fault is None and not late:
+            # (a late tick means this node itself stalled: states may be queued; look again
+            # at the next tick)
+            self.watchdog_gap = now - self.fresh_tick   # since a tick last saw fresh states
+            self.trip(f"stale joint states ({age:.4f} s old)")
+        if self.fault is not None and age > self.period:
+            self.command(self.fallback(self.measurement()), fail_safe=True)
 
     def on_enable(self, request, response):
         self.enabled = request.data
         self.fault = None
+        self.hold_q = None
+        if request.data and not self.lockstep:
+            self.ref = None             # hold until a new reference arrives
         response.success, response.message = True, "enabled" if request.data else "disabled"
+        self.publish_status()
         return response
 
 

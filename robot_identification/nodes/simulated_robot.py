@@ -7,7 +7,9 @@ link-referred, effort = applied motor torque) and ``/clock``.
 - lockstep: one control period per received command (deterministic, as fast as the graph
   allows); until the first command (or after 0.5 s without one) the state is re-published
   at 10 Hz.
-- realtime: a wall timer steps at ``rate_hz`` with the latest command (zero before the first).
+- realtime: a wall timer steps at ``rate_hz`` with the latest command; before the first
+  command the brakes hold the arm (the state is published at ``rate_hz``, its stamp
+  advancing, as a real arm before its controller starts).
 """
 from __future__ import annotations
 
@@ -103,6 +105,10 @@ class SimulatedRobot(Node):
             self.publish(self.sim.state.t, self.u)
 
     def on_tick(self):
+        if self.commands == 0 and not self.lockstep:    # brakes on until the first command
+            self.sim.t += self.sim.dt                   # (the robot's clock runs)
+            self.publish(self.sim.t, self.u)
+            return
         self.sim.step(self.u)
         self.publish(self.sim.state.t, self.u)
 

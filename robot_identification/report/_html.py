@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
+from robot_identification.errors import ConfigError
+
 #: Colours per model in the plots.
 COLOURS = {"measured": "black", "nominal": "tab:gray", "ols": "tab:blue", "wls": "tab:green",
            "physical": "tab:red"}
@@ -110,7 +112,7 @@ def _num(x, fmt=".4g"):
     return format(x, fmt)
 
 
-def write_report(out_dir, model, results_doc, files, *, title=None) -> Path:
+def write_report(out_dir, model, results_doc, files, *, title=None, inputs=()) -> Path:
     """Write ``report.html`` and its PNG figures into ``out_dir``.
 
     Parameters
@@ -121,13 +123,24 @@ def write_report(out_dir, model, results_doc, files, *, title=None) -> Path:
         Parsed results.yaml (with ``estimates:`` when identify wrote them).
     files : list of dict
         :func:`robot_identification.validation.validate` output with ``keep_signals``.
+    inputs : iterable of path
+        Files and directories read; ``out_dir`` must not be (inside) one of them nor a bag.
 
     Returns
     -------
     Path
         The HTML file.
+
+    Raises
+    ------
+    ConfigError
+        ``out_dir`` is an input file or lies in an input or rosbag2 directory.
     """
+    from robot_identification.outputs import check_output, write_text_atomic
     out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"report directory '{out}' is a file; give a directory")
+    check_output(out / "report.html", inputs, "report directory")
     out.mkdir(parents=True, exist_ok=True)
     joints = list(model.joint_names)
     parts = [f"<h1>{html.escape(title or 'Identification report: ' + model.config.name)}</h1>"]
@@ -210,6 +223,4 @@ def write_report(out_dir, model, results_doc, files, *, title=None) -> Path:
     page = (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>"
             f"{html.escape(model.config.name)} identification</title><style>{css}</style>"
             f"</head><body>{''.join(parts)}</body></html>\n")
-    path = out / "report.html"
-    path.write_text(page)
-    return path
+    return write_text_atomic(out / "report.html", page, inputs, "report directory")

@@ -20,7 +20,17 @@ Schema (version 1)::
       normalised_mean_error_without_static_friction: ...  # no Coulomb/stiction (paper: 0.00862)
       normalised_mean_error_without_friction: ...  # no friction or offset terms
       n_samples: ..., n_equations: ..., elapsed_s: ...
-    settings: {...}
+    settings: {...}                # incl. preprocessing, estimators, prior
+    estimates:                  # every estimate computed (identify --estimator A --estimator B)
+      ols: {values: [...], std: [...], condition_number: ..., residual_rms: [...]}
+      mrls: {..., flags: [1, 0, -1, ...]}       # 1 identified, 0 not excited, -1 dependent
+      bounded: {..., active_bounds: [...]}
+      irls: {..., iterations: ..., converged: ..., huber_threshold: ..., sigma: [...]}
+      physical: {..., standard_parameters: {name: value}, min_pseudo_inertia_eigenvalues: {},
+                 cost_increase: ..., status: ..., prior: ..., prior_distance: {},
+                 bodies_on_bound: [...]}
+    diagnostics:                # list, one mapping per finding (robot_identification.diagnostics)
+      - {code: negative_stiffness, severity: error, message: ..., subject: joint6.K}
 """
 from __future__ import annotations
 
@@ -58,9 +68,26 @@ def result_to_dict(result, model=None) -> dict:
         metrics["normalised_mean_error_without_friction"] = \
             result.normalised_mean_error(exclude=_FRICTION)
     out = {"robot": result.robot, "estimator": est.method, "base_parameters": entries,
-           "metrics": metrics, "settings": dict(result.settings)}
+           "metrics": metrics, "settings": dict(result.settings),
+           "estimates": estimates_to_dict(getattr(result, "estimates", None) or {}),
+           "diagnostics": [d.to_dict() for d in result.diagnostics]}
     if model is not None:
         out["model"] = model.config.model
+    return out
+
+
+def estimates_to_dict(estimates) -> dict:
+    """``estimates:`` section of results.yaml: per estimator name its values (base-parameter
+    order), standard deviations, condition number, residual RMS per row group and the
+    estimator's details (flags, active bounds, physical standard parameters, ...)."""
+    out = {}
+    for name, est in estimates.items():
+        entry = {"values": [float(v) for v in est.values],
+                 "std": [_f(v) for v in est.std],
+                 "condition_number": _f(est.condition_number),
+                 "residual_rms": [float(v) for v in est.residual_rms]}
+        entry.update(getattr(est, "details", None) or {})
+        out[name] = entry
     return out
 
 
@@ -94,36 +121,78 @@ def _f(x):
     return x if np.isfinite(x) else None
 
 
-def write_results(result, path, model=None) -> Path:
-    """Write ``results.yaml`` (schema in this module's docstring)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(result_to_dict(result, model), sort_keys=False))
-    return path
+def write_results(result, path, model=None, inputs=()) -> Path:
+    """Write ``results.yaml`` (schema in this module's docstring) atomically.
+
+    Raises
+    ------
+    ConfigError
+        ``path`` is one of ``inputs`` or lies in a rosbag2 directory
+        (:func:`robot_identification.outputs.check_output`).
+    """
+    from robot_identification.outputs import write_text_atomic
+    if model is not None:
+        inputs = tuple(inputs) + (model.config.urdf_path, model.config.source)
+    return write_text_atomic(path, yaml.safe_dump(result_to_dict(result, model),
+                                                  sort_keys=False), inputs=inputs)
 
 
-def format_table(result) -> str:
-    """Human-readable table of base parameters (estimate, std, relative std, true)."""
+def format_table(result, width: int | None = None) -> str:
+    """Human-readable table of base parameters, fitted to a terminal ``width``.
+
+    One row per base parameter: number, name (the leading standard parameter), unit,
+    estimate, standard deviation, relative standard deviation [%] and, for simulated data,
+    the true value and the relative error. When the base parameter is a combination of
+    standard parameters, the combination follows on indented lines below the name,
+    wrapped at ``width``.
+
+    Parameters
+    ----------
+    result : IdentificationResult
+    width : int, optional
+        Characters per line; default the terminal's width (100 when not a terminal).
+    """
+    import shutil
+    import textwrap
+    if width is None:
+        width = shutil.get_terminal_size((100, 24)).columns
+    width = max(int(width), 60)
     est = result.estimate
     has_true = result.true_values is not None
-    w = max(len(e) for e in result.expressions)
-    head = f"{'#':>3}  {'base parameter':<{w}}  {'estimate':>13}  {'std':>10}  {'rel.std%':>9}"
+    units = list(result.units) if result.units else [""] * len(result.names)
+    uw = max([4] + [len(u) for u in units])
+    num_head = f"{'estimate':>11}  {'std':>9}  {'rel.std%':>8}"
     if has_true:
-        head += f"  {'true':>13}  {'rel.err':>9}"
-    lines = [head, "-" * len(head)]
-    for i, ex in enumerate(result.expressions):
-        line = (f"{i + 1:>3}  {ex:<{w}}  {est.values[i]:>13.6g}  {est.std[i]:>10.3g}  "
-                f"{est.relative_std[i]:>9.3g}")
+        num_head += f"  {'true':>11}  {'rel.err':>8}"
+    fixed = 3 + 2 + 2 + uw + 2 + len(num_head)
+    nw = min(max(len(n) for n in result.names), 40)
+    stacked = fixed + max(nw, 14) > width      # the numbers go on a line of their own
+    if stacked:
+        head = f"{'#':>3}  {'base parameter':<{width - 7 - uw}}  {'unit':<{uw}}\n" + \
+            num_head.rjust(width)
+    else:
+        nw = max(nw, 14)
+        head = f"{'#':>3}  {'base parameter':<{nw}}  {'unit':<{uw}}  {num_head}"
+    lines = head.splitlines() + ["-" * min(max(map(len, head.splitlines())), width)]
+    for i, (name, ex) in enumerate(zip(result.names, result.expressions)):
+        num = (f"{est.values[i]:>11.5g}  {est.std[i]:>9.3g}  {est.relative_std[i]:>8.3g}")
         if has_true:
             tv = result.true_values[i]
             err = abs(est.values[i] - tv) / abs(tv) if abs(tv) > 1e-12 else abs(est.values[i])
-            line += f"  {tv:>13.6g}  {err:>9.2e}"
-        lines.append(line)
-    lines.append(f"condition number {est.condition_number:.4g}; residual RMS "
-                 + ", ".join(f"{lb}: {v:.3g}" for lb, v in zip(result.row_labels,
-                                                             est.residual_rms)))
+            num += f"  {tv:>11.5g}  {err:>8.2e}"
+        if stacked:
+            lines.append(f"{i + 1:>3}  {name:<{width - 7 - uw}}  {units[i]:<{uw}}")
+            lines.append(num.rjust(width))
+        else:
+            lines.append(f"{i + 1:>3}  {name:<{nw}}  {units[i]:<{uw}}  {num}")
+        if ex.replace(" ", "") != name.replace(" ", ""):
+            lines += textwrap.wrap(f"= {ex}", width=max(width - 7, 30), initial_indent=" " * 7,
+                                   subsequent_indent=" " * 9, break_on_hyphens=False)
+    tail = (f"condition number {est.condition_number:.4g}; residual RMS "
+            + ", ".join(f"{lb}: {v:.3g}" for lb, v in zip(result.row_labels, est.residual_rms)))
+    lines += textwrap.wrap(tail, width=width, subsequent_indent="  ")
     if has_true:
         lines.append(f"normalised mean error {result.normalised_mean_error():.4g} "
                      f"(without Coulomb/static friction "
                      f"{result.normalised_mean_error(exclude=_STATIC_FRICTION):.4g})")
-    return "\n".join(lines)
+    return "\n".join(line.rstrip() for line in lines)

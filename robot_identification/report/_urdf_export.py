@@ -28,11 +28,16 @@ def body_inertias(model, standard):
     Raises
     ------
     DataError
-        Wrong length, or a body with non-positive mass (not physically consistent).
+        Wrong length, NaN/inf values, or a body with non-positive mass (not physically
+        consistent).
     """
     pi = np.asarray(standard, dtype=float)
     if pi.shape != (model.n_parameters,):
         raise DataError(f"expected {model.n_parameters} standard parameters, got {pi.shape}")
+    bad = [n for n, v in zip(model.parameter_names, pi) if not np.isfinite(v)]
+    if bad:
+        raise DataError(f"standard parameter(s) {bad[:5]} are not finite (NaN/inf): nothing "
+                        f"to export")
     pj = model.inertial_to_joint_frame(pi)
     out = []
     for k, body in enumerate(model.body_names):
@@ -52,7 +57,7 @@ def drive_values(model, standard, key):
                      for j in model.joint_names])
 
 
-def export_urdf(model, standard, path, *, comment=None) -> Path:
+def export_urdf(model, standard, path, *, comment=None, inputs=()) -> Path:
     """Write the robot's URDF with identified inertials and friction.
 
     Parameters
@@ -65,6 +70,8 @@ def export_urdf(model, standard, path, *, comment=None) -> Path:
         Output URDF.
     comment : str, optional
         Provenance written at the top of the file.
+    inputs : iterable of path
+        Files the output must not replace (the model's URDF and config always count).
 
     Returns
     -------
@@ -73,7 +80,9 @@ def export_urdf(model, standard, path, *, comment=None) -> Path:
     Raises
     ------
     DataError
-        Non-physical parameters.
+        Non-physical or non-finite parameters.
+    ConfigError
+        ``path`` is an input (:func:`robot_identification.outputs.check_output`).
     ModelError
         URDF links of the model not found in the template.
     """
@@ -117,10 +126,11 @@ def export_urdf(model, standard, path, *, comment=None) -> Path:
     if comment:
         root.insert(0, ET.Comment(f" {comment} "))
     ET.indent(root, space="  ")
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text('<?xml version="1.0"?>\n' + ET.tostring(root, encoding="unicode") + "\n")
-    return path
+    from robot_identification.outputs import write_text_atomic
+    return write_text_atomic(path, '<?xml version="1.0"?>\n'
+                             + ET.tostring(root, encoding="unicode") + "\n",
+                             inputs=tuple(inputs) + (model.config.urdf_path,
+                                                     model.config.source))
 
 
 def urdf_torque(urdf_path, model, standard, q, dq, ddq):

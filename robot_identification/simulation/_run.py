@@ -146,7 +146,11 @@ def simulate(model, duration=None, trajectory=None, seed=0, snr_db=None, *,
     if derivatives:
         for k in ("dq", "ddq") + (("dtheta", "ddtheta") if sim.elastic else ()):
             rec[k] = np.empty((N, n))
+    from robot_identification.progress import bar
+    pbar = bar(total=round(duration, 3), desc="simulate", unit="s")
     for i in range(N):
+        if i % 500 == 0 and i:
+            pbar.update(round(500 * sim.dt, 6))
         meas = sim.measure()
         u = ctrl(q_ref[i], dq_ref[i], meas)
         rec["q"][i] = meas["q"]
@@ -163,6 +167,7 @@ def simulate(model, duration=None, trajectory=None, seed=0, snr_db=None, *,
             sim.step(u)
         if log and i % 5000 == 0 and i:
             log(f"simulated {t[i]:.1f}/{duration:.1f} s")
+    pbar.close()
     if torque == "interval_mean":
         rec["tau"][1:] = 0.5 * (rec["tau"][1:] + rec["tau"][:-1])
     meta = {"robot": model.config.name, "torque": torque,

@@ -1,0 +1,36 @@
+"""``robot-identification init``: a starter robot YAML from a URDF or xacro."""
+from __future__ import annotations
+
+from pathlib import Path
+
+NAME = "init"
+HELP = ("write a starter robot config YAML from a URDF/xacro (joints and limits from the "
+        "URDF, friction model, identification defaults, csv: template)")
+ORDER = 1
+
+
+def add_arguments(p):
+    p.add_argument("--urdf", required=True, help="URDF or .xacro of the arm")
+    p.add_argument("--joints", nargs="+", metavar="JOINT",
+                   help="joints to identify (default: every movable joint; others locked at 0)")
+    p.add_argument("--name", help="robot name (default: the URDF's robot name)")
+    p.add_argument("--output", required=True, help="robot config YAML to write (never "
+                   "overwritten)")
+
+
+def run(args):
+    from robot_identification.errors import ConfigError
+    from robot_identification.model import starter_config
+    out = Path(args.output)
+    if out.exists():
+        raise ConfigError(f"{out} exists; an existing file is never overwritten")
+    if out.suffix not in (".yaml", ".yml"):
+        raise ConfigError(f"--output '{out}': expected a .yaml file")
+    text = starter_config(args.urdf, out, joints=args.joints, name=args.name)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "x") as f:
+        f.write(text)
+    print(f"wrote {out.resolve()}")
+    print(f"next: robot-identification simulate --config {out} --output run.npz")
+    print(f"      robot-identification identify --config {out} --data run.npz")
+    return 0

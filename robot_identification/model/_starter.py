@@ -1,0 +1,273 @@
+"""Starter robot configuration from a URDF: what ``robot-identification init`` writes.
+
+The URDF gives the joints (1-dof revolute, continuous and prismatic joints, in pinocchio's
+depth-first order; mimic joints are left out) and their position, velocity and effort
+limits. The starter adds what a URDF does not carry, with conservative defaults that
+simulate and identify out of the box: a rigid model with Coulomb + viscous friction, unit
+gear ratios, an acceleration limit, small nominal friction for the simulator, a Fourier
+excitation, the identification defaults and a ``csv:`` column template. Every default is
+commented in the YAML so that it can be edited; the schema is ``config/README.md``.
+"""
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+from robot_identification.errors import ConfigError, ModelError
+from robot_identification.model._config import (
+    DRIVE_PARAMETER_DESCRIPTIONS, DRIVE_PARAMETER_UNITS, DRIVE_PARAMETERS, parse_robot_config)
+
+#: Acceleration limit written for joints (a URDF has none) [rad/s^2 or m/s^2].
+DEFAULT_ACCELERATION = 10.0
+#: Velocity limit written when the URDF gives none or 0 [rad/s or m/s].
+DEFAULT_VELOCITY = 2.0
+#: Velocity limit cap of the starter: URDF limits of some arms are far above what an
+#: identification run needs (e.g. 10 rad/s); the excitation is scaled to 0.9 of it.
+VELOCITY_CAP = 3.0
+#: Nominal Coulomb friction as a fraction of the joint's largest inertia times its
+#: acceleration limit (viscous: half of it per rad/s).
+FRICTION_FRACTION = 0.1
+#: Nominal (link-referred) rotor inertia as a fraction of the joint's largest inertia.
+ARMATURE_FRACTION = 0.05
+
+
+def _joint_limits(urdf_xml: str) -> dict:
+    """{joint name: (type, lower, upper, velocity, effort, mimic)} from urdf_parser_py."""
+    from urdf_parser_py.urdf import URDF
+    try:
+        robot = URDF.from_xml_string(urdf_xml.encode() if isinstance(urdf_xml, str)
+                                     else urdf_xml)
+    except Exception as exc:  # urdf_parser_py raises assorted types
+        raise ModelError(f"cannot parse the URDF: {exc}") from None
+    out = {}
+    for j in robot.joints:
+        lim = j.limit
+        out[j.name] = (j.type, getattr(lim, "lower", None), getattr(lim, "upper", None),
+                       getattr(lim, "velocity", None), getattr(lim, "effort", None),
+                       j.mimic is not None)
+    return out, robot.name
+
+
+def urdf_joints(urdf_xml: str, grippers: bool = True) -> list[str]:
+    """Movable 1-dof joints of a URDF in pinocchio's (depth-first) order, mimic joints left out.
+
+    ``grippers=False`` also leaves out gripper-like joints: prismatic joints with no
+    revolute joint after them (fingers; their tiny range and speed would scale down the
+    whole excitation).
+
+    Raises
+    ------
+    ModelError
+        Malformed URDF.
+    """
+    import pinocchio as pin
+    try:
+        full = pin.buildModelFromXML(urdf_xml)
+    except Exception as exc:  # pinocchio raises ValueError/RuntimeError
+        raise ModelError(f"cannot parse the URDF: {exc}") from None
+    info, _ = _joint_limits(urdf_xml)
+    names = []
+    for i in range(1, full.njoints):
+        name = full.names[i]
+        if full.joints[i].nv != 1 or info.get(name, (None,) * 6)[5]:
+            continue
+        if not grippers and info.get(name, ("",))[0] == "prismatic" and not any(
+                info.get(full.names[k], ("",))[0] in ("revolute", "continuous")
+                for k in full.subtrees[i] if k != i):
+            continue
+        names.append(name)
+    return names
+
+
+def _fmt(x: float) -> str:
+    """Short number that YAML 1.1 (PyYAML) reads as a float: 5e-05 -> 5.0e-05."""
+    text = f"{x:.6g}"
+    if "e" in text and "." not in text.split("e")[0]:
+        mantissa, exponent = text.split("e")
+        text = f"{mantissa}.0e{exponent}"
+    return text
+
+
+def starter_config(urdf: str | Path, output: str | Path, joints=None, name=None,
+                   urdf_xml: str | None = None) -> str:
+    """YAML text of a starter robot configuration for ``urdf``.
+
+    Parameters
+    ----------
+    urdf : path
+        URDF or xacro file; the YAML names it relative to ``output``'s folder.
+    output : path
+        Where the YAML will be written (only its folder is used here).
+    joints : sequence of str, optional
+        Joints to identify (default: every movable 1-dof joint but mimic and gripper-like
+        joints, see :func:`urdf_joints`); the others are locked at 0.
+    name : str, optional
+        Robot name (default: the URDF's ``<robot name>``).
+    urdf_xml : str, optional
+        The URDF text (default: read ``urdf``, expanding xacro).
+
+    Returns
+    -------
+    str
+        The YAML, validated by :func:`parse_robot_config`.
+
+    Raises
+    ------
+    ModelError
+        Unreadable or malformed URDF, no movable joint.
+    ConfigError
+        ``joints`` names a joint the URDF lacks or a joint that is not movable.
+    """
+    from robot_identification.model._robot_model import read_urdf
+    urdf = Path(urdf)
+    if urdf_xml is None:
+        urdf_xml = read_urdf(urdf)
+    movable = urdf_joints(urdf_xml)
+    info, robot_name = _joint_limits(urdf_xml)
+    if joints:
+        bad = [j for j in joints if j not in movable]
+        if bad:
+            raise ConfigError(f"--joints {bad} are not movable 1-dof joints of '{urdf}'; "
+                              f"its movable joints are {movable}")
+        chosen = [j for j in movable if j in joints]     # keep the kinematic order
+    else:
+        chosen = urdf_joints(urdf_xml, grippers=False)
+    if not chosen:
+        raise ModelError(f"'{urdf}' has no movable 1-dof joint")
+    name = name or re.sub(r"[^A-Za-z0-9_]+", "_", robot_name or urdf.stem) or "robot"
+    args = (urdf, Path(output), chosen, info, name, urdf_xml)
+    inertia = _joint_inertia(_text(*args, None), Path(output), urdf.resolve(), urdf_xml)
+    text = _text(*args, inertia)
+    _validate(text, Path(output), urdf.resolve(), urdf_xml)
+    return text
+
+
+def _text(urdf, output, chosen, info, name, urdf_xml, inertia):
+    """The YAML; ``inertia`` (n,) [kg*m^2] sets nominal friction and PD gains (None: 0)."""
+    n = len(chosen)
+    try:
+        rel = Path(_relpath(urdf.resolve(), Path(output).resolve().parent))
+    except ValueError:             # other drive (Windows): keep it absolute
+        rel = urdf.resolve()
+
+    lines = [
+        f"# Starter configuration of '{name}', written by `robot-identification init` from",
+        f"# {urdf.name}. Schema and every key: config/README.md. Units SI (rad, m, N*m, kg*m^2).",
+        "# Check the lines marked CHECK before identifying a real robot: they are defaults,",
+        "# not data of your arm. This file works as is with simulate / excite / identify /",
+        "# demo --config (the simulator uses the URDF inertials as the true parameters).",
+        f"name: {name}",
+        f"description: {name} ({n} joints), starter config from {urdf.name}",
+        f"urdf: {rel.as_posix()}",
+        "gravity: [0.0, 0.0, -9.81]         # m/s^2 in the base frame; CHECK the mounting",
+        "model: rigid                       # rigid | elastic (needs motor-side encoders)",
+        "friction:",
+        "  model: coulomb_viscous           # none | viscous | coulomb_viscous | static",
+        "  offset: false                    # true: a constant torque offset per joint "
+        "(current sensors)",
+        "joints:                            # identification order; joints not listed are "
+        "locked at 0",
+    ]
+    drive_keys = [k for k in ("rotor_inertia", "viscous", "coulomb") if k in DRIVE_PARAMETERS]
+    comment = [f"#   {k}: {DRIVE_PARAMETER_DESCRIPTIONS[k]} [{DRIVE_PARAMETER_UNITS[k]}]"
+               for k in drive_keys]
+    for k, j in enumerate(chosen):
+        jtype, lower, upper, vel, effort, _ = info.get(j, ("revolute",) + (None,) * 5)
+        lim = []
+        if jtype != "continuous" and lower is not None and upper is not None \
+                and math.isfinite(lower) and math.isfinite(upper) and lower < upper:
+            lim.append(f"position: [{_fmt(lower)}, {_fmt(upper)}]")
+        v = vel if vel and vel > 0 and math.isfinite(vel) else DEFAULT_VELOCITY
+        lim.append(f"velocity: {_fmt(min(v, VELOCITY_CAP))}")
+        lim.append(f"acceleration: {_fmt(DEFAULT_ACCELERATION)}")
+        if effort and effort > 0 and math.isfinite(effort):
+            lim.append(f"effort: {_fmt(effort)}")
+        # nominal drive values: the simulator's "true" friction; identification estimates them.
+        # Coulomb friction FRICTION_FRACTION of the torque that accelerates the joint's
+        # largest inertia at the acceleration limit: the PD loop overcomes it on every joint.
+        inertia_k = 0.0 if inertia is None else inertia[k]
+        scale = inertia_k * DEFAULT_ACCELERATION
+        nominal = {"rotor_inertia": float(f"{ARMATURE_FRACTION * inertia_k:.3g}"),
+                   "viscous": float(f"{0.5 * FRICTION_FRACTION * scale:.3g}"),
+                   "coulomb": float(f"{FRICTION_FRACTION * scale:.3g}")}
+        drive = ", ".join(f"{k}: {_fmt(nominal[k])}" for k in drive_keys)
+        lines += [f"  - name: {j}",
+                  "    gear_ratio: 1.0                # motor angle / joint angle; 1: "
+                  "link-referred drive values",
+                  f"    limits: {{{', '.join(lim)}}}",
+                  f"    drive: {{{drive}}}   # CHECK: nominal values (simulation only)"]
+    lines += [
+        "# limits: position and effort from the URDF; velocity capped at "
+        f"{_fmt(VELOCITY_CAP)} rad/s and",
+        f"# acceleration {_fmt(DEFAULT_ACCELERATION)} rad/s^2 (a URDF has none): "
+        "CHECK both against your arm.",
+        "# drive (nominal values: the simulator's true parameters; identify estimates them):",
+        *comment,
+        "identification:                    # defaults of `identify` and the identifier node",
+        "  filter_order: 4                  # zero-phase Butterworth order",
+        "  cutoff_hz: 10.0                  # Hz; ~5x the excitation's highest harmonic; "
+        "null: no filter",
+        "  differentiation: central         # central | savgol",
+        "  velocity_threshold: 0.05         # rad/s: friction rows below it are not used",
+        "  estimator: ols                   # ols | wls",
+        "simulation:                        # the built-in simulator "
+        "(simulate, demo --config)",
+        "  rate_hz: 1000.0                  # control and sampling rate",
+        "  encoder_counts: 1250000          # counts/rev; 0: no quantisation",
+        "  # kp, kd: PD gains per joint [N*m/rad, N*m*s/rad]; default: a 5 Hz loop on the",
+        "  # joint inertias at q = 0 (+ gravity compensation)",
+        "  excitation: {type: fourier, base_frequency: 0.1, harmonics: 5, amplitude: 1.0, "
+        "seed: 1}",
+        "  # scaled to 0.9 of the limits; `robot-identification excite` optimises one",
+        "csv:                               # column layout of your CSV recordings "
+        "(1-based columns)",
+        "  time: 1                          # time [s]",
+        f"  position: 2                      # joint positions [rad]: columns 2..{1 + n}",
+        f"  velocity: {2 + n:<22d} # joint velocities [rad/s] (optional)",
+        f"  torque: {2 + 2 * n:<24d} # joint torques [N*m]; or current: + drive_gains [N*m/A]",
+        f"  n_columns: {1 + 3 * n:<21d} # fields per row",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _relpath(target: Path, start: Path) -> str:
+    import os
+    return os.path.relpath(target, start)
+
+
+def _joint_inertia(text, output, urdf, urdf_xml, samples=32):
+    """Largest diagonal entry of the joint-space inertia matrix per joint [kg*m^2 or kg].
+
+    Over ``samples`` configurations drawn (seeded) within the position limits.
+    """
+    import numpy as np
+    import pinocchio as pin
+    import yaml
+
+    from robot_identification.model._robot_model import RobotModel
+    config = parse_robot_config(yaml.safe_load(text), source=output.resolve(), urdf_path=urdf)
+    model = RobotModel(config, urdf_xml)
+    rng = np.random.default_rng(0)
+    lo = np.array([j.limits.position[0] if j.limits.position else -np.pi
+                   for j in config.joints])
+    hi = np.array([j.limits.position[1] if j.limits.position else np.pi
+                   for j in config.joints])
+    data = model.pin_model.createData()
+    best = np.zeros(model.n)
+    for _ in range(samples):
+        q = rng.uniform(lo, hi)
+        M = pin.crba(model.pin_model, data, model.pin_configuration(q))
+        best = np.maximum(best, np.diag(M)[model._idx_v])
+    return [max(float(x), 1e-4) for x in best]
+
+
+def _validate(text, output, urdf, urdf_xml):
+    """The starter must load, build a model and give an excitation within the limits."""
+    import yaml
+
+    from robot_identification.excitation import trajectory_from_config
+    from robot_identification.model._robot_model import RobotModel
+    config = parse_robot_config(yaml.safe_load(text), source=output.resolve(), urdf_path=urdf)
+    model = RobotModel(config, urdf_xml)
+    trajectory_from_config(model)

@@ -1,0 +1,137 @@
+"""Writing output files safely: never over an input, never into a bag, always atomically.
+
+Every command and node writes its files through this module:
+
+- :func:`check_output` refuses an output path that resolves (through symlinks and hard
+  links) to one of the inputs, lies inside an input directory or a rosbag2 directory, or is a
+  directory or a recording (``.mcap``/``.db3``);
+- :func:`atomic_output` / :func:`write_text_atomic` write to a temporary file in the same
+  directory and rename it over the target (POSIX ``rename`` is atomic), so a failure or a
+  crash never leaves a half-written results.yaml, URDF or dataset.
+"""
+from __future__ import annotations
+
+import glob
+import os
+from contextlib import contextmanager
+from pathlib import Path
+
+from robot_identification.errors import ConfigError
+
+#: File suffixes of recordings: never overwritten.
+RECORDING_SUFFIXES = (".mcap", ".db3")
+
+
+def is_bag_directory(path) -> bool:
+    """True when ``path`` is a rosbag2 directory: a rosbag2 ``metadata.yaml``, or (a recording
+    cut short) storage files named after the directory (``<dir>_0.mcap``, ``<dir>.mcap``)."""
+    path = Path(path)
+    if not path.is_dir():
+        return False
+    meta = path / "metadata.yaml"
+    if meta.is_file():
+        try:
+            with open(meta, "rb") as f:
+                if b"rosbag2_bagfile_information" in f.read(4096):
+                    return True
+        except OSError:
+            pass
+    return any(next(path.glob(f"{glob.escape(path.name)}*{s}"), None) is not None
+               for s in RECORDING_SUFFIXES)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return a.resolve() == b.resolve()
+
+
+def check_output(path, inputs=(), what="output") -> Path:
+    """Refuse an output path that would overwrite an input or recorded data.
+
+    Parameters
+    ----------
+    path : path
+        The file to be written.
+    inputs : iterable of path
+        Files and directories the command reads (``None`` entries are skipped).
+    what : str
+        How the output is named in messages (e.g. ``"--output"``, ``"results_file"``).
+
+    Returns
+    -------
+    Path
+        ``path`` as a :class:`~pathlib.Path`.
+
+    Raises
+    ------
+    ConfigError
+        ``path`` is (a link to) an input, lies inside an input directory or a rosbag2
+        directory, is an existing directory, or is an existing recording file.
+    """
+    p = Path(path)
+    rp = p.resolve()
+    for inp in inputs:
+        if inp is None:
+            continue
+        ip = Path(inp)
+        if not ip.exists():
+            continue
+        if _same_file(rp, ip):
+            raise ConfigError(f"{what} '{p}' is the input '{ip}': inputs are never "
+                              f"overwritten; choose another file")
+        if ip.is_dir() and ip.resolve() in rp.parents:
+            raise ConfigError(f"{what} '{p}' lies inside the input directory '{ip}': inputs "
+                              f"are never written to; choose another place")
+    for parent in rp.parents:
+        if is_bag_directory(parent):
+            raise ConfigError(f"{what} '{p}' lies inside the rosbag2 directory '{parent}': "
+                              f"recorded data is never written to; choose another place")
+    if rp.is_dir():
+        raise ConfigError(f"{what} '{p}' is a directory; give a file name")
+    if rp.exists() and rp.suffix in RECORDING_SUFFIXES:
+        raise ConfigError(f"{what} '{p}' is a recording: recorded data is never overwritten")
+    return p
+
+
+@contextmanager
+def atomic_output(path, inputs=(), what="output"):
+    """Context manager yielding a temporary path that replaces ``path`` on success.
+
+    The temporary file lies in the target's directory and keeps its suffix (so writers
+    that add a suffix, such as ``numpy.savez``, keep the name). On an exception it is
+    removed and ``path`` is left untouched.
+
+    Raises
+    ------
+    ConfigError
+        See :func:`check_output`.
+    """
+    p = check_output(path, inputs, what)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(f".{p.stem}.{os.getpid()}.tmp{p.suffix}")
+    try:
+        yield tmp
+        os.replace(tmp, p)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def write_text_atomic(path, text: str, inputs=(), what="output") -> Path:
+    """Write ``text`` to ``path`` atomically (see :func:`atomic_output`); returns ``path``.
+
+    Raises
+    ------
+    ConfigError
+        See :func:`check_output`.
+    OSError
+        The directory cannot be created or written.
+    """
+    with atomic_output(path, inputs, what) as tmp:
+        with open(tmp, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+    return Path(path)

@@ -1,0 +1,143 @@
+"""Diagnostics: each check triggered by a small crafted case, and the list travelling with a
+result (pipeline -> results.yaml -> CLI)."""
+import numpy as np
+import pytest
+import yaml
+
+from robot_identification import diagnostics as dg
+from robot_identification.diagnostics import Diagnostic
+
+
+def codes(diags):
+    return [d.code for d in diags]
+
+
+def test_parameter_std_flags():
+    d = dg.check_parameter_std(["a", "b", "c", "d"], [1.0, 2.0, 0.01, 3.0],
+                               [1.0, 25.0, 400.0, np.inf])
+    assert codes(d) == ["poorly_identified", "unidentifiable", "unidentifiable"]
+    assert [x.subject for x in d] == ["b", "c", "d"]
+    assert d[2].severity == "warning"
+
+
+def test_negative_stiffness_mass_rotor_inertia():
+    names = ["joint6.stiffness", "link3.m", "joint2.rotor_inertia", "link2.mx", "joint1.K"]
+    exprs = ["joint6.stiffness", "link3.m", "joint2.rotor_inertia", "link2.mx", "joint1.K"]
+    d = dg.check_signs(names, exprs, [-519.0, -0.5, -1e-3, -2.0, 10.0],
+                       [3500.0, 0.01, 1e-5, 0.1, 1.0])
+    assert codes(d) == ["negative_stiffness", "negative_mass", "negative_rotor_inertia"]
+    assert all(x.severity == "error" for x in d)
+    assert "not significantly" in d[0].message and "not significantly" not in d[1].message
+    # a grouped base parameter (expression with other terms) is not a physical quantity
+    assert dg.check_signs(["link1.m"], ["link1.m + link2.m"], [-1.0], [0.1]) == []
+
+
+def test_condition_number():
+    G = np.diag([1.0, 1e-8])
+    assert dg.scaled_condition_number(G) == pytest.approx(1.0)   # units only: not flagged
+    W = np.array([[1.0, 1.0], [1.0, 1.0 + 1e-5]])
+    c = dg.scaled_condition_number(W.T @ W)
+    assert c > 1e4
+    assert codes(dg.check_condition(c)) == ["ill_conditioned"]
+    assert dg.check_condition(float("inf"))[0].severity == "error"
+
+
+def test_noise_estimate_and_residual_check():
+    rng = np.random.default_rng(0)
+    t = np.arange(0, 10, 1e-3)
+    x = np.sin(2 * np.pi * 0.5 * t)[:, None] + 0.01 * rng.standard_normal((t.size, 1))
+    assert dg.noise_std(x)[0] == pytest.approx(0.01, rel=0.05)
+    d = dg.check_residual_noise(["joint1", "joint2", "joint3 link"], [0.5, 0.05, 1.0],
+                                [0.01, 0.01, np.nan])
+    assert codes(d) == ["residual_above_noise"] and d[0].subject == "joint1"
+    # noise-free data: a residual below 1 % of the signal is not reported
+    assert dg.check_residual_noise(["j"], [1e-3], [1e-6], [1.0]) == []
+
+
+def test_far_from_truth_and_understated_std():
+    d = dg.check_truth(27.0, [1.0, 2.0], [0.5, 1.0], [0.01, 0.02])
+    assert codes(d) == ["far_from_truth", "std_understates_error"]
+    assert dg.check_truth(0.01, [1.0], [1.0], [0.1]) == []
+    assert dg.check_truth(None, [1.0], None, [0.1]) == []
+
+
+def test_cutoff_against_excitation_and_nyquist():
+    t = np.arange(0, 20, 1e-3)
+    q = np.column_stack([np.sin(2 * np.pi * 0.5 * t), np.zeros_like(t)])
+    band = dg.excitation_band(t, q)
+    assert 0.4 <= band <= 0.7
+    assert codes(dg.check_cutoff(20.0, 1000.0, band)) == ["cutoff_above_excitation"]
+    assert codes(dg.check_cutoff(450.0, 1000.0, 100.0)) == ["cutoff_near_nyquist"]
+    assert dg.check_cutoff(3.0, 1000.0, band) == []
+    assert dg.check_cutoff(None, 1000.0, band) == []
+
+
+def test_velocity_threshold_with_sign_friction():
+    d = dg.check_velocity_threshold(0.0, None, {"fv", "fc"})
+    assert codes(d) == ["no_velocity_threshold"]
+    assert dg.check_velocity_threshold(0.0, 0.01, {"fv", "coulomb"}) == []
+    assert dg.check_velocity_threshold(0.05, None, {"fc"}) == []
+    assert dg.check_velocity_threshold(0.0, None, {"fv", "fs", "fsc"}) == []
+
+
+def test_positions_beyond_limits_degrees_as_radians():
+    q = np.column_stack([np.linspace(-1.0, 1.0, 50), np.linspace(0.0, 90.0, 50)])
+    d = dg.check_joint_limits(["j1", "j2"], q, [(-3.14, 3.14), (-3.14, 3.14)], "run.csv")
+    assert codes(d) == ["beyond_joint_limits"]
+    assert d[0].severity == "error" and "degrees" in d[0].message
+    assert d[0].subject == "run.csv:j2"
+
+
+def test_outliers_spike_reported_per_recording():
+    rng = np.random.default_rng(1)
+    t = np.arange(0, 5, 1e-3)
+    tau = np.column_stack([np.sin(t), np.cos(t)]) + 1e-3 * rng.standard_normal((t.size, 2))
+    assert dg.check_outliers("a.csv", ["j1", "j2"], tau) == []
+    # a PD torque switching on quantised positions is not a spike
+    steps = np.round(np.sin(t) * 20) / 20
+    assert dg.count_outliers(steps[:, None])[0] == 0
+    tau[1234, 1] = 1e9
+    d = dg.check_outliers("a.csv", ["j1", "j2"], tau)
+    assert codes(d) == ["torque_outliers"] and d[0].subject == "a.csv"
+    assert "j2: 1" in d[0].message
+
+
+def test_samples_dropped():
+    d = dg.check_samples_dropped(400, 1000, 0.5, malformed=3, source="x.csv")
+    assert codes(d) == ["samples_dropped", "samples_dropped"]
+    assert d[0].severity == "warning" and "60 %" in d[0].message
+    assert dg.check_samples_dropped(990, 1000, 0.5) == []
+
+
+def test_bodies_on_bound_and_far_masses():
+    d = dg.check_bodies(["b1", "b2"], [1e-6, 0.3], 1e-6, masses=[1.0, 9.17],
+                        nominal_masses=[1.1, 2.0])
+    assert codes(d) == ["body_on_bound", "mass_far_from_nominal"]
+    assert [x.subject for x in d] == ["b1", "b2"]
+
+
+@pytest.fixture(scope="module")
+def planar_spiked(tmp_path_factory):
+    from robot_identification.model import load_robot
+    from robot_identification.simulation import simulate
+    model = load_robot("zollo_planar")
+    ds = simulate(model, duration=4.0, seed=0)
+    ds.tau[1500, 1] = 1e9
+    path = tmp_path_factory.mktemp("spike") / "spiked.npz"
+    ds.save_npz(path)
+    return model, ds, path
+
+
+def test_result_carries_diagnostics_to_results_yaml_and_cli(planar_spiked, tmp_path, capsys):
+    from robot_identification.cli import main
+    model, ds, path = planar_spiked
+    out = tmp_path / "results.yaml"
+    assert main(["identify", "--robot", "zollo_planar", "--data", str(path), "--quiet",
+                 "--output", str(out)]) == 0
+    printed = capsys.readouterr().out
+    doc = yaml.safe_load(out.read_text())
+    found = [Diagnostic.from_dict(d) for d in doc["diagnostics"]]
+    assert "torque_outliers" in codes(found)
+    assert "cutoff_above_excitation" in codes(found)   # the paper's 20 Hz vs a slow trajectory
+    for d in found:
+        assert str(d) in printed
