@@ -409,6 +409,58 @@ def check_bodies(body_names, min_eigenvalues, epsilon, masses=None, nominal_mass
     return out
 
 
+def check_saturation(joint_names, tau, effort_limits, source="", fraction=0.01):
+    """``effort_saturated``: torques at the effort limit in more than ``fraction`` of the
+    samples (within 0.5 %), where the drive clips the command and the measured torque no
+    longer follows the model.
+
+    Parameters
+    ----------
+    joint_names : list of str
+    tau : ndarray (N, n)
+        Measured torques [N*m | N].
+    effort_limits : list of float or None
+        Per joint; ``None`` skips the joint.
+    """
+    out = []
+    tau = np.asarray(tau, dtype=float)
+    for j, (nm, lim) in enumerate(zip(joint_names, effort_limits)):
+        if not lim or not np.isfinite(lim) or tau.shape[0] == 0:
+            continue
+        at = np.abs(tau[:, j]) >= 0.995 * lim
+        share = float(at.mean())
+        if share > fraction:
+            out.append(Diagnostic("effort_saturated", "warning",
+                                  f"{nm}: {int(at.sum())} of {at.size} samples "
+                                  f"({100 * share:.1f} %) at the effort limit {lim:.4g}: "
+                                  f"the drive clips; drop those samples or lower the excitation",
+                                  f"{source}:{nm}" if source else nm))
+    return out
+
+
+#: A step between samples larger than this many median steps is a time jump.
+TIME_JUMP_STEPS = 10.0
+
+
+def check_time_jumps(t, source="", steps=TIME_JUMP_STEPS):
+    """``time_jump``: steps between time stamps above ``steps`` median steps (lost samples,
+    a paused recording or a clock jump); the filters and numerical derivatives bridge them
+    with wrong values. Loaders refuse far larger jumps (DataError)."""
+    t = np.asarray(t, dtype=float)
+    if t.shape[0] < 3:
+        return []
+    dt = np.diff(t)
+    step = float(np.median(dt))
+    big = np.flatnonzero(dt > steps * step) if step > 0 else np.array([], dtype=int)
+    if big.size == 0:
+        return []
+    k = int(big[np.argmax(dt[big])])
+    return [Diagnostic("time_jump", "warning",
+                       f"{big.size} jump(s) in the time stamps larger than {steps:g} sample "
+                       f"periods; the largest: {dt[k]:.6g} s at t = {t[k]:.6g} s (median step "
+                       f"{step:.3g} s): split the recording there", source)]
+
+
 def recording_summary(model, dataset, label=None):
     """What the checks need from one recording, computed from the raw data (cheap, O(N)).
 
@@ -424,6 +476,9 @@ def recording_summary(model, dataset, label=None):
     limits = [j.limits.position for j in model.config.joints]
     diags = check_joint_limits(model.joint_names, ds.q, limits, src)
     diags += check_outliers(src or "recording", model.joint_names, ds.tau)
+    diags += check_saturation(model.joint_names, ds.tau,
+                              [j.limits.effort for j in model.config.joints], src)
+    diags += check_time_jumps(ds.t, src)
     malformed = ds.metadata.get("malformed_rows") or []
     if malformed:
         diags += check_samples_dropped(0, 0, 0.0, malformed=len(malformed), source=src)

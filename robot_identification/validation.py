@@ -55,19 +55,14 @@ def load_estimates(path, model, base=None):
     Raises
     ------
     DataError
-        Missing file, wrong robot, or base parameters that do not match the model's.
+        Missing file, invalid results file (:func:`robot_identification.report.read_results`),
+        wrong robot, or base parameters that do not match the model's.
     """
     from robot_identification.identifiability import base_parameters
     from robot_identification.report import read_results
     path = Path(path)
-    doc = read_results(path)
-    try:
-        names = [e["name"] for e in doc["base_parameters"]]
-    except (KeyError, TypeError) as exc:
-        raise DataError(f"'{path}' is not a results.yaml: {exc}") from None
-    if doc.get("robot") != model.config.name:
-        raise DataError(f"'{path}' holds results of robot '{doc.get('robot')}', not "
-                        f"'{model.config.name}'")
+    doc = read_results(path, model.config.name)
+    names = [e["name"] for e in doc["base_parameters"]]
     base = base or base_parameters(model)
     if list(base.names) != names:
         raise DataError(f"base parameters of '{path}' do not match robot "

@@ -353,7 +353,8 @@ def parse_robot_config(data: Any, source: Path | None = None,
     source : Path, optional
         File the mapping came from; relative URDF paths resolve against its folder.
     urdf_path : path, optional
-        Overrides the ``urdf`` key.
+        Overrides the ``urdf`` key; a relative path is relative to the working directory
+        (the config's ``urdf`` key is relative to the config's folder).
 
     Raises
     ------
@@ -365,10 +366,10 @@ def parse_robot_config(data: Any, source: Path | None = None,
     r = _Reader(data, where)
     name = r.string("name", required=True)
     urdf = r.string("urdf")
-    if urdf_path is not None:
-        urdf = str(urdf_path)
     path = None
-    if urdf is not None:
+    if urdf_path is not None:             # given by the user: relative to the working directory
+        path = Path(urdf_path).resolve()
+    elif urdf is not None:                # in the config: relative to the config's folder
         path = Path(urdf)
         if not path.is_absolute() and source is not None:
             path = (Path(source).parent / path).resolve()
@@ -398,7 +399,8 @@ def parse_robot_config(data: Any, source: Path | None = None,
     ident = IdentificationSettings(
         filter_order=idr.integer("filter_order", 5, minimum=1),
         cutoff_hz=idr.number("cutoff_hz", 20.0, positive=True, unit="Hz")
-        if idr.raw("cutoff_hz", 20.0) is not None else None,
+        if "cutoff_hz" not in idr.data or idr.data["cutoff_hz"] is not None
+        else idr.raw("cutoff_hz"),                    # null: no filter (not the default)
         differentiation=idr.string("differentiation", "central", choices=("central", "savgol")),
         savgol_window=idr.number("savgol_window", 0.05, positive=True, unit="s"),
         savgol_order=idr.integer("savgol_order", 3, minimum=2),
