@@ -103,15 +103,17 @@ def robust_std(x, axis=0):
     return 1.4826 * np.median(np.abs(x - med), axis=axis)
 
 
-def noise_std(signal, axis=0):
+def noise_std(signal, axis=0, order=3):
     """Standard deviation of white measurement noise in a smooth signal, per column.
 
-    Robust std of the second differences divided by sqrt(6) (Var(x[k+1] - 2x[k] + x[k-1])
-    = 6 sigma^2 for white noise; the smooth part contributes jerk * dt^2, negligible at
-    the sampling rates of joint torques). ``signal`` (N, n) -> (n,), same unit.
+    Robust std of the ``order``-th differences divided by sqrt(binomial(2 order, order))
+    (the variance of the k-th difference of white noise: 6 sigma^2 for k = 2, 20 sigma^2
+    for k = 3); the smooth part contributes d^k x/dt^k * dt^k, negligible at the sampling
+    rates of joint signals. ``signal`` (N, n) -> (n,), same unit.
     """
-    d2 = np.diff(np.asarray(signal, dtype=float), n=2, axis=axis)
-    return robust_std(d2, axis=axis) / np.sqrt(6.0)
+    from math import comb
+    d = np.diff(np.asarray(signal, dtype=float), n=order, axis=axis)
+    return robust_std(d, axis=axis) / np.sqrt(comb(2 * order, order))
 
 
 def excitation_band(t, q, power=0.99):
@@ -301,7 +303,8 @@ def check_velocity_threshold(velocity_threshold, friction_deadband, parameter_ki
     threshold nor a sign deadband: at rest sign(v) flips on velocity noise (warning)."""
     if not any(k in _SIGN_FRICTION for k in parameter_kinds):
         return []
-    if (velocity_threshold or 0.0) > 0 or (friction_deadband or 0.0) > 0:
+    deadband = np.asarray(0.0 if friction_deadband is None else friction_deadband, dtype=float)
+    if (velocity_threshold or 0.0) > 0 or np.all(deadband > 0):
         return []
     return [Diagnostic("no_velocity_threshold", "warning",
                        "Coulomb friction sign(v) with velocity threshold 0 and no deadband: "
@@ -470,8 +473,14 @@ def recording_summary(model, dataset, label=None):
         ``source`` (label), ``sample_rate`` [Hz], ``band_hz`` (:func:`excitation_band` of
         q), ``torque_noise`` (n,) (:func:`noise_std` of the measured torque) and
         ``diagnostics`` (joint limits, torque outliers, malformed rows of this recording).
+
+    Raises
+    ------
+    DataError
+        Invalid dataset (:meth:`Dataset.validate`).
     """
-    ds = dataset.select_joints(model.joint_names)
+    ds = dataset.select_joints(model.joint_names).validate(min_samples=20,
+                                                           elastic=model.config.elastic)
     src = label or str(ds.metadata.get("source", "") or "")
     limits = [j.limits.position for j in model.config.joints]
     diags = check_joint_limits(model.joint_names, ds.q, limits, src)
@@ -482,7 +491,12 @@ def recording_summary(model, dataset, label=None):
     malformed = ds.metadata.get("malformed_rows") or []
     if malformed:
         diags += check_samples_dropped(0, 0, 0.0, malformed=len(malformed), source=src)
+    measured = ds.dtheta if model.config.elastic else ds.dq
+    pos = ds.theta if model.config.elastic else ds.q
+    vel = measured if measured is not None else np.gradient(pos, ds.t, axis=0)
     return {"source": src, "sample_rate": ds.sample_rate, "band_hz": excitation_band(ds.t, ds.q),
+            "velocity_noise": noise_std(vel), "velocity_measured": measured is not None,
+            "velocity_rms": np.sqrt(np.mean(vel ** 2, axis=0)),
             "torque_noise": noise_std(ds.tau),
             "torque_rms": np.sqrt(np.mean(ds.tau ** 2, axis=0)), "diagnostics": diags}
 

@@ -12,8 +12,9 @@ import numpy as np
 from robot_identification.data import Dataset
 from robot_identification.errors import DataError
 from robot_identification.identification import (  # noqa: F401 - re-exported
-    IdentificationResult, Recording, make_preprocessor, row_labels, row_mask, sample_rate,
-    true_base_values)
+    CUTOFF_BAND_FACTOR, DEADBAND_NOISE_FACTOR, IdentificationResult, Recording,
+    make_preprocessor, needs_resolving, recording_summaries, resolve_settings, row_labels,
+    row_mask, sample_rate, true_base_values)
 from robot_identification.identification import identify as _identify
 from robot_identification.model import IdentificationSettings
 from robot_identification.regressor import CHUNK
@@ -41,7 +42,10 @@ def preprocess(model, dataset: Dataset, settings: IdentificationSettings | None 
         with the sampling rate.
     """
     s = settings or model.config.identification
-    (ds,) = Recording.from_dataset(dataset, model).chunks()
+    rec = Recording.from_dataset(dataset, model)
+    if needs_resolving(s):   # not resolved over all recordings: this one alone
+        s = resolve_settings(model, s, recording_summaries(model, [rec]))
+    (ds,) = rec.chunks()
     pre = make_preprocessor(model, s, sample_rate(ds.t),
                             use_measured_derivatives=use_measured_derivatives)
     parts = [out for out in (pre.push(ds), pre.finish()) if out is not None]

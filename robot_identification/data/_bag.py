@@ -36,6 +36,22 @@ def _typestore():
 
 
 # ---------------------------------------------------------------------------------- reading
+def decode(store, raw, msgtype, path, topic, t_ns):
+    """Deserialize one CDR message.
+
+    Raises
+    ------
+    DataError
+        The bytes are not a ``msgtype`` message (a damaged file: rosbags writes no chunk CRCs).
+    """
+    try:
+        return store.deserialize_cdr(bytes(raw), msgtype)
+    except Exception as exc:  # noqa: BLE001 - any decoding failure is damaged data
+        raise DataError(f"bag '{path}' is damaged: the message on '{topic}' logged at "
+                        f"{t_ns * 1e-9:.9f} s is not a valid {msgtype} ({str(exc)[:80]})") \
+            from None
+
+
 class _NoTopic(Exception):
     pass
 
@@ -252,11 +268,11 @@ def read_bag(path, *, joint_topic: str = JOINT_TOPIC, motor_topic: str = MOTOR_T
         raise DataError(f"bag '{path}' does not exist")
     store = _typestore()
     msgs = {joint_topic: [], motor_topic: []}
-    for topic, msgtype, raw, _ in _iter_bag(path, set(msgs)):
+    for topic, msgtype, raw, t_ns in _iter_bag(path, set(msgs)):
         if msgtype != JOINT_STATE:
             raise DataError(f"topic '{topic}' in '{path}' has type {msgtype}; "
                             f"expected {JOINT_STATE}")
-        msgs[topic].append(store.deserialize_cdr(bytes(raw), msgtype))
+        msgs[topic].append(decode(store, raw, msgtype, path, topic, t_ns))
     if not msgs[joint_topic]:
         raise DataError(f"bag '{path}' has no messages on '{joint_topic}'")
     names = list(msgs[joint_topic][0].name)

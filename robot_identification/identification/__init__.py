@@ -18,8 +18,9 @@ The CLI (``identify``, ``identify-stream``), :func:`robot_identification.pipelin
 identifier node all call these.
 """
 from robot_identification.identification._engine import (  # noqa: F401
-    HuberWeights, identify, load_prior, recording_normal_equations, row_labels, row_mask,
-    solve, true_base_values, with_overrides)
+    CUTOFF_BAND_FACTOR, DEADBAND_NOISE_FACTOR, SUMMARY_SAMPLES, HuberWeights, identify,
+    load_prior, needs_resolving, recording_normal_equations, recording_summaries,
+    resolve_settings, row_labels, row_mask, solve, true_base_values, with_overrides)
 from robot_identification.identification._estimators import (  # noqa: F401
     ESTIMATORS, EstimationContext, estimate_from)
 from robot_identification.identification._preprocessing import (  # noqa: F401

@@ -56,6 +56,121 @@ def true_base_values(model, base, true_parameters):
     return base.base_values(pi)
 
 
+#: Automatic cut-off = this factor x the excitation band (99 % of the motion's power).
+CUTOFF_BAND_FACTOR = 5.0
+#: Automatic Coulomb deadband = this factor x the velocity noise std.
+DEADBAND_NOISE_FACTOR = 3.0
+#: Samples at the start of a streamed recording summarised for the diagnostics and the
+#: automatic settings (an in-memory dataset is summarised whole).
+SUMMARY_SAMPLES = 20_000
+
+
+def needs_resolving(settings) -> bool:
+    """Whether ``settings`` still hold ``'auto'`` values (see :func:`resolve_settings`)."""
+    return settings.cutoff_hz == "auto" or isinstance(settings.friction_deadband, str)
+
+
+def resolve_settings(model, settings, recordings):
+    """Settings with ``'auto'`` replaced by values measured on the recordings.
+
+    - ``cutoff_hz: auto`` -> :data:`CUTOFF_BAND_FACTOR` x the widest excitation band
+      (:func:`~robot_identification.diagnostics.excitation_band`, 99 % of the motion's
+      spectral power), at least 0.5 Hz and at most 0.2 x the lowest sampling rate
+      (static recordings only: 0.05 x the sampling rate);
+    - ``friction_deadband: auto`` -> per joint :data:`DEADBAND_NOISE_FACTOR` x the std of
+      the velocity noise left after the low-pass filter: the raw noise std
+      (:func:`~robot_identification.diagnostics.noise_std`) x sqrt(2 f_c / f_s) for a
+      measured velocity (white noise) or x (2 f_c / f_s)^1.5 for differentiated positions
+      (noise spectrum ~ f^2); median over recordings, at least 1e-6 rad/s and at most
+      0.1 x the velocity RMS (the Coulomb term must stay distinguishable from viscous).
+
+    Parameters
+    ----------
+    recordings : list of dict
+        :func:`~robot_identification.diagnostics.recording_summary` per recording (a
+        recording without a summary is left out).
+
+    Returns
+    -------
+    IdentificationSettings
+
+    Without any summary (recordings shorter than 20 samples) ``auto`` becomes no filter and
+    no deadband; such data are refused by the pre-processing anyway.
+    """
+    s = settings or model.config.identification
+    recordings = [r for r in recordings if r]
+    if not needs_resolving(s):
+        return s
+    if not recordings:   # too short to measure anything: the filter refuses it later
+        return replace(s, cutoff_hz=None if s.cutoff_hz == "auto" else s.cutoff_hz,
+                       friction_deadband=0.0 if isinstance(s.friction_deadband, str)
+                       else s.friction_deadband)
+    fs = min(r["sample_rate"] for r in recordings)
+    if s.cutoff_hz == "auto":
+        band = max(r["band_hz"] for r in recordings)
+        cut = 0.05 * fs if band <= 0 else min(max(CUTOFF_BAND_FACTOR * band, 0.5), 0.2 * fs)
+        s = replace(s, cutoff_hz=float(f"{cut:.3g}"))
+    if isinstance(s.friction_deadband, str):
+        left = []
+        for r in recordings:
+            share = 1.0
+            if s.cutoff_hz is not None:
+                ratio = min(2.0 * s.cutoff_hz / r["sample_rate"], 1.0)
+                share = ratio ** (0.5 if r["velocity_measured"] else 1.5)
+            left.append(share * r["velocity_noise"])
+        dead = DEADBAND_NOISE_FACTOR * np.median(np.stack(left), axis=0)
+        vrms = np.median(np.stack([r["velocity_rms"] for r in recordings]), axis=0)
+        dead = np.clip(dead, 1e-6, np.maximum(0.1 * vrms, 1e-6))
+        s = replace(s, friction_deadband=tuple(float(f"{v:.3g}") for v in dead))
+    return s
+
+
+def _concat(chunks):
+    from robot_identification.data import Dataset
+    if len(chunks) == 1:
+        return chunks[0]
+    first = chunks[0]
+    kw = {}
+    for k in ("q", "dq", "ddq", "theta", "dtheta", "ddtheta", "tau"):
+        if getattr(first, k) is not None:
+            kw[k] = np.concatenate([getattr(c, k) for c in chunks], axis=0)
+    return Dataset(t=np.concatenate([c.t for c in chunks]), joint_names=first.joint_names,
+                   true_parameters=first.true_parameters, metadata=first.metadata, **kw)
+
+
+def _head(rec):
+    """The part of a recording that is summarised: all of an in-memory dataset, the first
+    :data:`SUMMARY_SAMPLES` samples of a streamed one."""
+    if rec.dataset is not None:
+        return rec.dataset
+    head = rec.peek(SUMMARY_SAMPLES)
+    if not head:
+        raise DataError(f"recording '{rec.name}' holds no samples")
+    return _concat(head)
+
+
+def _summary(model, rec, ds):
+    from robot_identification.diagnostics import recording_summary
+    if ds.t.shape[0] < 20:
+        return None
+    try:
+        return recording_summary(model, ds, label=rec.name)
+    except DataError:        # e.g. NaN: the pre-processing names the chunk and refuses it
+        return None
+
+
+def recording_summaries(model, recordings):
+    """:func:`~robot_identification.diagnostics.recording_summary` of each recording (an
+    in-memory dataset whole, a streamed recording its first :data:`SUMMARY_SAMPLES`
+    samples): what :func:`resolve_settings` needs before the recordings are mapped to
+    normal equations in parallel."""
+    out = []
+    for r in recordings:
+        rec = as_recording(r, model)
+        out.append(_summary(model, rec, _head(rec)))
+    return out
+
+
 class HuberWeights:
     """Row weights of one IRLS pass: Huber's psi with threshold ``c`` noise std.
 
@@ -127,51 +242,53 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
         Invalid data (NaN, missing joints, non-uniform sampling across chunks, too few
         samples for the filter).
     """
-    from robot_identification.diagnostics import recording_summary
     from robot_identification.identifiability import base_parameters
     from robot_identification.progress import bar
     s = settings or model.config.identification
     base = base or base_parameters(model)
     rec = as_recording(recording, model)
     neq = NormalEquations(len(base), model.rows_per_sample)
-    pre = None
+    summary_ds = _head(rec)
+    summary = _summary(model, rec, summary_ds) if robust is None or needs_resolving(s) \
+        else None
+    if needs_resolving(s):   # alone: measured on this recording (identify() resolves on all)
+        s = resolve_settings(model, s, [summary])
+    if robust is None and summary is not None:
+        neq.recordings = [summary]
+    neq.true_parameters = dict(summary_ds.true_parameters or {}) or None
+    pre = make_preprocessor(model, s, sample_rate(summary_ds.t), bank=bank,
+                            use_measured_derivatives=use_measured_derivatives)
     with bar(desc="identify", unit="sample", unit_scale=True) as pbar:
         for ds in rec.chunks():
-            if pre is None:
-                pre = make_preprocessor(model, s, sample_rate(ds.t), bank=bank,
-                                        use_measured_derivatives=use_measured_derivatives)
-                neq.true_parameters = dict(ds.true_parameters or {}) or None
-                if robust is None:   # diagnostics of the raw data (the first chunk)
-                    neq.recordings = [recording_summary(model, ds, label=rec.name)]
             neq.n_input += ds.t.shape[0]
             out = pre.push(ds)
             if out is not None:
-                _accumulate(model, base, neq, out[0], s.velocity_threshold, block, robust)
+                _accumulate(model, base, neq, out[0], s, block, robust)
                 if log and neq.n_input > 20 * block:
                     log(f"{rec.name}: {neq.n_input} samples read, {neq.n_samples} used")
             pbar.update(ds.t.shape[0])
-        if pre is None:
-            raise DataError(f"recording '{rec.name}' holds no samples")
         out = pre.finish()
         if out is not None:
-            _accumulate(model, base, neq, out[0], s.velocity_threshold, block, robust)
+            _accumulate(model, base, neq, out[0], s, block, robust)
     if neq.n_samples == 0:
         raise DataError(f"recording '{rec.name}': no complete filter window: the recording "
                         f"has {neq.n_input} samples, the {pre.name} filter needs "
                         f"{pre.min_samples}")
-    neq.preprocessing = pre.describe()
+    neq.preprocessing = dict(pre.describe(), friction_deadband=[
+        float(v) for v in np.broadcast_to(s.friction_deadband, (model.n,))])
     return neq
 
 
-def _accumulate(model, base, neq, states, threshold, block, robust):
+def _accumulate(model, base, neq, states, s, block, robust):
     M = states["q"].shape[0]
-    mask = row_mask(model, states, threshold or 0.0)
+    mask = row_mask(model, states, s.velocity_threshold or 0.0)
     elastic = model.config.elastic
-    for s in range(0, M, block):
-        sl = slice(s, min(s + block, M))
+    for i in range(0, M, block):
+        sl = slice(i, min(i + block, M))
         extra = {k: states[k][sl] for k in ("theta", "dtheta", "ddtheta")} if elastic else {}
         tr = time.perf_counter()
-        Y = regressor(model, states["q"][sl], states["dq"][sl], states["ddq"][sl], **extra)
+        Y = regressor(model, states["q"][sl], states["dq"][sl], states["ddq"][sl], **extra,
+                      friction_deadband=s.friction_deadband)
         neq.t_regressor += time.perf_counter() - tr
         W = base.project(Y)
         y = torque_vector(model, states["tau"][sl])
@@ -369,6 +486,8 @@ def identify(model, recordings, settings=None, *, estimators=None, prior=None, b
     if not recordings:
         raise DataError("no dataset given")
     base = base or base_parameters(model)
+    if needs_resolving(s):
+        s = resolve_settings(model, s, recording_summaries(model, recordings))
 
     def equations(robust=None):
         total = None

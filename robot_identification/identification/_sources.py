@@ -349,13 +349,13 @@ def iter_bag_chunks(path, chunk: int = READ_CHUNK, *, joint_topic=None, motor_to
     head = list(itertools.islice(stream, 200))  # peek: are there motor states?
     if state["elastic"] is None:
         state["elastic"] = any(topic == mt for topic, *_ in head)
-    for topic, msgtype, raw, _ in itertools.chain(head, stream):
+    for topic, msgtype, raw, t_ns in itertools.chain(head, stream):
         if msgtype != _bag.JOINT_STATE:
             raise DataError(f"topic '{topic}' in '{path}' has type {msgtype}; expected "
                             f"{_bag.JOINT_STATE}")
         if not state["elastic"] and topic != jt:
             continue
-        m = store.deserialize_cdr(bytes(raw), msgtype)
+        m = _bag.decode(store, raw, msgtype, path, topic, t_ns)
         ts = m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec
         pos, eff = convert(m)
         if pos is None:
@@ -438,13 +438,18 @@ class Recording:
     ----------
     name : str
         Label (file name or ``dataset``).
+    dataset : Dataset or None
+        The whole recording as recorded (before resampling) when it is in memory; it is
+        summarised whole for the diagnostics.
     """
 
-    def __init__(self, open_chunks, name="recording", single_use=False):
+    def __init__(self, open_chunks, name="recording", single_use=False, dataset=None):
         self._open = open_chunks
         self.name = str(name)
         self.single_use = single_use
         self._used = False
+        self.dataset = dataset      # the whole recording when it is in memory
+        self._head = None
 
     def chunks(self):
         """A new iterator over the chunks.
@@ -461,6 +466,25 @@ class Recording:
         self._used = True
         return iter(self._open())
 
+    def peek(self, n_samples):
+        """The first chunks, at least ``n_samples`` samples in all (fewer when the recording
+        is shorter). Peeking does not use up a single-use recording: :meth:`chunks` still
+        yields everything."""
+        if self._head is None:
+            import itertools
+            it = self.chunks()
+            head, n = [], 0
+            for ds in it:
+                head.append(ds)
+                n += ds.t.shape[0]
+                if n >= n_samples:
+                    break
+            self._head = head
+            if self.single_use:
+                self._used = False
+                self._open = lambda: itertools.chain(head, it)
+        return self._head
+
     @classmethod
     def from_dataset(cls, dataset: Dataset, model=None, chunk: int | None = None):
         """An in-memory dataset: validated, resampled onto a uniform grid when irregular
@@ -473,15 +497,15 @@ class Recording:
         """
         if model is not None:
             dataset = dataset.select_joints(model.joint_names)
-        dataset = dataset.validate(min_samples=20, elastic=None if model is None
-                                   else model.config.elastic)
-        dataset = resample_uniform(dataset)
+        raw = dataset.validate(min_samples=20, elastic=None if model is None
+                               else model.config.elastic)
+        dataset = resample_uniform(raw)
         name = dataset.metadata.get("source", "dataset") if dataset.metadata else "dataset"
         if chunk is None:
-            return cls(lambda: [dataset], name)
+            return cls(lambda: [dataset], name, dataset=raw)
         if int(chunk) < 1:
             raise DataError(f"chunk must be at least 1 sample, got {chunk}")
-        return cls(lambda: iter_dataset_chunks(dataset, int(chunk)), name)
+        return cls(lambda: iter_dataset_chunks(dataset, int(chunk)), name, dataset=raw)
 
     @classmethod
     def from_path(cls, path, model=None, chunk: int = READ_CHUNK, **kwargs):

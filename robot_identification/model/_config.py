@@ -139,6 +139,26 @@ class _Reader:
                               f"allowed: {sorted(self.used)}")
 
 
+def _auto_number(reader, key, *, null=False, **kw):
+    """``auto`` (also when the key is absent), ``null`` (None; only when ``null``) or a
+    number checked by :meth:`_Reader.number`."""
+    if key not in reader.data:
+        reader.used.add(key)
+        return "auto"
+    value = reader.data[key]
+    if value == "auto":
+        reader.used.add(key)
+        return "auto"
+    if value is None:
+        reader.used.add(key)
+        if null:
+            return None
+        raise ConfigError(f"{reader.where}.{key}: expected a number or 'auto', got null")
+    if isinstance(value, str):
+        raise ConfigError(f"{reader.where}.{key}: expected a number or 'auto', got {value!r}")
+    return reader.number(key, **kw)
+
+
 def _u(unit):
     return f" [{unit}]" if unit else ""
 
@@ -174,6 +194,9 @@ class JointConfig:
         :data:`DRIVE_PARAMETERS`.
     simulation_friction : dict or None
         Friction law used only by the simulator (e.g. Zollo's Stribeck eq. 43).
+    rotor : bool
+        The joint has a motor rotor whose inertia is identified (``drive.rotor_inertia``
+        given or absent); ``rotor_inertia: null`` says there is none: no rotor column.
     """
 
     name: str
@@ -182,6 +205,7 @@ class JointConfig:
     limits: JointLimits = field(default_factory=JointLimits)
     drive: Mapping[str, float] = field(default_factory=dict)
     simulation_friction: Mapping[str, Any] | None = None
+    rotor: bool = True
 
 
 @dataclass(frozen=True)
@@ -221,11 +245,14 @@ class IdentificationSettings:
     """
 
     filter_order: int = 5               # Butterworth order (zero-phase)
-    cutoff_hz: float | None = 20.0      # Butterworth cut-off [Hz]; None: no filtering
+    cutoff_hz: float | str | None = "auto"   # Butterworth cut-off [Hz]; None: no filtering;
+    #                                   'auto': 5 x the excitation band (pipeline.resolve_settings)
     differentiation: str = "central"    # central | savgol
     savgol_window: float = 0.05         # Savitzky-Golay window [s]
     savgol_order: int = 3
     velocity_threshold: float = 0.0     # reject samples with |velocity| below [rad/s]
+    friction_deadband: float | str = "auto"  # |v| below: Coulomb term ramps linearly to 0
+    #                                   [rad/s]; 'auto': 3 x the measured velocity noise
     estimator: str = "ols"              # one of ESTIMATORS
     decimate: int = 1                   # keep every k-th sample after filtering
     preprocessing: str = "butterworth"  # one of PREPROCESSING
@@ -302,6 +329,7 @@ def _load_joint(item, where) -> JointConfig:
     )
     lim.finish()
     drv = r.mapping("drive")
+    rotor = not ("rotor_inertia" in drv.data and drv.data["rotor_inertia"] is None)
     for old in drv.data:
         if old in RENAMED_DRIVE_PARAMETERS:
             raise ConfigError(f"{where}.drive.{old}: drive key '{old}' was renamed to "
@@ -326,7 +354,7 @@ def _load_joint(item, where) -> JointConfig:
         sim_friction = coeffs
     r.finish()
     return JointConfig(name=name, gear_ratio=gear, body_frame=body_frame, limits=limits,
-                       drive=drive, simulation_friction=sim_friction)
+                       drive=drive, simulation_friction=sim_friction, rotor=rotor)
 
 
 def _estimator_list(value, where) -> tuple:
@@ -398,13 +426,12 @@ def parse_robot_config(data: Any, source: Path | None = None,
     estimators = _estimator_list(idr.raw("estimator", "ols"), f"{where}.identification")
     ident = IdentificationSettings(
         filter_order=idr.integer("filter_order", 5, minimum=1),
-        cutoff_hz=idr.number("cutoff_hz", 20.0, positive=True, unit="Hz")
-        if "cutoff_hz" not in idr.data or idr.data["cutoff_hz"] is not None
-        else idr.raw("cutoff_hz"),                    # null: no filter (not the default)
+        cutoff_hz=_auto_number(idr, "cutoff_hz", positive=True, unit="Hz", null=True),
         differentiation=idr.string("differentiation", "central", choices=("central", "savgol")),
         savgol_window=idr.number("savgol_window", 0.05, positive=True, unit="s"),
         savgol_order=idr.integer("savgol_order", 3, minimum=2),
         velocity_threshold=idr.number("velocity_threshold", 0.0, minimum=0.0, unit="rad/s"),
+        friction_deadband=_auto_number(idr, "friction_deadband", minimum=0.0, unit="rad/s"),
         estimator=estimators[0],
         extra_estimators=estimators[1:],
         decimate=idr.integer("decimate", 1, minimum=1),
@@ -435,6 +462,11 @@ def parse_robot_config(data: Any, source: Path | None = None,
         if key in r.data:
             extra[key] = r.raw(key)
     r.finish()
+    if model == "elastic":
+        no_rotor = [j.name for j in joints if not j.rotor]
+        if no_rotor:
+            raise ConfigError(f"{where}.joints: elastic joints need a motor rotor; "
+                              f"rotor_inertia is null for {no_rotor}")
     return RobotConfig(name=name, urdf_path=path, gravity=gravity, model=model,
                        coupling=coupling, damping=damping, friction=friction, joints=joints,
                        identification=ident, simulation=sim, source=source, extra=extra)

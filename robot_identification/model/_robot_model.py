@@ -253,7 +253,7 @@ class RobotModel:
     def drive_parameter_keys(self) -> tuple:
         """Drive parameters per joint, in column order, for the configured model."""
         c = self.config
-        keys = ["rotor_inertia"]
+        keys = ["rotor_inertia"] if any(j.rotor for j in c.joints) else []
         if c.elastic:
             keys.append("stiffness")
             if c.damping:

@@ -30,7 +30,30 @@ def _as_samples(name, x, n, N=None):
     return x
 
 
-def friction_columns(model, velocity):
+def coulomb_sign(velocity, deadband=0.0):
+    """sign(v) outside a deadband, the linear ramp v / deadband inside it.
+
+    At rest the friction torque is undetermined (stiction balances the load) and the
+    measured velocity flickers at its noise level (e.g. +-1e-4 rad/s on a UR10e), so
+    sign(v) would switch the full Coulomb torque on noise. Inside |v| < ``deadband`` the
+    Coulomb column ramps linearly through 0 (used identically in identification and
+    prediction).
+
+    Parameters
+    ----------
+    velocity : ndarray (N, n) [rad/s]
+    deadband : float or ndarray (n,)
+        Half-width [rad/s] per joint; 0: plain sign(v).
+    """
+    v = np.asarray(velocity, dtype=float)
+    d = np.broadcast_to(np.asarray(deadband, dtype=float), v.shape[-1:])
+    if not np.any(d > 0):
+        return np.sign(v)
+    safe = np.where(d > 0, d, 1.0)
+    return np.where(d > 0, np.clip(v / safe, -1.0, 1.0), np.sign(v))
+
+
+def friction_columns(model, velocity, deadband=0.0):
     """Friction and offset columns of the configured friction model.
 
     Parameters
@@ -38,6 +61,8 @@ def friction_columns(model, velocity):
     model : RobotModel
     velocity : ndarray, shape (N, n)
         Joint velocity (rigid) or link-referred motor velocity theta_dot (elastic) [rad/s].
+    deadband : float or ndarray (n,)
+        Coulomb sign deadband [rad/s] (:func:`coulomb_sign`); 0: sign(v).
 
     Returns
     -------
@@ -47,7 +72,7 @@ def friction_columns(model, velocity):
     """
     fr = model.config.friction
     v = velocity
-    cols = {"viscous": v, "coulomb": np.sign(v), "offset": np.ones_like(v)}
+    cols = {"viscous": v, "coulomb": coulomb_sign(v, deadband), "offset": np.ones_like(v)}
     if fr.model == "static":
         cols["stiction"] = (2.0 / np.pi) * np.arctan(fr.stiction_sharpness * v)
         cols["stribeck"] = (2.0 / np.pi) * np.arctan(fr.stribeck_sharpness * v)
@@ -235,7 +260,7 @@ def _fill(plan, Y, qa, va, aa, drive_values):
 
 
 @blas_single_threaded
-def rigid_regressor(model, q, dq, ddq):
+def rigid_regressor(model, q, dq, ddq, friction_deadband=0.0):
     """Regressor of a rigid arm with rotor inertia and friction.
 
     tau = Y(q, dq, ddq) @ pi for the standard parameters pi of ``model``
@@ -251,6 +276,8 @@ def rigid_regressor(model, q, dq, ddq):
     q, dq, ddq : array_like, shape (N, n)
         Joint positions [rad|m], velocities [rad/s|m/s], accelerations [rad/s^2|m/s^2],
         config joint order.
+    friction_deadband : float or ndarray (n,)
+        Coulomb sign deadband [rad/s] (:func:`coulomb_sign`); 0: sign(dq).
 
     Returns
     -------
@@ -268,9 +295,10 @@ def rigid_regressor(model, q, dq, ddq):
     dq = _as_samples("dq", dq, n, N)
     ddq = _as_samples("ddq", ddq, n, N)
     plan = _plan(model)
-    fric = friction_columns(model, dq)
+    fric = friction_columns(model, dq, friction_deadband)
+    rotor = np.array([j.rotor for j in model.config.joints], dtype=float)  # 0: no rotor
     drive = [(plan.flat[key][0],
-              model.gear_ratios ** 2 * ddq if key == "rotor_inertia" else fric[key])
+              rotor * model.gear_ratios ** 2 * ddq if key == "rotor_inertia" else fric[key])
              for key in plan.keys]
     Y = np.empty((N, n, model.n_parameters))
     Y.fill(0.0)
@@ -279,7 +307,7 @@ def rigid_regressor(model, q, dq, ddq):
 
 
 @blas_single_threaded
-def elastic_regressor(model, q, dq, ddq, theta, dtheta, ddtheta):
+def elastic_regressor(model, q, dq, ddq, theta, dtheta, ddtheta, friction_deadband=0.0):
     """Regressor of an arm with elastic joints (Zollo et al. 2014, eq. 13-34).
 
     With q the link positions and theta the link-referred motor positions
@@ -336,7 +364,7 @@ def elastic_regressor(model, q, dq, ddq, theta, dtheta, ddtheta):
     qa[:, [am.joints[r].idx_q for r in model._rotor_jids]] = gear * theta
     va[:, model._rotor_idx_v] = gear * dtheta
     aa[:, model._rotor_idx_v] = gear * ddtheta
-    fric = friction_columns(model, dtheta)
+    fric = friction_columns(model, dtheta, friction_deadband)
     drive = []
     for key in plan.keys:
         link, motor = plan.flat[key]
@@ -357,7 +385,7 @@ def _spin_about(axis):
     return spin_inertia_parameters(axis)
 
 
-def regressor(model, q, dq, ddq, theta=None, dtheta=None, ddtheta=None):
+def regressor(model, q, dq, ddq, theta=None, dtheta=None, ddtheta=None, friction_deadband=0.0):
     """Regressor of ``model``: :func:`elastic_regressor` or :func:`rigid_regressor`.
 
     Returns
@@ -374,8 +402,8 @@ def regressor(model, q, dq, ddq, theta=None, dtheta=None, ddtheta=None):
         if theta is None or dtheta is None or ddtheta is None:
             raise DataError(f"robot '{model.config.name}' has elastic joints: the regressor "
                             f"needs motor positions, velocities and accelerations (theta)")
-        return elastic_regressor(model, q, dq, ddq, theta, dtheta, ddtheta)
-    return rigid_regressor(model, q, dq, ddq)
+        return elastic_regressor(model, q, dq, ddq, theta, dtheta, ddtheta, friction_deadband)
+    return rigid_regressor(model, q, dq, ddq, friction_deadband)
 
 
 def torque_vector(model, tau):
@@ -397,7 +425,7 @@ def torque_vector(model, tau):
     return np.concatenate([np.zeros_like(tau), tau], axis=1)
 
 
-def iter_regressor_blocks(model, states, chunk=CHUNK):
+def iter_regressor_blocks(model, states, chunk=CHUNK, friction_deadband=0.0):
     """Yield ``(start, Y, y)`` blocks of the stacked observation system in chunks.
 
     Parameters
@@ -408,6 +436,8 @@ def iter_regressor_blocks(model, states, chunk=CHUNK):
         arrays (N, n).
     chunk : int
         Samples per block (bounds memory: chunk * rows * P doubles).
+    friction_deadband : float or ndarray (n,)
+        Coulomb sign deadband [rad/s] (:func:`coulomb_sign`).
     """
     N = np.asarray(states["q"]).shape[0]
     for s in range(0, N, chunk):
@@ -415,5 +445,6 @@ def iter_regressor_blocks(model, states, chunk=CHUNK):
         extra = {}
         if model.config.elastic:
             extra = {k: states[k][sl] for k in ("theta", "dtheta", "ddtheta")}
-        Y = regressor(model, states["q"][sl], states["dq"][sl], states["ddq"][sl], **extra)
+        Y = regressor(model, states["q"][sl], states["dq"][sl], states["ddq"][sl], **extra,
+                      friction_deadband=friction_deadband)
         yield s, Y, torque_vector(model, states["tau"][sl])
