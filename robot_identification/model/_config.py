@@ -454,7 +454,7 @@ def parse_robot_config(data: Any, source: Path | None = None,
         encoder_counts=sr.integer("encoder_counts", 1_250_000, minimum=0),
         kp=sr.vector("kp", n, unit="N*m/rad"),
         kd=sr.vector("kd", n, unit="N*m*s/rad"),
-        excitation=dict(sr.raw("excitation", {}) or {}),
+        excitation=dict(sr.mapping("excitation").data),
     )
     sr.finish()
     extra = {}
