@@ -32,6 +32,9 @@ class NormalEquations:
         Regressor samples and raw input samples behind the sums (set by the engine).
     t_regressor : float
         Time spent in the regressor [s] (set by the engine).
+    reversal_counts : ndarray (2,)
+        Used friction rows within 1 / (2 f_c) of a velocity reversal, and all used friction
+        rows (the ``coulomb_filter_smear`` diagnostic).
     recordings : list of dict
         Per-recording summaries for the diagnostics
         (:func:`robot_identification.diagnostics.recording_summary`), concatenated.
@@ -58,6 +61,7 @@ class NormalEquations:
         self.true_parameters = None
         self.t_regressor = 0.0
         self.recordings = []
+        self.reversal_counts = np.zeros(2, dtype=np.int64)
 
     def add(self, W, y, mask=None, weights=None):
         """Add a block.
@@ -114,6 +118,7 @@ class NormalEquations:
         self.scale_sums += other.scale_sums
         self.t_regressor += other.t_regressor
         self.recordings = list(self.recordings) + list(other.recordings)
+        self.reversal_counts += other.reversal_counts
         if not self.true_parameters:
             self.true_parameters = other.true_parameters
         return self

@@ -171,6 +171,61 @@ def recording_summaries(model, recordings):
     return out
 
 
+class ReversalWindow:
+    """Streamed marking of the samples within ``window`` samples of a velocity sign change
+    (:func:`robot_identification.diagnostics.near_reversal` over the whole recording, with
+    the same zero padding at its ends), so that chunking does not change which rows are
+    dropped. States are held back until ``window`` later samples have arrived.
+
+    The zero-phase filter spreads the Coulomb step of the measured torque over about
+    1 / (2 f_c) on each side of a reversal while sign(v) of the filtered velocity stays a
+    step; with ``drop_reversals`` those friction rows are not used.
+    """
+
+    def __init__(self, model, window):
+        self.key = "dtheta" if model.config.elastic else "dq"
+        self.w = int(window)
+        self.pending = None          # states not yet emitted
+        self.flips = np.zeros((0, model.n), dtype=np.uint8)   # flips of pending samples
+        self.hist = np.zeros((0, model.n), dtype=np.uint8)    # flips of the last w emitted
+        self.last_v = None
+
+    def _flips(self, v):
+        prev = v[:1] if self.last_v is None else self.last_v
+        f = (np.signbit(v) != np.signbit(np.concatenate([prev, v[:-1]]))).astype(np.uint8)
+        self.last_v = v[-1:]
+        return f
+
+    def _emit(self, k):
+        from scipy.ndimage import maximum_filter1d
+        F = np.concatenate([self.hist, self.flips])
+        near = maximum_filter1d(F, size=2 * self.w + 1, axis=0, mode="constant")
+        near = near[len(self.hist): len(self.hist) + k].astype(bool)
+        out = {key: v[:k] for key, v in self.pending.items()}
+        out["near_reversal"] = near
+        emitted = self.flips[:k]
+        self.hist = np.concatenate([self.hist, emitted])[-self.w:] if self.w else self.hist
+        self.pending = {key: v[k:] for key, v in self.pending.items()}
+        self.flips = self.flips[k:]
+        return out
+
+    def push(self, states):
+        f = self._flips(states[self.key])
+        if self.pending is None:
+            self.pending = dict(states)
+        else:
+            self.pending = {k: np.concatenate([self.pending[k], states[k]])
+                            for k in self.pending}
+        self.flips = np.concatenate([self.flips, f])
+        k = self.flips.shape[0] - self.w
+        return self._emit(k) if k > 0 else None
+
+    def finish(self):
+        if self.pending is None or self.flips.shape[0] == 0:
+            return None
+        return self._emit(self.flips.shape[0])
+
+
 class HuberWeights:
     """Row weights of one IRLS pass: Huber's psi with threshold ``c`` noise std.
 
@@ -256,20 +311,35 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
     if robust is None and summary is not None:
         neq.recordings = [summary]
     neq.true_parameters = dict(summary_ds.true_parameters or {}) or None
-    pre = make_preprocessor(model, s, sample_rate(summary_ds.t), bank=bank,
+    fs = sample_rate(summary_ds.t)
+    pre = make_preprocessor(model, s, fs, bank=bank,
                             use_measured_derivatives=use_measured_derivatives)
+    # zero-phase filter + Coulomb friction: mark (and drop) rows near velocity reversals
+    rev = None
+    if pre.name == "butterworth" and s.cutoff_hz is not None:
+        rev = ReversalWindow(model, int(round(fs / s.decimate / (2.0 * s.cutoff_hz))))
+    drop = bool(s.drop_reversals) and "coulomb" in model.drive_parameter_keys()
+
+    def take(states):
+        if rev is not None:
+            states = rev.push(states) if states is not None else rev.finish()
+        if states is not None:
+            _accumulate(model, base, neq, states, s, block, robust, drop)
+
     with bar(desc="identify", unit="sample", unit_scale=True) as pbar:
         for ds in rec.chunks():
             neq.n_input += ds.t.shape[0]
             out = pre.push(ds)
             if out is not None:
-                _accumulate(model, base, neq, out[0], s, block, robust)
+                take(out[0])
                 if log and neq.n_input > 20 * block:
                     log(f"{rec.name}: {neq.n_input} samples read, {neq.n_samples} used")
             pbar.update(ds.t.shape[0])
         out = pre.finish()
         if out is not None:
-            _accumulate(model, base, neq, out[0], s, block, robust)
+            take(out[0])
+        if rev is not None:
+            take(None)
     if neq.n_samples == 0:
         raise DataError(f"recording '{rec.name}': no complete filter window: the recording "
                         f"has {neq.n_input} samples, the {pre.name} filter needs "
@@ -279,9 +349,19 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
     return neq
 
 
-def _accumulate(model, base, neq, states, s, block, robust):
+def _accumulate(model, base, neq, states, s, block, robust, drop_reversals=False):
     M = states["q"].shape[0]
     mask = row_mask(model, states, s.velocity_threshold or 0.0)
+    near = states.get("near_reversal")
+    if near is not None:
+        v = states["dtheta" if model.config.elastic else "dq"]
+        used = np.abs(v) >= s.velocity_threshold
+        neq.reversal_counts += (int((near & used).sum()), int(used.sum()))
+        if drop_reversals:
+            keep = ~near
+            if model.config.elastic:
+                keep = np.concatenate([np.ones_like(keep), keep], axis=1)
+            mask = keep if mask is None else mask & keep
     elastic = model.config.elastic
     for i in range(0, M, block):
         sl = slice(i, min(i + block, M))
@@ -432,7 +512,10 @@ def solve(model, neq, settings=None, *, base=None, estimators=None, prior=None,
     settings_out = {"estimator": names[0], "estimators": list(names),
                     "velocity_threshold": s.velocity_threshold, "prior": prior_label,
                     **(getattr(neq, "preprocessing", None) or {}),
-                    "n_input": int(neq.n_input), "t_regressor": float(neq.t_regressor)}
+                    "n_input": int(neq.n_input), "t_regressor": float(neq.t_regressor),
+                    "reversal_fraction": round(int(neq.reversal_counts[0])
+                                               / max(int(neq.reversal_counts[1]), 1), 4),
+                    "drop_reversals": bool(s.drop_reversals)}
     for name, est in estimates.items():
         if name == names[0]:
             for k, v in est.details.items():
