@@ -10,7 +10,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from robot_identification.data import Dataset
-from robot_identification.diagnostics import collect_diagnostics, recording_summary
+from robot_identification.diagnostics import (
+    collect_diagnostics, near_reversal, recording_summary)
 from robot_identification.errors import DataError
 from robot_identification.estimation import NormalEquations, ols, wls
 from robot_identification.identifiability import base_parameters, check_excitation
@@ -301,6 +302,7 @@ def identify(model, datasets, settings: IdentificationSettings | None = None, *,
     n_samples = 0
     recordings = [recording_summary(model, ds) for ds in datasets]
     s = resolve_settings(model, s, recordings)
+    reversal = [0, 0]
     from robot_identification.progress import bar
     pbar = bar(total=sum(d.t.shape[0] for d in datasets), desc="identify", unit="sample",
                unit_scale=True)
@@ -309,6 +311,18 @@ def identify(model, datasets, settings: IdentificationSettings | None = None, *,
         mask = row_mask(model, states, s.velocity_threshold)
         N = states["q"].shape[0]
         n_samples += N
+        if s.cutoff_hz is not None:     # rows where the filter smears the Coulomb step
+            v = states["dtheta" if model.config.elastic else "dq"]
+            rate = recordings[d_i]["sample_rate"] / s.decimate
+            near = near_reversal(v, int(round(rate / (2.0 * s.cutoff_hz))))
+            used = np.abs(v) >= s.velocity_threshold
+            reversal[0] += int((near & used).sum())
+            reversal[1] += int(used.sum())
+            if s.drop_reversals and "coulomb" in model.drive_parameter_keys():
+                keep = ~near
+                if model.config.elastic:
+                    keep = np.concatenate([np.ones_like(keep), keep], axis=1)
+                mask = keep if mask is None else mask & keep
         for start, Y, y in iter_regressor_blocks(model, states, chunk,
                                                  friction_deadband=s.friction_deadband):
             m = None if mask is None else mask[start: start + Y.shape[0]]
@@ -334,7 +348,9 @@ def identify(model, datasets, settings: IdentificationSettings | None = None, *,
                   "differentiation": s.differentiation,
                   "velocity_threshold": s.velocity_threshold, "decimate": s.decimate,
                   "friction_deadband": [float(v) for v in np.broadcast_to(
-                      s.friction_deadband, (model.n,))]},
+                      s.friction_deadband, (model.n,))],
+                  "reversal_fraction": round(reversal[0] / max(reversal[1], 1), 4),
+                  "drop_reversals": bool(s.drop_reversals)},
         units=units, normal_equations=neq)
     result.diagnostics = collect_diagnostics(model, result, recordings)
     return result

@@ -5,7 +5,8 @@ import argparse
 from pathlib import Path
 
 from robot_identification.commands._common import (
-    add_robot_arguments, check_output_argument, input_paths, robot_from_args)
+    add_effort_lag_argument, add_robot_arguments, check_output_argument, input_paths,
+    load_data, robot_from_args)
 
 NAME = "identify"
 HELP = "identify base parameters from recorded or simulated data; writes results.yaml"
@@ -23,10 +24,7 @@ def add_arguments(p):
     p.add_argument("--cutoff", type=float, help="Butterworth cut-off [Hz]")
     p.add_argument("--numerical-derivatives", action="store_true",
                    help="ignore measured velocities/accelerations; differentiate positions")
-    p.add_argument("--effort-lag", type=float, default=0.0, metavar="PERIODS",
-                   help="rosbag2 only: recorded efforts lag the states by this many sample "
-                        "periods (0.5 for simulated_robot bags, as the demo's identifier node "
-                        "uses; default 0, the identifier node's default)")
+    add_effort_lag_argument(p)
     p.add_argument("--quiet", action="store_true", help="do not print the table")
     p.add_argument("--physical", action=argparse.BooleanOptionalAction, default=None,
                    help="also write OLS, WLS and a physically consistent estimate (pseudo-"
@@ -45,7 +43,7 @@ def run(args):
         settings = replace(settings, velocity_threshold=args.velocity_threshold)
     if args.cutoff is not None:
         settings = replace(settings, cutoff_hz=args.cutoff)
-    datasets = [_load(p, model, args.effort_lag) for p in args.data]
+    datasets = [load_data(p, model, args.effort_lag) for p in args.data]
     result = identify(model, datasets, settings, estimator=args.estimator,
                       use_measured_derivatives=not args.numerical_derivatives)
     out = write_results(result, args.output, model, inputs=input_paths(args))
@@ -69,17 +67,3 @@ def run(args):
         print(d)
     print(f"wrote {Path(out).resolve()}")
     return 0
-
-
-def _load(path, model, effort_lag):
-    """Dataset of ``path``; the effort lag [periods] shifts a bag's efforts (rosbag2 only)."""
-    from robot_identification.data import load_dataset
-    from robot_identification.errors import ConfigError
-    if not effort_lag:
-        return load_dataset(path, model=model)
-    if not (effort_lag > 0 and effort_lag < 10):
-        raise ConfigError(f"--effort-lag must be in (0, 10) periods, got {effort_lag}")
-    p = Path(path)
-    if not (p.is_dir() or p.suffix in (".mcap", ".db3")):
-        raise ConfigError(f"--effort-lag applies to rosbag2 recordings only, not '{path}'")
-    return load_dataset(path, model=model, effort_lag=effort_lag)
