@@ -112,7 +112,8 @@ def _run_phase(name, *args):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--minutes", type=float, default=20.0)
-    ap.add_argument("--keep", metavar="DIR", help="keep the dataset in DIR")
+    ap.add_argument("--keep", metavar="DIR",
+                    help="keep the dataset in DIR (and reuse one already there)")
     ap.add_argument("--phase", help=argparse.SUPPRESS)
     ap.add_argument("path", nargs="?", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
@@ -125,10 +126,13 @@ def main(argv=None):
     path = tmp / "puma560_elastic_20min.npz"
     try:
         t0 = time.perf_counter()
-        gen = phase_generate(path, a.minutes)
-        print(f"generated {gen['samples']} samples ({a.minutes:g} min at 1 kHz, "
-              f"{gen['period_samples']}-sample period repeated) in "
-              f"{time.perf_counter() - t0:.1f} s")
+        if a.keep and path.exists():
+            print(f"reusing {path}")
+        else:
+            gen = phase_generate(path, a.minutes)
+            print(f"generated {gen['samples']} samples ({a.minutes:g} min at 1 kHz, "
+                  f"{gen['period_samples']}-sample period repeated) in "
+                  f"{time.perf_counter() - t0:.1f} s")
         ident = _run_phase("identify", path)
         raw = _run_phase("raw", path)
         print(f"identify (pipeline.identify, {ident['base_parameters']} base parameters): "
