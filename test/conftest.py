@@ -117,3 +117,21 @@ def context(request):
     rclpy.init(context=ctx, domain_id=request.module.DOMAIN_ID)
     yield ctx
     rclpy.shutdown(context=ctx)
+
+
+def _input_digest():
+    """sha256 of every shipped input (config/, urdf/) and of the shared data sets."""
+    import hashlib
+    roots = [REPO / "config", REPO / "urdf", SHARED / "data"]
+    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest()
+            for r in roots if r.is_dir() for p in sorted(r.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def inputs_never_modified():
+    """No command in any test may modify a shipped robot config, URDF or shared data set."""
+    before = _input_digest()
+    yield
+    after = _input_digest()
+    changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+    assert not changed, f"tests modified input files: {changed}"

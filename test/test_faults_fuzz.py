@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from robot_identification import cli
@@ -44,11 +44,14 @@ def expect_project_error(fn, *args, **kwargs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            return fn(*args, **kwargs)
+            out = fn(*args, **kwargs)
         except IdentificationError as exc:
             assert "\n" not in str(exc), f"multi-line message: {exc}"
             assert str(exc).strip(), "empty message"
+            event(f"{getattr(fn, '__name__', 'call')}: {type(exc).__name__}")
             return None
+        event(f"{getattr(fn, '__name__', 'call')}: valid")
+        return out
 
 
 # ------------------------------------------------------------------------------ strategies
@@ -291,5 +294,6 @@ def test_cli_with_mutated_inputs(files, data, command, capsys):
         assert {p: p.read_bytes() for p in before} == before
         assert rc in (0, 2), err
         assert "Traceback" not in err
+        event(f"{command}: exit {rc}")
         if rc == 2:
             assert len([ln for ln in err.splitlines() if ": error: " in ln]) == 1, err

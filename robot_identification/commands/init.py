@@ -26,6 +26,8 @@ def run(args):
         raise ConfigError(f"{out} exists; an existing file is never overwritten")
     if out.suffix not in (".yaml", ".yml"):
         raise ConfigError(f"--output '{out}': expected a .yaml file")
+    from robot_identification.outputs import check_output
+    check_output(out, [args.urdf], "--output")          # not into a bag directory
     text = starter_config(args.urdf, out, joints=args.joints, name=args.name)
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "x") as f:

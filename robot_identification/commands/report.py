@@ -8,8 +8,9 @@ from robot_identification.commands._common import (
     load_data, robot_from_args)
 
 NAME = "report"
-HELP = ("write an HTML report (PNG figures + tables): measured vs predicted torque, "
-        "residuals, NRMSE, parameters with standard deviations, condition number")
+HELP = ("write an HTML report: diagnostics, base parameters with unit, nominal, every "
+        "estimate, std and a trust flag; excitation spectrum; measured vs predicted torque "
+        "and residuals on held-out data; physical bodies beside the URDF (docs/report.md)")
 ORDER = 40
 
 

@@ -202,7 +202,8 @@ def _text(urdf, output, chosen, info, name, urdf_xml, inertia):
         f"{_fmt(VELOCITY_CAP)} rad/s and",
         f"# acceleration {_fmt(DEFAULT_ACCELERATION)} rad/s^2 (a URDF has none): "
         "CHECK both against your arm.",
-        "# drive (nominal values: the simulator's true parameters; identify estimates them):",
+        "# drive (nominal values: the simulator's true parameters; identify estimates them;",
+        "# rotor_inertia: null drops the rotor-inertia column, e.g. for direct drives):",
         *comment,
         "identification:                    # defaults of `identify` and the identifier node",
         "  filter_order: 4                  # zero-phase Butterworth order",
