@@ -35,6 +35,12 @@ def add_arguments(p):
     p.add_argument("--numerical-derivatives", action="store_true",
                    help="ignore measured velocities/accelerations; differentiate positions")
     add_effort_lag_argument(p)
+    p.add_argument("--workers", type=int, default=1,
+                   help="compute the recordings' normal equations on a local Dask cluster of "
+                        "this many worker processes (default 1: in this process)")
+    p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                   help="use an existing Dask scheduler instead of a local cluster (its "
+                        "workers must see the --data files)")
     p.add_argument("--quiet", action="store_true", help="do not print the table")
     p.add_argument("--physical", action=argparse.BooleanOptionalAction, default=None,
                    help="also compute OLS, WLS and a physically consistent estimate (pseudo-"
@@ -57,6 +63,8 @@ def run(args):
     from robot_identification.identification import with_overrides
     from robot_identification.pipeline import identify
     from robot_identification.report import format_table, write_results
+    from robot_identification._dask import check_workers
+    check_workers(args.workers, args.scheduler)
     model = robot_from_args(args)
     check_output_argument(args, model)
     settings = with_overrides(model.config.identification,
@@ -65,7 +73,8 @@ def run(args):
                               prior=args.prior)
     datasets = [load_data(p, model, args.effort_lag) for p in args.data]
     result = identify(model, datasets, settings, estimators=estimator_list(args, model),
-                      use_measured_derivatives=not args.numerical_derivatives)
+                      use_measured_derivatives=not args.numerical_derivatives,
+                      workers=args.workers, scheduler=args.scheduler)
     result.settings["data"] = [str(p) for p in args.data]
     out = write_results(result, args.output, model, inputs=input_paths(args))
     if not args.quiet:
