@@ -54,28 +54,6 @@ def preprocess(model, dataset: Dataset, settings: IdentificationSettings | None 
     states = {k: np.concatenate([st[k] for st, _ in parts], axis=0) for k in parts[0][0]}
     return states, np.concatenate([t for _, t in parts])
 
-    # notebook API (robot_identification.report._notebook)
-    def to_dataframe(self):
-        """pandas DataFrame, one row per base parameter: expression, unit, estimate, std,
-        relative_std [%], true, trust. Raises ImportError without pandas."""
-        from robot_identification.report._notebook import to_dataframe
-        return to_dataframe(self)
-
-    def plot(self):
-        """matplotlib figures: relative std per base parameter (trust colours) and, for
-        simulated data, the relative error with +-2 std bars."""
-        from robot_identification.report._notebook import plot
-        return plot(self)
-
-    def save(self, path, model=None):
-        """Write results.yaml to ``path`` (the file other tools read); returns the path."""
-        from robot_identification.report._notebook import save
-        return save(self, path, model)
-
-    def _repr_html_(self):
-        from robot_identification.report._notebook import repr_html
-        return repr_html(self)
-
 
 def identify(model, datasets, settings: IdentificationSettings | None = None, *,
              estimator: str | None = None, base=None, chunk: int = CHUNK, log=None,

@@ -299,6 +299,8 @@ def _table(head, rows, cls=""):
 def _num(x, fmt=".4g"):
     if x is None or (isinstance(x, (float, np.floating)) and not np.isfinite(x)):
         return "-"
+    if isinstance(x, (float, np.floating)) and abs(x) < 1e-12:     # rounding noise
+        return "0"
     return format(x, fmt)
 
 
