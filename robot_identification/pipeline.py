@@ -54,33 +54,11 @@ def preprocess(model, dataset: Dataset, settings: IdentificationSettings | None 
     states = {k: np.concatenate([st[k] for st, _ in parts], axis=0) for k in parts[0][0]}
     return states, np.concatenate([t for _, t in parts])
 
-    # notebook API (robot_identification.report._notebook)
-    def to_dataframe(self):
-        """pandas DataFrame, one row per base parameter: expression, unit, estimate, std,
-        relative_std [%], true, trust. Raises ImportError without pandas."""
-        from robot_identification.report._notebook import to_dataframe
-        return to_dataframe(self)
-
-    def plot(self):
-        """matplotlib figures: relative std per base parameter (trust colours) and, for
-        simulated data, the relative error with +-2 std bars."""
-        from robot_identification.report._notebook import plot
-        return plot(self)
-
-    def save(self, path, model=None):
-        """Write results.yaml to ``path`` (the file other tools read); returns the path."""
-        from robot_identification.report._notebook import save
-        return save(self, path, model)
-
-    def _repr_html_(self):
-        from robot_identification.report._notebook import repr_html
-        return repr_html(self)
-
 
 def identify(model, datasets, settings: IdentificationSettings | None = None, *,
              estimator: str | None = None, base=None, chunk: int = CHUNK, log=None,
              use_measured_derivatives: bool = True, estimators=None,
-             prior=None) -> IdentificationResult:
+             prior=None, workers: int = 1, scheduler=None) -> IdentificationResult:
     """Identify the base parameters of ``model`` from one or more datasets.
 
     Parameters
@@ -102,6 +80,9 @@ def identify(model, datasets, settings: IdentificationSettings | None = None, *,
         Samples per regressor block (memory bound).
     log : callable, optional
         Progress messages (str) go here.
+    workers, scheduler :
+        Dask map-reduce over the datasets (see
+        :func:`robot_identification.identification.identify`).
 
     Returns
     -------
@@ -120,4 +101,5 @@ def identify(model, datasets, settings: IdentificationSettings | None = None, *,
     if isinstance(datasets, (list, tuple)) and not datasets:
         raise DataError("no dataset given")
     return _identify(model, datasets, s, estimators=estimators, prior=prior, base=base,
-                     block=chunk, use_measured_derivatives=use_measured_derivatives, log=log)
+                     block=chunk, use_measured_derivatives=use_measured_derivatives, log=log,
+                     workers=workers, scheduler=scheduler)
