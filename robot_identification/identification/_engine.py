@@ -535,7 +535,7 @@ def solve(model, neq, settings=None, *, base=None, estimators=None, prior=None,
 
 def identify(model, recordings, settings=None, *, estimators=None, prior=None, base=None,
              block=CHUNK, use_measured_derivatives=True, bank=None, options=None,
-             log=None) -> IdentificationResult:
+             log=None, workers=1, scheduler=None, processes=True) -> IdentificationResult:
     """Identify the base parameters of ``model`` from one or more recordings.
 
     Parameters
@@ -548,6 +548,14 @@ def identify(model, recordings, settings=None, *, estimators=None, prior=None, b
         See :func:`solve`.
     base, block, use_measured_derivatives, bank, log :
         See :func:`recording_normal_equations`.
+    workers : int
+        Dask workers: the equations of the recordings are computed on a local cluster of
+        ``workers`` processes (``processes=False``: threads) and summed here in recording
+        order, so the estimates are the same bit for bit as with ``workers=1`` (this
+        process, no cluster).
+    scheduler : str, optional
+        Address of a running Dask scheduler (``tcp://HOST:PORT``) instead of a local
+        cluster; its workers must read the same files.
 
     Returns
     -------
@@ -556,7 +564,8 @@ def identify(model, recordings, settings=None, *, estimators=None, prior=None, b
     Raises
     ------
     DataError, ExcitationError, ConfigError, IdentificationError
-        See :func:`recording_normal_equations` and :func:`solve`.
+        See :func:`recording_normal_equations` and :func:`solve`; ConfigError also for bad
+        ``workers``/``scheduler`` or an unreachable scheduler.
     """
     from robot_identification.data import Dataset
     from robot_identification.identifiability import base_parameters
@@ -572,20 +581,27 @@ def identify(model, recordings, settings=None, *, estimators=None, prior=None, b
     if needs_resolving(s):
         s = resolve_settings(model, s, recording_summaries(model, recordings))
 
-    def equations(robust=None):
-        total = None
-        for rec in recordings:
-            neq = recording_normal_equations(
-                model, rec, s, base=base, block=block, bank=bank, robust=robust,
-                use_measured_derivatives=use_measured_derivatives, log=log)
-            if total is None:
-                total = neq
-            else:
-                total += neq
-        return total
-    neq = equations()
-    return solve(model, neq, s, base=base, estimators=estimators, prior=prior,
-                 reaccumulate=equations, options=options, log=log, t_start=t0)
+    from robot_identification._dask import check_workers, dask_client, map_sum
+    check_workers(workers, scheduler)
+    if workers > 1 or scheduler is not None:
+        streams = [r.name for r in recordings if r.single_use]
+        if streams:
+            raise ConfigError(f"recording(s) {streams} are iterators of chunks and cannot be "
+                              f"sent to Dask workers; give datasets or files")
+    with dask_client(workers, scheduler, processes) as client:
+        def equations(robust=None):   # map: one recording per task; reduce: ordered sum
+            return map_sum(client, _recording_equations, recordings, model, s, base=base,
+                           block=block, bank=bank, robust=robust,
+                           use_measured_derivatives=use_measured_derivatives,
+                           log=log if client is None else None)
+        neq = equations()
+        return solve(model, neq, s, base=base, estimators=estimators, prior=prior,
+                     reaccumulate=equations, options=options, log=log, t_start=t0)
+
+
+def _recording_equations(recording, model, settings, **kw):
+    """:func:`recording_normal_equations` with the recording first (a Dask map task)."""
+    return recording_normal_equations(model, recording, settings, **kw)
 
 
 def with_overrides(settings, **changes):
