@@ -58,7 +58,7 @@ def preprocess(model, dataset: Dataset, settings: IdentificationSettings | None 
 def identify(model, datasets, settings: IdentificationSettings | None = None, *,
              estimator: str | None = None, base=None, chunk: int = CHUNK, log=None,
              use_measured_derivatives: bool = True, estimators=None,
-             prior=None) -> IdentificationResult:
+             prior=None, workers: int = 1, scheduler=None) -> IdentificationResult:
     """Identify the base parameters of ``model`` from one or more datasets.
 
     Parameters
@@ -80,6 +80,9 @@ def identify(model, datasets, settings: IdentificationSettings | None = None, *,
         Samples per regressor block (memory bound).
     log : callable, optional
         Progress messages (str) go here.
+    workers, scheduler :
+        Dask map-reduce over the datasets (see
+        :func:`robot_identification.identification.identify`).
 
     Returns
     -------
@@ -98,4 +101,5 @@ def identify(model, datasets, settings: IdentificationSettings | None = None, *,
     if isinstance(datasets, (list, tuple)) and not datasets:
         raise DataError("no dataset given")
     return _identify(model, datasets, s, estimators=estimators, prior=prior, base=base,
-                     block=chunk, use_measured_derivatives=use_measured_derivatives, log=log)
+                     block=chunk, use_measured_derivatives=use_measured_derivatives, log=log,
+                     workers=workers, scheduler=scheduler)

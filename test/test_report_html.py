@@ -73,3 +73,10 @@ def test_diagnostics_come_first_and_every_parameter_has_a_trust_flag(report):
     # units, nominal and true values are columns
     for head in ("unit", "nominal (URDF)", "true (simulated)", "rel. std [%]"):
         assert f"<th>{head}</th>" in text
+
+
+def test_identification_data_from_either_results_key():
+    from robot_identification.report._html import identification_data
+    assert identification_data({"data": ["a.csv"]}) == ["a.csv"]
+    assert identification_data({"settings": {"data": ["b.csv", "c.csv"]}}) == ["b.csv", "c.csv"]
+    assert identification_data({"settings": {}}) == []

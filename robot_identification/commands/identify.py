@@ -35,6 +35,12 @@ def add_arguments(p):
     p.add_argument("--numerical-derivatives", action="store_true",
                    help="ignore measured velocities/accelerations; differentiate positions")
     add_effort_lag_argument(p)
+    p.add_argument("--workers", type=int, default=1,
+                   help="compute the recordings' normal equations on a local Dask cluster of "
+                        "this many worker processes (default 1: in this process)")
+    p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                   help="use an existing Dask scheduler instead of a local cluster (its "
+                        "workers must see the --data files)")
     p.add_argument("--quiet", action="store_true", help="do not print the table")
     p.add_argument("--select", action="store_true",
                    help="choose cut-off, Coulomb deadband and reversal handling by cross-"
@@ -61,6 +67,8 @@ def run(args):
     from robot_identification.identification import with_overrides
     from robot_identification.pipeline import identify
     from robot_identification.report import format_table, write_results
+    from robot_identification._dask import check_workers
+    check_workers(args.workers, args.scheduler)
     model = robot_from_args(args)
     check_output_argument(args, model)
     settings = with_overrides(model.config.identification,
@@ -75,7 +83,8 @@ def run(args):
         print(format_selection(table, " (leave-one-recording-out)" if len(datasets) > 1
                                else " (3 time blocks)"))
     result = identify(model, datasets, settings, estimators=estimator_list(args, model),
-                      use_measured_derivatives=not args.numerical_derivatives)
+                      use_measured_derivatives=not args.numerical_derivatives,
+                      workers=args.workers, scheduler=args.scheduler)
     result.settings["data"] = [str(p) for p in args.data]
     if table is not None:
         from robot_identification.selection import selection_diagnostics

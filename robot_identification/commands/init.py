@@ -35,4 +35,6 @@ def run(args):
     print(f"wrote {out.resolve()}")
     print(f"next: robot-identification simulate --config {out} --output run.npz")
     print(f"      robot-identification identify --config {out} --data run.npz")
+    print(f"      robot-identification demo --config {out} --output demo_run   # ROS 2 graph")
+    print("edit the lines marked CHECK before identifying a real arm (config/README.md)")
     return 0

@@ -260,7 +260,7 @@ class HuberWeights:
 
 def recording_normal_equations(model, recording, settings=None, *, base=None, block=CHUNK,
                                use_measured_derivatives=True, bank=None, robust=None,
-                               log=None) -> NormalEquations:
+                               columns=None, log=None) -> NormalEquations:
     """Normal equations of ONE recording: chunks -> pre-processing -> regressor blocks ->
     sample selection -> per-row-group sums (the package's one accumulation loop).
 
@@ -282,6 +282,11 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
         A ready FIR bank (overrides ``settings.preprocessing``).
     robust : HuberWeights, optional
         Row weights of an IRLS pass.
+    columns : (int, callable), optional
+        ``(p', f)``: equations over p' unknowns with per-block rows ``f(Y, W, y) -> (W', y')``
+        from the standard regressor Y (N, rows, P), its base columns W and the measured
+        left-hand side y (e.g. drive gains: currents as extra columns, payload torque on the
+        right).
     log : callable, optional
         Progress messages.
 
@@ -302,7 +307,8 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
     s = settings or model.config.identification
     base = base or base_parameters(model)
     rec = as_recording(recording, model)
-    neq = NormalEquations(len(base), model.rows_per_sample)
+    neq = NormalEquations(len(base) if columns is None else int(columns[0]),
+                          model.rows_per_sample)
     summary_ds = _head(rec)
     summary = _summary(model, rec, summary_ds) if robust is None or needs_resolving(s) \
         else None
@@ -324,7 +330,8 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
         if rev is not None:
             states = rev.push(states) if states is not None else rev.finish()
         if states is not None:
-            _accumulate(model, base, neq, states, s, block, robust, drop)
+            _accumulate(model, base, neq, states, s, block, robust, drop,
+                        None if columns is None else columns[1])
 
     with bar(desc="identify", unit="sample", unit_scale=True) as pbar:
         for ds in rec.chunks():
@@ -349,7 +356,8 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
     return neq
 
 
-def _accumulate(model, base, neq, states, s, block, robust, drop_reversals=False):
+def _accumulate(model, base, neq, states, s, block, robust, drop_reversals=False,
+                columns=None):
     M = states["q"].shape[0]
     mask = row_mask(model, states, s.velocity_threshold or 0.0)
     near = states.get("near_reversal")
@@ -372,6 +380,8 @@ def _accumulate(model, base, neq, states, s, block, robust, drop_reversals=False
         neq.t_regressor += time.perf_counter() - tr
         W = base.project(Y)
         y = torque_vector(model, states["tau"][sl])
+        if columns is not None:
+            W, y = columns(Y, W, y)
         m = None if mask is None else mask[sl]
         w = None
         if robust is not None:
@@ -535,7 +545,7 @@ def solve(model, neq, settings=None, *, base=None, estimators=None, prior=None,
 
 def identify(model, recordings, settings=None, *, estimators=None, prior=None, base=None,
              block=CHUNK, use_measured_derivatives=True, bank=None, options=None,
-             log=None) -> IdentificationResult:
+             log=None, workers=1, scheduler=None, processes=True) -> IdentificationResult:
     """Identify the base parameters of ``model`` from one or more recordings.
 
     Parameters
@@ -548,6 +558,14 @@ def identify(model, recordings, settings=None, *, estimators=None, prior=None, b
         See :func:`solve`.
     base, block, use_measured_derivatives, bank, log :
         See :func:`recording_normal_equations`.
+    workers : int
+        Dask workers: the equations of the recordings are computed on a local cluster of
+        ``workers`` processes (``processes=False``: threads) and summed here in recording
+        order, so the estimates are the same bit for bit as with ``workers=1`` (this
+        process, no cluster).
+    scheduler : str, optional
+        Address of a running Dask scheduler (``tcp://HOST:PORT``) instead of a local
+        cluster; its workers must read the same files.
 
     Returns
     -------
@@ -556,7 +574,8 @@ def identify(model, recordings, settings=None, *, estimators=None, prior=None, b
     Raises
     ------
     DataError, ExcitationError, ConfigError, IdentificationError
-        See :func:`recording_normal_equations` and :func:`solve`.
+        See :func:`recording_normal_equations` and :func:`solve`; ConfigError also for bad
+        ``workers``/``scheduler`` or an unreachable scheduler.
     """
     from robot_identification.data import Dataset
     from robot_identification.identifiability import base_parameters
@@ -572,20 +591,27 @@ def identify(model, recordings, settings=None, *, estimators=None, prior=None, b
     if needs_resolving(s):
         s = resolve_settings(model, s, recording_summaries(model, recordings))
 
-    def equations(robust=None):
-        total = None
-        for rec in recordings:
-            neq = recording_normal_equations(
-                model, rec, s, base=base, block=block, bank=bank, robust=robust,
-                use_measured_derivatives=use_measured_derivatives, log=log)
-            if total is None:
-                total = neq
-            else:
-                total += neq
-        return total
-    neq = equations()
-    return solve(model, neq, s, base=base, estimators=estimators, prior=prior,
-                 reaccumulate=equations, options=options, log=log, t_start=t0)
+    from robot_identification._dask import check_workers, dask_client, map_sum
+    check_workers(workers, scheduler)
+    if workers > 1 or scheduler is not None:
+        streams = [r.name for r in recordings if r.single_use]
+        if streams:
+            raise ConfigError(f"recording(s) {streams} are iterators of chunks and cannot be "
+                              f"sent to Dask workers; give datasets or files")
+    with dask_client(workers, scheduler, processes) as client:
+        def equations(robust=None):   # map: one recording per task; reduce: ordered sum
+            return map_sum(client, _recording_equations, recordings, model, s, base=base,
+                           block=block, bank=bank, robust=robust,
+                           use_measured_derivatives=use_measured_derivatives,
+                           log=log if client is None else None)
+        neq = equations()
+        return solve(model, neq, s, base=base, estimators=estimators, prior=prior,
+                     reaccumulate=equations, options=options, log=log, t_start=t0)
+
+
+def _recording_equations(recording, model, settings, **kw):
+    """:func:`recording_normal_equations` with the recording first (a Dask map task)."""
+    return recording_normal_equations(model, recording, settings, **kw)
 
 
 def with_overrides(settings, **changes):
