@@ -99,7 +99,7 @@ def main():
     from robot_identification.identifiability import base_parameters
     from robot_identification.model import RobotModel, load_robot
     from robot_identification.pipeline import identify
-    from robot_identification.validation import compute_estimates, validate
+    from robot_identification.validation import validate
     if DATA is None:
         print("shared UR10e data not found; nothing to do")
         return 0
@@ -113,8 +113,8 @@ def main():
         model.config.friction, model="static")), urdf_xml=model.urdf_xml)
 
     def fit(datasets):
-        default = identify(model, datasets)                      # config: WLS, auto deadband
-        est = compute_estimates(model, default, physical=True)
+        default = identify(model, datasets, estimators=("wls", "physical"))
+        est = default.estimates                                  # config: WLS, auto deadband
         static = identify(static_model, datasets)
         plain_s = replace(model.config.identification, friction_deadband=0.0,
                           drop_reversals=False)
@@ -126,7 +126,7 @@ def main():
                     friction_deadband=tuple(default.settings["friction_deadband"]))
         rows = {}
         for key in ("wls", "physical"):
-            beta = est[key].values if key == "wls" else est[key].base
+            beta = est[key].values
             files = validate(model, default.base, {key: beta}, datasets, s, labels=names,
                              rest_velocity=0.0)
             rows["default " + key] = mean_nrmse(files, key)

@@ -296,6 +296,25 @@ def test_urdf(text):
 
 
 @settings(settings.get_profile(PROFILE))
+@given(data=st.data(), kind=st.sampled_from(["fourier", "bspline"]))
+def test_trajectory_file(files, data, kind):
+    """Mutated excitation trajectories: loaded and evaluated, or a ConfigError; a loaded one
+    evaluates to finite positions, or its limits check says why not."""
+    from robot_identification.excitation import (
+        BSplineTrajectory, FourierTrajectory, check_limits, load_trajectory)
+    traj = (FourierTrajectory(np.array([[0.1, -0.05], [0.02, 0.1], [0.0, 0.03]]),
+                              np.zeros((3, 2)), 0.2) if kind == "fourier"
+            else BSplineTrajectory(np.array([[0.3, -0.2, 0.1], [-0.2, 0.4, 0.0]]), 2.0))
+    doc = data.draw(mutated_docs(traj.to_dict()))
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "trajectory.yaml"
+        path.write_text(yaml.safe_dump(doc))
+        loaded = expect_project_error(load_trajectory, path)
+        if loaded is not None and loaded.n_joints == files["model"].n:
+            expect_project_error(check_limits, files["model"], loaded)
+
+
+@settings(settings.get_profile(PROFILE))
 @given(data=st.data())
 def test_results_file(files, data):
     doc = data.draw(mutated_docs(files["results"]))
