@@ -3,11 +3,12 @@
 The kernel runs the per-sample loop of pinocchio's ``computeJointTorqueRegressor`` and the
 sparse linear map from its entries to the observation rows (link row/column selection,
 frame change A_k, rotor columns of the complete elastic model) in C++, for all samples of a
-block in one call. It is optional: ``scripts/build_kernel.sh`` (run by ``scripts/setup.sh``)
-compiles ``libregressor_kernel.so`` next to this file; without it (colcon/ROS installs, a failed
-compile, ``RI_REGRESSOR_KERNEL=0`` in the environment, or a model with a joint type the
-kernel does not build) :mod:`._regressor` uses its pure-Python path, which gives the same
-matrix (tested to 1e-12 against each other and pinocchio's rnea).
+block in one call. It is optional: ``scripts/build_kernel.sh`` (run by
+``scripts/setup.sh``) compiles ``build/libregressor_kernel.so`` beside this file; without
+it (colcon/ROS installs, a failed compile, ``RI_REGRESSOR_KERNEL=0`` in the environment,
+or a model with a joint type the kernel does not build) :mod:`._regressor` uses its
+pure-Python path, which gives the same matrix (tested to 1e-12 against each other and
+pinocchio's rnea).
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import numpy as np
 #: False: always use the pure-Python path (``RI_REGRESSOR_KERNEL=0`` sets it at import).
 ENABLED = os.environ.get("RI_REGRESSOR_KERNEL", "1") != "0"
 
-_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libregressor_kernel.so")
+_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "build", "libregressor_kernel.so")
 _LIB = None
 _LOAD_ERROR = None
 
