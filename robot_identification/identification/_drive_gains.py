@@ -21,7 +21,7 @@ import numpy as np
 import pinocchio as pin
 
 from robot_identification.errors import DataError, ModelError
-from robot_identification.estimation._least_squares import NormalEquations, ols, wls
+from robot_identification.estimation import NormalEquations, ols, wls
 
 
 @dataclass
@@ -139,7 +139,7 @@ def identify_drive_gains(model, unloaded, loaded, payload, settings=None, *, bas
         Invalid data, or data that do not excite [beta; g].
     """
     from robot_identification.identifiability import base_parameters, check_excitation
-    from robot_identification.identification import recording_normal_equations
+    from robot_identification.identification._engine import recording_normal_equations
 
     if model.config.elastic:
         raise ModelError("drive-gain identification is implemented for rigid models only")
