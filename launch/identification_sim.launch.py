@@ -9,7 +9,7 @@
     ros2 service call /identifier/identify std_srvs/srv/Trigger
 """
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
@@ -22,6 +22,18 @@ def node(name, **overrides):
     config = str(share_directory() / "config" / f"{name}.yaml")
     return Node(package=PACKAGE, executable=name, name=name, output="screen",
                 parameters=[config, overrides])
+
+
+def recorder(context, data, lockstep):
+    """The recorder, without a motor-state topic for rigid arms (none is published)."""
+    from robot_identification.model import load_robot_config, robot_files
+    try:
+        elastic = load_robot_config(robot_files(
+            LaunchConfiguration("robot").perform(context))).elastic
+    except Exception as exc:            # unknown robot: one line, no traceback
+        raise ValueError(" ".join(str(exc).split())) from None
+    return [node("recorder", data_directory=data, use_sim_time=lockstep,
+                 motor_states_topic="motor_states" if elastic else "")]
 
 
 def generate_launch_description():
@@ -43,7 +55,7 @@ def generate_launch_description():
         node("excitation_publisher", robot=robot, lockstep=lockstep, use_sim_time=lockstep,
              trajectory_file=trajectory),
         node("pd_controller", robot=robot, lockstep=lockstep, use_sim_time=lockstep),
-        node("recorder", data_directory=data, use_sim_time=lockstep),
+        OpaqueFunction(function=recorder, args=[data, lockstep]),
         node("identifier", robot=robot, data_directory=data, compare_with_nominal=True,
              effort_lag_periods=0.5),
     ])

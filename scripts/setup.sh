@@ -12,4 +12,11 @@ fi
 .venv/bin/python -m pip install --quiet ".[ros,test]" 2>&1 | grep -v "^WARNING: Location" || true
 .venv/bin/python -c "import robot_identification, pinocchio, rclpy" \
   || { echo "setup failed: robot_identification, pinocchio or rclpy does not import" >&2; exit 1; }
+# ament layout for `ros2 launch` / `ros2 run` (where the launch tools are installed): the
+# package index and share/ come with the package; the node executables go to lib/<package>/
+mkdir -p .venv/lib/robot_identification
+for node in simulated_robot excitation_publisher pd_controller recorder identifier; do
+  ln -sf "../../bin/$node" ".venv/lib/robot_identification/$node"
+done
 echo "robot_identification installed in $(pwd)/.venv"
+echo "ros2 launch: export AMENT_PREFIX_PATH=$(pwd)/.venv (with the launch tools installed)"
