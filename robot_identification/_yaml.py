@@ -20,12 +20,21 @@ def read_yaml_file(path, what, error):
     Raises
     ------
     error
-        File missing or not valid YAML.
+        File missing, unreadable, not text (binary) or not valid YAML; the message is one
+        line naming the file (and the line and column of a syntax error).
     """
     path = Path(path)
     if not path.is_file():
         raise error(f"{what} '{path}' does not exist")
     try:
-        return yaml.safe_load(path.read_text())
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise error(f"{what} '{path}' is not a text file (byte {exc.start} is not UTF-8)") \
+            from None
+    except OSError as exc:
+        raise error(f"{what} '{path}' cannot be read: {exc.strerror}") from None
     except yaml.YAMLError as exc:
-        raise error(f"{what} '{path}' is not valid YAML: {exc}") from None
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise error(f"{what} '{path}' is not valid YAML{where}: {problem}") from None

@@ -36,6 +36,8 @@ def build_parser():
     for mod in _command_modules():
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(p)
+        if not any("--quiet" in a.option_strings for a in p._actions):
+            p.add_argument("--quiet", action="store_true", help="no progress bars")
         p.set_defaults(_run=mod.run)
     return parser
 
@@ -46,6 +48,8 @@ def main(argv=None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return 1
+    from robot_identification import progress
+    progress.enable(not getattr(args, "quiet", False))
     try:
         return int(args._run(args) or 0)
     except IdentificationError as exc:

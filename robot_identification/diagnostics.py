@@ -103,15 +103,17 @@ def robust_std(x, axis=0):
     return 1.4826 * np.median(np.abs(x - med), axis=axis)
 
 
-def noise_std(signal, axis=0):
+def noise_std(signal, axis=0, order=3):
     """Standard deviation of white measurement noise in a smooth signal, per column.
 
-    Robust std of the second differences divided by sqrt(6) (Var(x[k+1] - 2x[k] + x[k-1])
-    = 6 sigma^2 for white noise; the smooth part contributes jerk * dt^2, negligible at
-    the sampling rates of joint torques). ``signal`` (N, n) -> (n,), same unit.
+    Robust std of the ``order``-th differences divided by sqrt(binomial(2 order, order))
+    (the variance of the k-th difference of white noise: 6 sigma^2 for k = 2, 20 sigma^2
+    for k = 3); the smooth part contributes d^k x/dt^k * dt^k, negligible at the sampling
+    rates of joint signals. ``signal`` (N, n) -> (n,), same unit.
     """
-    d2 = np.diff(np.asarray(signal, dtype=float), n=2, axis=axis)
-    return robust_std(d2, axis=axis) / np.sqrt(6.0)
+    from math import comb
+    d = np.diff(np.asarray(signal, dtype=float), n=order, axis=axis)
+    return robust_std(d, axis=axis) / np.sqrt(comb(2 * order, order))
 
 
 def excitation_band(t, q, power=0.99):
@@ -301,7 +303,8 @@ def check_velocity_threshold(velocity_threshold, friction_deadband, parameter_ki
     threshold nor a sign deadband: at rest sign(v) flips on velocity noise (warning)."""
     if not any(k in _SIGN_FRICTION for k in parameter_kinds):
         return []
-    if (velocity_threshold or 0.0) > 0 or (friction_deadband or 0.0) > 0:
+    deadband = np.asarray(0.0 if friction_deadband is None else friction_deadband, dtype=float)
+    if (velocity_threshold or 0.0) > 0 or np.all(deadband > 0):
         return []
     return [Diagnostic("no_velocity_threshold", "warning",
                        "Coulomb friction sign(v) with velocity threshold 0 and no deadband: "
@@ -409,6 +412,58 @@ def check_bodies(body_names, min_eigenvalues, epsilon, masses=None, nominal_mass
     return out
 
 
+def check_saturation(joint_names, tau, effort_limits, source="", fraction=0.01):
+    """``effort_saturated``: torques at the effort limit in more than ``fraction`` of the
+    samples (within 0.5 %), where the drive clips the command and the measured torque no
+    longer follows the model.
+
+    Parameters
+    ----------
+    joint_names : list of str
+    tau : ndarray (N, n)
+        Measured torques [N*m | N].
+    effort_limits : list of float or None
+        Per joint; ``None`` skips the joint.
+    """
+    out = []
+    tau = np.asarray(tau, dtype=float)
+    for j, (nm, lim) in enumerate(zip(joint_names, effort_limits)):
+        if not lim or not np.isfinite(lim) or tau.shape[0] == 0:
+            continue
+        at = np.abs(tau[:, j]) >= 0.995 * lim
+        share = float(at.mean())
+        if share > fraction:
+            out.append(Diagnostic("effort_saturated", "warning",
+                                  f"{nm}: {int(at.sum())} of {at.size} samples "
+                                  f"({100 * share:.1f} %) at the effort limit {lim:.4g}: "
+                                  f"the drive clips; drop those samples or lower the excitation",
+                                  f"{source}:{nm}" if source else nm))
+    return out
+
+
+#: A step between samples larger than this many median steps is a time jump.
+TIME_JUMP_STEPS = 10.0
+
+
+def check_time_jumps(t, source="", steps=TIME_JUMP_STEPS):
+    """``time_jump``: steps between time stamps above ``steps`` median steps (lost samples,
+    a paused recording or a clock jump); the filters and numerical derivatives bridge them
+    with wrong values. Loaders refuse far larger jumps (DataError)."""
+    t = np.asarray(t, dtype=float)
+    if t.shape[0] < 3:
+        return []
+    dt = np.diff(t)
+    step = float(np.median(dt))
+    big = np.flatnonzero(dt > steps * step) if step > 0 else np.array([], dtype=int)
+    if big.size == 0:
+        return []
+    k = int(big[np.argmax(dt[big])])
+    return [Diagnostic("time_jump", "warning",
+                       f"{big.size} jump(s) in the time stamps larger than {steps:g} sample "
+                       f"periods; the largest: {dt[k]:.6g} s at t = {t[k]:.6g} s (median step "
+                       f"{step:.3g} s): split the recording there", source)]
+
+
 def recording_summary(model, dataset, label=None):
     """What the checks need from one recording, computed from the raw data (cheap, O(N)).
 
@@ -418,16 +473,30 @@ def recording_summary(model, dataset, label=None):
         ``source`` (label), ``sample_rate`` [Hz], ``band_hz`` (:func:`excitation_band` of
         q), ``torque_noise`` (n,) (:func:`noise_std` of the measured torque) and
         ``diagnostics`` (joint limits, torque outliers, malformed rows of this recording).
+
+    Raises
+    ------
+    DataError
+        Invalid dataset (:meth:`Dataset.validate`).
     """
-    ds = dataset.select_joints(model.joint_names)
+    ds = dataset.select_joints(model.joint_names).validate(min_samples=20,
+                                                           elastic=model.config.elastic)
     src = label or str(ds.metadata.get("source", "") or "")
     limits = [j.limits.position for j in model.config.joints]
     diags = check_joint_limits(model.joint_names, ds.q, limits, src)
     diags += check_outliers(src or "recording", model.joint_names, ds.tau)
+    diags += check_saturation(model.joint_names, ds.tau,
+                              [j.limits.effort for j in model.config.joints], src)
+    diags += check_time_jumps(ds.t, src)
     malformed = ds.metadata.get("malformed_rows") or []
     if malformed:
         diags += check_samples_dropped(0, 0, 0.0, malformed=len(malformed), source=src)
+    measured = ds.dtheta if model.config.elastic else ds.dq
+    pos = ds.theta if model.config.elastic else ds.q
+    vel = measured if measured is not None else np.gradient(pos, ds.t, axis=0)
     return {"source": src, "sample_rate": ds.sample_rate, "band_hz": excitation_band(ds.t, ds.q),
+            "velocity_noise": noise_std(vel), "velocity_measured": measured is not None,
+            "velocity_rms": np.sqrt(np.mean(vel ** 2, axis=0)),
             "torque_noise": noise_std(ds.tau),
             "torque_rms": np.sqrt(np.mean(ds.tau ** 2, axis=0)), "diagnostics": diags}
 

@@ -45,6 +45,8 @@ def preprocess(model, dataset: Dataset, settings: IdentificationSettings | None 
     s = settings or model.config.identification
     ds = dataset.select_joints(model.joint_names).validate(min_samples=20,
                                                            elastic=model.config.elastic)
+    if s.cutoff_hz == "auto":   # not resolved over all recordings: this one alone
+        s = resolve_settings(model, s, [recording_summary(model, ds)])
     t = ds.t
     dt = np.diff(t)
     fs = 1.0 / np.median(dt)
@@ -80,6 +82,56 @@ def preprocess(model, dataset: Dataset, settings: IdentificationSettings | None 
         states = {k: v[:: s.decimate] for k, v in states.items()}
         t = t[:: s.decimate]
     return states, t
+
+
+#: Automatic cut-off = this factor x the excitation band (99 % of the motion's power).
+CUTOFF_BAND_FACTOR = 5.0
+#: Automatic Coulomb deadband = this factor x the velocity noise std.
+DEADBAND_NOISE_FACTOR = 3.0
+
+
+def resolve_settings(model, settings, recordings):
+    """Settings with ``'auto'`` replaced by values measured on the recordings.
+
+    - ``cutoff_hz: auto`` -> :data:`CUTOFF_BAND_FACTOR` x the widest excitation band
+      (:func:`~robot_identification.diagnostics.excitation_band`, 99 % of the motion's
+      spectral power), at least 0.5 Hz and at most 0.2 x the lowest sampling rate
+      (static recordings only: 0.05 x the sampling rate);
+    - ``friction_deadband: auto`` -> per joint :data:`DEADBAND_NOISE_FACTOR` x the std of
+      the velocity noise left after the low-pass filter: the raw noise std
+      (:func:`~robot_identification.diagnostics.noise_std`) x sqrt(2 f_c / f_s) for a
+      measured velocity (white noise) or x (2 f_c / f_s)^1.5 for differentiated positions
+      (noise spectrum ~ f^2); median over recordings, at least 1e-6 rad/s and at most
+      0.1 x the velocity RMS (the Coulomb term must stay distinguishable from viscous).
+
+    Parameters
+    ----------
+    recordings : list of dict
+        :func:`~robot_identification.diagnostics.recording_summary` per recording.
+
+    Returns
+    -------
+    IdentificationSettings
+    """
+    s = settings or model.config.identification
+    fs = min(r["sample_rate"] for r in recordings)
+    if s.cutoff_hz == "auto":
+        band = max(r["band_hz"] for r in recordings)
+        cut = 0.05 * fs if band <= 0 else min(max(CUTOFF_BAND_FACTOR * band, 0.5), 0.2 * fs)
+        s = replace(s, cutoff_hz=float(f"{cut:.3g}"))
+    if isinstance(s.friction_deadband, str):
+        left = []
+        for r in recordings:
+            share = 1.0
+            if s.cutoff_hz is not None:
+                ratio = min(2.0 * s.cutoff_hz / r["sample_rate"], 1.0)
+                share = ratio ** (0.5 if r["velocity_measured"] else 1.5)
+            left.append(share * r["velocity_noise"])
+        dead = DEADBAND_NOISE_FACTOR * np.median(np.stack(left), axis=0)
+        vrms = np.median(np.stack([r["velocity_rms"] for r in recordings]), axis=0)
+        dead = np.clip(dead, 1e-6, np.maximum(0.1 * vrms, 1e-6))
+        s = replace(s, friction_deadband=tuple(float(f"{v:.3g}") for v in dead))
+    return s
 
 
 def _resample(ds, tu):
@@ -225,18 +277,24 @@ def identify(model, datasets, settings: IdentificationSettings | None = None, *,
     rows = model.rows_per_sample
     neq = NormalEquations(len(base), rows)
     n_samples = 0
-    recordings = []
+    recordings = [recording_summary(model, ds) for ds in datasets]
+    s = resolve_settings(model, s, recordings)
+    from robot_identification.progress import bar
+    pbar = bar(total=sum(d.t.shape[0] for d in datasets), desc="identify", unit="sample",
+               unit_scale=True)
     for d_i, ds in enumerate(datasets):
-        recordings.append(recording_summary(model, ds))
         states, _ = preprocess(model, ds, s, use_measured_derivatives)
         mask = row_mask(model, states, s.velocity_threshold)
         N = states["q"].shape[0]
         n_samples += N
-        for start, Y, y in iter_regressor_blocks(model, states, chunk):
+        for start, Y, y in iter_regressor_blocks(model, states, chunk,
+                                                 friction_deadband=s.friction_deadband):
             m = None if mask is None else mask[start: start + Y.shape[0]]
             neq.add(base.project(Y), y, m)
+            pbar.update(Y.shape[0] * s.decimate)
             if log and N > 20 * chunk and (start // chunk) % 20 == 0:
                 log(f"dataset {d_i + 1}/{len(datasets)}: {start + Y.shape[0]}/{N} samples")
+    pbar.close()
     if neq.count.sum() <= len(base):
         raise DataError(f"only {int(neq.count.sum())} usable equations for {len(base)} base "
                         f"parameters (velocity threshold {s.velocity_threshold} rad/s); "
@@ -252,7 +310,9 @@ def identify(model, datasets, settings: IdentificationSettings | None = None, *,
         n_used_rows=int(neq.count.sum()), elapsed=time.perf_counter() - t0,
         settings={"estimator": method, "filter_order": s.filter_order, "cutoff_hz": s.cutoff_hz,
                   "differentiation": s.differentiation,
-                  "velocity_threshold": s.velocity_threshold, "decimate": s.decimate},
+                  "velocity_threshold": s.velocity_threshold, "decimate": s.decimate,
+                  "friction_deadband": [float(v) for v in np.broadcast_to(
+                      s.friction_deadband, (model.n,))]},
         units=units, normal_equations=neq)
     result.diagnostics = collect_diagnostics(model, result, recordings)
     return result

@@ -28,8 +28,10 @@ composition error (seed notes Sec. 1.8).
 """
 from __future__ import annotations
 
+import os
 import time
 import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -56,19 +58,28 @@ def iter_dataset_chunks(dataset: Dataset, chunk: int = READ_CHUNK):
         yield dataset.slice(slice(s, min(s + chunk, N)))
 
 
-def _npy_member_reader(fp):
-    """(shape, read(nrows)) for an open .npy stream, reading rows sequentially."""
-    version = np.lib.format.read_magic(fp)
-    if version == (1, 0):
-        shape, fortran, dtype = np.lib.format.read_array_header_1_0(fp)
-    else:
-        shape, fortran, dtype = np.lib.format.read_array_header_2_0(fp)
+def _npy_member_reader(fp, size=None, name="array"):
+    """(shape, read(nrows)) for an open .npy stream, reading rows sequentially.
+
+    The header is checked against the stream's ``size`` [bytes] (when known) before anything
+    is allocated: a header that declares more (or fewer) rows than the file holds is refused.
+
+    Raises
+    ------
+    DataError
+        Not a .npy header, non-numeric dtype, Fortran order, or a size mismatch.
+    """
+    from robot_identification.data._dataset import read_npy_header
+    shape, fortran, dtype = read_npy_header(fp, size, name)
     if fortran and len(shape) > 1:
-        raise DataError("Fortran-ordered arrays cannot be streamed; save in C order")
+        raise DataError(f"{name}: Fortran-ordered arrays cannot be streamed; save in C order")
     row = int(np.prod(shape[1:])) if len(shape) > 1 else 1
 
     def read(n):
         buf = fp.read(n * row * dtype.itemsize)
+        if len(buf) != n * row * dtype.itemsize:
+            raise DataError(f"{name}: ends after {len(buf)} of {n * row * dtype.itemsize} "
+                            f"bytes of a chunk (truncated)")
         a = np.frombuffer(buf, dtype=dtype)
         return a.reshape((-1,) + tuple(shape[1:])).astype(float)
     return shape, read
@@ -87,11 +98,15 @@ def _chunks_from_readers(readers, meta, chunk):
                       metadata=meta.get("metadata") or {}, **arrays)
 
 
-def _meta_from(raw):
+def _meta_from(raw, source):
     import json
-    meta = json.loads(str(raw))
-    if "joint_names" not in meta:
-        raise DataError("dataset metadata lacks 'joint_names'")
+    try:
+        meta = json.loads(str(raw))
+    except ValueError as exc:
+        raise DataError(f"'{source}': metadata is not JSON ({exc})") from None
+    names = meta.get("joint_names") if isinstance(meta, dict) else None
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        raise DataError(f"'{source}': metadata lacks 'joint_names' (a list of joint names)")
     return meta
 
 
@@ -131,11 +146,15 @@ def iter_npz_chunks(path, chunk: int = READ_CHUNK, arrays=("q", "tau", "theta"))
         for need in ("t", "meta", "q", "tau"):
             if need not in names:
                 raise DataError(f"'{path}' lacks the array '{need}'")
-        meta = _meta_from(np.load(path)["meta"])
+        meta = _meta_from(np.load(path)["meta"], path)
         handles = {k: zf.open(k + ".npy") for k in ("t",) + tuple(arrays) if k in names}
         try:
-            readers = {k: _npy_member_reader(fp) for k, fp in handles.items()}
+            readers = {k: _npy_member_reader(fp, zf.getinfo(k + ".npy").file_size,
+                                             f"'{path}' member {k}.npy")
+                       for k, fp in handles.items()}
             yield from _chunks_from_readers(readers, meta, chunk)
+        except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
+            raise DataError(f"'{path}' is damaged: {exc}") from None
         finally:
             for fp in handles.values():
                 fp.close()
@@ -152,11 +171,11 @@ def iter_npy_dir_chunks(path, chunk: int = READ_CHUNK):
     DataError
         Missing directory or files.
     """
-    import json
     path = Path(path)
     if not (path / "meta.json").is_file():
         raise DataError(f"'{path}' is not a dataset directory (no meta.json)")
-    meta = json.loads((path / "meta.json").read_text())
+    meta = _meta_from((path / "meta.json").read_bytes().decode("utf-8", "replace"),
+                      path / "meta.json")
     handles = {}
     for k in ("t", "q", "tau", "theta"):
         f = path / f"{k}.npy"
@@ -167,7 +186,9 @@ def iter_npy_dir_chunks(path, chunk: int = READ_CHUNK):
                 fp.close()
             raise DataError(f"dataset directory '{path}' lacks {k}.npy")
     try:
-        readers = {k: _npy_member_reader(fp) for k, fp in handles.items()}
+        readers = {k: _npy_member_reader(fp, os.fstat(fp.fileno()).st_size,
+                                         f"'{path / (k + '.npy')}'")
+                   for k, fp in handles.items()}
         yield from _chunks_from_readers(readers, meta, chunk)
     finally:
         for fp in handles.values():
@@ -356,13 +377,13 @@ def iter_bag_chunks(path, chunk: int = READ_CHUNK, *, joint_topic=None, motor_to
     head = list(itertools.islice(stream, 200))  # peek: are there motor states?
     if state["elastic"] is None:
         state["elastic"] = any(topic == mt for topic, *_ in head)
-    for topic, msgtype, raw, _ in itertools.chain(head, stream):
+    for topic, msgtype, raw, t_ns in itertools.chain(head, stream):
         if msgtype != _bag.JOINT_STATE:
             raise DataError(f"topic '{topic}' in '{path}' has type {msgtype}; expected "
                             f"{_bag.JOINT_STATE}")
         if not state["elastic"] and topic != jt:
             continue
-        m = store.deserialize_cdr(bytes(raw), msgtype)
+        m = _bag.decode(store, raw, msgtype, path, topic, t_ns)
         ts = m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec
         pos, eff = convert(m)
         if pos is None:
@@ -568,8 +589,11 @@ def accumulate(model, chunks, bank, *, base=None, decimate=1, velocity_threshold
     neq = NormalEquations(len(base), model.rows_per_sample)
     n_in = n_out = 0
     t_reg = 0.0
+    from robot_identification.progress import bar
+    pbar = bar(desc="identify-stream", unit="sample", unit_scale=True)
     for ds in chunks:
         n_in += ds.t.shape[0]
+        pbar.update(ds.t.shape[0])
         res = fir.push(ds)
         if res is None:
             continue
@@ -594,6 +618,7 @@ def accumulate(model, chunks, bank, *, base=None, decimate=1, velocity_threshold
         n_out += M
         if log:
             log(f"{n_in} samples read, {n_out} regressor samples")
+    pbar.close()
     if n_out == 0:
         raise DataError(f"no complete filter window: the recording has {n_in} samples, the "
                         f"filter needs {bank.L + 1}")

@@ -134,19 +134,14 @@ def load_estimates(path, model, base=None):
     Raises
     ------
     DataError
-        Missing file, wrong robot, or base parameters that do not match the model's.
+        Missing file, invalid results file (:func:`robot_identification.report.read_results`),
+        wrong robot, or base parameters that do not match the model's.
     """
     from robot_identification.identifiability import base_parameters
     from robot_identification.report import read_results
     path = Path(path)
-    doc = read_results(path)
-    try:
-        names = [e["name"] for e in doc["base_parameters"]]
-    except (KeyError, TypeError) as exc:
-        raise DataError(f"'{path}' is not a results.yaml: {exc}") from None
-    if doc.get("robot") != model.config.name:
-        raise DataError(f"'{path}' holds results of robot '{doc.get('robot')}', not "
-                        f"'{model.config.name}'")
+    doc = read_results(path, model.config.name)
+    names = [e["name"] for e in doc["base_parameters"]]
     base = base or base_parameters(model)
     if list(base.names) != names:
         raise DataError(f"base parameters of '{path}' do not match robot "
@@ -168,7 +163,29 @@ def load_estimates(path, model, base=None):
 REST_VELOCITY = 1e-3
 
 
-def predict_torque(model, base, beta, states, chunk=2048, rest_velocity=REST_VELOCITY):
+def settings_from_results(model, doc):
+    """The robot config's identification settings with the pre-processing actually used in
+    identification (results.yaml ``settings``: ``cutoff_hz``, ``filter_order``,
+    ``friction_deadband``), so that validation filters and predicts like identification
+    did and never resolves an automatic setting on held-out data."""
+    from dataclasses import replace
+    s = model.config.identification
+    got = (doc or {}).get("settings") or {}
+    kw = {}
+    if "cutoff_hz" in got:
+        kw["cutoff_hz"] = None if got["cutoff_hz"] is None else float(got["cutoff_hz"])
+    if isinstance(got.get("filter_order"), int):
+        kw["filter_order"] = got["filter_order"]
+    dead = got.get("friction_deadband")
+    if isinstance(dead, list) and len(dead) == model.n:
+        kw["friction_deadband"] = tuple(float(v) for v in dead)
+    elif isinstance(dead, (int, float)):
+        kw["friction_deadband"] = float(dead)
+    return replace(s, **kw)
+
+
+def predict_torque(model, base, beta, states, chunk=2048, rest_velocity=0.0,
+                   friction_deadband=0.0):
     """Torque predicted by base parameters, shape (N, rows).
 
     Parameters
@@ -178,7 +195,10 @@ def predict_torque(model, base, beta, states, chunk=2048, rest_velocity=REST_VEL
     beta : ndarray (p,)
     rest_velocity : float
         |dq| below this is set to 0 before evaluating the model [rad/s]
-        (see :data:`REST_VELOCITY`).
+        (see :data:`REST_VELOCITY`; for results without a ``friction_deadband``).
+    friction_deadband : float or ndarray (n,)
+        Coulomb sign deadband [rad/s], as in identification
+        (:func:`robot_identification.regressor.coulomb_sign`).
     """
     from robot_identification.regressor import iter_regressor_blocks
     out = []
@@ -186,7 +206,7 @@ def predict_torque(model, base, beta, states, chunk=2048, rest_velocity=REST_VEL
     if rest_velocity > 0:
         st["dq"] = np.where(np.abs(st["dq"]) < rest_velocity, 0.0, st["dq"])
     st.setdefault("tau", np.zeros_like(st["q"]))
-    for _, Y, _ in iter_regressor_blocks(model, st, chunk):
+    for _, Y, _ in iter_regressor_blocks(model, st, chunk, friction_deadband=friction_deadband):
         out.append(base.project(Y) @ beta)
     return np.concatenate(out, axis=0)
 
@@ -221,7 +241,9 @@ def validate(model, base, models, datasets, settings=None, labels=None, keep_sig
     keep_signals : bool
         Also return the time, measured and predicted torques per file (for plots).
     rest_velocity : float, optional
-        See :func:`predict_torque`; default :data:`REST_VELOCITY` [rad/s].
+        See :func:`predict_torque`; default 0 when ``settings.friction_deadband`` is a
+        number (the identification's deadband is used), else :data:`REST_VELOCITY`
+        [rad/s].
 
     Returns
     -------
@@ -238,17 +260,21 @@ def validate(model, base, models, datasets, settings=None, labels=None, keep_sig
     if model.config.elastic:
         raise DataError("validation of elastic-joint models needs the link equations; "
                         "only rigid models are supported")
+    s = settings or model.config.identification
+    dead = None if isinstance(s.friction_deadband, str) else s.friction_deadband
+    if rest_velocity is None:
+        rest_velocity = REST_VELOCITY if dead is None else 0.0
     out = []
     for i, ds in enumerate(datasets):
-        states, t = preprocess(model, ds, settings)
+        states, t = preprocess(model, ds, s)
         meas = states["tau"]
         label = (labels[i] if labels else ds.metadata.get("source", f"dataset{i + 1}"))
         entry = {"file": str(label), "moving": bool(ds.metadata.get(
             "moving", np.abs(states["dq"]).max() > 0.01)), "models": {}}
         preds = {}
         for name, beta in models.items():
-            pred = predict_torque(model, base, beta, states, rest_velocity=(
-                REST_VELOCITY if rest_velocity is None else rest_velocity))
+            pred = predict_torque(model, base, beta, states, rest_velocity=rest_velocity,
+                                  friction_deadband=0.0 if dead is None else dead)
             preds[name] = pred
             entry["models"][name] = torque_errors(meas, pred, model.joint_names)
         if keep_signals:

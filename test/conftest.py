@@ -120,8 +120,9 @@ def context(request):
 
 
 # -- launch tests -------------------------------------------------------------------------
-NODE_EXECUTABLES = ("simulated_robot", "excitation_publisher", "pd_controller", "recorder",
-                    "identifier")
+#: one executable per node module (setup.py console_scripts)
+NODE_EXECUTABLES = tuple(sorted(p.stem for p in (REPO / "robot_identification" / "nodes")
+                                .glob("[a-z]*.py")))
 
 
 def _launch_stack_missing():

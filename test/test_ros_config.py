@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 from conftest import ros_domain_id  # noqa: E402
 DOMAIN_ID = ros_domain_id(139)
 NODES = {"simulated_robot": "SimulatedRobot", "excitation_publisher": "ExcitationPublisher",
-         "pd_controller": "PDController", "recorder": "Recorder", "identifier": "Identifier"}
+         "pd_controller": "PDController", "recorder": "Recorder", "identifier": "Identifier",
+         "online_identifier": "OnlineIdentifier"}
 
 
 @pytest.mark.parametrize("name", sorted(NODES))

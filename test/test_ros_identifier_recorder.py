@@ -26,10 +26,31 @@ def sim_bag(tmp_path_factory):
 
 
 def identifier(context, data, **params):
+    """An Identifier spun by its own executor thread (its Trigger handler waits for the
+    executor, like a service call from another process); destroy_node stops the thread."""
+    import threading
+
+    from rclpy.executors import SingleThreadedExecutor
+
     from robot_identification.nodes.identifier import Identifier
-    return Identifier(context=context, parameter_overrides=[
+    node = Identifier(context=context, parameter_overrides=[
         Parameter("data_directory", value=str(data)),
         *[Parameter(k, value=v) for k, v in params.items()]])
+    ex = SingleThreadedExecutor(context=context)
+    ex.add_node(node)
+    stop = threading.Event()
+    thread = threading.Thread(target=lambda: [ex.spin_once(timeout_sec=0.05)
+                                              for _ in iter(stop.is_set, True)])
+    thread.start()
+    destroy = node.destroy_node
+
+    def destroy_node():
+        stop.set()
+        thread.join()
+        node.shutdown()
+        return destroy()
+    node.destroy_node = destroy_node
+    return node
 
 
 def test_identifies_newest_bag_and_publishes_typed_result(context, sim_bag, tmp_path):

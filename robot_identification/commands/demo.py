@@ -3,7 +3,8 @@
 Runs the five nodes of launch/identification_sim.launch.py in one process on one executor
 (rclpy's EventsExecutor by default, or the SingleThreadedExecutor), the simulated robot in
 lockstep (deterministic, as fast as the machine allows), records a rosbag2 and identifies the
-base parameters from it (docs/ros.md).
+base parameters from it with an ``Identify`` action goal sent by a client node, as any other
+node would (docs/ros.md).
 """
 from __future__ import annotations
 
@@ -59,7 +60,10 @@ def _run_graph(args, out, domain):
     import numpy as np
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.experimental import EventsExecutor
+    from rclpy.action import ActionClient
+    from rclpy.node import Node
     from rclpy.parameter import Parameter
+    from robot_identification_interfaces.action import Identify
     from std_srvs.srv import Trigger
 
     from robot_identification.errors import IdentificationError
@@ -99,7 +103,9 @@ def _run_graph(args, out, domain):
         **robot, data_directory=str(out), results_file=str(out / "results.yaml"),
         compare_with_nominal=True, velocity_threshold=threshold,
         effort_lag_periods=0.5, log_table=False))
-    nodes = [sim, controller, excitation, recorder, identifier]
+    client = Node("demo_client")
+    action = ActionClient(client, Identify, "/identifier/identify")
+    nodes = [sim, controller, excitation, recorder, identifier, client]
     executor = None
     if args.executor == "events":
         try:
@@ -122,7 +128,13 @@ def _run_graph(args, out, domain):
         excitation.on_start(None, Trigger.Response())
         t_loop = time.perf_counter()
         steps0 = sim.commands
-        _spin_until(executor, lambda: not excitation.active, args.timeout)
+        from robot_identification.progress import bar
+        with bar(total=round(excitation.traj.duration, 3), desc="excite + record",
+                 unit="s") as pbar:
+            def tick():
+                done = round((sim.commands - steps0) / sim.sim.rate_hz, 3)
+                pbar.update(max(0.0, min(done, pbar.total) - pbar.n))
+            _spin_until(executor, lambda: not excitation.active, args.timeout, tick)
         loop_wall = time.perf_counter() - t_loop
         drain = time.monotonic() + 0.3      # the last state is still in flight
         _spin_until(executor, lambda: time.monotonic() > drain, 10.0)
@@ -131,7 +143,13 @@ def _run_graph(args, out, domain):
         print(f"control loop: {steps} periods ({steps / sim.sim.rate_hz:.2f} s simulated) in "
               f"{loop_wall:.2f} s wall = {steps / loop_wall:.0f} Hz (lockstep)")
         print(f"recorded {stopped.message}")
-        res = identifier.on_identify(None, Trigger.Response())
+        sent = action.send_goal_async(Identify.Goal(bag=Path(recorder.last_bag).name))
+        _spin_until(executor, sent.done, 30.0)
+        if not sent.result().accepted:
+            raise IdentificationError("identifier: the Identify goal was rejected")
+        done = sent.result().get_result_async()
+        _spin_until(executor, done.done, args.timeout)
+        res = done.result().result
         if not res.success:
             raise IdentificationError(f"identifier: {res.message}")
     finally:
@@ -158,10 +176,14 @@ def _run_graph(args, out, domain):
     return 0 if np.isfinite(nme) else 1
 
 
-def _spin_until(executor, done, timeout):
+def _spin_until(executor, done, timeout, tick=None):
     from robot_identification.errors import IdentificationError
     end = time.monotonic() + timeout
+    k = 0
     while not done():
         if time.monotonic() > end:
             raise IdentificationError(f"timed out after {timeout:.0f} s")
         executor.spin_once(timeout_sec=0.05)
+        k += 1
+        if tick is not None and k % 200 == 0:
+            tick()

@@ -23,14 +23,15 @@ def add_arguments(p):
 def run(args):
     from robot_identification.data import load_dataset
     from robot_identification.report._html import write_report
-    from robot_identification.validation import load_estimates, validate
+    from robot_identification.validation import (
+        load_estimates, settings_from_results, validate)
     model = robot_from_args(args)
     if args.urdf_out:
         check_output_argument(args, model, "urdf-out")
     base, models, doc = load_estimates(args.results, model)
     datasets = [load_dataset(p, model=model) for p in args.data]
-    files = validate(model, base, models, datasets, labels=list(args.data),
-                     keep_signals=True) if datasets else []
+    files = validate(model, base, models, datasets, settings_from_results(model, doc),
+                     labels=list(args.data), keep_signals=True) if datasets else []
     path = write_report(args.output, model, doc, files, inputs=input_paths(args, model))
     print(f"wrote {Path(path).resolve()}")
     if args.urdf_out:

@@ -31,6 +31,7 @@ def add_arguments(p):
 
 
 def run(args):
+    from robot_identification import progress
     from robot_identification.errors import ConfigError
     from robot_identification.excitation import check_limits, load_trajectory
     from robot_identification.simulation import simulate
@@ -49,7 +50,7 @@ def run(args):
                   snr_db=args.snr, derivatives=args.derivatives,
                   quantise=not args.no_quantise,
                   friction=None if args.friction == "config" else args.friction,
-                  log=print)
+                  log=None if progress.enabled() else print)
     if out.suffix == ".npz":
         ds.save_npz(out, inputs=input_paths(args, model))
     else:

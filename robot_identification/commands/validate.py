@@ -23,7 +23,8 @@ def add_arguments(p):
                                      "(default: physical, else wls, else ols)")
     p.add_argument("--rest-velocity", type=float,
                    help="|dq| below this counts as rest (Coulomb term 0) when predicting "
-                        "[rad/s]; default 1e-3, 0 disables")
+                        "[rad/s]; default: the identification's friction deadband from the "
+                        "results file (1e-3 for older results files)")
     p.add_argument("--quiet", action="store_true", help="do not print the table")
 
 
@@ -31,15 +32,15 @@ def run(args):
     from robot_identification.data import load_dataset
     from robot_identification.errors import DataError
     from robot_identification.validation import (
-        format_validation, load_estimates, validate, write_validation)
+        format_validation, load_estimates, settings_from_results, validate, write_validation)
     model = robot_from_args(args)
     check_output_argument(args, model)
-    base, models, _ = load_estimates(args.results, model)
+    base, models, doc = load_estimates(args.results, model)
     if args.primary and args.primary not in models:
         raise DataError(f"--primary {args.primary}: '{args.results}' has {list(models)}")
     datasets = [load_dataset(p, model=model) for p in args.data]
-    files = validate(model, base, models, datasets, labels=list(args.data),
-                     rest_velocity=args.rest_velocity)
+    files = validate(model, base, models, datasets, settings_from_results(model, doc),
+                     labels=list(args.data), rest_velocity=args.rest_velocity)
     out = write_validation(args.output, model.config.name, files, args.primary,
                            inputs=input_paths(args, model))
     if not args.quiet:

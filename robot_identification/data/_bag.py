@@ -36,51 +36,164 @@ def _typestore():
 
 
 # ---------------------------------------------------------------------------------- reading
-def _iter_bag(path: Path, topics):
-    """(topic, msgtype, raw CDR bytes, log time [ns]) of a bag; tolerant of crashed recordings.
+def decode(store, raw, msgtype, path, topic, t_ns):
+    """Deserialize one CDR message.
 
-    A rosbag2 directory without metadata.yaml, or an MCAP file without footer (the recorder
-    was killed), is read record by record with the ``mcap`` stream reader up to the last
+    Raises
+    ------
+    DataError
+        The bytes are not a ``msgtype`` message (a damaged file: rosbags writes no chunk CRCs).
+    """
+    try:
+        return store.deserialize_cdr(bytes(raw), msgtype)
+    except Exception as exc:  # noqa: BLE001 - any decoding failure is damaged data
+        raise DataError(f"bag '{path}' is damaged: the message on '{topic}' logged at "
+                        f"{t_ns * 1e-9:.9f} s is not a valid {msgtype} ({str(exc)[:80]})") \
+            from None
+
+
+class _NoTopic(Exception):
+    pass
+
+
+def _iter_bag(path: Path, topics):
+    """(topic, msgtype, raw CDR bytes, log time [ns]) of a bag, checked against its metadata.
+
+    A bag closed cleanly (with metadata.yaml) must hold every message its metadata declares:
+    a read failure or fewer messages on a requested topic (a truncated or damaged file) raise
+    :class:`DataError` naming the file, the counts and, for MCAP, the damaged record (chunk
+    CRCs are checked by the ``mcap`` reader). A recording cut short by a crash (no
+    metadata.yaml, or a bare MCAP file without footer) is read record by record up to its last
     complete chunk.
+
+    Raises
+    ------
+    DataError
+        Not a bag, damaged storage, fewer messages than declared, or unreadable metadata.
     """
     from rosbags.rosbag2 import Reader
-    from rosbags.rosbag2.errors import ReaderError
     files = sorted(path.glob("*.mcap")) if path.is_dir() else [path]
     if path.is_dir() and not (path / "metadata.yaml").exists() and not files:
         raise DataError(f"'{path}' is not a rosbag2 directory (no metadata.yaml, no .mcap)")
+    declared = _declared_counts(path)
+    counts = dict.fromkeys(topics, 0)
     try:
         with Reader(path) as reader:
             conns = [c for c in reader.connections if c.topic in topics]
+            if not conns:              # (an empty list would make rosbags yield every topic)
+                raise _NoTopic(sorted({c.topic for c in reader.connections}))
             for conn, t_ns, raw in reader.messages(connections=conns):
+                counts[conn.topic] += 1
                 yield conn.topic, conn.msgtype, raw, t_ns
+    except _NoTopic as exc:
+        raise DataError(f"bag '{path}' has none of the topics {sorted(topics)}; its topics: "
+                        f"{exc.args[0]}") from None
+    except Exception as exc:  # noqa: BLE001 - any failure of the storage library: damaged bag
+        if declared is not None or any(counts.values()) or not files or path.suffix == ".db3":
+            raise DataError(f"cannot read bag '{path}': {_diagnose(files, exc)}") from None
+        yield from _iter_truncated_mcap(files, topics)        # crashed recording
         return
-    except (ReaderError, FileNotFoundError) as exc:
-        if not files or path.suffix == ".db3":
-            raise DataError(f"cannot read bag '{path}': {exc}") from None
-    yield from _iter_truncated_mcap(files, topics)
+    for topic, n in counts.items():
+        d = (declared or {}).get(topic)
+        if d is not None and n < d:
+            raise DataError(f"bag '{path}': metadata.yaml declares {d} messages on '{topic}' "
+                            f"but the storage holds {n} ({100 * n / d:.0f} %): the file is "
+                            f"truncated or damaged")
+
+
+def _declared_counts(path: Path):
+    """Topic -> message count declared by a bag's metadata.yaml (None without one).
+
+    Raises
+    ------
+    DataError
+        metadata.yaml is not YAML or not rosbag2 metadata.
+    """
+    from robot_identification._yaml import read_yaml_file
+    meta = path / "metadata.yaml" if path.is_dir() else None
+    if meta is None or not meta.is_file():
+        return None
+    doc = read_yaml_file(meta, "bag metadata", DataError)
+    info = doc.get("rosbag2_bagfile_information") if isinstance(doc, dict) else None
+    if not isinstance(info, dict):
+        raise DataError(f"'{meta}' is not rosbag2 metadata (no 'rosbag2_bagfile_information')")
+    counts = {}
+    for e in info.get("topics_with_message_count") or []:
+        try:
+            counts[str(e["topic_metadata"]["name"])] = int(e["message_count"])
+        except (KeyError, TypeError, ValueError):
+            raise DataError(f"'{meta}': malformed topics_with_message_count entry "
+                            f"{str(e)[:80]}") from None
+    return counts
+
+
+def _diagnose(files, exc) -> str:
+    """Where an MCAP file is damaged (scan with chunk CRCs checked), else the library's message.
+    """
+    import zlib
+
+    from mcap.exceptions import RecordLengthLimitExceeded
+    from mcap.records import Chunk
+    from mcap.stream_reader import StreamReader, breakup_chunk
+    for file in files:
+        size = file.stat().st_size
+        with open(file, "rb") as f:
+            pos = 0
+            try:
+                reader = StreamReader(f, emit_chunks=True, validate_crcs=True,
+                                      record_size_limit=size)
+                for rec in reader.records:
+                    if isinstance(rec, Chunk):
+                        if (rec.compression == "" and rec.uncompressed_crc
+                                and zlib.crc32(rec.data) != rec.uncompressed_crc):
+                            return (f"'{file.name}' is damaged: CRC mismatch in the chunk at "
+                                    f"bytes {pos}-{f.tell()} of {size}")
+                        breakup_chunk(rec, validate_crc=True)
+                    pos = f.tell()
+            except RecordLengthLimitExceeded:
+                return (f"'{file.name}' is truncated: the record at byte {pos} runs past the "
+                        f"end of the file ({size} bytes)")
+            except Exception as e:  # noqa: BLE001 - any parse failure names the position
+                if f.tell() >= size:
+                    return f"'{file.name}' is truncated: it ends inside a record ({size} bytes)"
+                return (f"'{file.name}' is damaged at bytes {pos}-{f.tell()} of {size} "
+                        f"({type(e).__name__}: {str(e)[:80]})")
+    return f"{type(exc).__name__}: {str(exc)[:120]}"
 
 
 def _iter_truncated_mcap(files, topics):
-    from mcap.exceptions import McapError
-    from mcap.records import Channel, Chunk, Message, Schema
-    from mcap.stream_reader import StreamReader, breakup_chunk
+    """Messages of MCAP files without footer, up to the last complete (CRC-checked) chunk.
+
+    Raises
+    ------
+    DataError
+        A CRC mismatch or a damaged record before the end of the file.
+    """
+    from mcap.exceptions import RecordLengthLimitExceeded
+    from mcap.records import Channel, Message, Schema
+    from mcap.stream_reader import CRCValidationError, StreamReader
     for file in files:
         schemas, channels = {}, {}
+        size = file.stat().st_size
         with open(file, "rb") as f:
             try:
-                for rec in StreamReader(f).records:
-                    recs = breakup_chunk(rec) if isinstance(rec, Chunk) else [rec]
-                    for r in recs:
-                        if isinstance(r, Schema):
-                            schemas[r.id] = r.name
-                        elif isinstance(r, Channel):
-                            channels[r.id] = (r.topic, schemas.get(r.schema_id, ""))
-                        elif isinstance(r, Message) and r.channel_id in channels:
-                            topic, msgtype = channels[r.channel_id]
-                            if topic in topics:
-                                yield topic, msgtype, r.data, r.log_time
-            except (McapError, EOFError, ValueError, AssertionError):
-                pass  # truncated after the last complete record
+                for r in StreamReader(f, validate_crcs=True, record_size_limit=size).records:
+                    if isinstance(r, Schema):
+                        schemas[r.id] = r.name
+                    elif isinstance(r, Channel):
+                        channels[r.id] = (r.topic, schemas.get(r.schema_id, ""))
+                    elif isinstance(r, Message) and r.channel_id in channels:
+                        topic, msgtype = channels[r.channel_id]
+                        if topic in topics:
+                            yield topic, msgtype, r.data, r.log_time
+            except CRCValidationError as e:
+                raise DataError(f"recording '{file}' is damaged: CRC mismatch in a "
+                                f"{type(e.record).__name__} record before byte {f.tell()} of "
+                                f"{size}") from None
+            except Exception as e:  # noqa: BLE001 - truncated after the last complete record
+                if f.tell() < size and not isinstance(e, RecordLengthLimitExceeded):
+                    raise DataError(f"recording '{file}' is damaged near byte {f.tell()} of "
+                                    f"{size} ({type(e).__name__})") from None
 
 
 def _name_index(msg_names, names):
@@ -155,11 +268,11 @@ def read_bag(path, *, joint_topic: str = JOINT_TOPIC, motor_topic: str = MOTOR_T
         raise DataError(f"bag '{path}' does not exist")
     store = _typestore()
     msgs = {joint_topic: [], motor_topic: []}
-    for topic, msgtype, raw, _ in _iter_bag(path, set(msgs)):
+    for topic, msgtype, raw, t_ns in _iter_bag(path, set(msgs)):
         if msgtype != JOINT_STATE:
             raise DataError(f"topic '{topic}' in '{path}' has type {msgtype}; "
                             f"expected {JOINT_STATE}")
-        msgs[topic].append(store.deserialize_cdr(bytes(raw), msgtype))
+        msgs[topic].append(decode(store, raw, msgtype, path, topic, t_ns))
     if not msgs[joint_topic]:
         raise DataError(f"bag '{path}' has no messages on '{joint_topic}'")
     names = list(msgs[joint_topic][0].name)
@@ -222,13 +335,17 @@ def _order(t):
 
 
 def _custom_data(path: Path) -> dict:
+    from robot_identification._yaml import read_yaml_file
     meta = path / "metadata.yaml" if path.is_dir() else None
     if meta is None or not meta.exists():
         return {}
-    import yaml
-    info = yaml.safe_load(meta.read_text()).get("rosbag2_bagfile_information", {})
-    raw = (info.get("custom_data") or {}).get(_CUSTOM_KEY)
-    return json.loads(raw) if raw else {}
+    doc = read_yaml_file(meta, "bag metadata", DataError)
+    info = doc.get("rosbag2_bagfile_information") if isinstance(doc, dict) else None
+    raw = ((info if isinstance(info, dict) else {}).get("custom_data") or {}).get(_CUSTOM_KEY)
+    try:
+        return json.loads(raw) if raw else {}
+    except (TypeError, ValueError):
+        raise DataError(f"'{meta}': custom_data.{_CUSTOM_KEY} is not JSON") from None
 
 
 # ---------------------------------------------------------------------------------- writing

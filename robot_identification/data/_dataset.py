@@ -161,19 +161,76 @@ class Dataset:
         DataError
             Missing file or not a robot_identification NPZ.
         """
+        import zipfile
+        import zlib
         path = Path(path)
         if not path.is_file():
             raise DataError(f"dataset file '{path}' does not exist")
         try:
+            with zipfile.ZipFile(path) as zf:        # bound the allocation before making it
+                for info in zf.infolist():
+                    if info.filename.endswith(".npy"):
+                        with zf.open(info) as fp:
+                            read_npy_header(fp, info.file_size, f"'{path}' member "
+                                            f"{info.filename}", info.filename != "meta.npy")
             z = np.load(path, allow_pickle=False)
             meta = json.loads(str(z["meta"]))
             kw = {k: z[k] for k in _ARRAYS if k in z.files}
             t = z["t"]
-        except (KeyError, ValueError, OSError) as exc:
-            raise DataError(f"'{path}' is not a robot_identification dataset: {exc}") from None
-        return cls(t=t, joint_names=meta["joint_names"],
-                   true_parameters=meta.get("true_parameters"),
-                   metadata=meta.get("metadata", {}), **kw)
+        except (KeyError, ValueError, OSError, EOFError, MemoryError, zipfile.BadZipFile,
+                zlib.error) as exc:
+            why = f"no array {exc}" if isinstance(exc, KeyError) else f"{exc}"[:160]
+            raise DataError(f"'{path}' is not a robot_identification dataset: {why}") from None
+        names = meta.get("joint_names") if isinstance(meta, dict) else None
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise DataError(f"'{path}': metadata lacks 'joint_names' (a list of joint names)")
+        return cls(t=t, joint_names=names, true_parameters=meta.get("true_parameters"),
+                   metadata=meta.get("metadata") or {}, **kw)
+
+
+def read_npy_header(fp, size=None, name="array", numeric=True):
+    """Shape, Fortran flag and dtype of the .npy stream ``fp``, checked against its ``size``.
+
+    Parameters
+    ----------
+    fp : binary file object at the start of a .npy file (or archive member)
+    size : int, optional
+        Bytes of the whole .npy stream; the data the header declares must fill it exactly
+        (checked before anything is allocated).
+    name : str
+        How the file is named in messages.
+    numeric : bool
+        Require a numeric dtype (False for the metadata string).
+
+    Returns
+    -------
+    shape : tuple, fortran_order : bool, dtype : numpy.dtype
+
+    Raises
+    ------
+    DataError
+        Not a .npy header, a non-numeric dtype, more than 2 dimensions, or a header that
+        declares more (or fewer) bytes than the file holds.
+    """
+    try:
+        version = np.lib.format.read_magic(fp)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(fp)
+        else:
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(fp)
+    except (ValueError, OSError, EOFError) as exc:
+        raise DataError(f"{name}: not a valid .npy header ({str(exc)[:80]})") from None
+    if dtype.hasobject or (numeric and (dtype.kind not in "fiub" or dtype.fields is not None)):
+        raise DataError(f"{name}: dtype {dtype} is not numeric")
+    if len(shape) > 2:
+        raise DataError(f"{name}: shape {shape}; expected (N,) or (N, n)")
+    if size is not None:
+        declared = int(np.prod(shape, dtype=object)) * dtype.itemsize
+        held = size - fp.tell()
+        if declared != held:
+            raise DataError(f"{name}: the header declares shape {shape} ({declared} bytes) but "
+                            f"the file holds {held} bytes of data (truncated or corrupt)")
+    return shape, fortran, dtype
 
 
 def load_dataset(path, model=None, **kwargs):

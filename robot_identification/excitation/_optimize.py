@@ -367,13 +367,20 @@ def optimise_excitation(model, parametrisation, criterion="cond", n_samples=120,
     def feasible(x):
         return max(limit_violation(*par.evaluate(x, t_dense), full)) == 0
 
+    from robot_identification.progress import bar
+    pbar = bar(total=maxiter, desc=f"excite ({criterion})", unit="iteration")
+
     def callback(xk):
         history.append((objective(xk), xk.copy()))
+        pbar.update(1)
+        pbar.set_postfix_str(f"{criterion} {history[-1][0]:.4g}", refresh=False)
 
     start = time.perf_counter()
-    res = scipy.optimize.minimize(objective, x0, method="SLSQP",
-                                  constraints=[{"type": "ineq", "fun": constraints}],
-                                  options={"maxiter": maxiter, "ftol": 1e-6}, callback=callback)
+    with pbar:
+        res = scipy.optimize.minimize(objective, x0, method="SLSQP",
+                                      constraints=[{"type": "ineq", "fun": constraints}],
+                                      options={"maxiter": maxiter, "ftol": 1e-6},
+                                      callback=callback)
     seconds = time.perf_counter() - start
     # SLSQP may stop at a point slightly outside the limits: keep the best feasible iterate
     candidates = [(objective(res.x), res.x)] + history[::-1] + [(objective(x0), x0)]

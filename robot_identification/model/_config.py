@@ -139,6 +139,26 @@ class _Reader:
                               f"allowed: {sorted(self.used)}")
 
 
+def _auto_number(reader, key, *, null=False, **kw):
+    """``auto`` (also when the key is absent), ``null`` (None; only when ``null``) or a
+    number checked by :meth:`_Reader.number`."""
+    if key not in reader.data:
+        reader.used.add(key)
+        return "auto"
+    value = reader.data[key]
+    if value == "auto":
+        reader.used.add(key)
+        return "auto"
+    if value is None:
+        reader.used.add(key)
+        if null:
+            return None
+        raise ConfigError(f"{reader.where}.{key}: expected a number or 'auto', got null")
+    if isinstance(value, str):
+        raise ConfigError(f"{reader.where}.{key}: expected a number or 'auto', got {value!r}")
+    return reader.number(key, **kw)
+
+
 def _u(unit):
     return f" [{unit}]" if unit else ""
 
@@ -174,6 +194,9 @@ class JointConfig:
         :data:`DRIVE_PARAMETERS`.
     simulation_friction : dict or None
         Friction law used only by the simulator (e.g. Zollo's Stribeck eq. 43).
+    rotor : bool
+        The joint has a motor rotor whose inertia is identified (``drive.rotor_inertia``
+        given or absent); ``rotor_inertia: null`` says there is none: no rotor column.
     """
 
     name: str
@@ -182,6 +205,7 @@ class JointConfig:
     limits: JointLimits = field(default_factory=JointLimits)
     drive: Mapping[str, float] = field(default_factory=dict)
     simulation_friction: Mapping[str, Any] | None = None
+    rotor: bool = True
 
 
 @dataclass(frozen=True)
@@ -203,11 +227,14 @@ class IdentificationSettings:
     """Default pre-processing and estimation settings of the batch pipeline."""
 
     filter_order: int = 5               # Butterworth order (zero-phase)
-    cutoff_hz: float | None = 20.0      # Butterworth cut-off [Hz]; None: no filtering
+    cutoff_hz: float | str | None = "auto"   # Butterworth cut-off [Hz]; None: no filtering;
+    #                                   'auto': 5 x the excitation band (pipeline.resolve_settings)
     differentiation: str = "central"    # central | savgol
     savgol_window: float = 0.05         # Savitzky-Golay window [s]
     savgol_order: int = 3
     velocity_threshold: float = 0.0     # reject samples with |velocity| below [rad/s]
+    friction_deadband: float | str = "auto"  # |v| below: Coulomb term ramps linearly to 0
+    #                                   [rad/s]; 'auto': 3 x the measured velocity noise
     estimator: str = "ols"              # ols | wls
     decimate: int = 1                   # keep every k-th sample after filtering
 
@@ -267,6 +294,7 @@ def _load_joint(item, where) -> JointConfig:
     )
     lim.finish()
     drv = r.mapping("drive")
+    rotor = not ("rotor_inertia" in drv.data and drv.data["rotor_inertia"] is None)
     for old in drv.data:
         if old in RENAMED_DRIVE_PARAMETERS:
             raise ConfigError(f"{where}.drive.{old}: drive key '{old}' was renamed to "
@@ -291,7 +319,7 @@ def _load_joint(item, where) -> JointConfig:
         sim_friction = coeffs
     r.finish()
     return JointConfig(name=name, gear_ratio=gear, body_frame=body_frame, limits=limits,
-                       drive=drive, simulation_friction=sim_friction)
+                       drive=drive, simulation_friction=sim_friction, rotor=rotor)
 
 
 def parse_robot_config(data: Any, source: Path | None = None,
@@ -305,7 +333,8 @@ def parse_robot_config(data: Any, source: Path | None = None,
     source : Path, optional
         File the mapping came from; relative URDF paths resolve against its folder.
     urdf_path : path, optional
-        Overrides the ``urdf`` key.
+        Overrides the ``urdf`` key; a relative path is relative to the working directory
+        (the config's ``urdf`` key is relative to the config's folder).
 
     Raises
     ------
@@ -317,10 +346,10 @@ def parse_robot_config(data: Any, source: Path | None = None,
     r = _Reader(data, where)
     name = r.string("name", required=True)
     urdf = r.string("urdf")
-    if urdf_path is not None:
-        urdf = str(urdf_path)
     path = None
-    if urdf is not None:
+    if urdf_path is not None:             # given by the user: relative to the working directory
+        path = Path(urdf_path).resolve()
+    elif urdf is not None:                # in the config: relative to the config's folder
         path = Path(urdf)
         if not path.is_absolute() and source is not None:
             path = (Path(source).parent / path).resolve()
@@ -348,12 +377,12 @@ def parse_robot_config(data: Any, source: Path | None = None,
     idr = r.mapping("identification")
     ident = IdentificationSettings(
         filter_order=idr.integer("filter_order", 5, minimum=1),
-        cutoff_hz=idr.number("cutoff_hz", 20.0, positive=True, unit="Hz")
-        if idr.raw("cutoff_hz", 20.0) is not None else None,
+        cutoff_hz=_auto_number(idr, "cutoff_hz", positive=True, unit="Hz", null=True),
         differentiation=idr.string("differentiation", "central", choices=("central", "savgol")),
         savgol_window=idr.number("savgol_window", 0.05, positive=True, unit="s"),
         savgol_order=idr.integer("savgol_order", 3, minimum=2),
         velocity_threshold=idr.number("velocity_threshold", 0.0, minimum=0.0, unit="rad/s"),
+        friction_deadband=_auto_number(idr, "friction_deadband", minimum=0.0, unit="rad/s"),
         estimator=idr.string("estimator", "ols", choices=("ols", "wls")),
         decimate=idr.integer("decimate", 1, minimum=1),
     )
@@ -374,6 +403,11 @@ def parse_robot_config(data: Any, source: Path | None = None,
         if key in r.data:
             extra[key] = r.raw(key)
     r.finish()
+    if model == "elastic":
+        no_rotor = [j.name for j in joints if not j.rotor]
+        if no_rotor:
+            raise ConfigError(f"{where}.joints: elastic joints need a motor rotor; "
+                              f"rotor_inertia is null for {no_rotor}")
     return RobotConfig(name=name, urdf_path=path, gravity=gravity, model=model,
                        coupling=coupling, damping=damping, friction=friction, joints=joints,
                        identification=ident, simulation=sim, source=source, extra=extra)

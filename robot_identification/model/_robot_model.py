@@ -36,6 +36,81 @@ def read_urdf(path: str | Path, xacro_args: dict | None = None) -> str:
     return path.read_text()
 
 
+def check_urdf_tree(urdf_xml: str, source: str = "the URDF"):
+    """Check that a URDF is one tree of links with physical inertials, before pinocchio
+    builds it (pinocchio crashes on a kinematic loop and names the wrong cause of others).
+
+    Parameters
+    ----------
+    urdf_xml : str
+    source : str
+        How the URDF is named in messages (e.g. ``URDF 'arm.urdf'``).
+
+    Raises
+    ------
+    ModelError
+        Not XML / no ``<robot>``; a joint naming an undefined link; a link that is the child
+        of several joints or a chain of joints that closes on itself (a kinematic loop); more
+        than one root link; a negative or non-finite mass or inertia.
+    """
+    import xml.etree.ElementTree as ET
+    try:
+        root = ET.fromstring(urdf_xml)
+    except ET.ParseError as exc:
+        raise ModelError(f"cannot parse {source}: not valid XML ({exc})") from None
+    if root.tag != "robot":
+        raise ModelError(f"{source} is not a URDF (root element <{root.tag}>, not <robot>)")
+    links = [lk.get("name") for lk in root.findall("link")]
+    if not links:
+        raise ModelError(f"{source} defines no <link>")
+    parent_of = {}
+    for jt in root.findall("joint"):
+        name = jt.get("name")
+        pe, ce = jt.find("parent"), jt.find("child")
+        par = pe.get("link") if pe is not None else None
+        chi = ce.get("link") if ce is not None else None
+        for role, lk in (("parent", par), ("child", chi)):
+            if lk not in links:
+                raise ModelError(f"{source}: joint '{name}' names {role} link '{lk}', which "
+                                 f"the URDF does not define")
+        if chi in parent_of:
+            raise ModelError(f"{source}: link '{chi}' is the child of joints "
+                             f"'{parent_of[chi][0]}' and '{name}': a kinematic loop (URDF "
+                             f"describes trees; cut the loop)")
+        parent_of[chi] = (name, par)
+    roots = [lk for lk in links if lk not in parent_of]
+    for lk in links:                            # follow parents: a cycle never reaches a root
+        seen, cur = [], lk
+        while cur in parent_of:
+            if cur in seen:
+                loop = [parent_of[c][0] for c in seen[seen.index(cur):]]
+                raise ModelError(f"{source}: joints {loop} form a kinematic loop (URDF "
+                                 f"describes trees; cut the loop)")
+            seen.append(cur)
+            cur = parent_of[cur][1]
+    if len(roots) != 1:
+        raise ModelError(f"{source} has {len(roots)} root links {roots[:5]} (links without "
+                         f"a parent joint); a URDF is one tree: connect them with joints")
+    for lk in root.findall("link"):
+        inertial = lk.find("inertial")
+        if inertial is None:
+            continue
+        mass = inertial.find("mass")
+        inertia = inertial.find("inertia")
+        values = {"mass": mass.get("value") if mass is not None else "0"}
+        if inertia is not None:
+            values.update({k: inertia.get(k, "0") for k in ("ixx", "iyy", "izz")})
+        for key, text in values.items():
+            try:
+                v = float(text)
+            except (TypeError, ValueError):
+                raise ModelError(f"{source}: link '{lk.get('name')}' {key} {text!r} is not a "
+                                 f"number") from None
+            if not np.isfinite(v) or v < 0:
+                raise ModelError(f"{source}: link '{lk.get('name')}' has {key} {v:g}; "
+                                 f"masses and principal moments of inertia are >= 0")
+
+
 @dataclass(frozen=True)
 class ParameterLayout:
     """Names, kinds and units of the standard parameter vector.
@@ -92,8 +167,8 @@ class RobotModel:
     Raises
     ------
     ModelError
-        Malformed URDF, configured joints missing from it, unsupported joint types,
-        unknown ``body_frame``.
+        Malformed URDF (see :func:`check_urdf_tree`), configured joints missing from it,
+        unsupported joint types, unknown ``body_frame``.
     """
 
     def __init__(self, config: RobotConfig, urdf_xml: str | None = None):
@@ -104,6 +179,8 @@ class RobotModel:
                                   f"(key 'urdf') and none was given")
             urdf_xml = read_urdf(config.urdf_path)
         self.urdf_xml = urdf_xml
+        check_urdf_tree(urdf_xml, f"URDF '{config.urdf_path}'" if config.urdf_path
+                        else f"URDF of '{config.name}'")
         try:
             full = pin.buildModelFromXML(urdf_xml)
         except Exception as exc:  # pinocchio raises ValueError/RuntimeError
@@ -176,7 +253,7 @@ class RobotModel:
     def drive_parameter_keys(self) -> tuple:
         """Drive parameters per joint, in column order, for the configured model."""
         c = self.config
-        keys = ["rotor_inertia"]
+        keys = ["rotor_inertia"] if any(j.rotor for j in c.joints) else []
         if c.elastic:
             keys.append("stiffness")
             if c.damping:

@@ -1,34 +1,87 @@
-"""identifier: batch identification service on recorded bags.
+"""identifier: batch identification as a ROS 2 action, on recorded bags or live topics.
 
-``~/identify`` (std_srvs/Trigger) identifies the base parameters from the bag named by the
-``bag`` parameter (a name or path inside ``data_directory``; '' = the newest complete bag) with
-:func:`robot_identification.pipeline.identify`, writes results.yaml and exposes the result as
-typed parameters ``result.names`` / ``result.estimates`` / ``result.std`` / ``result.bag``
-(set only by this node: outside changes are refused). Bags with more than
-``stream_above_samples`` link-state messages are identified in bounded memory with
+``~/identify`` (robot_identification_interfaces/action/Identify) identifies the base parameters
+from a bag in ``data_directory`` (``source: bag``; '' = the newest complete bag) or from the
+live ``joint_states_topic``/``motor_states_topic`` (``source: live``: recorded for ``duration``
+seconds of node time into a new bag ``live_<date>_<time>`` in ``data_directory``, then
+identified like any bag), with each estimator of the goal. The work runs in a worker thread:
+the executor keeps serving parameters, cancel requests and further goals, which are queued
+(up to ``max_queued_goals``, else rejected with the reason logged) and report the stage
+``queued`` until their turn. Feedback: stage, progress 0-1, samples read. Result: typed
+base parameters (names, expressions, estimates, std), diagnostics and the results.yaml path.
+The last result is also published latched on ``~/result`` (msg/IdentificationResult) and
+kept in the read-only parameters ``result.names`` / ``result.estimates`` / ``result.std`` /
+``result.bag`` / ``result.file``.
+
+``~/identify`` (std_srvs/Trigger, same name, for scripts) queues a bag goal with the node's
+parameters and answers when it is done.
+
+Small bags are identified with :func:`robot_identification.pipeline.identify` (zero-phase
+Butterworth filters, as configured for the robot); bags with more than
+``stream_above_samples`` link-state messages with
 :func:`robot_identification.streaming.identify_streaming` (polynomial-approximation filters,
-the bag read in chunks).
+the bag read in chunks of ``chunk_samples``, bounded memory, progress and cancel per chunk).
 """
 from __future__ import annotations
 
-from dataclasses import replace
+import collections
+import threading
+import time
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from robot_identification_interfaces.action import Identify
+from robot_identification_interfaces.msg import IdentificationResult as ResultMsg
+from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
 from robot_identification.data import load_dataset
 from robot_identification.errors import IdentificationError
-from robot_identification.nodes._common import declare, declare_robot, main_for
+from robot_identification.nodes._common import QOS, declare, declare_robot, main_for
+from robot_identification.nodes._messages import LATCHED, result_msg
 from robot_identification.outputs import check_output
 from robot_identification.pipeline import identify
 from robot_identification.report import format_table, write_results
 
 _RESULTS = {"result.names": ["none"], "result.expressions": ["none"], "result.estimates": [0.0],
             "result.std": [0.0], "result.bag": "", "result.file": ""}
+#: estimators by path (batch: pipeline.identify; streaming: identify_streaming)
+BATCH_ESTIMATORS = ("ols", "wls")
+STREAM_ESTIMATORS = ("ols", "wls", "mrls")
+
+
+class Cancelled(Exception):
+    """The goal was cancelled (raised in the worker at the next check)."""
+
+
+@dataclass
+class Job:
+    """One queued identification request (an action goal or a Trigger call)."""
+
+    source: str = "bag"
+    bag: str = ""
+    duration: float = 0.0
+    estimators: list = field(default_factory=list)
+    velocity_threshold: float = -1.0
+    results_file: str = ""
+    compare_with_nominal: bool = False
+    goal_handle: object = None
+    done: threading.Event = field(default_factory=threading.Event)
+    cancel: threading.Event = field(default_factory=threading.Event)
+    offset: float = 0.0
+    feedback: tuple = ("queued", 0.0, 0)
+    outcome: dict = field(default_factory=dict)
+
+    def report(self, stage, progress, samples=0):
+        """Called by the worker: record progress, raise Cancelled when cancel was asked."""
+        self.feedback = (stage, float(min(max(progress, 0.0), 1.0)), int(samples))
+        if self.cancel.is_set():
+            raise Cancelled()
 
 
 class Identifier(Node):
@@ -37,8 +90,8 @@ class Identifier(Node):
         self.model = declare_robot(self)
         self.data_directory = Path(declare(
             self, "data_directory", "robot_identification_data", "directory of the bags"))
-        self.estimator = declare(self, "estimator", "", "ols | wls | '' (robot config's)",
-                                 choices=("", "ols", "wls"))
+        self.estimator = declare(self, "estimator", "", "ols | wls | mrls | '' (robot config's)",
+                                 choices=("", "ols", "wls", "mrls"))
         self.threshold = declare(self, "velocity_threshold", -1.0,
                                  "friction-row velocity threshold [rad/s]; < 0: config's",
                                  low=-1.0, high=100.0)
@@ -46,8 +99,10 @@ class Identifier(Node):
                                     "results.yaml path; '' = <data_directory>/<bag>_results.yaml")
         self.nominal_truth = declare(self, "compare_with_nominal", False,
                                      "simulation: compare with the nominal parameters")
-        self.joint_topic = declare(self, "joint_states_topic", "/joint_states", "in the bag")
-        self.motor_topic = declare(self, "motor_states_topic", "/motor_states", "in the bag")
+        self.joint_topic = declare(self, "joint_states_topic", "/joint_states",
+                                   "link states (in the bag; live source: subscribed)")
+        self.motor_topic = declare(self, "motor_states_topic", "/motor_states",
+                                   "motor states (in the bag; live source: subscribed)")
         self.effort_lag = declare(
             self, "effort_lag_periods", 0.0, "recorded efforts lag the states by this many "
             "periods (0.5: torque held over the previous period, as simulated_robot publishes)",
@@ -57,23 +112,66 @@ class Identifier(Node):
             self, "stream_above_samples", 2_000_000, "bags with more link-state messages are "
             "identified in bounded memory (streaming, polynomial-approximation filters)",
             low=0, high=2_000_000_000)
+        self.chunk_samples = declare(self, "chunk_samples", 200_000,
+                                     "streaming: samples per chunk (progress/cancel granularity)",
+                                     low=10, high=100_000_000)
+        self.max_queued = declare(self, "max_queued_goals", 4,
+                                  "goals waiting behind the running one; more are rejected",
+                                  low=0, high=1000)
+        self.feedback_period = declare(self, "feedback_period", 0.1,
+                                       "seconds between feedback messages", low=0.01, high=10.0)
         declare(self, "bag", "", "bag to identify (inside data_directory); '' = newest")
         self._internal = False
         for name, default in _RESULTS.items():
             declare(self, name, default, "identification output (read-only)")
         self.add_on_set_parameters_callback(self._guard_results)
         self.result = None
-        self.create_service(Trigger, "~/identify", self.on_identify)
+        self._queue = collections.deque()
+        self._running = None
+        self._goals = {}
+        self._live = None
+        self._result_pub = self.create_publisher(ResultMsg, "~/result", LATCHED)
+        self._action = ActionServer(
+            self, Identify, "~/identify", execute_callback=self._goal_result,
+            goal_callback=self._on_goal, handle_accepted_callback=self._on_accepted,
+            cancel_callback=self._on_cancel)
+        # the executor polls the worker and the Trigger thread (rclpy's EventsExecutor has no
+        # guard conditions): feedback, completion and new requests every feedback_period
+        self.create_timer(self.feedback_period, self._on_wake)
+        self._incoming = collections.deque()      # Trigger requests from the helper thread
+        self._closing = threading.Event()
+        self._helper = None
+        threading.Thread(target=self._trigger_thread, daemon=True).start()
 
+    # ------------------------------------------------------------------ parameters
     def _guard_results(self, params):
         if not self._internal and any(p.name.startswith("result.") for p in params):
             return SetParametersResult(successful=False, reason="result.* are outputs")
         return SetParametersResult(successful=True)
 
-    def resolve_bag(self) -> Path:
-        """The requested bag, confined to the data directory."""
+    _SETTINGS = {"estimator": "estimator", "threshold": "velocity_threshold",
+                 "results_file": "results_file", "nominal_truth": "compare_with_nominal",
+                 "joint_topic": "joint_states_topic", "motor_topic": "motor_states_topic",
+                 "effort_lag": "effort_lag_periods", "log_table": "log_table",
+                 "stream_above": "stream_above_samples", "chunk_samples": "chunk_samples",
+                 "max_queued": "max_queued_goals"}
+
+    def _refresh(self):
+        """Re-read the settings, so that parameters changed at run time take effect."""
+        for attr, name in self._SETTINGS.items():
+            setattr(self, attr, self.get_parameter(name).value)
+        self.data_directory = Path(self.get_parameter("data_directory").value)
+
+    def resolve_bag(self, name=None) -> Path:
+        """The requested bag (default: the ``bag`` parameter), confined to the data directory.
+
+        Raises
+        ------
+        IdentificationError
+            No complete bag, a bag outside the data directory or a missing bag.
+        """
         root = self.data_directory.resolve()
-        name = self.get_parameter("bag").value
+        name = self.get_parameter("bag").value if name is None else name
         if not name:
             bags = [p for p in root.glob("*") if (p / "metadata.yaml").exists()
                     and p.resolve().is_relative_to(root)]
@@ -87,52 +185,314 @@ class Identifier(Node):
             raise IdentificationError(f"bag '{name}' does not exist in {root}")
         return path
 
-    _SETTINGS = {"estimator": "estimator", "threshold": "velocity_threshold",
-                 "results_file": "results_file", "nominal_truth": "compare_with_nominal",
-                 "joint_topic": "joint_states_topic", "motor_topic": "motor_states_topic",
-                 "effort_lag": "effort_lag_periods", "log_table": "log_table",
-                 "stream_above": "stream_above_samples"}
+    # ------------------------------------------------------------------ requests
+    def _on_goal(self, goal):
+        waiting = len(self._queue) + (self._running is not None)
+        if waiting > self.get_parameter("max_queued_goals").value:
+            self.get_logger().warning(f"Identify goal rejected: {waiting - 1} goal(s) already "
+                                      f"queued behind the running one (max_queued_goals)")
+            return GoalResponse.REJECT
+        return GoalResponse.ACCEPT
 
-    def _refresh(self):
-        """Re-read the settings, so that parameters changed at run time take effect."""
-        for attr, name in self._SETTINGS.items():
-            setattr(self, attr, self.get_parameter(name).value)
-        self.data_directory = Path(self.get_parameter("data_directory").value)
+    def _on_accepted(self, goal_handle):
+        """Queue the goal. It is executed (goal_handle.execute) only when its work is done,
+        so that no coroutine waits in the executor: the status stays ACCEPTED while the goal
+        is queued or running (the feedback's stage tells which)."""
+        g = goal_handle.request
+        job = Job(source=g.source or "bag", bag=g.bag, duration=g.duration,
+                  estimators=list(g.estimators), velocity_threshold=g.velocity_threshold,
+                  results_file=g.results_file, compare_with_nominal=g.compare_with_nominal,
+                  goal_handle=goal_handle)
+        self._goals[bytes(goal_handle.goal_id.uuid)] = job
+        self._enqueue(job)
+
+    def _on_cancel(self, goal_handle):
+        job = self._goals.get(bytes(goal_handle.goal_id.uuid))
+        if job is None or job.outcome:
+            return CancelResponse.REJECT
+        job.cancel.set()
+        if job in self._queue:          # not started: done at once
+            self._queue.remove(job)
+            job.outcome = {"cancelled": True, "message": "cancelled while queued"}
+            self._complete(job)
+        elif self._live is not None and self._live["job"] is job:
+            self._stop_live(cancelled=True)
+        return CancelResponse.ACCEPT
+
+    def _complete(self, job):
+        """Deliver a finished job (executor thread): the action result or the Trigger reply."""
+        if job.goal_handle is not None:
+            # after the cancel callback returns, the goal is CANCELING; execute in the next spin
+            self.executor.create_task(job.goal_handle.execute, self._goal_result)
+        job.done.set()
+
+    def _goal_result(self, goal_handle):
+        job = self._goals.pop(bytes(goal_handle.goal_id.uuid))
+        out = job.outcome
+        result = Identify.Result(success=bool(out.get("success")), message=out.get("message", ""),
+                                 results=out.get("messages", []),
+                                 results_file=out.get("results_file", ""))
+        if result.success:
+            goal_handle.succeed()
+        elif out.get("cancelled"):
+            goal_handle.canceled()
+        else:
+            goal_handle.abort()
+        return result
+
+    def _trigger_thread(self):
+        """std_srvs/Trigger ``~/identify`` on a helper node in its own executor thread: the
+        reply waits for the queued job without blocking this node's executor."""
+        from rclpy.executors import SingleThreadedExecutor
+        ns = self.get_namespace().rstrip("/")
+        helper = Node(f"_{self.get_name()}_trigger", namespace=ns or "/",
+                      context=self.context)
+        helper.create_service(Trigger, f"{ns}/{self.get_name()}/identify", self.on_identify)
+        executor = SingleThreadedExecutor(context=self.context)
+        executor.add_node(helper)
+        self._helper = (helper, executor)
+        try:
+            while self.context.ok() and not self._closing.is_set():
+                executor.spin_once(timeout_sec=0.2)
+        except Exception:  # noqa: BLE001 - context shut down
+            pass
 
     def on_identify(self, request, response):
-        log = self.get_logger()
+        """std_srvs/Trigger: identify the ``bag`` parameter's bag with the node's settings
+        (runs in the helper thread; blocks only the helper until the job is done)."""
+        job = Job(bag=self.get_parameter("bag").value)
+        self._incoming.append(job)
+        while not job.done.wait(0.2):
+            if self._closing.is_set():
+                response.success, response.message = False, "identifier shutting down"
+                return response
+        response.success = bool(job.outcome.get("success"))
+        response.message = (job.outcome.get("results_file") if response.success
+                            else job.outcome.get("message", ""))
+        return response
+
+    def _enqueue(self, job):
+        self._queue.append(job)
+        self._start_next()
+
+    def _start_next(self):
+        if self._running is not None or not self._queue:
+            return
+        job = self._queue.popleft()
+        self._running = job
         self._refresh()
+        if job.source == "live":
+            self._start_live(job)
+        else:
+            threading.Thread(target=self._work, args=(job,), daemon=True).start()
+
+    def _on_wake(self):
+        """Executor side of the worker and the Trigger thread (timer): take requests, publish
+        feedback, finish the running job, start the next."""
+        while self._incoming:
+            self._enqueue(self._incoming.popleft())
+        job = self._running
+        if job is None or not job.outcome:
+            self._publish_feedback()
+            return
+        self._running = None
+        self._publish_feedback()
+        if job.outcome.get("success"):
+            self._publish_result(job)
+        self._complete(job)
+        self._start_next()
+
+    def _publish_feedback(self):
+        for job in [self._running, *self._queue]:
+            if job is not None and job.goal_handle is not None and not job.outcome:
+                stage, progress, samples = job.feedback
+                try:
+                    job.goal_handle.publish_feedback(Identify.Feedback(
+                        stage=stage, progress=progress, samples=samples))
+                except Exception:  # noqa: BLE001 - goal finished meanwhile
+                    pass
+
+    # ------------------------------------------------------------------ live source
+    def _start_live(self, job):
+        if not job.duration > 0:
+            self._finish(job, message="live source: duration must be > 0 s")
+            return self._on_wake()
+        from robot_identification.data._bag import BagWriter
+        name = "live_" + time.strftime("%Y%m%d_%H%M%S")
+        path = self.data_directory / name
+        n = 1
+        while path.exists():
+            path = self.data_directory / f"{name}_{n}"
+            n += 1
+        topics = {self.joint_topic: "sensor_msgs/msg/JointState"}
+        if self.model.config.elastic:
+            topics[self.motor_topic] = "sensor_msgs/msg/JointState"
         try:
-            bag = self.resolve_bag()
-            out = Path(self.results_file or self.data_directory / f"{bag.name}_results.yaml")
-            check_output(out, (bag,), "results_file")     # before the long computation
-            log.info(f"identifying {self.model.config.name} from {bag}")
-            settings = self.model.config.identification
-            if self.threshold >= 0:
-                settings = replace(settings, velocity_threshold=self.threshold)
-            n = _message_count(bag, self.joint_topic)
-            if n is not None and n > self.stream_above:
-                log.info(f"{n} samples: streaming identification in bounded memory")
-                result = self._identify_streaming(bag, settings)
-            else:
-                ds = load_dataset(bag, joint_topic=self.joint_topic,
-                                  motor_topic=self.motor_topic, effort_lag=self.effort_lag)
-                if self.nominal_truth:
-                    ds.true_parameters = dict(zip(self.model.parameter_names,
-                                                  map(float, self.model.nominal_parameters())))
-                result = identify(self.model, ds, settings, estimator=self.estimator or None,
-                                  log=log.info)
-            write_results(result, out, self.model, inputs=(bag,))
+            writer = BagWriter(path, topics)
+        except (IdentificationError, OSError) as exc:
+            self._finish(job, message=f"live source: {exc}")
+            return self._on_wake()
+        subs = [self.create_subscription(
+            JointState, topic, lambda data, tp=topic: self._on_live(tp, data), QOS, raw=True)
+            for topic in topics]
+        self._live = {"job": job, "writer": writer, "subs": subs, "path": path,
+                      "start": self.get_clock().now(), "timer": self.create_timer(
+                          0.05, self._check_live)}
+        job.feedback = ("collecting", 0.0, 0)
+        self.get_logger().info(f"collecting {job.duration:g} s of {list(topics)} into {path}")
+
+    def _on_live(self, topic, data):
+        live = self._live
+        if live is None:
+            return
+        live["writer"].write(topic, data, self.get_clock().now().nanoseconds)
+        elapsed = (self.get_clock().now() - live["start"]).nanoseconds * 1e-9
+        n = live["writer"].counts[self.joint_topic]
+        live["job"].feedback = ("collecting", 0.5 * min(elapsed / live["job"].duration, 1.0), n)
+
+    def _check_live(self):
+        live = self._live
+        if live is not None and (self.get_clock().now() - live["start"]).nanoseconds * 1e-9 \
+                >= live["job"].duration:
+            self._stop_live()
+
+    def _stop_live(self, cancelled=False):
+        live, self._live = self._live, None
+        for sub in live["subs"]:
+            self.destroy_subscription(sub)
+        self.destroy_timer(live["timer"])
+        live["writer"].close()          # recorded data are kept, cancelled or not
+        job = live["job"]
+        if cancelled:
+            job.outcome = {"cancelled": True,
+                           "message": f"cancelled while collecting; data kept in {live['path']}"}
+            return self._on_wake()
+        job.bag, job.source = str(live["path"]), "bag"
+        job.offset = 0.5
+        threading.Thread(target=self._work, args=(job,), daemon=True).start()
+
+    # ------------------------------------------------------------------ worker thread
+    def _finish(self, job, **outcome):
+        job.outcome = outcome
+
+    def _work(self, job):
+        log = self.get_logger()
+        try:
+            self._identify(job)
+        except Cancelled:
+            log.info("identification cancelled")
+            self._finish(job, cancelled=True, message="cancelled")
         except (IdentificationError, OSError) as exc:
             log.error(f"identification failed: {exc}")
-            response.success, response.message = False, str(exc)
-            return response
-        except Exception as exc:  # noqa: BLE001 - a bad bag must not kill the service
+            self._finish(job, message=str(exc))
+        except Exception as exc:  # noqa: BLE001 - a bad bag must not kill the node
             import traceback
             log.error(f"identification failed unexpectedly: {exc!r}\n{traceback.format_exc()}")
-            response.success, response.message = False, f"internal error: {exc!r}"
-            return response
+            self._finish(job, message=f"internal error: {exc!r}")
+
+    def _identify(self, job):
+        log = self.get_logger()
+        offset = getattr(job, "offset", 0.0)
+
+        def report(stage, fraction, samples=0):
+            job.report(stage, offset + (1.0 - offset) * fraction, samples)
+
+        if job.source != "bag":
+            raise IdentificationError(f"unknown source '{job.source}' (bag or live)")
+        bag = self.resolve_bag(job.bag)
+        estimators = job.estimators or [self.estimator or self.model.config.identification
+                                        .estimator]
+        settings = self.model.config.identification
+        threshold = job.velocity_threshold if job.velocity_threshold >= 0 else self.threshold
+        if threshold >= 0:
+            settings = replace(settings, velocity_threshold=threshold)
+        n = _message_count(bag, self.joint_topic)
+        streaming = n is not None and n > self.stream_above
+        allowed = STREAM_ESTIMATORS if streaming else BATCH_ESTIMATORS
+        bad = [e for e in estimators if e not in allowed]
+        if bad:
+            raise IdentificationError(
+                f"estimator(s) {bad} not available on the {'streaming' if streaming else 'batch'}"
+                f" path: {', '.join(allowed)}")
+        nominal = job.compare_with_nominal or self.nominal_truth
+        out = Path(job.results_file or self.results_file
+                   or self.data_directory / f"{bag.name}_results.yaml")
+        files = [out] + [out.with_name(f"{out.stem}_{e}{out.suffix}") for e in estimators[1:]]
+        for f in files:
+            check_output(f, (bag,), "results_file")     # before the long computation
+        log.info(f"identifying {self.model.config.name} from {bag} with {', '.join(estimators)}")
+        results = []
+        report("reading", 0.0)
+        if streaming:
+            log.info(f"{n} samples: streaming identification in bounded memory")
+            for i, est in enumerate(estimators):
+                results.append(self._identify_streaming(
+                    bag, settings, est, nominal,
+                    lambda s, i=i: report("estimating", (i + min(s / n, 1.0)) / len(estimators),
+                                          s)))
+        else:
+            ds = load_dataset(bag, joint_topic=self.joint_topic, motor_topic=self.motor_topic,
+                              effort_lag=self.effort_lag)
+            report("estimating", 0.2, ds.n_samples)
+            if nominal:
+                ds.true_parameters = dict(zip(self.model.parameter_names,
+                                              map(float, self.model.nominal_parameters())))
+            for i, est in enumerate(estimators):
+                results.append(identify(self.model, ds, settings, estimator=est, log=log.info))
+                report("estimating", 0.2 + 0.7 * (i + 1) / len(estimators), ds.n_samples)
+        report("writing", 0.95, results[0].n_samples)
+        for result, f in zip(results, files):
+            write_results(result, f, self.model, inputs=(bag,))
+            if self.log_table:
+                log.info(f"{result.estimate.method}: {len(result.names)} base parameters in "
+                         f"{result.elapsed:.2f} s; wrote {f}\n{format_table(result)}")
+            for d in result.diagnostics:   # one line each, at the diagnostic's severity
+                # (one call site per severity: rclpy refuses two severities from one line)
+                if d.severity == "error":
+                    log.error(str(d))
+                elif d.severity == "warning":
+                    log.warning(str(d))
+                else:
+                    log.info(str(d))
+        msgs = [result_msg(r, source=str(bag), results_file=str(f.resolve()),
+                           stamp=self.get_clock().now().to_msg())
+                for r, f in zip(results, files)]
+        job.feedback = ("done", 1.0, results[0].n_samples)
+        self._finish(job, success=True, results=results, messages=msgs, bag=str(bag),
+                     results_file=str(out.resolve()),
+                     message=f"{len(results[0].names)} base parameters from {bag.name} "
+                             f"({', '.join(estimators)}); wrote {out.resolve()}")
+
+    def _identify_streaming(self, bag, settings, estimator, nominal, progress):
+        from robot_identification.streaming import identify_streaming, iter_bag_chunks
+        if self.effort_lag >= 1.0:
+            raise IdentificationError("streaming identification supports effort_lag_periods "
+                                      f"below 1, got {self.effort_lag}")
+        chunks = iter_bag_chunks(bag, self.chunk_samples, joint_topic=self.joint_topic,
+                                 motor_topic=self.motor_topic, elastic=self.model.config.elastic,
+                                 effort_lag=self.effort_lag)
+
+        def counted():
+            read = 0
+            for chunk in chunks:
+                progress(read)      # raises Cancelled between chunks
+                read += chunk.n_samples
+                yield chunk
+            progress(read)
+
+        result = identify_streaming(self.model, counted(), estimator=estimator,
+                                    velocity_threshold=settings.velocity_threshold,
+                                    log=self.get_logger().info)
+        if nominal:
+            result.true_values = result.base.base_values(self.model.nominal_parameters())
+        return result
+
+    # ------------------------------------------------------------------ outputs
+    def _publish_result(self, job):
+        out = job.outcome
+        result = out["results"][0]
         self.result = result
+        self._result_pub.publish(out["messages"][0])
         self._internal = True
         try:
             self.set_parameters([
@@ -141,37 +501,26 @@ class Identifier(Node):
                 Parameter("result.estimates", value=[float(v) for v in result.estimate.values]),
                 Parameter("result.std", value=[float(v) for v in np.nan_to_num(
                     result.estimate.std, nan=-1.0)]),
-                Parameter("result.bag", value=str(bag)),
-                Parameter("result.file", value=str(out.resolve()))])
+                Parameter("result.bag", value=out["bag"]),
+                Parameter("result.file", value=out["results_file"])])
         finally:
             self._internal = False
-        log.info(f"identified {len(result.names)} base parameters in {result.elapsed:.2f} s; "
-                 f"wrote {out}" + (f"\n{format_table(result)}" if self.log_table else ""))
-        for d in result.diagnostics:   # one line each, at the diagnostic's severity
-            # (one call site per severity: rclpy refuses two severities from one line)
-            if d.severity == "error":
-                log.error(str(d))
-            elif d.severity == "warning":
-                log.warning(str(d))
-            else:
-                log.info(str(d))
-        response.success, response.message = True, str(out.resolve())
-        return response
+        self.get_logger().info(out["message"])
 
-    def _identify_streaming(self, bag, settings):
-        from robot_identification.streaming import identify_streaming, iter_bag_chunks
-        if self.effort_lag >= 1.0:
-            raise IdentificationError("streaming identification supports effort_lag_periods "
-                                      f"below 1, got {self.effort_lag}")
-        chunks = iter_bag_chunks(bag, joint_topic=self.joint_topic, motor_topic=self.motor_topic,
-                                 elastic=self.model.config.elastic, effort_lag=self.effort_lag)
-        result = identify_streaming(self.model, chunks,
-                                    estimator=self.estimator or settings.estimator,
-                                    velocity_threshold=settings.velocity_threshold,
-                                    log=self.get_logger().info)
-        if self.nominal_truth:
-            result.true_values = result.base.base_values(self.model.nominal_parameters())
-        return result
+    def destroy_node(self):
+        self.shutdown()
+        return super().destroy_node()
+
+    def shutdown(self):
+        """Cancel the running and queued work, end the Trigger thread (called by main on
+        exit and by destroy_node)."""
+        self._closing.set()
+        for job in [self._running, *self._queue]:
+            if job is not None:
+                job.cancel.set()
+        if self._live is not None:
+            self._live["writer"].close()
+            self._live = None
 
 
 def _message_count(bag, topic):

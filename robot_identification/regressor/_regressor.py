@@ -1,9 +1,14 @@
 """Rigid and elastic-joint regressors (observation-matrix rows) of a RobotModel."""
 from __future__ import annotations
 
+import functools
+import threading
+import weakref
+
 import numpy as np
 import pinocchio as pin
 
+from robot_identification._threads import blas_single_threaded
 from robot_identification.errors import DataError
 
 #: Default number of samples processed per block by :func:`iter_regressor_blocks`.
@@ -25,7 +30,30 @@ def _as_samples(name, x, n, N=None):
     return x
 
 
-def friction_columns(model, velocity):
+def coulomb_sign(velocity, deadband=0.0):
+    """sign(v) outside a deadband, the linear ramp v / deadband inside it.
+
+    At rest the friction torque is undetermined (stiction balances the load) and the
+    measured velocity flickers at its noise level (e.g. +-1e-4 rad/s on a UR10e), so
+    sign(v) would switch the full Coulomb torque on noise. Inside |v| < ``deadband`` the
+    Coulomb column ramps linearly through 0 (used identically in identification and
+    prediction).
+
+    Parameters
+    ----------
+    velocity : ndarray (N, n) [rad/s]
+    deadband : float or ndarray (n,)
+        Half-width [rad/s] per joint; 0: plain sign(v).
+    """
+    v = np.asarray(velocity, dtype=float)
+    d = np.broadcast_to(np.asarray(deadband, dtype=float), v.shape[-1:])
+    if not np.any(d > 0):
+        return np.sign(v)
+    safe = np.where(d > 0, d, 1.0)
+    return np.where(d > 0, np.clip(v / safe, -1.0, 1.0), np.sign(v))
+
+
+def friction_columns(model, velocity, deadband=0.0):
     """Friction and offset columns of the configured friction model.
 
     Parameters
@@ -33,6 +61,8 @@ def friction_columns(model, velocity):
     model : RobotModel
     velocity : ndarray, shape (N, n)
         Joint velocity (rigid) or link-referred motor velocity theta_dot (elastic) [rad/s].
+    deadband : float or ndarray (n,)
+        Coulomb sign deadband [rad/s] (:func:`coulomb_sign`); 0: sign(v).
 
     Returns
     -------
@@ -42,45 +72,195 @@ def friction_columns(model, velocity):
     """
     fr = model.config.friction
     v = velocity
-    cols = {"viscous": v, "coulomb": np.sign(v), "offset": np.ones_like(v)}
+    cols = {"viscous": v, "coulomb": coulomb_sign(v, deadband), "offset": np.ones_like(v)}
     if fr.model == "static":
         cols["stiction"] = (2.0 / np.pi) * np.arctan(fr.stiction_sharpness * v)
         cols["stribeck"] = (2.0 / np.pi) * np.arctan(fr.stribeck_sharpness * v)
     return cols
 
 
-def _inertial_map(model, n_cols):
-    """Matrix (n_cols, 10n) taking pinocchio regressor columns to the inertial columns of
-    ``model`` (body selection in config order and change to each body's parameter frame)."""
-    cache = model.__dict__.setdefault("_inertial_map_cache", {})
-    if n_cols not in cache:
-        M = np.zeros((n_cols, 10 * model.n))
-        for k, jid in enumerate(model._jids):
-            A = model._frame_change[k]
-            M[10 * (jid - 1): 10 * jid, 10 * k: 10 * k + 10] = np.eye(10) if A is None else A
-        cache[n_cols] = M
-    return cache[n_cols]
+class _RegressorPlan:
+    """Index maps of one model, built once: how pinocchio's torque regressor blocks become
+    the columns of :func:`rigid_regressor` / :func:`elastic_regressor`.
 
-
-def _inertial_block(model, R, rows):
-    """Inertial columns (N, len(rows), 10n) of pinocchio regressor blocks R, in config order.
-
-    One matrix product with :func:`_inertial_map` (a single BLAS call per block).
+    Every entry of Y is either (a) a pinocchio regressor entry of a link row and a link
+    body in the joint frame, changed to the body's parameter frame by the sparse 10x10
+    block A_k (``model._frame_change``: most columns are copies, only a few need a
+    product), (b) a sparse linear combination of pinocchio entries (rotor columns of the
+    elastic model, Zollo et al. 2014 eq. 22-28 and A.14), or (c) a drive column computed
+    from the states (rotor inertia, stiffness, damping, friction). Each kind is written
+    with one gather / product / scatter per block of samples, never per sample.
     """
-    N, _, C = R.shape
-    if not np.array_equal(rows, np.arange(R.shape[1])):
-        R = R[:, rows, :]
-    return (R.reshape(-1, C) @ _inertial_map(model, C)).reshape(N, len(rows), 10 * model.n)
+
+    def __init__(self, model):
+        n = model.n
+        elastic = model.config.elastic
+        pm = model.rotor_model if elastic else model.pin_model
+        self.pin_model = pm
+        self.n_cols = 10 * (pm.njoints - 1)
+        self.rows = model.rows_per_sample
+        self.P = model.n_parameters
+        self.link_rows = np.asarray(model._idx_v)
+        self.link_cols = np.concatenate([np.arange(10 * (j - 1), 10 * j) for j in model._jids])
+        basic = (np.array_equal(self.link_rows, np.arange(n))
+                 and np.array_equal(self.link_cols, np.arange(10 * n)))
+        self.basic = basic
+        self._frame_change_maps(model)
+        self._drive_maps(model)
+        self.linear = self._rotor_maps(model) if elastic else None
+
+    def _frame_change_maps(self, model):
+        n = model.n
+        M = np.zeros((10 * n, 10 * n))
+        for k, A in enumerate(model._frame_change):
+            M[10 * k: 10 * k + 10, 10 * k: 10 * k + 10] = np.eye(10) if A is None else A
+        # entries like cos(pi/2) = 6e-17 of axis-aligned frame rotations are exact zeros
+        M[np.abs(M) < 1e-14 * np.abs(M).max(axis=0)] = 0.0
+        nz = [np.flatnonzero(M[:, j]) for j in range(10 * n)]
+        copy = [j for j in range(10 * n) if list(nz[j]) == [j] and M[j, j] == 1.0]
+        single = [j for j in range(10 * n) if len(nz[j]) == 1 and j not in copy]
+        dense = [j for j in range(10 * n) if len(nz[j]) > 1]
+        self.perm_dst = np.array(single, dtype=int)
+        self.perm_src = np.array([nz[j][0] for j in single], dtype=int)
+        self.perm_scale = np.array([M[nz[j][0], j] for j in single])
+        self.dense_dst = np.array(dense, dtype=int)
+        self.dense_src = (np.unique(np.concatenate([nz[j] for j in dense]))
+                          if dense else np.zeros(0, dtype=int))
+        self.dense_map = M[np.ix_(self.dense_src, self.dense_dst)]
+
+    def _drive_maps(self, model):
+        """Flat destinations (row * P + column) of the drive columns, per value source."""
+        n, P = model.n, self.P
+        keys = model.drive_parameter_keys()
+        col = {(k, key): 10 * n + k * len(keys) + i
+               for k in range(n) for i, key in enumerate(keys)}
+        self.keys = keys
+        joints = np.arange(n)
+        self.flat = {}
+        for key in keys:
+            cols = np.array([col[(k, key)] for k in joints])
+            self.flat[key] = (joints * P + cols, (n + joints) * P + cols)
+        self.column = col
+
+    def _rotor_maps(self, model):
+        """Rotor-inertia columns of the complete elastic model as a sparse linear map of
+        the augmented model's regressor entries (Zollo et al. 2014 eq. 22-28): the rotor
+        body's spin inertia (a a^T about the joint axis) minus the transverse share that
+        belongs to the parent body's standard parameters (eq. A.14)."""
+        if model.config.coupling != "complete":
+            return None
+        n, C, P = model.n, self.n_cols, self.P
+        am, pmodel = self.pin_model, model.pin_model
+        entries = {}   # (flat destination in Y, flat source in R) -> weight
+
+        def add(dst, row, cols, weights):
+            for c, w in zip(cols, weights):
+                if w != 0.0:
+                    key = (dst, row * C + c)
+                    entries[key] = entries.get(key, 0.0) + w
+
+        for k in range(n):
+            c = self.column[(k, "rotor_inertia")]
+            rid = model._rotor_jids[k]
+            rotor_cols = np.arange(10 * (rid - 1), 10 * rid)
+            spin = model._spin[k]
+            add((n + k) * P + c, model._rotor_idx_v[k], rotor_cols,
+                model.gear_ratios[k] * spin)
+            parent = pmodel.parents[model._jids[k]]
+            supports = set(am.supports[rid])
+            for r in range(n):
+                if model._jids[r] not in supports:
+                    continue      # joint r does not carry rotor k: structurally zero
+                add(r * P + c, self.link_rows[r], rotor_cols, spin)
+                if parent > 0:
+                    rot = pmodel.jointPlacements[model._jids[k]].rotation
+                    spin_parent = _spin_about(rot @ model.joint_axes[k])
+                    add(r * P + c, self.link_rows[r],
+                        np.arange(10 * (parent - 1), 10 * parent), -spin_parent)
+        items = sorted(entries.items())
+        dst = np.array([d for (d, _), _ in items])
+        src = np.array([s for (_, s), _ in items])
+        weights = np.array([w for _, w in items])
+        starts = np.flatnonzero(np.r_[True, dst[1:] != dst[:-1]])
+        return src, weights, starts, dst[starts]
 
 
-def _drive_column_index(model):
-    keys = model.drive_parameter_keys()
-    base = 10 * model.n
-    return {(k, key): base + k * len(keys) + i
-            for k in range(model.n) for i, key in enumerate(keys)}
+_PLANS = weakref.WeakKeyDictionary()
+_SCRATCH = threading.local()
 
 
-def rigid_regressor(model, q, dq, ddq):
+def _plan(model):
+    plan = _PLANS.get(model)
+    if plan is None:
+        plan = _PLANS[model] = _RegressorPlan(model)
+    return plan
+
+
+def _scratch(name, shape):
+    """Per-thread reusable buffer ``name`` of ``shape`` (at most SUB samples).
+
+    Every temporary of :func:`_fill` lives here: fresh memory costs a page fault per 4 KiB
+    on first touch, which on a shared/virtualised machine was the largest single cost of
+    the regressor (more than the frame-change arithmetic itself).
+    """
+    size = int(np.prod(shape))
+    buffers = _SCRATCH.__dict__
+    buf = buffers.get(name)
+    if buf is None or buf.size < size:
+        buf = buffers[name] = np.empty(size)
+    return buf[:size].reshape(shape)
+
+
+#: Samples per block inside one regressor call (bounds the scratch buffers).
+SUB = 256
+
+
+def _fill(plan, Y, qa, va, aa, drive_values):
+    """Fill Y (N, rows, P), zero on entry: pinocchio loop, frame change, linear rotor
+    columns and drive columns, block by block of SUB samples (the scratch buffers stay in
+    the core's cache)."""
+    pm = plan.pin_model
+    torque_regressor = functools.partial(pin.computeJointTorqueRegressor, pm, pm.createData())
+    N, rows, P = Y.shape
+    n_link = len(plan.link_rows)
+    Yflat = Y.reshape(N, rows * P)
+    for s in range(0, N, SUB):
+        e = min(s + SUB, N)
+        m = e - s
+        Yi = Y[s:e, :n_link, : 10 * n_link]
+        out = _scratch("regressor", (m, pm.nv, plan.n_cols))   # contiguous: cheapest stores
+        for i, args in enumerate(zip(qa[s:e], va[s:e], aa[s:e])):
+            out[i] = torque_regressor(*args)
+        if plan.basic:
+            joint_frame = out[:, :n_link, : 10 * n_link]
+            Yi[...] = joint_frame
+        else:
+            Yi[...] = joint_frame = out[:, plan.link_rows[:, None], plan.link_cols]
+        # joint frame -> parameter frame (A_k blocks): columns moved or combined
+        if len(plan.dense_dst):
+            sources = np.take(joint_frame, plan.dense_src, axis=2, mode="clip",
+                              out=_scratch("sources", (m, n_link, len(plan.dense_src))))
+            dense = np.matmul(sources.reshape(m * n_link, -1), plan.dense_map,   # one gemm
+                              out=_scratch("dense", (m * n_link, len(plan.dense_dst))))
+            Yi[..., plan.dense_dst] = dense.reshape(m, n_link, -1)
+        if len(plan.perm_dst):
+            moved = np.take(joint_frame, plan.perm_src, axis=2, mode="clip",
+                            out=_scratch("moved", (m, n_link, len(plan.perm_src))))
+            Yi[..., plan.perm_dst] = np.multiply(moved, plan.perm_scale, out=moved)
+        if plan.linear is not None:
+            src, weights, starts, dst = plan.linear
+            terms = np.take(out.reshape(m, -1), src, axis=1, mode="clip",
+                            out=_scratch("terms", (m, len(src))))
+            np.multiply(terms, weights, out=terms)
+            Yflat[s:e, dst] = np.add.reduceat(terms, starts, axis=1,
+                                              out=_scratch("sums", (m, len(dst))))
+    for flat, values in drive_values:
+        Yflat[:, flat] = values
+    return Y
+
+
+@blas_single_threaded
+def rigid_regressor(model, q, dq, ddq, friction_deadband=0.0):
     """Regressor of a rigid arm with rotor inertia and friction.
 
     tau = Y(q, dq, ddq) @ pi for the standard parameters pi of ``model``
@@ -96,6 +276,8 @@ def rigid_regressor(model, q, dq, ddq):
     q, dq, ddq : array_like, shape (N, n)
         Joint positions [rad|m], velocities [rad/s|m/s], accelerations [rad/s^2|m/s^2],
         config joint order.
+    friction_deadband : float or ndarray (n,)
+        Coulomb sign deadband [rad/s] (:func:`coulomb_sign`); 0: sign(dq).
 
     Returns
     -------
@@ -112,29 +294,20 @@ def rigid_regressor(model, q, dq, ddq):
     N = q.shape[0]
     dq = _as_samples("dq", dq, n, N)
     ddq = _as_samples("ddq", ddq, n, N)
-    pm = model.pin_model
-    data = pm.createData()
-    qp = model.pin_configuration(q)
-    vp = model.to_pin_v(dq)
-    ap = model.to_pin_v(ddq)
-    R = np.empty((N, pm.nv, 10 * (pm.njoints - 1)))
-    for i in range(N):
-        R[i] = pin.computeJointTorqueRegressor(pm, data, qp[i], vp[i], ap[i])
-    Y = np.zeros((N, n, model.n_parameters))
-    Y[:, :, : 10 * n] = _inertial_block(model, R, model._idx_v)
-    idx = _drive_column_index(model)
-    fric = friction_columns(model, dq)
-    rows = np.arange(n)
-    for key in model.drive_parameter_keys():
-        cols = [idx[(k, key)] for k in range(n)]
-        if key == "rotor_inertia":
-            Y[:, rows, cols] = model.gear_ratios ** 2 * ddq
-        else:
-            Y[:, rows, cols] = fric[key]
-    return Y
+    plan = _plan(model)
+    fric = friction_columns(model, dq, friction_deadband)
+    rotor = np.array([j.rotor for j in model.config.joints], dtype=float)  # 0: no rotor
+    drive = [(plan.flat[key][0],
+              rotor * model.gear_ratios ** 2 * ddq if key == "rotor_inertia" else fric[key])
+             for key in plan.keys]
+    Y = np.empty((N, n, model.n_parameters))
+    Y.fill(0.0)
+    return _fill(plan, Y, model.pin_configuration(q), model.to_pin_v(dq), model.to_pin_v(ddq),
+                 drive)
 
 
-def elastic_regressor(model, q, dq, ddq, theta, dtheta, ddtheta):
+@blas_single_threaded
+def elastic_regressor(model, q, dq, ddq, theta, dtheta, ddtheta, friction_deadband=0.0):
     """Regressor of an arm with elastic joints (Zollo et al. 2014, eq. 13-34).
 
     With q the link positions and theta the link-referred motor positions
@@ -181,58 +354,30 @@ def elastic_regressor(model, q, dq, ddq, theta, dtheta, ddtheta):
     dtheta = _as_samples("dtheta", dtheta, n, N)
     ddtheta = _as_samples("ddtheta", ddtheta, n, N)
     gear = model.gear_ratios
-    am = model.rotor_model
-    data = am.createData()
-    nv = model.pin_model.nv
+    plan = _plan(model)
+    am = plan.pin_model
+    nq, nv = model.pin_model.nq, model.pin_model.nv
     qa = np.empty((N, am.nq))
-    qa[:, : model.pin_model.nq] = model.pin_configuration(q)
+    qa[:, :nq] = model.pin_configuration(q)
     va, aa = np.empty((N, am.nv)), np.empty((N, am.nv))
     va[:, :nv], aa[:, :nv] = model.to_pin_v(dq), model.to_pin_v(ddq)
-    ridx_q = [am.joints[r].idx_q for r in model._rotor_jids]
-    qa[:, ridx_q] = gear * theta
+    qa[:, [am.joints[r].idx_q for r in model._rotor_jids]] = gear * theta
     va[:, model._rotor_idx_v] = gear * dtheta
     aa[:, model._rotor_idx_v] = gear * ddtheta
-    R = np.empty((N, am.nv, 10 * (am.njoints - 1)))
-    for i in range(N):
-        R[i] = pin.computeJointTorqueRegressor(am, data, qa[i], va[i], aa[i])
-
-    Y = np.zeros((N, 2 * n, model.n_parameters))
-    Y[:, :n, : 10 * n] = _inertial_block(model, R, model._idx_v)
-    idx = _drive_column_index(model)
-    rows_l, rows_m = np.arange(n), n + np.arange(n)
-    keys = model.drive_parameter_keys()
-    complete = model.config.coupling == "complete"
-    pmodel = model.pin_model
-    for k in range(n):
-        c = idx[(k, "rotor_inertia")]
-        rid = model._rotor_jids[k]
-        spin = model._spin[k]
-        rotor_cols = slice(10 * (rid - 1), 10 * rid)
-        if complete:
-            motor = R[:, model._rotor_idx_v[k], rotor_cols] @ spin
-            Y[:, n + k, c] = gear[k] * motor
-            link = R[:, model._idx_v, rotor_cols] @ spin
-            parent = pmodel.parents[model._jids[k]]
-            if parent > 0:
-                rot = pmodel.jointPlacements[model._jids[k]].rotation
-                spin_parent = _spin_about(rot @ model.joint_axes[k])
-                link = link - R[:, model._idx_v, 10 * (parent - 1): 10 * parent] @ spin_parent
-            Y[:, :n, c] = link
+    fric = friction_columns(model, dtheta, friction_deadband)
+    drive = []
+    for key in plan.keys:
+        link, motor = plan.flat[key]
+        if key == "rotor_inertia":
+            if plan.linear is None:       # reduced coupling (Spong): B_d = 0
+                drive.append((motor, gear ** 2 * ddtheta))
+        elif key in ("stiffness", "damping"):
+            deflection = q - theta if key == "stiffness" else dq - dtheta
+            drive += [(link, deflection), (motor, -deflection)]
         else:
-            Y[:, n + k, c] = gear[k] ** 2 * ddtheta[:, k]
-    defl, ddefl = q - theta, dq - dtheta
-    fric = friction_columns(model, dtheta)
-    for key in keys:
-        cols = [idx[(k, key)] for k in range(n)]
-        if key == "stiffness":
-            Y[:, rows_l, cols] = defl
-            Y[:, rows_m, cols] = -defl
-        elif key == "damping":
-            Y[:, rows_l, cols] = ddefl
-            Y[:, rows_m, cols] = -ddefl
-        elif key != "rotor_inertia":
-            Y[:, rows_m, cols] = fric[key]
-    return Y
+            drive.append((motor, fric[key]))
+    Y = np.zeros((N, 2 * n, model.n_parameters))
+    return _fill(plan, Y, qa, va, aa, drive)
 
 
 def _spin_about(axis):
@@ -240,7 +385,7 @@ def _spin_about(axis):
     return spin_inertia_parameters(axis)
 
 
-def regressor(model, q, dq, ddq, theta=None, dtheta=None, ddtheta=None):
+def regressor(model, q, dq, ddq, theta=None, dtheta=None, ddtheta=None, friction_deadband=0.0):
     """Regressor of ``model``: :func:`elastic_regressor` or :func:`rigid_regressor`.
 
     Returns
@@ -257,8 +402,8 @@ def regressor(model, q, dq, ddq, theta=None, dtheta=None, ddtheta=None):
         if theta is None or dtheta is None or ddtheta is None:
             raise DataError(f"robot '{model.config.name}' has elastic joints: the regressor "
                             f"needs motor positions, velocities and accelerations (theta)")
-        return elastic_regressor(model, q, dq, ddq, theta, dtheta, ddtheta)
-    return rigid_regressor(model, q, dq, ddq)
+        return elastic_regressor(model, q, dq, ddq, theta, dtheta, ddtheta, friction_deadband)
+    return rigid_regressor(model, q, dq, ddq, friction_deadband)
 
 
 def torque_vector(model, tau):
@@ -280,7 +425,7 @@ def torque_vector(model, tau):
     return np.concatenate([np.zeros_like(tau), tau], axis=1)
 
 
-def iter_regressor_blocks(model, states, chunk=CHUNK):
+def iter_regressor_blocks(model, states, chunk=CHUNK, friction_deadband=0.0):
     """Yield ``(start, Y, y)`` blocks of the stacked observation system in chunks.
 
     Parameters
@@ -291,6 +436,8 @@ def iter_regressor_blocks(model, states, chunk=CHUNK):
         arrays (N, n).
     chunk : int
         Samples per block (bounds memory: chunk * rows * P doubles).
+    friction_deadband : float or ndarray (n,)
+        Coulomb sign deadband [rad/s] (:func:`coulomb_sign`).
     """
     N = np.asarray(states["q"]).shape[0]
     for s in range(0, N, chunk):
@@ -298,5 +445,6 @@ def iter_regressor_blocks(model, states, chunk=CHUNK):
         extra = {}
         if model.config.elastic:
             extra = {k: states[k][sl] for k in ("theta", "dtheta", "ddtheta")}
-        Y = regressor(model, states["q"][sl], states["dq"][sl], states["ddq"][sl], **extra)
+        Y = regressor(model, states["q"][sl], states["dq"][sl], states["ddq"][sl], **extra,
+                      friction_deadband=friction_deadband)
         yield s, Y, torque_vector(model, states["tau"][sl])

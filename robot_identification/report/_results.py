@@ -68,7 +68,14 @@ def result_to_dict(result, model=None) -> dict:
 
 
 def read_results(path, robot=None) -> dict:
-    """Parse a results.yaml written by :func:`write_results`.
+    """Parse and validate a results.yaml written by :func:`write_results`.
+
+    This is the one reader of results files (validate, report, export-urdf, drive-gains).
+    Checked: the schema of the module docstring (a ``robot`` name, a non-empty
+    ``base_parameters`` list of mappings with a ``name`` and a finite ``estimate``; optional
+    ``estimates:`` whose ``values``/``std`` lists have one entry per base parameter and whose
+    ``standard_parameters`` are finite numbers; optional ``diagnostics`` list), finiteness of
+    every estimate, and the robot name.
 
     Parameters
     ----------
@@ -76,10 +83,17 @@ def read_results(path, robot=None) -> dict:
     robot : str, optional
         Expected robot name; a file identified on another robot is refused.
 
+    Returns
+    -------
+    dict
+        The parsed file.
+
     Raises
     ------
     DataError
-        Missing file, not YAML, not a results file, or identified on another robot.
+        Missing file, not YAML, not a results file, a schema violation, NaN/inf or missing
+        estimates, lists of the wrong length, or identified on another robot. The message
+        names the file and the offending key.
     """
     from robot_identification._yaml import read_yaml_file
     from robot_identification.errors import DataError
@@ -87,9 +101,71 @@ def read_results(path, robot=None) -> dict:
     doc = read_yaml_file(path, "results file", DataError)
     if not isinstance(doc, dict) or not isinstance(doc.get("base_parameters"), list):
         raise DataError(f"'{path}' is not a results.yaml (no 'base_parameters' list)")
-    if robot is not None and doc.get("robot") not in (None, robot):
-        raise DataError(f"'{path}' holds results of robot '{doc.get('robot')}', not '{robot}'")
+
+    def bad(where, why):
+        return DataError(f"results file '{path}': {where} {why}")
+
+    name = doc.get("robot")
+    if not isinstance(name, str) or not name:
+        raise bad("'robot'", f"must name the robot, got {name!r}")
+    if robot is not None and name != robot:
+        raise DataError(f"'{path}' holds results of robot '{name}', not '{robot}'")
+    entries = doc["base_parameters"]
+    if not entries:
+        raise bad("'base_parameters'", "is empty")
+    for i, e in enumerate(entries):
+        where = f"base_parameters[{i}]"
+        if not isinstance(e, dict) or not isinstance(e.get("name"), str):
+            raise bad(where, f"must be a mapping with a 'name', got {e!r:.60}")
+        _finite_number(e.get("estimate"), f"{where} ({e['name']}) estimate", bad)
+        if e.get("std") is not None:
+            _number(e["std"], f"{where} ({e['name']}) std", bad)
+    p = len(entries)
+    ests = doc.get("estimates")
+    if ests is not None:
+        if not isinstance(ests, dict):
+            raise bad("'estimates'", f"must be a mapping of estimator -> values, got "
+                                     f"{type(ests).__name__}")
+        for est_name, est in ests.items():
+            where = f"estimates.{est_name}"
+            if not isinstance(est, dict):
+                raise bad(where, f"must be a mapping, got {type(est).__name__}")
+            for key in ("values", "std"):
+                if key not in est and key == "std":
+                    continue
+                v = est.get(key)
+                if not isinstance(v, list) or len(v) != p:
+                    n = len(v) if isinstance(v, list) else type(v).__name__
+                    raise bad(f"{where}.{key}", f"must list {p} numbers (one per base "
+                                                f"parameter), got {n}")
+                for k, x in enumerate(v):
+                    (_finite_number if key == "values" else _number)(
+                        x, f"{where}.{key}[{k}]", bad)
+            sp = est.get("standard_parameters")
+            if sp is not None:
+                if not isinstance(sp, dict):
+                    raise bad(f"{where}.standard_parameters", "must be a mapping name -> value")
+                for k, x in sp.items():
+                    _finite_number(x, f"{where}.standard_parameters.{k}", bad)
+    diags = doc.get("diagnostics")
+    if diags is not None and (not isinstance(diags, list) or not all(
+            isinstance(d, dict) and {"code", "severity", "message"} <= set(d) for d in diags)):
+        raise bad("'diagnostics'", "must be a list of mappings with code, severity, message")
     return doc
+
+
+def _number(x, where, bad):
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise bad(where, f"must be a number, got {x!r:.40}")
+    return float(x)
+
+
+def _finite_number(x, where, bad):
+    if x is None:
+        raise bad(where, "is missing (null)")
+    if not np.isfinite(_number(x, where, bad)):
+        raise bad(where, f"is {x}: results with NaN/inf estimates cannot be used")
+    return float(x)
 
 
 def _f(x):

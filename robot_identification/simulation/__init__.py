@@ -7,6 +7,8 @@
   gravity compensation (De Luca, Siciliano & Zollo 2005)
 - :func:`simulate` -- closed-loop run along an excitation trajectory -> Dataset
 - :func:`add_measurement_noise` -- Gaussian noise at an SNR [dB]
+- :func:`monte_carlo` -- OLS/WLS bias and spread over noise seeds vs the Cramér-Rao bound
+  (:func:`simulated_observations`: exact regressor of a noise-free run; Dask workers)
 """
 from robot_identification.simulation._control import (  # noqa: F401
     ElasticPDController, RigidPDController, make_controller)
@@ -14,3 +16,6 @@ from robot_identification.simulation._friction import FrictionModel, zollo_strib
 from robot_identification.simulation._run import add_measurement_noise, simulate  # noqa: F401
 from robot_identification.simulation._simulator import (  # noqa: F401
     ArmDynamics, Simulator, State)
+from robot_identification.simulation._montecarlo import (  # noqa: F401
+    MonteCarloResult, cramer_rao_bound, monte_carlo, simulated_observations,
+    torque_noise_sigma)

@@ -10,6 +10,10 @@ from robot_identification.simulation._simulator import Simulator
 
 _NOISY = ("q", "theta", "dq", "ddq", "dtheta", "ddtheta")
 
+#: Largest number of samples a simulation holds in memory (1 h at 1 kHz; 6 joints with all
+#: derivatives: about 1.4 GB).
+MAX_SAMPLES = 3_600_000
+
 
 def add_measurement_noise(dataset, snr_db, seed=0):
     """Copy of ``dataset`` with zero-mean Gaussian noise at a signal-to-noise ratio.
@@ -105,7 +109,8 @@ def simulate(model, duration=None, trajectory=None, seed=0, snr_db=None, *,
     ExcitationError
         The trajectory has the wrong number of joints or other joint names.
     DataError
-        Negative seed, non-finite SNR, or the simulation diverged.
+        Negative seed, non-finite SNR, a duration that is not finite and positive or
+        above MAX_SAMPLES samples, or the simulation diverged.
     """
     from robot_identification.excitation import (
         load_trajectory, trajectory_from_config)
@@ -130,10 +135,15 @@ def simulate(model, duration=None, trajectory=None, seed=0, snr_db=None, *,
         raise ExcitationError(f"trajectory is for joints {list(names)}, robot "
                               f"'{model.config.name}' has {list(model.joint_names)}")
     duration = float(trajectory.duration if duration is None else duration)
-    if duration <= 0:
-        raise DataError(f"duration must be > 0 s, got {duration}")
+    if not np.isfinite(duration) or duration <= 0:
+        raise DataError(f"duration must be a finite number > 0 s, got {duration}")
     sim = Simulator(model, rate_hz=rate_hz, substeps=substeps, seed=seed, quantise=quantise,
                     friction=friction)
+    if duration * sim.rate_hz > MAX_SAMPLES:     # bound the allocation before making it
+        raise DataError(f"duration {duration:.6g} s at {sim.rate_hz:g} Hz is "
+                        f"{duration * sim.rate_hz:.3g} samples, above the in-memory limit "
+                        f"{MAX_SAMPLES:.2g}: simulate shorter runs (at most "
+                        f"{MAX_SAMPLES / sim.rate_hz:.0f} s)")
     ctrl = controller or make_controller(model, kp, kd)
     N = int(round(duration * sim.rate_hz)) + 1
     t = np.arange(N) * sim.dt
@@ -146,7 +156,11 @@ def simulate(model, duration=None, trajectory=None, seed=0, snr_db=None, *,
     if derivatives:
         for k in ("dq", "ddq") + (("dtheta", "ddtheta") if sim.elastic else ()):
             rec[k] = np.empty((N, n))
+    from robot_identification.progress import bar
+    pbar = bar(total=round(duration, 3), desc="simulate", unit="s")
     for i in range(N):
+        if i % 500 == 0 and i:
+            pbar.update(round(500 * sim.dt, 6))
         meas = sim.measure()
         u = ctrl(q_ref[i], dq_ref[i], meas)
         rec["q"][i] = meas["q"]
@@ -163,6 +177,7 @@ def simulate(model, duration=None, trajectory=None, seed=0, snr_db=None, *,
             sim.step(u)
         if log and i % 5000 == 0 and i:
             log(f"simulated {t[i]:.1f}/{duration:.1f} s")
+    pbar.close()
     if torque == "interval_mean":
         rec["tau"][1:] = 0.5 * (rec["tau"][1:] + rec["tau"][:-1])
     meta = {"robot": model.config.name, "torque": torque,

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
-from robot_identification.errors import ConfigError, DataError
+from robot_identification.errors import ConfigError, DataError, ModelError
 from robot_identification.model._inertia import spin_inertia_parameters
 from robot_identification.simulation._friction import FrictionModel
 
@@ -341,7 +341,13 @@ class Simulator:
             if j.limits.position is not None:
                 lo[k], hi[k] = j.limits.position
         qs = np.vstack([np.zeros(self.n), rng.uniform(lo, hi, (8, self.n))])
-        w = self.dynamics.natural_frequency(qs)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            w = self.dynamics.natural_frequency(qs)
+        if not math.isfinite(w):
+            raise ModelError(f"robot '{self.model.config.name}' ({self.model.config.urdf_path}):"
+                             f" a joint moves no inertia (a link with zero mass and inertia?): "
+                             f"the joint-space inertia matrix is singular and cannot be "
+                             f"simulated; give the links physical inertials")
         return max(2, int(math.ceil(w * self.dt / OMEGA_STEP)))
 
     # ----------------------------------------------------------------- state

@@ -1,0 +1,67 @@
+"""Dask clients for map-reduce over recordings and Monte-Carlo runs.
+
+Normal equations are additive (sum over recordings), and Monte-Carlo runs are independent,
+so both are a map on workers and a sum or a stack on the client. ``workers=1`` without a
+scheduler runs in this process (no cluster); otherwise a local cluster (one thread per
+worker process: the per-sample pinocchio loop holds the GIL) or an existing scheduler.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+
+from robot_identification.errors import ConfigError
+
+
+def check_workers(workers, scheduler=None):
+    """Validate ``--workers`` / ``--scheduler``.
+
+    Raises
+    ------
+    ConfigError
+        ``workers`` not a positive integer, or ``scheduler`` not ``tcp://HOST:PORT``-like.
+    """
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ConfigError(f"workers must be a positive integer, got {workers!r}")
+    if scheduler is not None and "://" not in str(scheduler):
+        raise ConfigError(f"scheduler must be an address like tcp://HOST:PORT, got "
+                          f"{scheduler!r}")
+
+
+@contextlib.contextmanager
+def dask_client(workers=1, scheduler=None, processes=True):
+    """Context manager yielding a ``distributed.Client``, or None for in-process work.
+
+    Parameters
+    ----------
+    workers : int
+        Local worker count (ignored with ``scheduler``); 1 without a scheduler -> None.
+    scheduler : str, optional
+        Address of a running Dask scheduler (``tcp://HOST:PORT``).
+    processes : bool
+        Local cluster of worker processes (True) or threads (False).
+
+    Raises
+    ------
+    ConfigError
+        Bad arguments, or the scheduler cannot be reached (10 s timeout).
+    """
+    check_workers(workers, scheduler)
+    if scheduler is None and workers == 1:
+        yield None
+        return
+    from distributed import Client, LocalCluster
+    if scheduler is not None:
+        try:
+            client = Client(scheduler, timeout=10)
+        except (OSError, TimeoutError) as exc:
+            raise ConfigError(f"cannot reach Dask scheduler {scheduler}: {exc}") from None
+        try:
+            yield client
+        finally:
+            client.close()
+        return
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes,
+                      dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
+            Client(cluster) as client:
+        yield client

@@ -1,0 +1,116 @@
+"""``robot-identification montecarlo``: bias and spread of OLS/WLS vs the Cramér-Rao bound."""
+from __future__ import annotations
+
+NAME = "montecarlo"
+HELP = ("simulate N noise seeds on a robot's excitation, identify each, report bias and std per "
+        "base parameter against the Cramér-Rao bound (runs on Dask workers)")
+ORDER = 35
+
+
+def add_arguments(p):
+    from robot_identification.commands._common import add_robot_arguments
+    add_robot_arguments(p)
+    p.add_argument("--runs", type=int, default=100, help="Monte-Carlo runs (seeds)")
+    noise = p.add_mutually_exclusive_group(required=True)
+    noise.add_argument("--snr", type=float, metavar="DB",
+                       help="torque signal-to-noise ratio [dB]: sigma_j = rms(tau_j) "
+                            "10^(-DB/20)")
+    noise.add_argument("--sigma", type=float, nargs="+", metavar="NM",
+                       help="torque noise standard deviation per joint [N m]")
+    p.add_argument("--seed", type=int, default=0, help="run i uses noise seed SEED + i")
+    p.add_argument("--estimator", action="append", choices=("ols", "wls", "wls_known"),
+                   help="estimators of every run (repeatable; default ols and wls; "
+                        "wls_known = WLS with the true sigma)")
+    p.add_argument("--workers", type=int, default=1,
+                   help="Dask workers on a local cluster (default 1: in this process)")
+    p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                   help="an existing Dask scheduler instead of a local cluster")
+    p.add_argument("--trajectory", metavar="FILE",
+                   help="excitation trajectory YAML (default: the config's simulation.excitation)")
+    p.add_argument("--duration", type=float, help="simulated time [s]")
+    p.add_argument("--output", help="write the study as YAML")
+
+
+def format_report(result, estimators):
+    """Text table: per base parameter the exact value, each estimator's mean and std, the
+    CRLB std and var/CRLB; then a summary line per estimator."""
+    lines = []
+    head = f"{'#':>3} {'expression':44s} {'exact':>10}"
+    for e in estimators:
+        head += f" | {e + ' mean':>10} {'std':>9} {'var/CRLB':>8}"
+    head += f" | {'CRLB std':>9}"
+    lines += [head, "-" * len(head)]
+    sums = {e: result.summary(e) for e in estimators}
+    for i, expr in enumerate(result.expressions):
+        row = f"{i + 1:3d} {expr[:44]:44s} {result.true[i]:10.4g}"
+        for e in estimators:
+            s = sums[e]
+            row += f" | {s['mean'][i]:10.4g} {s['std'][i]:9.3g} {s['variance_ratio'][i]:8.2f}"
+        lines.append(row + f" | {sums[estimators[0]]['crlb_std'][i]:9.3g}")
+    band = result.variance_ratio_band()
+    for e in estimators:
+        s = sums[e]
+        lines.append(f"{e}: var/CRLB median {float(_median(s['variance_ratio'])):.3f}, max "
+                     f"{float(s['variance_ratio'].max()):.3f} (Monte-Carlo error of a variance "
+                     f"ratio, 2 sigma: +-{band:.3f}); largest |bias| / standard error "
+                     f"{float(abs(s['bias_z']).max()):.2f}")
+    return "\n".join(lines)
+
+
+def _median(x):
+    import numpy as np
+    return np.median(x)
+
+
+def run(args):
+    import numpy as np
+    import yaml
+
+    from robot_identification import progress
+    from robot_identification._dask import check_workers
+    from robot_identification.commands._common import (
+        check_output_argument, input_paths, robot_from_args)
+    from robot_identification.errors import ConfigError
+    from robot_identification.excitation import check_limits, load_trajectory
+    from robot_identification.outputs import write_text_atomic
+    from robot_identification.simulation._montecarlo import (
+        monte_carlo, simulated_observations, torque_noise_sigma)
+    check_workers(args.workers, args.scheduler)
+    if args.runs < 2:
+        raise ConfigError(f"--runs must be >= 2, got {args.runs}")
+    if args.seed < 0:
+        raise ConfigError(f"--seed must be >= 0, got {args.seed}")
+    model = robot_from_args(args)
+    check_output_argument(args, model)
+    traj = load_trajectory(args.trajectory) if args.trajectory else None
+    if traj is not None:
+        check_limits(model, traj)
+    W, y, base, true = simulated_observations(model, trajectory=traj, duration=args.duration)
+    if args.sigma is not None:
+        sigma = np.array(args.sigma, dtype=float)
+        if sigma.shape != (model.n,) or np.any(~np.isfinite(sigma)) or np.any(sigma <= 0):
+            raise ConfigError(f"--sigma needs {model.n} positive values (one per joint), got "
+                              f"{args.sigma}")
+        how = f"sigma = {sigma.tolist()} N m"
+    else:
+        sigma = torque_noise_sigma(y, args.snr)
+        how = f"torque SNR {args.snr:g} dB: sigma = {np.round(sigma, 4).tolist()} N m"
+    estimators = tuple(dict.fromkeys(args.estimator or ("ols", "wls")))
+    with progress.bar(total=args.runs, desc="montecarlo", unit="run") as pbar:
+        result = monte_carlo(W, y, sigma, args.runs, seed=args.seed, estimators=estimators,
+                             true=true, names=base.names, expressions=base.expressions(),
+                             workers=args.workers, scheduler=args.scheduler, progress=pbar)
+    where = (f"scheduler {args.scheduler}" if args.scheduler else
+             f"{args.workers} local worker{'s' if args.workers > 1 else ''}")
+    print(f"{model.config.name}: {args.runs} Monte-Carlo runs (seeds {args.seed}.."
+          f"{args.seed + args.runs - 1}) on {where}; {W.shape[0]} samples x {model.n} joints "
+          f"of the noise-free simulated excitation, {how}")
+    print(format_report(result, estimators))
+    if args.output:
+        doc = result.to_dict()
+        doc.update(robot=model.config.name, estimators=list(estimators), noise=how,
+                   samples=int(W.shape[0]))
+        out = write_text_atomic(args.output, yaml.safe_dump(doc, sort_keys=False),
+                                input_paths(args, model), "--output")
+        print(f"wrote {out.resolve()}")
+    return 0

@@ -1,0 +1,162 @@
+"""online_identifier: identification while the robot moves (live topics or a replayed bag).
+
+Subscribes to ``joint_states_topic`` (link side, sensor_msgs/JointState with positions and,
+for rigid arms, efforts) and for elastic arms ``motor_states_topic`` (motor positions referred
+to the link side and motor torques as efforts), pairs them by header stamp and feeds them in
+blocks of ``block_samples`` to :class:`robot_identification.online.OnlineIdentification`
+(polynomial-approximation filters, modified recursive least squares with identifiability
+flags). Every 1/``publish_rate`` s of node time (``/clock`` with ``use_sim_time``) the current
+estimate goes out latched on ``~/estimates`` (robot_identification_interfaces/msg/
+IdentificationResult, ``final`` false; each parameter's ``identified`` is its MRLS flag, std
+NaN until identified). ``~/reset`` (std_srvs/Trigger) starts over; so does a header stamp that
+goes back (a restarted simulation or replay). The sample rate is measured on the first block.
+"""
+from __future__ import annotations
+
+import numpy as np
+from rclpy.node import Node
+from robot_identification_interfaces.msg import IdentificationResult as ResultMsg
+from sensor_msgs.msg import JointState
+from std_srvs.srv import Trigger
+
+from robot_identification.errors import IdentificationError
+from robot_identification.nodes._common import QOS, declare, declare_robot, main_for
+from robot_identification.nodes._messages import LATCHED, result_msg
+from robot_identification.online import OnlineIdentification
+
+
+class OnlineIdentifier(Node):
+    def __init__(self, **kwargs):
+        super().__init__("online_identifier", **kwargs)
+        self.model = declare_robot(self)
+        self.elastic = self.model.config.elastic
+        joint_topic = declare(self, "joint_states_topic", "joint_states", "link-side states")
+        motor_topic = declare(self, "motor_states_topic", "motor_states",
+                              "motor-side states (elastic arms)")
+        self.rate = declare(self, "publish_rate", 2.0, "estimates per second (node time) [Hz]",
+                            low=0.01, high=1000.0)
+        self.block = declare(self, "block_samples", 100, "samples per recursive update",
+                             low=2, high=1_000_000)
+        self.effort_lag = declare(
+            self, "effort_lag_periods", 0.0, "efforts lag the states by this many periods "
+            "(0.5: torque held over the previous period, as simulated_robot publishes)",
+            low=0.0, high=0.999)
+        self.threshold = declare(self, "velocity_threshold", -1.0,
+                                 "friction-row velocity threshold [rad/s]; < 0: config's",
+                                 low=-1.0, high=100.0)
+        self.window = declare(self, "filter_window", 0.044,
+                              "polynomial-approximation window T [s]", low=0.001, high=10.0)
+        self.nominal = declare(self, "compare_with_nominal", False,
+                               "simulation: report the nominal parameters as true values")
+        self.pub = self.create_publisher(ResultMsg, "~/estimates", LATCHED)
+        self.subs = [self.create_subscription(
+            JointState, joint_topic, lambda m: self.on_state(m, 0), QOS)]
+        if self.elastic:
+            self.subs.append(self.create_subscription(
+                JointState, motor_topic, lambda m: self.on_state(m, 1), QOS))
+        self.create_service(Trigger, "~/reset", self.on_reset)
+        self.create_timer(1.0 / self.rate, self.on_publish)
+        self.engine = None
+        self.received = 0           # state messages taken (both topics)
+        self.reset()
+
+    def reset(self):
+        self.engine = None
+        self.rows = []              # (t, q, tau, theta) waiting for the next block
+        self.pending = ({}, {})     # stamp [ns] -> message, per side, waiting for its partner
+        self.last_stamp = None
+        self.unpaired = 0
+        self.errors = 0
+
+    def on_reset(self, request, response):
+        n = 0 if self.engine is None else self.engine.n_input
+        self.reset()
+        response.success, response.message = True, f"reset after {n} samples"
+        return response
+
+    def _arrays(self, msg, field):
+        names = list(msg.name)
+        v = np.asarray(getattr(msg, field), dtype=float)
+        if v.size != len(names):
+            return None
+        try:
+            return v[[names.index(j) for j in self.model.joint_names]]
+        except ValueError:
+            return None
+
+    def on_state(self, msg, side):
+        self.received += 1
+        stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        if not self.elastic:
+            return self._add(stamp, msg, None)
+        mine, other = self.pending[side], self.pending[1 - side]
+        partner = other.pop(stamp, None)
+        if partner is None:
+            mine[stamp] = msg
+            return
+        for old in [s for s in other if s < stamp]:     # partners that never came
+            del other[old]
+            self.unpaired += 1
+        link, motor = (msg, partner) if side == 0 else (partner, msg)
+        self._add(stamp, link, motor)
+
+    def _add(self, stamp, link, motor):
+        if self.last_stamp is not None and stamp <= self.last_stamp:
+            if stamp < self.last_stamp:
+                self.get_logger().warning("time went back: starting over")
+                self.reset()
+            else:
+                return
+        self.last_stamp = stamp
+        q = self._arrays(link, "position")
+        tau = self._arrays(motor if self.elastic else link, "effort")
+        theta = self._arrays(motor, "position") if self.elastic else None
+        if q is None or tau is None or (self.elastic and theta is None):
+            self.errors += 1
+            if self.errors == 1:
+                self.get_logger().error(
+                    f"state messages lack joints {self.model.joint_names} or positions/efforts;"
+                    f" ignored")
+            return
+        self.rows.append((stamp * 1e-9, q, tau, theta))
+        if len(self.rows) >= self.block:
+            self._push()
+
+    def _push(self):
+        rows, self.rows = self.rows, []
+        t = np.array([r[0] for r in rows])
+        q = np.array([r[1] for r in rows])
+        tau = np.array([r[2] for r in rows])
+        theta = np.array([r[3] for r in rows]) if self.elastic else None
+        try:
+            if self.engine is None:
+                fs = 1.0 / float(np.median(np.diff(t)))
+                self.engine = OnlineIdentification(
+                    self.model, fs, pa={"window": self.window},
+                    velocity_threshold=None if self.threshold < 0 else self.threshold,
+                    effort_lag=self.effort_lag)
+                self.get_logger().info(f"identifying on line at {fs:.6g} Hz")
+            self.engine.push(t, q, tau, theta)
+        except IdentificationError as exc:
+            self.get_logger().error(f"on-line identification: {exc}; starting over")
+            self.reset()
+
+    def on_publish(self):
+        if self.rows and (self.engine is not None or len(self.rows) >= 2):
+            self._push()
+        if self.engine is None or self.engine.n_samples == 0:
+            return
+        result = self.engine.estimate()
+        if self.nominal:
+            result.true_values = result.base.base_values(self.model.nominal_parameters())
+        source = "live:" + ",".join(s.topic_name for s in self.subs)
+        self.pub.publish(result_msg(result, source=source, final=False,
+                                    stamp=self.get_clock().now().to_msg()))
+
+
+def main(args=None):
+    main_for(OnlineIdentifier, args)
+
+
+if __name__ == "__main__":
+    main()

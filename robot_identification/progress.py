@@ -1,0 +1,56 @@
+"""Progress bars (tqdm) for steps that can take more than a few seconds.
+
+Off by default, so that library calls, tests and notebooks stay quiet; the command line
+turns them on (:func:`enable`) unless ``--quiet`` is given. Bars are drawn on stderr only
+when it is a terminal (tqdm's own check), and only once a step has run for
+:data:`DELAY` seconds, so that short steps print nothing.
+
+Example::
+
+    from robot_identification import progress
+    with progress.bar(total=n, desc="simulate", unit="s") as pb:
+        ...
+        pb.update(dt)
+"""
+from __future__ import annotations
+
+#: Seconds before a bar appears.
+DELAY = 1.0
+
+_enabled = False
+
+
+def enable(on: bool = True) -> None:
+    """Turn progress bars on (the CLI does, unless ``--quiet``) or off."""
+    global _enabled
+    _enabled = bool(on)
+
+
+def enabled() -> bool:
+    """Whether :func:`bar` draws (when stderr is a terminal)."""
+    return _enabled
+
+
+def bar(total=None, desc: str = "", unit: str = "it", **kw):
+    """A tqdm bar on stderr; a silent one when disabled or stderr is not a terminal.
+
+    Parameters
+    ----------
+    total : float, optional
+        Work to do (None: unknown, a counter is shown).
+    desc : str
+        Step name shown before the bar.
+    unit : str
+        Unit of ``total`` (e.g. ``"s"`` of simulated time, ``"sample"``).
+
+    Returns
+    -------
+    tqdm.tqdm
+        Use as a context manager; ``update(n)`` advances it.
+    """
+    from tqdm.auto import tqdm
+    kw.setdefault("delay", DELAY)
+    kw.setdefault("leave", False)
+    kw.setdefault("dynamic_ncols", True)
+    return tqdm(total=total, desc=desc, unit=unit,
+                disable=None if _enabled else True, **kw)

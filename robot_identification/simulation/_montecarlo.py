@@ -1,0 +1,299 @@
+"""Monte-Carlo studies of the least-squares estimators against the Cramér-Rao bound.
+
+Model (Szabó & Gincsainé 2021, Sec. 3 and eq. 17-19): y = W beta + e on a fixed, exactly
+known base regressor W (N, rows, p) with zero-mean white Gaussian equation noise e of
+standard deviation sigma_j per row group j (joint torque). For this linear Gaussian model
+the Cramér-Rao bound of any unbiased estimator is (W^T Sigma^-1 W)^-1, which WLS with the
+true sigma attains. Each run draws its own noise from its own seed, so the numbers do not
+depend on how the runs are spread over Dask workers.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from robot_identification.errors import ConfigError, DataError
+
+#: Estimators of a run: name -> f(neq, sigma) -> Estimate (``wls_known``: WLS with the
+#: true sigma, Szabó eq. 19; ``wls``: sigma estimated from the OLS residuals).
+RUN_ESTIMATORS = ("ols", "wls", "wls_known")
+
+
+def _estimate(name, neq, sigma):
+    from robot_identification.estimation import ols, wls
+    if name == "ols":
+        return ols(neq)
+    if name == "wls":
+        return wls(neq)
+    return wls(neq, sigma=sigma)
+
+
+def run_seeds(W, y, sigma, seeds, estimators=("ols", "wls")):
+    """Estimates of Monte-Carlo runs, one per seed (the map step; runs on a worker).
+
+    Parameters
+    ----------
+    W : ndarray, shape (N, rows, p)
+        Base regressor (exact states).
+    y : ndarray, shape (N, rows)
+        Noise-free left-hand side (torques).
+    sigma : ndarray, shape (rows,)
+        Noise standard deviation per row group [N m].
+    seeds : sequence of int
+        One run per seed: e = sigma * standard_normal(default_rng(seed)).
+    estimators : sequence of str
+        From :data:`RUN_ESTIMATORS`.
+
+    Returns
+    -------
+    ndarray, shape (len(seeds), len(estimators), p)
+    """
+    from robot_identification._threads import one_blas_thread
+    from robot_identification.estimation import NormalEquations
+    out = np.empty((len(seeds), len(estimators), W.shape[2]))
+    with one_blas_thread():
+        for i, seed in enumerate(seeds):
+            noise = sigma * np.random.default_rng(int(seed)).standard_normal(y.shape)
+            neq = NormalEquations(W.shape[2], W.shape[1])
+            neq.add(W, y + noise)
+            for j, name in enumerate(estimators):
+                out[i, j] = _estimate(name, neq, sigma).values
+    return out
+
+
+def cramer_rao_bound(W, sigma):
+    """Cramér-Rao bound (W^T Sigma^-1 W)^-1, shape (p, p), of y = W beta + e with
+    e ~ N(0, diag(sigma_j^2)) per row group (Szabó & Gincsainé 2021, Sec. 3).
+
+    Raises
+    ------
+    DataError
+        W^T Sigma^-1 W is singular (the trajectory does not excite every base parameter).
+    """
+    Ws = W / np.asarray(sigma, dtype=float)[None, :, None]
+    fisher = np.einsum("nji,njk->ik", Ws, Ws)
+    try:
+        return np.linalg.inv(fisher)
+    except np.linalg.LinAlgError:
+        raise DataError("the Fisher information W^T Sigma^-1 W is singular: the trajectory "
+                        "does not excite every base parameter") from None
+
+
+@dataclass
+class MonteCarloResult:
+    """Estimates of every run and the Cramér-Rao bound.
+
+    Attributes
+    ----------
+    names, expressions : list of str
+        Base parameters (p).
+    true : ndarray (p,)
+        Exact base parameter values.
+    sigma : ndarray (rows,)
+        Noise standard deviation per row group.
+    seeds : ndarray (runs,)
+    estimates : dict
+        Estimator name -> ndarray (runs, p).
+    crlb : ndarray (p, p)
+        Cramér-Rao bound of the covariance.
+    """
+    names: list
+    expressions: list
+    true: np.ndarray
+    sigma: np.ndarray
+    seeds: np.ndarray
+    estimates: dict
+    crlb: np.ndarray
+    info: dict = field(default_factory=dict)
+
+    @property
+    def runs(self) -> int:
+        return len(self.seeds)
+
+    def summary(self, estimator):
+        """Per base parameter: ``mean``, ``bias`` (mean - true), ``std`` (ddof 1),
+        ``crlb_std`` (sqrt of the bound's diagonal), ``variance_ratio`` (var / CRLB) and
+        ``bias_z`` (bias / standard error of the mean); arrays (p,)."""
+        x = self.estimates[estimator]
+        mean = x.mean(axis=0)
+        var = x.var(axis=0, ddof=1) if self.runs > 1 else np.full(x.shape[1], np.nan)
+        crlb = np.diag(self.crlb)
+        return {"mean": mean, "bias": mean - self.true, "std": np.sqrt(var),
+                "crlb_std": np.sqrt(crlb), "variance_ratio": var / crlb,
+                "bias_z": (mean - self.true) / np.sqrt(var / self.runs)}
+
+    def variance_ratio_band(self) -> float:
+        """Two-sigma Monte-Carlo error of a variance ratio: 2 sqrt(2 / (runs - 1))."""
+        return 2.0 * np.sqrt(2.0 / max(self.runs - 1, 1))
+
+    def to_dict(self) -> dict:
+        """Plain types for YAML: settings and one entry per base parameter."""
+        params = []
+        sums = {e: self.summary(e) for e in self.estimates}
+        for i, name in enumerate(self.names):
+            entry = {"name": name, "expression": self.expressions[i],
+                     "true": float(self.true[i]),
+                     "crlb_std": float(np.sqrt(self.crlb[i, i]))}
+            for e, s in sums.items():
+                entry[e] = {k: float(s[k][i]) for k in ("mean", "bias", "std", "variance_ratio",
+                                                         "bias_z")}
+            params.append(entry)
+        return {"runs": int(self.runs), "first_seed": int(self.seeds[0]),
+                "sigma": [float(s) for s in self.sigma], **self.info,
+                "base_parameters": params}
+
+
+def monte_carlo(W, y, sigma, runs, *, seed=0, estimators=("ols", "wls"), true=None,
+                names=None, expressions=None, workers=1, scheduler=None, processes=True,
+                progress=None):
+    """Monte-Carlo study: ``runs`` noise draws on (W, y), each estimated by ``estimators``.
+
+    Parameters
+    ----------
+    W : ndarray, shape (N, rows, p)
+        Base regressor of the exact states.
+    y : ndarray, shape (N, rows)
+        Noise-free torques (y = W true for an exact model).
+    sigma : array_like, shape (rows,)
+        Noise standard deviation per row group [N m] (> 0).
+    runs : int
+    seed : int
+        Run i uses seed ``seed + i``.
+    estimators : sequence of str
+        From :data:`RUN_ESTIMATORS`.
+    true : ndarray (p,), optional
+        Exact base values (default: least squares on the noise-free y).
+    names, expressions : list of str, optional
+    workers : int
+        Dask workers (1 without ``scheduler``: in this process).
+    scheduler : str, optional
+        Address of a running Dask scheduler.
+    processes : bool
+        Local cluster of processes (True) or threads.
+    progress : tqdm-like, optional
+        ``update(k)`` after every k finished runs.
+
+    Returns
+    -------
+    MonteCarloResult
+
+    Raises
+    ------
+    ConfigError
+        runs < 2, unknown estimator, sigma of the wrong length or not positive, bad
+        workers/scheduler.
+    DataError
+        Singular Fisher information.
+    """
+    from robot_identification._dask import dask_client
+    W = np.asarray(W, dtype=float)
+    y = np.asarray(y, dtype=float)
+    sigma = np.asarray(sigma, dtype=float).reshape(-1)
+    if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or runs < 2:
+        raise ConfigError(f"runs must be an integer >= 2, got {runs!r}")
+    unknown = [e for e in estimators if e not in RUN_ESTIMATORS]
+    if unknown or not estimators:
+        raise ConfigError(f"unknown Monte-Carlo estimator(s) {unknown}; choose from "
+                          f"{list(RUN_ESTIMATORS)}")
+    if sigma.shape != (W.shape[1],) or not np.all(np.isfinite(sigma)) or np.any(sigma <= 0):
+        raise ConfigError(f"sigma must hold {W.shape[1]} positive values (one per row group), "
+                          f"got {sigma.tolist()}")
+    if seed < 0:
+        raise ConfigError(f"seed must be >= 0, got {seed}")
+    crlb = cramer_rao_bound(W, sigma)
+    if true is None:
+        from robot_identification.estimation import NormalEquations, ols
+        neq = NormalEquations(W.shape[2], W.shape[1])
+        neq.add(W, y)
+        true = ols(neq).values
+    seeds = seed + np.arange(runs)
+    estimators = tuple(estimators)
+    batches = np.array_split(seeds, min(runs, max(10, 4 * workers)))
+    parts = []
+    with dask_client(workers, scheduler, processes) as client:
+        if client is None:
+            for b in batches:
+                parts.append(run_seeds(W, y, sigma, b, estimators))
+                if progress is not None:
+                    progress.update(len(b))
+        else:
+            from distributed import as_completed
+            W_remote, y_remote = client.scatter([W, y], broadcast=True)
+            futures = [client.submit(run_seeds, W_remote, y_remote, sigma, b, estimators,
+                                     pure=False) for b in batches]
+            for fut in as_completed(futures):
+                if progress is not None:
+                    progress.update(len(batches[futures.index(fut)]))
+            parts = client.gather(futures)
+    x = np.concatenate(parts, axis=0)
+    p = W.shape[2]
+    return MonteCarloResult(
+        names=list(names or [f"beta{i + 1}" for i in range(p)]),
+        expressions=list(expressions or names or [f"beta{i + 1}" for i in range(p)]),
+        true=np.asarray(true, dtype=float), sigma=sigma, seeds=seeds,
+        estimates={e: x[:, j, :] for j, e in enumerate(estimators)}, crlb=crlb)
+
+
+def torque_noise_sigma(y, snr_db):
+    """sigma_j = rms(y_j) 10^(-snr_db / 20) per row group (torque signal-to-noise ratio).
+
+    Raises
+    ------
+    ConfigError
+        Non-finite or non-positive SNR, or a row group without signal.
+    """
+    if not (np.isfinite(snr_db) and snr_db > 0):
+        raise ConfigError(f"SNR must be a finite positive number of dB, got {snr_db!r}")
+    rms = np.sqrt(np.mean(np.asarray(y, dtype=float) ** 2, axis=0))
+    if np.any(rms <= 0):
+        raise ConfigError("a row group has no torque signal (rms 0): give --sigma instead")
+    return rms * 10.0 ** (-float(snr_db) / 20.0)
+
+
+def simulated_observations(model, *, trajectory=None, duration=None, base=None, log=None):
+    """Exact base regressor and noise-free torques of a simulated excitation.
+
+    Runs :func:`~robot_identification.simulation.simulate` once without noise, with the
+    identification model's friction laws (``friction='regressor'``), exact recorded
+    derivatives and no encoder quantisation, so y = W beta holds exactly.
+
+    Parameters
+    ----------
+    model : RobotModel
+        A rigid model (Monte-Carlo torque noise needs a measured torque in every row).
+    trajectory, duration :
+        See :func:`simulate` (default: the config's ``simulation.excitation``).
+    base : BaseParameters, optional
+        Default :func:`base_parameters` of the model.
+
+    Returns
+    -------
+    W : ndarray (N, n, p)
+    y : ndarray (N, n)
+    base : BaseParameters
+    true : ndarray (p,)
+        Base values of the model's nominal parameters.
+
+    Raises
+    ------
+    ConfigError
+        Elastic model (its link rows carry no measured torque to add noise to).
+    """
+    from robot_identification.identifiability import base_parameters
+    from robot_identification.regressor import iter_regressor_blocks
+    from robot_identification.simulation._run import simulate
+    if model.config.elastic:
+        raise ConfigError(f"robot '{model.config.name}' has elastic joints: Monte-Carlo torque "
+                          f"noise needs a measured torque in every equation, and the link "
+                          f"rows of the elastic model have none; use a rigid robot")
+    base = base or base_parameters(model)
+    ds = simulate(model, duration=duration, trajectory=trajectory, derivatives=True,
+                  quantise=False, friction="regressor", torque="command", log=log)
+    states = {"q": ds.q, "dq": ds.dq, "ddq": ds.ddq, "tau": ds.tau}
+    W = np.empty((ds.n_samples, model.n, len(base)))
+    y = np.empty((ds.n_samples, model.n))
+    for s, Y, yy in iter_regressor_blocks(model, states):
+        W[s: s + Y.shape[0]] = base.project(Y)
+        y[s: s + Y.shape[0]] = yy
+    return W, y, base, base.base_values(model.nominal_parameters())

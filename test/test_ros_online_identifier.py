@@ -1,0 +1,110 @@
+"""online_identifier on a replayed bag: the recorder records a run played by bag_player
+(rosbags reader -> publishers at the recorded timing, /clock from the recording); that bag,
+replayed into the online identifier over DDS, gives the estimates of the batch (streaming)
+identification of the same bag, well within its standard deviations."""
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+pytest.importorskip("robot_identification_interfaces")
+
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from robot_identification_interfaces.msg import IdentificationResult  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
+
+from robot_identification.data._bag import write_bag  # noqa: E402
+from robot_identification.nodes._messages import LATCHED  # noqa: E402
+
+pytestmark = pytest.mark.ros
+from conftest import ros_domain_id  # noqa: E402
+DOMAIN_ID = ros_domain_id(149)
+RATE = 5.0          # replay speed: the recorded timing, 5 times as fast (stamps and /clock kept)
+
+
+def params(**kw):
+    return [Parameter(k, value=v) for k, v in kw.items()]
+
+
+def spin_until(ex, predicate, timeout=60.0, info=None):
+    import time
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out: {info() if info else ''}"
+        ex.spin_once(timeout_sec=0.05)
+
+
+def play(context, bag, nodes, done, received):
+    """Spin bag_player (playing ``bag``) with ``nodes`` until ``done()`` after the end;
+    paced so that ``received()`` stays within 400 messages of the published ones (a loaded
+    machine stretches the wall time instead of overflowing the subscriber queues)."""
+    from robot_identification.nodes.bag_player import BagPlayer
+    player = BagPlayer(context=context, parameter_overrides=params(
+        bag=str(bag), rate=RATE, wait_for_subscribers=1))
+    player.paced_by = lambda: player.published - received() < 400
+    ex = SingleThreadedExecutor(context=context)
+    for n in [player, *nodes]:
+        ex.add_node(n)
+    try:
+        spin_until(ex, lambda: player.finished, 120.0)
+        spin_until(ex, done, 30.0, lambda: [getattr(n, "received", None) for n in nodes])
+    finally:
+        player.shutdown()
+        player.destroy_node()
+        ex.shutdown()
+    return player.published
+
+
+def test_replayed_recording_gives_the_batch_estimates(context, tmp_path):
+    from robot_identification.model import load_robot
+    from robot_identification.nodes.online_identifier import OnlineIdentifier
+    from robot_identification.nodes.recorder import Recorder
+    from robot_identification.simulation import simulate
+    from robot_identification.streaming import identify_streaming, iter_bag_chunks
+    model = load_robot("zollo_planar")
+    ds = simulate(model, duration=4.0)
+    n = ds.n_samples
+    run = write_bag(ds, tmp_path / "simulated")
+
+    # 1. the recorder records the run as bag_player plays it
+    rec = Recorder(context=context, parameter_overrides=params(
+        data_directory=str(tmp_path / "recorded"), command_topic="", reference_topic="",
+        use_sim_time=True))
+    assert rec.on_start(None, Trigger.Response()).success
+    sent = play(context, run, [rec], lambda: sum(rec.writer.counts.values()) >= 2 * n,
+                lambda: sum(rec.received.values()))
+    assert sent == 2 * n            # link + motor states
+    stopped = rec.on_stop(None, Trigger.Response())
+    assert stopped.success and "missed samples: 0" in stopped.message, stopped.message
+    recorded = rec.last_bag
+    rec.destroy_node()
+
+    # 2. the recorded bag replayed into the online identifier
+    online = OnlineIdentifier(context=context, parameter_overrides=params(
+        robot="zollo_planar", use_sim_time=True, publish_rate=4.0, block_samples=100))
+    listener = Node("estimates_listener", context=context)
+    got = []
+    listener.create_subscription(IdentificationResult, "/online_identifier/estimates",
+                                 got.append, LATCHED)
+    # (the replay's /clock stops with it, so the last samples are published on request)
+    play(context, recorded, [online, listener],
+         lambda: online.received == 2 * n and online.on_publish() is None
+         and online.engine.n_input == n and got[-1].samples == online.engine.n_samples,
+         lambda: online.received)
+    est = got[-1]
+    assert online.engine.gaps == 0 and not est.final and est.estimator == "mrls"
+    assert all(p.identified for p in est.parameters)
+
+    # 3. the batch identification of the same bag (same filters; least squares)
+    batch = identify_streaming(model, iter_bag_chunks(recorded), estimator="ols")
+    values = np.array([p.estimate for p in est.parameters])
+    std = np.array([p.std for p in est.parameters])
+    assert [p.name for p in est.parameters] == batch.names
+    dev = np.abs(values - batch.estimate.values) / batch.estimate.std
+    assert dev.max() < 0.1, dict(zip(batch.names, dev))
+    np.testing.assert_allclose(std, batch.estimate.std, rtol=0.05)
+    k = batch.names.index("joint1.stiffness")
+    assert abs(values[k] / 3000.0 - 1) < 0.01     # Zollo et al. 2014, Sec. 6.1
+    online.destroy_node()
+    listener.destroy_node()
