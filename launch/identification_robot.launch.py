@@ -49,8 +49,8 @@ ARGUMENTS = {
     "fail_safe": ("hold", "pd_controller reaction to a fault: hold or zero"),
     "params_file": ("", "extra ROS parameter file (<node>: ros__parameters: ...) applied after "
                         "config/<node>.yaml, e.g. pd_controller kp/kd for your arm"),
-    "executor": ("events", "rclpy executor of the nodes: events (EventsExecutor, about half "
-                           "the CPU time) or single (SingleThreadedExecutor)"),
+    "executor": ("events", "rclpy executor of excitation_publisher and pd_controller: events "
+                           "(EventsExecutor, about half the CPU time) or single"),
     "bandwidth_scale": ("1.0", "pd_controller: gains kp * s^2, kd * s (below 1 tolerates "
                                "more command delay)"),
 }
@@ -106,9 +106,10 @@ def nodes(context):
     params_file = values["params_file"]
     if params_file and not os.path.isfile(params_file):
         raise LaunchArgumentError(f"params_file:={params_file!r} is not a file")
-    common = {"use_sim_time": sim_time, "executor": values["executor"],
-              "params_file": params_file}
-    real_time = {"lockstep": False, "rate_hz": rate, **common}
+    common = {"use_sim_time": sim_time, "params_file": params_file}
+    # the control loop's nodes on the chosen executor; recorder and identifier (threads) on
+    # rclpy's SingleThreadedExecutor
+    real_time = {"lockstep": False, "rate_hz": rate, "executor": values["executor"], **common}
     out = [
         node("excitation_publisher", **robot, **real_time,
              reference_topic=values["reference_topic"],
