@@ -25,7 +25,7 @@ and MRLS flags. The sensitivity study repeats SG + OLS over (L, order) and PA + 
 
 Usage::
 
-    PYTHONPATH=$PWD /work/venv/bin/python benchmarks/estimator_comparison.py \
+    PYTHONPATH=$PWD .venv/bin/python benchmarks/estimator_comparison.py \
         [--robots puma560 puma560_elastic] [--duration 30] [--heldout 10] [--rate 250]
 """
 from __future__ import annotations

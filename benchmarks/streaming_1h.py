@@ -14,7 +14,7 @@ a fresh process (so that its peak RSS is its own):
 
 Usage::
 
-    PYTHONPATH=$PWD /work/venv/bin/python benchmarks/streaming_1h.py [--robot puma560]
+    PYTHONPATH=$PWD .venv/bin/python benchmarks/streaming_1h.py [--robot puma560]
         [--hours 1] [--decimate 10 [5 ...]] [--full] [--keep DIR]
 
 ``--full`` also runs the identification without decimation (every sample). Prints one line

@@ -12,6 +12,11 @@ arm; the excitation publisher refuses to start until the controller is ready.
         use_pd_controller:=false          # position-controlled arm: joint_trajectory_controller
     ros2 launch robot_identification identification_robot.launch.py robot:=puma560 \
         use_sim_time:=true                # Gazebo (/clock)
+    # record a run (recorder ~/start, excitation_publisher ~/start, recorder ~/stop), then:
+    ros2 action send_goal --feedback /identifier/identify \
+        robot_identification_interfaces/action/Identify "{estimators: [ols, wls]}"
+
+online:=true also starts online_identifier (estimates while the arm moves).
 
 Any argument value is checked here (one-line error naming it) or by the nodes (one line each).
 """
@@ -49,13 +54,15 @@ ARGUMENTS = {
     "fail_safe": ("hold", "pd_controller reaction to a fault: hold or zero"),
     "params_file": ("", "extra ROS parameter file (<node>: ros__parameters: ...) applied after "
                         "config/<node>.yaml, e.g. pd_controller kp/kd for your arm"),
+    "online": ("false", "true: also start online_identifier"),
     "executor": ("events", "rclpy executor of excitation_publisher and pd_controller: events "
                            "(EventsExecutor, about half the CPU time) or single"),
     "bandwidth_scale": ("1.0", "pd_controller: gains kp * s^2, kd * s (below 1 tolerates "
                                "more command delay)"),
 }
 CHOICES = {"use_sim_time": ("true", "false"), "use_pd_controller": ("true", "false"),
-           "fail_safe": ("hold", "zero"), "executor": ("events", "single")}
+           "fail_safe": ("hold", "zero"), "executor": ("events", "single"),
+           "online": ("true", "false")}
 
 
 class LaunchArgumentError(ValueError):
@@ -125,6 +132,10 @@ def nodes(context):
              joint_states_topic=values["joint_states_topic"], motor_states_topic=motor,
              **common),
     ]
+    if values["online"] == "true":
+        out.append(node("online_identifier", **robot, **common,
+                        joint_states_topic=values["joint_states_topic"],
+                        motor_states_topic=motor))
     if use_pd:
         if elastic and not motor:
             raise LaunchArgumentError(f"robot '{values['robot']}' has elastic joints: the "

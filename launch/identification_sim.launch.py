@@ -1,15 +1,18 @@
 """Simulated identification experiment: simulated_robot + excitation_publisher + pd_controller
-+ recorder + identifier, lockstep on simulation time.
++ recorder + identifier (Identify action), lockstep on simulation time; with online:=true also
+online_identifier (estimates while the arm moves, on /online_identifier/estimates).
 
     ros2 launch robot_identification identification_sim.launch.py robot:=zollo_planar
     ros2 service call /recorder/start std_srvs/srv/Trigger
     ros2 service call /excitation_publisher/start std_srvs/srv/Trigger
     # ... when /excitation_publisher/active is false:
     ros2 service call /recorder/stop std_srvs/srv/Trigger
-    ros2 service call /identifier/identify std_srvs/srv/Trigger
+    ros2 action send_goal --feedback /identifier/identify \
+        robot_identification_interfaces/action/Identify "{estimators: [ols]}"
 """
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
@@ -18,10 +21,10 @@ from robot_identification.model import share_directory
 PACKAGE = "robot_identification"
 
 
-def node(name, **overrides):
+def node(name, condition=None, **overrides):
     config = str(share_directory() / "config" / f"{name}.yaml")
     return Node(package=PACKAGE, executable=name, name=name, output="screen",
-                parameters=[config, overrides])
+                parameters=[config, overrides], condition=condition)
 
 
 def recorder(context, data, lockstep):
@@ -48,6 +51,8 @@ def generate_launch_description():
                               description="directory of the recorded bags and results"),
         DeclareLaunchArgument("lockstep", default_value="true",
                               description="true: deterministic lockstep; false: real time"),
+        DeclareLaunchArgument("online", default_value="false",
+                              description="true: also start online_identifier"),
         DeclareLaunchArgument("trajectory_file", default_value="",
                               description="excitation trajectory YAML (robot-identification "
                                           "excite); '' = the robot config's"),
@@ -58,4 +63,6 @@ def generate_launch_description():
         OpaqueFunction(function=recorder, args=[data, lockstep]),
         node("identifier", robot=robot, data_directory=data, compare_with_nominal=True,
              effort_lag_periods=0.5),
+        node("online_identifier", IfCondition(LaunchConfiguration("online")), robot=robot,
+             use_sim_time=lockstep, effort_lag_periods=0.5, compare_with_nominal=True),
     ])

@@ -29,7 +29,7 @@ def check_workers(workers, scheduler=None):
 
 
 @contextlib.contextmanager
-def dask_client(workers=1, scheduler=None, processes=True):
+def dask_client(workers=1, scheduler=None, processes=True, timeout=10.0):
     """Context manager yielding a ``distributed.Client``, or None for in-process work.
 
     Parameters
@@ -40,11 +40,13 @@ def dask_client(workers=1, scheduler=None, processes=True):
         Address of a running Dask scheduler (``tcp://HOST:PORT``).
     processes : bool
         Local cluster of worker processes (True) or threads (False).
+    timeout : float
+        Seconds to wait for ``scheduler``.
 
     Raises
     ------
     ConfigError
-        Bad arguments, or the scheduler cannot be reached (10 s timeout).
+        Bad arguments, or the scheduler cannot be reached within ``timeout``.
     """
     check_workers(workers, scheduler)
     if scheduler is None and workers == 1:
@@ -53,7 +55,7 @@ def dask_client(workers=1, scheduler=None, processes=True):
     from distributed import Client, LocalCluster
     if scheduler is not None:
         try:
-            client = Client(scheduler, timeout=10)
+            client = Client(scheduler, timeout=timeout)
         except (OSError, TimeoutError) as exc:
             raise ConfigError(f"cannot reach Dask scheduler {scheduler}: {exc}") from None
         try:
@@ -65,3 +67,35 @@ def dask_client(workers=1, scheduler=None, processes=True):
                       dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
             Client(cluster) as client:
         yield client
+
+
+def map_sum(client, function, items, *args, **kwargs):
+    """``sum(function(item, *args, **kwargs) for item in items)``, mapped on ``client``.
+
+    The results are added with ``+=`` in the order of ``items`` on the caller's side, so
+    the floating-point sum is the same bit for bit with any number of workers (and with
+    ``client=None``, which runs the loop here). ``args``/``kwargs`` are shipped to the
+    workers once.
+
+    Raises
+    ------
+    ValueError
+        No items.
+    Whatever ``function`` raises (re-raised here from the worker).
+    """
+    items = list(items)
+    if not items:
+        raise ValueError("map_sum: no items")
+    if client is None:
+        results = (function(item, *args, **kwargs) for item in items)
+    else:
+        futures = [client.submit(function, item, *args, pure=False, **kwargs)
+                   for item in items]
+        results = client.gather(futures)
+    total = None
+    for r in results:
+        if total is None:
+            total = r
+        else:
+            total += r
+    return total

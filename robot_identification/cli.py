@@ -42,6 +42,12 @@ def build_parser():
     return parser
 
 
+def _error(command, exc):
+    """One line on stderr (library messages with line breaks are joined)."""
+    text = " ".join(part.strip() for part in str(exc).splitlines() if part.strip())
+    print(f"robot-identification {command}: error: {text}", file=sys.stderr)
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -52,11 +58,12 @@ def main(argv=None) -> int:
     progress.enable(not getattr(args, "quiet", False))
     try:
         return int(args._run(args) or 0)
-    except IdentificationError as exc:
-        print(f"robot-identification {args.command}: error: {exc}", file=sys.stderr)
+    except (IdentificationError, OSError) as exc:   # bad input; unreadable/unwritable file
+        _error(args.command, exc)
         return 2
-    except OSError as exc:     # unreadable input, unwritable output
-        print(f"robot-identification {args.command}: error: {exc}", file=sys.stderr)
+    except MemoryError:
+        _error(args.command, "out of memory: the input is larger than this machine can hold; "
+                             "stream long recordings with identify-stream")
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -254,17 +254,41 @@ def check_residual_noise(labels, residual_rms, noise, signal_rms=None):
     return out
 
 
-def check_truth(nme, values, true_values, std):
+def check_truth(nme, values, true_values, std, names=None, relative_std=None):
     """Simulated data: ``far_from_truth`` (normalised mean error above
-    :data:`TRUTH_NME_LIMIT`) and ``std_understates_error`` (median |error| / std > 10)."""
+    :data:`TRUTH_NME_LIMIT`, naming the base parameters that dominate it and the error of
+    the well-identified ones, relative std < :data:`POORLY_IDENTIFIED_PERCENT`) and
+    ``std_understates_error`` (median |error| / std > 10: a bias, not noise)."""
     out = []
     if nme is None or true_values is None:
         return out
+    est, tru = np.asarray(values, dtype=float), np.asarray(true_values, dtype=float)
+    err = np.abs(est - tru)
+    rel = err.copy()
+    nz = np.abs(tru) > 1e-12
+    rel[nz] /= np.abs(tru[nz])
     if nme > TRUTH_NME_LIMIT:
-        out.append(Diagnostic("far_from_truth", "warning",
-                              f"normalised mean error {nme:.3g} against the simulator's true "
-                              f"parameters (> {TRUTH_NME_LIMIT})"))
-    err = np.abs(np.asarray(values) - np.asarray(true_values))
+        msg = (f"normalised mean error {nme:.3g} against the simulator's true parameters "
+               f"(> {TRUTH_NME_LIMIT})")
+        if names is not None:
+            top = np.argsort(-rel)[:3]
+            share = rel[top].sum() / max(rel.sum(), 1e-300)
+            parts = [f"{names[i]} (true {tru[i]:.3g}, estimate {est[i]:.3g}"
+                     + (f", relative std {relative_std[i]:.0f} %" if relative_std is not None
+                        else "") + ")" for i in top]
+            msg += f"; {100 * share:.0f} % of it from " + ", ".join(parts)
+            if relative_std is not None:
+                good = np.asarray(relative_std) < POORLY_IDENTIFIED_PERCENT
+                if good.any():
+                    gm = rel[good].mean()
+                    msg += (f"; the {int(good.sum())} well-identified parameters (relative "
+                            f"std < {POORLY_IDENTIFIED_PERCENT:.0f} %) have mean error "
+                            f"{gm:.3g}: "
+                            + ("a bias of the pre-processing (cut-off, derivatives of noisy "
+                               "positions, friction at reversals)" if gm > TRUTH_NME_LIMIT
+                               else "the error sits in poorly excited parameters (excite "
+                                    "more)"))
+        out.append(Diagnostic("far_from_truth", "warning", msg))
     s = np.asarray(std)
     ok = np.isfinite(s) & (s > 0)
     if ok.any():
@@ -275,6 +299,51 @@ def check_truth(nme, values, true_values, std):
                                   f"standard deviations: the model or the pre-processing is "
                                   f"biased"))
     return out
+
+
+def near_reversal(velocity, window):
+    """Samples (N, n) within ``window`` samples of a sign change of ``velocity`` (N, n)."""
+    from scipy.ndimage import maximum_filter1d
+    v = np.asarray(velocity, dtype=float)
+    flip = np.zeros(v.shape, dtype=bool)
+    flip[1:] = np.signbit(v[1:]) != np.signbit(v[:-1])
+    if window <= 0:
+        return flip
+    return maximum_filter1d(flip.astype(np.uint8), size=2 * int(window) + 1, axis=0,
+                            mode="constant").astype(bool)
+
+
+def check_coulomb_smear(cutoff_hz, velocity_threshold, parameter_kinds, reversal_fraction,
+                        dropped=False):
+    """``coulomb_filter_smear``: sign-based friction, a low-pass filter and rows near velocity
+    reversals. The zero-phase filter spreads the Coulomb step of the measured torque over
+    about 1 / (2 f_c) on each side of a reversal while sign(v) of the filtered velocity stays
+    a step: those rows contradict the model (a bias no amount of data removes). Reported
+    when more than 5 % of the used rows lie within that window (warning).
+
+    Parameters
+    ----------
+    reversal_fraction : float
+        Fraction of the used friction rows within 1 / (2 f_c) of a velocity sign change.
+    dropped : bool
+        Those rows were dropped (``identification.drop_reversals``): info only.
+    """
+    if cutoff_hz is None or not any(k in _SIGN_FRICTION for k in parameter_kinds):
+        return []
+    if reversal_fraction <= 0.05:
+        return []
+    if dropped:
+        return [Diagnostic("samples_dropped", "info",
+                           f"{100 * reversal_fraction:.0f} % of the friction rows lie within "
+                           f"{1e3 / (2 * cutoff_hz):.0f} ms of a velocity reversal, where the "
+                           f"{cutoff_hz:g} Hz filter smears the Coulomb step: dropped",
+                           "drop_reversals")]
+    return [Diagnostic("coulomb_filter_smear", "warning",
+                       f"{100 * reversal_fraction:.0f} % of the friction rows lie within "
+                       f"{1e3 / (2 * cutoff_hz):.0f} ms of a velocity reversal, where the "
+                       f"{cutoff_hz:g} Hz filter smears the Coulomb step of the torque: raise "
+                       f"velocity_threshold (now {velocity_threshold or 0:g} rad/s), raise the "
+                       f"cut-off or use the static (smooth) friction model", "cutoff_hz")]
 
 
 def check_cutoff(cutoff_hz, sample_rate, band_hz):
@@ -537,6 +606,9 @@ def collect_diagnostics(model, result, recordings=()):
         fs = min(r["sample_rate"] for r in recordings)
         out += check_cutoff(s.get("cutoff_hz"), fs, band)
     kinds = set(model.drive_parameter_keys())
+    if "reversal_fraction" in s:
+        out += check_coulomb_smear(s.get("cutoff_hz"), s.get("velocity_threshold"), kinds,
+                                   s["reversal_fraction"], bool(s.get("drop_reversals")))
     out += check_velocity_threshold(s.get("velocity_threshold"), s.get("friction_deadband"),
                                     kinds)
     if neq is not None and s.get("velocity_threshold"):
@@ -544,7 +616,7 @@ def collect_diagnostics(model, result, recordings=()):
         out += check_samples_dropped(int(neq.count.sum()), total, s["velocity_threshold"])
     if result.true_values is not None:
         out += check_truth(result.normalised_mean_error(), est.values, result.true_values,
-                           est.std)
+                           est.std, result.names, est.relative_std)
     return out
 
 

@@ -8,7 +8,14 @@ exit code; the ROS nodes return them as ``success=False, message=...``.
 
 
 class IdentificationError(Exception):
-    """Base class of all errors raised by robot_identification on bad input."""
+    """Base class of all errors raised by robot_identification on bad input.
+
+    The message is always one line: line breaks that a quoted value or a library message
+    brings in are shown escaped (``\\n``).
+    """
+
+    def __str__(self):
+        return super().__str__().replace("\r", "\\r").replace("\n", "\\n")
 
 
 class ConfigError(IdentificationError, ValueError):

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from robot_identification.data import Dataset
-from robot_identification.diagnostics import collect_diagnostics, recording_summary
+from robot_identification.diagnostics import (
+    collect_diagnostics, near_reversal, recording_summary)
 from robot_identification.errors import DataError
 from robot_identification.estimation import NormalEquations, ols, wls
 from robot_identification.identifiability import base_parameters, check_excitation
@@ -234,6 +235,28 @@ class IdentificationResult:
         err[nz] /= np.abs(tru[nz])
         return float(err.mean())
 
+    # notebook API (robot_identification.report._notebook)
+    def to_dataframe(self):
+        """pandas DataFrame, one row per base parameter: expression, unit, estimate, std,
+        relative_std [%], true, trust. Raises ImportError without pandas."""
+        from robot_identification.report._notebook import to_dataframe
+        return to_dataframe(self)
+
+    def plot(self):
+        """matplotlib figures: relative std per base parameter (trust colours) and, for
+        simulated data, the relative error with +-2 std bars."""
+        from robot_identification.report._notebook import plot
+        return plot(self)
+
+    def save(self, path, model=None):
+        """Write results.yaml to ``path`` (the file other tools read); returns the path."""
+        from robot_identification.report._notebook import save
+        return save(self, path, model)
+
+    def _repr_html_(self):
+        from robot_identification.report._notebook import repr_html
+        return repr_html(self)
+
 
 def identify(model, datasets, settings: IdentificationSettings | None = None, *,
              estimator: str | None = None, base=None, chunk: int = CHUNK, log=None,
@@ -279,6 +302,7 @@ def identify(model, datasets, settings: IdentificationSettings | None = None, *,
     n_samples = 0
     recordings = [recording_summary(model, ds) for ds in datasets]
     s = resolve_settings(model, s, recordings)
+    reversal = [0, 0]
     from robot_identification.progress import bar
     pbar = bar(total=sum(d.t.shape[0] for d in datasets), desc="identify", unit="sample",
                unit_scale=True)
@@ -287,6 +311,18 @@ def identify(model, datasets, settings: IdentificationSettings | None = None, *,
         mask = row_mask(model, states, s.velocity_threshold)
         N = states["q"].shape[0]
         n_samples += N
+        if s.cutoff_hz is not None:     # rows where the filter smears the Coulomb step
+            v = states["dtheta" if model.config.elastic else "dq"]
+            rate = recordings[d_i]["sample_rate"] / s.decimate
+            near = near_reversal(v, int(round(rate / (2.0 * s.cutoff_hz))))
+            used = np.abs(v) >= s.velocity_threshold
+            reversal[0] += int((near & used).sum())
+            reversal[1] += int(used.sum())
+            if s.drop_reversals and "coulomb" in model.drive_parameter_keys():
+                keep = ~near
+                if model.config.elastic:
+                    keep = np.concatenate([np.ones_like(keep), keep], axis=1)
+                mask = keep if mask is None else mask & keep
         for start, Y, y in iter_regressor_blocks(model, states, chunk,
                                                  friction_deadband=s.friction_deadband):
             m = None if mask is None else mask[start: start + Y.shape[0]]
@@ -312,7 +348,9 @@ def identify(model, datasets, settings: IdentificationSettings | None = None, *,
                   "differentiation": s.differentiation,
                   "velocity_threshold": s.velocity_threshold, "decimate": s.decimate,
                   "friction_deadband": [float(v) for v in np.broadcast_to(
-                      s.friction_deadband, (model.n,))]},
+                      s.friction_deadband, (model.n,))],
+                  "reversal_fraction": round(reversal[0] / max(reversal[1], 1), 4),
+                  "drop_reversals": bool(s.drop_reversals)},
         units=units, normal_equations=neq)
     result.diagnostics = collect_diagnostics(model, result, recordings)
     return result

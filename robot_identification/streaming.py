@@ -139,22 +139,31 @@ def iter_npz_chunks(path, chunk: int = READ_CHUNK, arrays=("q", "tau", "theta"))
         raise DataError(f"dataset file '{path}' does not exist")
     try:
         zf = zipfile.ZipFile(path)
-    except zipfile.BadZipFile:
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
         raise DataError(f"'{path}' is not an .npz archive") from None
     with zf:
         names = {Path(n).stem for n in zf.namelist()}
         for need in ("t", "meta", "q", "tau"):
             if need not in names:
                 raise DataError(f"'{path}' lacks the array '{need}'")
-        meta = _meta_from(np.load(path)["meta"], path)
-        handles = {k: zf.open(k + ".npy") for k in ("t",) + tuple(arrays) if k in names}
         try:
+            with zf.open("meta.npy") as fp:
+                raw = np.lib.format.read_array(fp, allow_pickle=False)
+        except Exception as exc:  # noqa: BLE001 - zipfile/zlib/numpy header parsing
+            raise DataError(f"'{path}': cannot read its metadata ({type(exc).__name__}: "
+                            f"{str(exc)[:80]})") from None
+        meta = _meta_from(raw, path)
+        handles = {}
+        try:
+            for k in ("t",) + tuple(arrays):
+                if k in names:
+                    handles[k] = zf.open(k + ".npy")
             readers = {k: _npy_member_reader(fp, zf.getinfo(k + ".npy").file_size,
                                              f"'{path}' member {k}.npy")
                        for k, fp in handles.items()}
             yield from _chunks_from_readers(readers, meta, chunk)
-        except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
-            raise DataError(f"'{path}' is damaged: {exc}") from None
+        except (zipfile.BadZipFile, zlib.error, EOFError, KeyError, NotImplementedError) as exc:
+            raise DataError(f"'{path}' is damaged: {str(exc)[:80]}") from None
         finally:
             for fp in handles.values():
                 fp.close()
@@ -418,9 +427,10 @@ def iter_bag_chunks(path, chunk: int = READ_CHUNK, *, joint_topic=None, motor_to
         yield out
 
 
-def iter_chunks(path, chunk: int = READ_CHUNK):
+def iter_chunks(path, chunk: int = READ_CHUNK, effort_lag: float = 0.0):
     """Chunked reader dispatching on the input: ``.npz``, a dataset directory of .npy files,
-    or a rosbag2 directory / ``.mcap``.
+    or a rosbag2 directory / ``.mcap`` (``effort_lag`` [periods]: see
+    :func:`iter_bag_chunks`; bags only).
 
     Raises
     ------
@@ -428,12 +438,16 @@ def iter_chunks(path, chunk: int = READ_CHUNK):
         Unknown format or missing path.
     """
     path = Path(path)
+    is_bag = path.is_dir() and not (path / "meta.json").is_file() or \
+        path.suffix in (".mcap", ".db3")
+    if effort_lag and not is_bag:
+        raise DataError(f"an effort lag applies to rosbag2 recordings only, not '{path}'")
     if path.suffix == ".npz":
         return iter_npz_chunks(path, chunk)
     if path.is_dir() and (path / "meta.json").is_file():
         return iter_npy_dir_chunks(path, chunk)
     if path.is_dir() or path.suffix in (".mcap", ".db3"):
-        return iter_bag_chunks(path, chunk)
+        return iter_bag_chunks(path, chunk, effort_lag=effort_lag)
     if not path.exists():
         raise DataError(f"input '{path}' does not exist")
     raise DataError(f"cannot stream '{path}': expected .npz, a dataset directory or a rosbag2")

@@ -204,7 +204,9 @@ def predict_torque(model, base, beta, states, chunk=2048, rest_velocity=0.0,
     out = []
     st = dict(states)
     if rest_velocity > 0:
-        st["dq"] = np.where(np.abs(st["dq"]) < rest_velocity, 0.0, st["dq"])
+        for key in ("dq", "dtheta"):
+            if key in st:
+                st[key] = np.where(np.abs(st[key]) < rest_velocity, 0.0, st[key])
     st.setdefault("tau", np.zeros_like(st["q"]))
     for _, Y, _ in iter_regressor_blocks(model, st, chunk, friction_deadband=friction_deadband):
         out.append(base.project(Y) @ beta)
@@ -229,7 +231,8 @@ def validate(model, base, models, datasets, settings=None, labels=None, keep_sig
     Parameters
     ----------
     model : RobotModel
-        A rigid model (torques on the joint rows).
+        Rigid: the joint torques are compared; elastic: the motor torques (the motor-side
+        rows of Zollo et al. 2014, eq. 13; the link rows have no measured right-hand side).
     base : BaseParameters
     models : dict
         name -> beta (p,) (see :func:`load_estimates`).
@@ -257,9 +260,8 @@ def validate(model, base, models, datasets, settings=None, labels=None, keep_sig
         Invalid dataset (missing joints, NaN, too short).
     """
     from robot_identification.pipeline import preprocess
-    if model.config.elastic:
-        raise DataError("validation of elastic-joint models needs the link equations; "
-                        "only rigid models are supported")
+    n = model.n
+    motor = slice(n, 2 * n) if model.config.elastic else slice(0, n)
     s = settings or model.config.identification
     dead = None if isinstance(s.friction_deadband, str) else s.friction_deadband
     if rest_velocity is None:
@@ -274,7 +276,7 @@ def validate(model, base, models, datasets, settings=None, labels=None, keep_sig
         preds = {}
         for name, beta in models.items():
             pred = predict_torque(model, base, beta, states, rest_velocity=rest_velocity,
-                                  friction_deadband=0.0 if dead is None else dead)
+                                  friction_deadband=0.0 if dead is None else dead)[:, motor]
             preds[name] = pred
             entry["models"][name] = torque_errors(meas, pred, model.joint_names)
         if keep_signals:

@@ -141,3 +141,24 @@ def test_result_carries_diagnostics_to_results_yaml_and_cli(planar_spiked, tmp_p
     assert "cutoff_above_excitation" in codes(found)   # the paper's 20 Hz vs a slow trajectory
     for d in found:
         assert str(d) in printed
+
+
+def test_coulomb_filter_smear_near_reversals():
+    t = np.arange(0, 10, 1e-3)
+    v = np.sin(2 * np.pi * 0.5 * t)[:, None]            # a reversal every second
+    near = dg.near_reversal(v, 100)
+    assert near.sum() == 9 * 201                       # t = 1, 2, ..., 9 s
+    frac = near.mean()
+    d = dg.check_coulomb_smear(5.0, 0.0, {"coulomb", "viscous"}, frac)
+    assert codes(d) == ["coulomb_filter_smear"] and d[0].severity == "warning"
+    assert dg.check_coulomb_smear(5.0, 0.0, {"coulomb"}, frac, dropped=True)[0].severity == "info"
+    assert dg.check_coulomb_smear(None, 0.0, {"coulomb"}, frac) == []
+    assert dg.check_coulomb_smear(5.0, 0.0, {"viscous", "stiction"}, frac) == []
+
+
+def test_far_from_truth_names_the_parameters_that_carry_the_error():
+    d = dg.check_truth(5.0, [1.0, 2.0, 0.5], [1.0, 2.0, 0.01], [0.01, 0.01, 1.0],
+                       ["a", "b", "c"], [1.0, 1.0, 200.0])
+    far = d[0]
+    assert far.code == "far_from_truth" and "c (true 0.01" in far.message
+    assert "poorly excited" in far.message

@@ -73,3 +73,24 @@ def test_too_few_rows_and_bad_shapes():
         ols(neq)
     with pytest.raises(DataError, match="do not match"):
         neq.add(np.ones((3, 2, 5)), np.ones((3, 2)))
+
+
+def test_normal_equations_with_zero_columns_equal_direct_products():
+    # groups whose rows leave some columns zero (like motor rows of the elastic model) are
+    # accumulated on their non-zero columns only; the sums must equal W_j^T W_j exactly
+    from robot_identification.estimation import NormalEquations
+    rng = np.random.default_rng(4)
+    N, p = 300, 12
+    W = rng.normal(size=(N, 3, p))
+    W[:, 1, 3:] = 0.0                   # group 1: 3 non-zero columns
+    W[:, 2, ::2] = 0.0                  # group 2: every other column zero
+    y = rng.normal(size=(N, 3))
+    mask = rng.random((N, 3)) > 0.2
+    neq = NormalEquations(p, 3)
+    neq.add(W[:150], y[:150], mask[:150])
+    neq.add(W[150:], y[150:], mask[150:])
+    for j in range(3):
+        Wj, yj = W[mask[:, j], j], y[mask[:, j], j]
+        np.testing.assert_allclose(neq.G[j], Wj.T @ Wj, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(neq.b[j], Wj.T @ yj, rtol=1e-12, atol=1e-12)
+        assert neq.count[j] == mask[:, j].sum()

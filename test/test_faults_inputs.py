@@ -206,9 +206,9 @@ def test_cutoff_null_means_no_filter(tmp_path):
     cfg.setdefault("identification", {})["cutoff_hz"] = None
     (tmp_path / "r.yaml").write_text(yaml.safe_dump(cfg))
     assert load_robot(config=tmp_path / "r.yaml").config.identification.cutoff_hz is None
-    del cfg["identification"]["cutoff_hz"]
+    del cfg["identification"]["cutoff_hz"]          # absent: from the excitation spectrum
     (tmp_path / "r.yaml").write_text(yaml.safe_dump(cfg))
-    assert load_robot(config=tmp_path / "r.yaml").config.identification.cutoff_hz == 20.0
+    assert load_robot(config=tmp_path / "r.yaml").config.identification.cutoff_hz == "auto"
 
 
 def test_relative_urdf_is_relative_to_the_working_directory(tmp_path, monkeypatch):

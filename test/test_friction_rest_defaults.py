@@ -69,8 +69,9 @@ def test_automatic_cutoff_and_deadband_from_the_recordings():
 
 
 def test_deadband_is_the_same_in_identification_and_prediction():
-    """Validating on the identification data reproduces the fit's residual exactly: the
-    results file carries the resolved cut-off and deadband and prediction uses them."""
+    """Validating on the identification data reproduces the fit's residual exactly (all rows
+    used): the results file carries the resolved cut-off and deadband and prediction uses
+    them."""
     from robot_identification.validation import settings_from_results, validate
     model = make_model("rigid", prismatic=False)
     rng = np.random.default_rng(3)
@@ -83,7 +84,7 @@ def test_deadband_is_the_same_in_identification_and_prediction():
     tau = regressor(model, q, dq, ddq) @ model.nominal_parameters()
     tau += 0.01 * rng.standard_normal(tau.shape)
     ds = Dataset(t=t, q=q, dq=dq_meas, tau=tau, joint_names=model.joint_names)
-    res = identify(model, ds)
+    res = identify(model, ds, replace(model.config.identification, drop_reversals=False))
     dead = res.settings["friction_deadband"]
     assert all(d > 0 for d in dead) and res.settings["cutoff_hz"] > 0
     doc = {"settings": res.settings}

@@ -135,3 +135,30 @@ def test_console_table_fits_the_terminal_width(arm7, tmp_path):
     i = next(k for k, line in enumerate(lines) if line.strip().startswith("= "))
     assert lines[i - 1].split()[1] in lines[i]
     assert np.isfinite(result.estimate.values).all()
+
+
+def test_init_continuous_joints_have_no_position_limits(tmp_path):
+    import warnings
+
+    from robot_identification.excitation import trajectory_from_config
+    from robot_identification.model import load_robot
+    urdf = tmp_path / "arm.urdf"
+    urdf.write_text(seven_dof_urdf(gripper=False).replace(
+        'name="a1" type="revolute"', 'name="a1" type="continuous"'))
+    out = tmp_path / "arm.yaml"
+    assert main(["init", "--urdf", str(urdf), "--output", str(out)]) == 0
+    limits = yaml.safe_load(out.read_text())["joints"][0]["limits"]
+    assert "position" not in limits and limits["velocity"] == 1.7
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")          # no NaN arithmetic on infinite limits
+        traj = trajectory_from_config(load_robot(config=out))
+    assert traj.n_joints == 7
+
+
+def test_robots_lists_names_and_descriptions(capsys):
+    assert main(["robots"]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("zollo_planar"))
+    assert "2 dof elastic" in line and "Zollo" in line
+    assert "config/robots" not in out             # descriptions, not file paths
+    assert "init --urdf" in out

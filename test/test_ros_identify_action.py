@@ -177,3 +177,20 @@ def test_trigger_service_for_scripts(graph):
     names = list(node.get_parameter("result.names").value)
     est = node.get_parameter("result.estimates").value
     assert abs(est[names.index("joint1.stiffness")] / 3000.0 - 1) < 0.01
+
+
+def test_readme_python_client(graph):
+    """The 20-line client of README.md, run as its own process against the identifier."""
+    import os
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    code = next(c for c in re.findall(r"```python\n(.*?)```", readme, re.S) if "Identify" in c)
+    assert len(code.strip().splitlines()) <= 22
+    env = dict(os.environ, ROS_DOMAIN_ID=str(DOMAIN_ID), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+    out = subprocess.run([sys.executable, "-c", code.replace('bag=""', 'bag="run_a"')],
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "joint1.stiffness" in out.stdout, out.stdout

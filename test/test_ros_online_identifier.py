@@ -1,16 +1,19 @@
 """online_identifier on a replayed bag: the recorder records a run played by bag_player
 (rosbags reader -> publishers at the recorded timing, /clock from the recording); that bag,
 replayed into the online identifier over DDS, gives the estimates of the batch (streaming)
-identification of the same bag, well within its standard deviations."""
+identification of the same bag, well within its standard deviations. The same replay feeds a
+``live`` Identify goal of the identifier."""
 import numpy as np
 import pytest
 
 rclpy = pytest.importorskip("rclpy")
 pytest.importorskip("robot_identification_interfaces")
 
+from rclpy.action import ActionClient  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
+from robot_identification_interfaces.action import Identify  # noqa: E402
 from robot_identification_interfaces.msg import IdentificationResult  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
@@ -35,13 +38,13 @@ def spin_until(ex, predicate, timeout=60.0, info=None):
         ex.spin_once(timeout_sec=0.05)
 
 
-def play(context, bag, nodes, done, received):
+def play(context, bag, nodes, done, received, subscribers=1):
     """Spin bag_player (playing ``bag``) with ``nodes`` until ``done()`` after the end;
     paced so that ``received()`` stays within 400 messages of the published ones (a loaded
     machine stretches the wall time instead of overflowing the subscriber queues)."""
     from robot_identification.nodes.bag_player import BagPlayer
     player = BagPlayer(context=context, parameter_overrides=params(
-        bag=str(bag), rate=RATE, wait_for_subscribers=1))
+        bag=str(bag), rate=RATE, wait_for_subscribers=subscribers))
     player.paced_by = lambda: player.published - received() < 400
     ex = SingleThreadedExecutor(context=context)
     for n in [player, *nodes]:
@@ -58,6 +61,7 @@ def play(context, bag, nodes, done, received):
 
 def test_replayed_recording_gives_the_batch_estimates(context, tmp_path):
     from robot_identification.model import load_robot
+    from robot_identification.nodes.identifier import Identifier
     from robot_identification.nodes.online_identifier import OnlineIdentifier
     from robot_identification.nodes.recorder import Recorder
     from robot_identification.simulation import simulate
@@ -80,18 +84,38 @@ def test_replayed_recording_gives_the_batch_estimates(context, tmp_path):
     recorded = rec.last_bag
     rec.destroy_node()
 
-    # 2. the recorded bag replayed into the online identifier
+    # 2. the recorded bag replayed into the online identifier and a live Identify goal
     online = OnlineIdentifier(context=context, parameter_overrides=params(
         robot="zollo_planar", use_sim_time=True, publish_rate=4.0, block_samples=100))
+    identifier = Identifier(context=context, parameter_overrides=params(
+        robot="zollo_planar", use_sim_time=True, data_directory=str(tmp_path / "live"),
+        log_table=False))
     listener = Node("estimates_listener", context=context)
     got = []
     listener.create_subscription(IdentificationResult, "/online_identifier/estimates",
                                  got.append, LATCHED)
+    action = ActionClient(listener, Identify, "/identifier/identify")
+    ex = SingleThreadedExecutor(context=context)
+    for node in (identifier, listener):
+        ex.add_node(node)
+    spin_until(ex, lambda: action.server_is_ready(), 10.0)
+    sent = action.send_goal_async(Identify.Goal(source="live", duration=3.0))
+    spin_until(ex, sent.done, 10.0)
+    ex.shutdown()
+    live = sent.result().get_result_async()
     # (the replay's /clock stops with it, so the last samples are published on request)
-    play(context, recorded, [online, listener],
+    play(context, recorded, [online, identifier, listener],
          lambda: online.received == 2 * n and online.on_publish() is None
-         and online.engine.n_input == n and got[-1].samples == online.engine.n_samples,
-         lambda: online.received)
+         and online.engine.n_input == n and got[-1].samples == online.engine.n_samples
+         and live.done(), lambda: online.received, subscribers=2)
+    res = live.result().result
+    assert res.success, res.message
+    assert res.results[0].source.startswith(str(tmp_path / "live" / "live_"))
+    from rosbags.rosbag2 import Reader
+    with Reader(res.results[0].source) as reader:     # 3 s of stamps at 1 kHz, kept
+        counts = {c.topic: c.msgcount for c in reader.connections}
+    assert all(2995 <= k <= 3005 for k in counts.values()) and len(counts) == 2, counts
+    identifier.destroy_node()
     est = got[-1]
     assert online.engine.gaps == 0 and not est.final and est.estimator == "mrls"
     assert all(p.identified for p in est.parameters)

@@ -49,3 +49,35 @@ def check_output_argument(args, model=None, key="output"):
     value = getattr(args, key.replace("-", "_"), None)
     if value is not None:
         check_output(value, input_paths(args, model), f"--{key}")
+
+
+def add_effort_lag_argument(parser):
+    """``--effort-lag PERIODS``: what the identifier node's ``effort_lag_periods`` does."""
+    parser.add_argument(
+        "--effort-lag", type=float, default=0.0, metavar="PERIODS",
+        help="rosbag2 only: recorded efforts lag the states by this many sample periods "
+             "(0.5 for bags of simulated_robot, as the demo's identifier node uses; default "
+             "0, the identifier node's default)")
+
+
+def load_data(path, model, effort_lag=0.0):
+    """Dataset of ``path`` (:func:`robot_identification.data.load_dataset`); a non-zero
+    ``effort_lag`` [periods] shifts a bag's efforts.
+
+    Raises
+    ------
+    ConfigError
+        An effort lag outside (0, 10) periods, or for a file that is not a rosbag2.
+    """
+    from pathlib import Path
+
+    from robot_identification.data import load_dataset
+    from robot_identification.errors import ConfigError
+    if not effort_lag:
+        return load_dataset(path, model=model)
+    if not 0 < effort_lag < 10:
+        raise ConfigError(f"--effort-lag must be in (0, 10) periods, got {effort_lag}")
+    p = Path(path)
+    if not (p.is_dir() or p.suffix in (".mcap", ".db3")):
+        raise ConfigError(f"--effort-lag applies to rosbag2 recordings only, not '{path}'")
+    return load_dataset(path, model=model, effort_lag=effort_lag)

@@ -5,7 +5,8 @@ import argparse
 from pathlib import Path
 
 from robot_identification.commands._common import (
-    add_robot_arguments, check_output_argument, input_paths, robot_from_args)
+    add_effort_lag_argument, add_robot_arguments, check_output_argument, input_paths,
+    load_data, robot_from_args)
 
 NAME = "identify"
 HELP = "identify base parameters from recorded or simulated data; writes results.yaml"
@@ -23,6 +24,7 @@ def add_arguments(p):
     p.add_argument("--cutoff", type=float, help="Butterworth cut-off [Hz]")
     p.add_argument("--numerical-derivatives", action="store_true",
                    help="ignore measured velocities/accelerations; differentiate positions")
+    add_effort_lag_argument(p)
     p.add_argument("--quiet", action="store_true", help="do not print the table")
     p.add_argument("--physical", action=argparse.BooleanOptionalAction, default=None,
                    help="also write OLS, WLS and a physically consistent estimate (pseudo-"
@@ -32,7 +34,6 @@ def add_arguments(p):
 def run(args):
     from dataclasses import replace
 
-    from robot_identification.data import load_dataset
     from robot_identification.pipeline import identify
     from robot_identification.report import format_table, write_results
     model = robot_from_args(args)
@@ -42,7 +43,7 @@ def run(args):
         settings = replace(settings, velocity_threshold=args.velocity_threshold)
     if args.cutoff is not None:
         settings = replace(settings, cutoff_hz=args.cutoff)
-    datasets = [load_dataset(p, model=model) for p in args.data]
+    datasets = [load_data(p, model, args.effort_lag) for p in args.data]
     result = identify(model, datasets, settings, estimator=args.estimator,
                       use_measured_derivatives=not args.numerical_derivatives)
     out = write_results(result, args.output, model, inputs=input_paths(args))

@@ -37,6 +37,10 @@ def add_arguments(p):
     p.add_argument("--bounds", choices=("none", "nominal"), default="none",
                    help="box constraints for mrls/bounded: 'nominal' = standard_bounds around "
                         "the config's nominal parameters, transferred to base parameters")
+    p.add_argument("--effort-lag", type=float, default=0.0, metavar="PERIODS",
+                   help="rosbag2 only: recorded efforts lag the states by this many sample "
+                        "periods (0.5 for simulated_robot bags, as the demo's identifier node "
+                        "uses; default 0, the identifier node's default)")
     p.add_argument("--quiet", action="store_true", help="do not print the table")
 
 
@@ -52,7 +56,10 @@ def run(args):
     check_output_argument(args, model)
     if args.chunk < 2:
         raise DataError(f"--chunk must be at least 2 samples, got {args.chunk}")
-    chunks = iter(iter_chunks(args.data, args.chunk))
+    if not 0 <= args.effort_lag < 1:
+        raise DataError(f"--effort-lag must be in [0, 1) periods for streaming, got "
+                        f"{args.effort_lag}")
+    chunks = iter(iter_chunks(args.data, args.chunk, effort_lag=args.effort_lag))
     try:
         first = next(chunks)
     except StopIteration:

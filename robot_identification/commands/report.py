@@ -4,7 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from robot_identification.commands._common import (
-    add_robot_arguments, check_output_argument, input_paths, robot_from_args)
+    add_effort_lag_argument, add_robot_arguments, check_output_argument, input_paths,
+    load_data, robot_from_args)
 
 NAME = "report"
 HELP = ("write an HTML report (PNG figures + tables): measured vs predicted torque, "
@@ -18,6 +19,7 @@ def add_arguments(p):
     p.add_argument("--data", nargs="*", default=[], help="held-out dataset(s) to plot")
     p.add_argument("--output", default="report", help="output directory (default report/)")
     p.add_argument("--urdf-out", help="also export the identified URDF to this file")
+    add_effort_lag_argument(p)
 
 
 def run(args):
@@ -29,10 +31,17 @@ def run(args):
     if args.urdf_out:
         check_output_argument(args, model, "urdf-out")
     base, models, doc = load_estimates(args.results, model)
-    datasets = [load_dataset(p, model=model) for p in args.data]
+    datasets = [load_data(p, model, args.effort_lag) for p in args.data]
     files = validate(model, base, models, datasets, settings_from_results(model, doc),
                      labels=list(args.data), keep_signals=True) if datasets else []
-    path = write_report(args.output, model, doc, files, inputs=input_paths(args, model))
+    excitation = []
+    for p in doc.get("data") or []:          # the identification recordings, when still there
+        if Path(p).exists():
+            excitation.append((p, load_dataset(p, model=model)))
+    if not excitation:                       # else the spectrum of the held-out data
+        excitation = list(zip(args.data, datasets))
+    path = write_report(args.output, model, doc, files, inputs=input_paths(args, model),
+                        base=base, excitation_data=excitation)
     print(f"wrote {Path(path).resolve()}")
     if args.urdf_out:
         from robot_identification.commands.export_urdf import export_from_results

@@ -4,7 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from robot_identification.commands._common import (
-    add_robot_arguments, check_output_argument, input_paths, robot_from_args)
+    add_effort_lag_argument, add_robot_arguments, check_output_argument, input_paths,
+    load_data, robot_from_args)
 
 NAME = "validate"
 HELP = ("compare the torque predicted by the nominal URDF and each identified estimate "
@@ -25,11 +26,11 @@ def add_arguments(p):
                    help="|dq| below this counts as rest (Coulomb term 0) when predicting "
                         "[rad/s]; default: the identification's friction deadband from the "
                         "results file (1e-3 for older results files)")
+    add_effort_lag_argument(p)
     p.add_argument("--quiet", action="store_true", help="do not print the table")
 
 
 def run(args):
-    from robot_identification.data import load_dataset
     from robot_identification.errors import DataError
     from robot_identification.validation import (
         format_validation, load_estimates, settings_from_results, validate, write_validation)
@@ -38,7 +39,7 @@ def run(args):
     base, models, doc = load_estimates(args.results, model)
     if args.primary and args.primary not in models:
         raise DataError(f"--primary {args.primary}: '{args.results}' has {list(models)}")
-    datasets = [load_dataset(p, model=model) for p in args.data]
+    datasets = [load_data(p, model, args.effort_lag) for p in args.data]
     files = validate(model, base, models, datasets, settings_from_results(model, doc),
                      labels=list(args.data), rest_velocity=args.rest_velocity)
     out = write_validation(args.output, model.config.name, files, args.primary,

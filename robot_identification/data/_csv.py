@@ -260,6 +260,9 @@ def read_csv(path, *, preset=None, time=None, position=None, velocity=None, torq
         warnings.warn(f"CSV '{path}': dropped {len(bad)} malformed row(s): {shown}"
                       + (" ..." if len(bad) > 5 else ""), UserWarning, stacklevel=2)
 
+    if len(data) < 2:
+        raise DataError(f"CSV '{path}' holds {len(data)} usable data row(s); at least 2 are "
+                        f"needed")
     t = data[:, tcol]
     q = data[:, _columns(opts["position"], n, "position", n_fields)]
     vcols = _columns(opts.get("velocity"), n, "velocity", n_fields)

@@ -162,7 +162,6 @@ class Dataset:
             Missing file or not a robot_identification NPZ.
         """
         import zipfile
-        import zlib
         path = Path(path)
         if not path.is_file():
             raise DataError(f"dataset file '{path}' does not exist")
@@ -177,9 +176,11 @@ class Dataset:
             meta = json.loads(str(z["meta"]))
             kw = {k: z[k] for k in _ARRAYS if k in z.files}
             t = z["t"]
-        except (KeyError, ValueError, OSError, EOFError, MemoryError, zipfile.BadZipFile,
-                zlib.error) as exc:
-            why = f"no array {exc}" if isinstance(exc, KeyError) else f"{exc}"[:160]
+        except DataError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - zipfile, zlib, numpy: any damaged file
+            why = f"no array {exc}" if isinstance(exc, KeyError) else \
+                f"{type(exc).__name__}: {str(exc)[:160]}"
             raise DataError(f"'{path}' is not a robot_identification dataset: {why}") from None
         names = meta.get("joint_names") if isinstance(meta, dict) else None
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
@@ -218,8 +219,9 @@ def read_npy_header(fp, size=None, name="array", numeric=True):
             shape, fortran, dtype = np.lib.format.read_array_header_1_0(fp)
         else:
             shape, fortran, dtype = np.lib.format.read_array_header_2_0(fp)
-    except (ValueError, OSError, EOFError) as exc:
-        raise DataError(f"{name}: not a valid .npy header ({str(exc)[:80]})") from None
+    except Exception as exc:  # noqa: BLE001 - numpy's header parser raises many types
+        raise DataError(f"{name}: not a valid .npy header ({type(exc).__name__}: "
+                        f"{str(exc)[:80]})") from None
     if dtype.hasobject or (numeric and (dtype.kind not in "fiub" or dtype.fields is not None)):
         raise DataError(f"{name}: dtype {dtype} is not numeric")
     if len(shape) > 2:

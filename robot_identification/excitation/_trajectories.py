@@ -362,9 +362,10 @@ def scale_to_limits(model, traj, margin=LIMIT_MARGIN, dt=1e-3):
     t = np.arange(0.0, traj.duration + 0.5 * dt, dt)
     q, dq, ddq = traj.evaluate(t)
     start = q[0]
-    span = hi - lo
-    lo_m = np.where(np.isfinite(span), lo + (1 - margin) / 2 * span, lo)
-    hi_m = np.where(np.isfinite(span), hi - (1 - margin) / 2 * span, hi)
+    with np.errstate(invalid="ignore"):          # continuous joints: infinite limits
+        span = hi - lo
+        lo_m = np.where(np.isfinite(span), lo + (1 - margin) / 2 * span, lo)
+        hi_m = np.where(np.isfinite(span), hi - (1 - margin) / 2 * span, hi)
     if np.any(start < lo_m) or np.any(start > hi_m):
         k = int(np.flatnonzero((start < lo_m) | (start > hi_m))[0])
         raise ExcitationError(f"excitation start {start[k]:.4g} rad of joint "
@@ -439,7 +440,8 @@ def trajectory_from_config(model, spec=None):
         if spec.get("start") is not None:
             start = np.broadcast_to(np.asarray(spec["start"], float), (n,)).copy()
         else:
-            start = np.where(np.isfinite(lo) & np.isfinite(hi), 0.5 * (lo + hi), 0.0)
+            with np.errstate(invalid="ignore"):  # continuous joints: infinite limits
+                start = np.where(np.isfinite(lo) & np.isfinite(hi), 0.5 * (lo + hi), 0.0)
         names = model.joint_names
         if kind == "bspline":
             segments = int(spec.get("segments", 10))

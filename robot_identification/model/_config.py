@@ -233,6 +233,8 @@ class IdentificationSettings:
     savgol_window: float = 0.05         # Savitzky-Golay window [s]
     savgol_order: int = 3
     velocity_threshold: float = 0.0     # reject samples with |velocity| below [rad/s]
+    drop_reversals: bool = True         # Coulomb friction + filter: drop friction rows within
+    #                                   1 / (2 f_c) of a velocity reversal (filter smear)
     friction_deadband: float | str = "auto"  # |v| below: Coulomb term ramps linearly to 0
     #                                   [rad/s]; 'auto': 3 x the measured velocity noise
     estimator: str = "ols"              # ols | wls
@@ -383,6 +385,7 @@ def parse_robot_config(data: Any, source: Path | None = None,
         savgol_order=idr.integer("savgol_order", 3, minimum=2),
         velocity_threshold=idr.number("velocity_threshold", 0.0, minimum=0.0, unit="rad/s"),
         friction_deadband=_auto_number(idr, "friction_deadband", minimum=0.0, unit="rad/s"),
+        drop_reversals=idr.boolean("drop_reversals", True),
         estimator=idr.string("estimator", "ols", choices=("ols", "wls")),
         decimate=idr.integer("decimate", 1, minimum=1),
     )
@@ -395,7 +398,7 @@ def parse_robot_config(data: Any, source: Path | None = None,
         encoder_counts=sr.integer("encoder_counts", 1_250_000, minimum=0),
         kp=sr.vector("kp", n, unit="N*m/rad"),
         kd=sr.vector("kd", n, unit="N*m*s/rad"),
-        excitation=dict(sr.raw("excitation", {}) or {}),
+        excitation=dict(sr.mapping("excitation").data),
     )
     sr.finish()
     extra = {}

@@ -103,6 +103,8 @@ class ExcitationPublisher(Node):
         self.pub_active.publish(Bool(data=False))
         self.get_logger().info(f"excitation {self.traj!r}, {self.traj.duration:.3g} s")
 
+    _logged_tenth = 0                   # progress logged up to this tenth of the run
+
     @property
     def active(self) -> bool:
         return self.t_start is not None
@@ -153,6 +155,7 @@ class ExcitationPublisher(Node):
             return response
         self.move = self.move_to_start()
         self.t_start = "next"           # starts at the next tick
+        self._logged_tenth = 0
         self.last, self.last_msg = None, None
         if self.pub_jtc is not None:
             self.pub_jtc.publish(self.joint_trajectory())
@@ -204,6 +207,12 @@ class ExcitationPublisher(Node):
             self.get_logger().info(f"excitation finished at t = {t:.4f} s")
             self.on_stop(None, Trigger.Response())
             return
+        total = self.offset + self.traj.duration + self.hold
+        tenth = int(10 * tau / total) if total > 0 else 10
+        if tenth > self._logged_tenth:
+            self._logged_tenth = tenth        # progress every 10 % of the run (sim time)
+            if 0 < tenth < 10:
+                self.get_logger().info(f"excitation {10 * tenth} %: {tau:.1f} of {total:.1f} s")
         msg = JointTrajectory(joint_names=list(self.model.joint_names),
                               points=[self.point(tau)])
         msg.header.stamp = to_stamp(t, Time)

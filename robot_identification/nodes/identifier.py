@@ -2,12 +2,13 @@
 
 ``~/identify`` (robot_identification_interfaces/action/Identify) identifies the base parameters
 from a bag in ``data_directory`` (``source: bag``; '' = the newest complete bag) or from the
-live ``joint_states_topic``/``motor_states_topic`` (``source: live``: recorded for ``duration``
-seconds of node time into a new bag ``live_<date>_<time>`` in ``data_directory``, then
-identified like any bag), with each estimator of the goal. The work runs in a worker thread:
-the executor keeps serving parameters, cancel requests and further goals, which are queued
-(up to ``max_queued_goals``, else rejected with the reason logged) and report the stage
-``queued`` until their turn. Feedback: stage, progress 0-1, samples read. Result: typed
+live ``joint_states_topic``/``motor_states_topic`` (``source: live``: ``duration`` seconds of
+link-state header stamps recorded into a new bag ``live_<date>_<time>`` in ``data_directory``,
+kept, then identified like any bag), with each estimator of the goal. The work runs in a
+worker thread: the executor keeps serving parameters, cancel requests and further goals, which
+are queued (up to ``max_queued_goals``, else rejected with the reason logged) and report the
+stage ``queued`` until their turn; their goal status stays ACCEPTED until the work is done (no
+coroutine waits in the executor). Feedback: stage, progress 0-1, samples read. Result: typed
 base parameters (names, expressions, estimates, std), diagnostics and the results.yaml path.
 The last result is also published latched on ``~/result`` (msg/IdentificationResult) and
 kept in the read-only parameters ``result.names`` / ``result.estimates`` / ``result.std`` /
@@ -25,6 +26,7 @@ the bag read in chunks of ``chunk_samples``, bounded memory, progress and cancel
 from __future__ import annotations
 
 import collections
+import struct
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -337,9 +339,8 @@ class Identifier(Node):
         subs = [self.create_subscription(
             JointState, topic, lambda data, tp=topic: self._on_live(tp, data), QOS, raw=True)
             for topic in topics]
-        self._live = {"job": job, "writer": writer, "subs": subs, "path": path,
-                      "start": self.get_clock().now(), "timer": self.create_timer(
-                          0.05, self._check_live)}
+        # the window is measured in the link states' header stamps (the data's own time)
+        self._live = {"job": job, "writer": writer, "subs": subs, "path": path, "start": None}
         job.feedback = ("collecting", 0.0, 0)
         self.get_logger().info(f"collecting {job.duration:g} s of {list(topics)} into {path}")
 
@@ -348,21 +349,23 @@ class Identifier(Node):
         if live is None:
             return
         live["writer"].write(topic, data, self.get_clock().now().nanoseconds)
-        elapsed = (self.get_clock().now() - live["start"]).nanoseconds * 1e-9
+        if topic != self.joint_topic or len(data) < 12:
+            return
+        # CDR: 4-byte encapsulation header, then header.stamp (int32 sec, uint32 nanosec)
+        sec, nsec = struct.unpack_from("<iI" if data[1] == 1 else ">iI", data, 4)
+        stamp = sec + 1e-9 * nsec
+        if live["start"] is None:
+            live["start"] = stamp
+        elapsed = stamp - live["start"]
         n = live["writer"].counts[self.joint_topic]
         live["job"].feedback = ("collecting", 0.5 * min(elapsed / live["job"].duration, 1.0), n)
-
-    def _check_live(self):
-        live = self._live
-        if live is not None and (self.get_clock().now() - live["start"]).nanoseconds * 1e-9 \
-                >= live["job"].duration:
+        if elapsed >= live["job"].duration:
             self._stop_live()
 
     def _stop_live(self, cancelled=False):
         live, self._live = self._live, None
         for sub in live["subs"]:
             self.destroy_subscription(sub)
-        self.destroy_timer(live["timer"])
         live["writer"].close()          # recorded data are kept, cancelled or not
         job = live["job"]
         if cancelled:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import threading
 import weakref
 
@@ -203,7 +204,7 @@ def _scratch(name, shape):
     on first touch, which on a shared/virtualised machine was the largest single cost of
     the regressor (more than the frame-change arithmetic itself).
     """
-    size = int(np.prod(shape))
+    size = math.prod(shape)
     buffers = _SCRATCH.__dict__
     buf = buffers.get(name)
     if buf is None or buf.size < size:

@@ -2,9 +2,12 @@
 
 - :func:`write_results`, :func:`result_to_dict` -- the results.yaml file (schema in ``_results``)
 - :func:`format_table` -- text table of the base parameters
+- :func:`records` -- rows for notebooks (``IdentificationResult.to_dataframe``, ``.plot()``,
+  ``.save()``, ``_repr_html_``); :func:`write_report` -- the HTML report
 """
 from robot_identification.report._results import (  # noqa: F401
     format_table, read_results, result_to_dict, write_results)
 from robot_identification.report._html import write_report  # noqa: F401,E402
 from robot_identification.report._urdf_export import (  # noqa: F401,E402
     export_urdf, urdf_torque)
+from robot_identification.report._notebook import records  # noqa: F401,E402

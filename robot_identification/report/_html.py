@@ -1,19 +1,76 @@
-"""HTML report of an identification: torque plots, residuals, NRMSE, parameter table.
+"""HTML report of an identification: what to trust first, then the evidence.
 
-Figures are matplotlib PNGs written next to ``report.html`` (Agg backend, no display).
+Order of the page: the result's diagnostics; the base-parameter table (unit, nominal URDF
+value, every estimate, standard deviation, relative standard deviation, true value for
+simulated data, a coloured trust flag); the excitation (condition number, amplitude spectrum
+of the joint motion); validation (NRMSE per joint and model, measured vs predicted torque
+per joint for every estimate, residuals with their RMS per joint); the physically consistent
+bodies beside the URDF's.
+
+Figures are matplotlib PNGs written next to ``report.html`` (Agg backend, no display), at
+most :data:`FIGURE_WIDTH_PX` wide with legends outside the axes. Each ``<img>`` carries
+``data-series`` (the curves drawn, with their number of finite points) and
+``data-legend-overlap`` (whether the legend box intersects an axes box), so that tests can
+check that no series is missing and no legend covers data.
 """
 from __future__ import annotations
 
 import html
+import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from robot_identification.errors import ConfigError
 
-#: Colours per model in the plots.
-COLOURS = {"measured": "black", "nominal": "tab:gray", "ols": "tab:blue", "wls": "tab:green",
-           "physical": "tab:red"}
+#: Colours and line styles per curve: measured thick and light underneath, the estimates
+#: thin with distinct dash patterns, so that nearly equal predictions stay distinguishable.
+COLOURS = {"measured": "#444444", "nominal": "#9467bd", "ols": "#1f77b4", "wls": "#2ca02c",
+           "physical": "#d62728"}
+STYLES = {"measured": dict(lw=2.6, alpha=0.35, ls="-"),
+          "nominal": dict(lw=1.1, ls=(0, (1, 1.6))),
+          "ols": dict(lw=1.0, ls="-"),
+          "wls": dict(lw=1.3, ls=(0, (6, 2.5))),
+          "physical": dict(lw=1.5, ls=(0, (1.5, 1.5)))}
+LABELS = {"measured": "measured", "nominal": "nominal (URDF)", "ols": "OLS", "wls": "WLS",
+          "physical": "physically consistent"}
+#: Largest figure width [px] (screens of ~1400 px show it without scaling).
+FIGURE_WIDTH_PX = 1300
+DPI = 100
+#: Trust flag by relative standard deviation [%] of the reported estimate.
+TRUST_LEVELS = ((5.0, "good", "#c8e6c9"), (25.0, "fair", "#fff3b0"),
+                (float("inf"), "poor", "#ffcdd2"))
+#: A physically consistent body mass this far from the URDF's (ratio) gets a note.
+MASS_RATIO_NOTE = 1.5
+
+
+@dataclass
+class Figure:
+    """A written PNG and what a test needs to check it.
+
+    Attributes
+    ----------
+    path : Path
+    width, height : int
+        Pixels.
+    series : dict
+        Curve label -> number of finite points drawn (bars count as points).
+    legend_overlap : bool
+        Whether a legend's box intersects an axes' box.
+    """
+
+    path: Path
+    width: int
+    height: int
+    series: dict = field(default_factory=dict)
+    legend_overlap: bool = False
+
+    def img(self, alt: str) -> str:
+        return (f'<img src="{html.escape(self.path.name)}" alt="{html.escape(alt)}" '
+                f'width="{self.width}" height="{self.height}" '
+                f"data-series='{html.escape(json.dumps(self.series))}' "
+                f'data-legend-overlap="{str(self.legend_overlap).lower()}">')
 
 
 def _plt():
@@ -27,92 +84,360 @@ def _short(name):
     return name.replace("_joint", "")
 
 
-def plot_torques(entry, joint_names, path, models=None):
-    """Measured vs predicted torque per joint (one file). Returns the PNG path."""
+def _save(fig, path, series) -> Figure:
+    """Draw, measure legend/axes overlap, save at :data:`DPI`, close."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    legends = list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend()]
+    overlap = False
+    for leg in legends:
+        lb = leg.get_window_extent(renderer)
+        for ax in fig.axes:
+            ab = ax.get_window_extent(renderer)
+            if lb.overlaps(ab) and ax.get_legend() is not leg:
+                overlap = True
+            if ax.get_legend() is leg:     # inside its axes: covers data
+                overlap = True
+    w, h = (fig.get_size_inches() * DPI).round().astype(int)
+    fig.savefig(path, dpi=DPI)
+    _plt().close(fig)
+    return Figure(Path(path), int(w), int(h), series, overlap)
+
+
+def _figure(rows, height_per_row, sharex=True):
     plt = _plt()
+    width = FIGURE_WIDTH_PX / DPI
+    fig, axes = plt.subplots(rows, 1, figsize=(width, 0.9 + height_per_row * rows),
+                             sharex=sharex, squeeze=False, layout="constrained")
+    return fig, axes[:, 0]
+
+
+def _count(series, label, y):
+    series[label] = series.get(label, 0) + int(np.isfinite(y).sum())
+
+
+def plot_torques(entry, joint_names, path, models=None) -> Figure:
+    """Measured vs predicted joint torque, one panel per joint, every model.
+
+    Parameters
+    ----------
+    entry : dict
+        One file of :func:`robot_identification.validation.validate` with ``signals``.
+    joint_names : list of str
+    path : path
+        PNG to write.
+    models : list of str, optional
+        Default: every predicted model.
+
+    Returns
+    -------
+    Figure
+    """
     sig = entry["signals"]
     models = models or list(sig["predicted"])
-    n = len(joint_names)
-    fig, axes = plt.subplots(n, 1, figsize=(11, 1.9 * n), sharex=True)
-    for k, ax in enumerate(np.atleast_1d(axes)):
-        ax.plot(sig["t"], sig["measured"][:, k], color=COLOURS["measured"], lw=1.6,
-                label="measured")
+    fig, axes = _figure(len(joint_names), 1.6)
+    series = {}
+    handles = []
+    for k, ax in enumerate(axes):
+        y = sig["measured"][:, k]
+        h = ax.plot(sig["t"], y, color=COLOURS["measured"], label=LABELS["measured"],
+                    **STYLES["measured"])
+        _count(series, "measured", y)
+        if k == 0:
+            handles += h
         for name in models:
-            ax.plot(sig["t"], sig["predicted"][name][:, k], lw=0.9,
-                    color=COLOURS.get(name), label=name,
-                    ls="--" if name == "nominal" else "-")
-        ax.set_ylabel(f"{_short(joint_names[k])}\n[N m]")
+            y = sig["predicted"][name][:, k]
+            h = ax.plot(sig["t"], y, color=COLOURS.get(name), label=LABELS.get(name, name),
+                        **STYLES.get(name, {}))
+            _count(series, name, y)
+            if k == 0:
+                handles += h
+        ax.set_ylabel(f"{_short(joint_names[k])}\n[N m]", fontsize=9)
+        ax.tick_params(labelsize=8)
         ax.grid(alpha=0.3)
-    axes[0].legend(ncol=len(models) + 1, loc="upper right", fontsize=8)
-    axes[0].set_title(f"{Path(entry['file']).name}: measured vs predicted joint torque")
     axes[-1].set_xlabel("time [s]")
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return Path(path)
+    fig.legend(handles=handles, loc="outside upper center", ncol=len(handles), fontsize=9,
+               title=f"{Path(entry['file']).name}: measured vs predicted joint torque",
+               title_fontsize=10, frameon=False)
+    return _save(fig, path, series)
 
 
-def plot_residuals(entry, joint_names, path, models=None):
-    """Residual (predicted - measured) per joint (one file). Returns the PNG path."""
-    plt = _plt()
+def plot_residuals(entry, joint_names, path, models=None) -> Figure:
+    """Residual (predicted - measured) per joint with its RMS per model in each panel title.
+
+    The y axis spans 1.3 times the 99.5th percentile of |residual| so that spikes at
+    velocity reversals do not flatten the rest; the title counts the clipped samples.
+
+    Returns
+    -------
+    Figure
+    """
     sig = entry["signals"]
     models = [m for m in (models or list(sig["predicted"])) if m != "nominal"]
-    n = len(joint_names)
-    fig, axes = plt.subplots(n, 1, figsize=(11, 1.7 * n), sharex=True)
-    for k, ax in enumerate(np.atleast_1d(axes)):
+    fig, axes = _figure(len(joint_names), 1.5)
+    series = {}
+    handles = []
+    for k, ax in enumerate(axes):
+        parts, lim, clipped = [], 0.0, 0
+        res = {}
         for name in models:
             r = sig["predicted"][name][:, k] - sig["measured"][:, k]
-            ax.plot(sig["t"], r, lw=0.8, color=COLOURS.get(name), label=name)
+            res[name] = r
+            finite = r[np.isfinite(r)]
+            if finite.size:
+                lim = max(lim, 1.3 * float(np.percentile(np.abs(finite), 99.5)))
+            parts.append(f"{LABELS.get(name, name)} {np.sqrt(np.nanmean(r ** 2)):.3g}")
+        for name, r in res.items():
+            h = ax.plot(sig["t"], r, color=COLOURS.get(name), label=LABELS.get(name, name),
+                        **STYLES.get(name, {}))
+            _count(series, name, r)
+            if lim > 0:
+                clipped = max(clipped, int((np.abs(r) > lim).sum()))
+            if k == 0:
+                handles += h
+        if lim > 0:
+            ax.set_ylim(-lim, lim)
         ax.axhline(0, color="black", lw=0.6)
-        ax.set_ylabel(f"{_short(joint_names[k])}\n[N m]")
+        note = f"; {clipped} sample(s) beyond the axis" if clipped else ""
+        ax.set_title(f"{joint_names[k]}: RMS [N m] " + ", ".join(parts) + note,
+                     fontsize=9, loc="left")
+        ax.set_ylabel("[N m]", fontsize=9)
+        ax.tick_params(labelsize=8)
         ax.grid(alpha=0.3)
-    axes[0].legend(ncol=len(models), loc="upper right", fontsize=8)
-    axes[0].set_title(f"{Path(entry['file']).name}: residual (predicted - measured)")
     axes[-1].set_xlabel("time [s]")
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return Path(path)
+    fig.legend(handles=handles, loc="outside upper center", ncol=max(len(handles), 1),
+               fontsize=9, title=f"{Path(entry['file']).name}: residual (predicted - measured)",
+               title_fontsize=10, frameon=False)
+    return _save(fig, path, series)
 
 
-def plot_nrmse(files, joint_names, path):
-    """Bar chart of NRMSE per joint and model, one panel per file. Returns the PNG path."""
-    plt = _plt()
-    fig, axes = plt.subplots(1, len(files), figsize=(5.2 * len(files), 3.6), squeeze=False)
-    for ax, f in zip(axes[0], files):
+def plot_nrmse(files, joint_names, path) -> Figure:
+    """NRMSE per joint and model, one panel per file (log scale). Returns the Figure."""
+    fig, axes = _figure(len(files), 2.6, sharex=False)
+    series = {}
+    handles = {}
+    for ax, f in zip(axes, files):
         names = list(f["models"])
         width = 0.8 / len(names)
         x = np.arange(len(joint_names))
         for i, name in enumerate(names):
-            vals = [j["nrmse"] for j in f["models"][name]["joints"]]
-            ax.bar(x + (i - (len(names) - 1) / 2) * width, vals, width,
-                   color=COLOURS.get(name),
-                   label=f"{name} ({f['models'][name]['nrmse_mean']:.3f})")
-        ax.set_xticks(x, [_short(j) for j in joint_names], rotation=30, fontsize=8)
+            vals = np.array([j["nrmse"] for j in f["models"][name]["joints"]], float)
+            b = ax.bar(x + (i - (len(names) - 1) / 2) * width, vals, width,
+                       color=COLOURS.get(name), label=LABELS.get(name, name))
+            _count(series, name, vals)
+            handles.setdefault(name, b)
+        ax.set_xticks(x, [_short(j) for j in joint_names], fontsize=9)
         ax.set_yscale("log")
-        ax.set_ylabel("NRMSE")
-        ax.set_title(Path(f["file"]).name + ("" if f["moving"] else " (static)"), fontsize=9)
+        ax.set_ylabel("NRMSE", fontsize=9)
+        means = ", ".join(f"{LABELS.get(n, n)} {f['models'][n]['nrmse_mean']:.3f}"
+                          for n in names)
+        ax.set_title(f"{Path(f['file']).name}{'' if f['moving'] else ' (static poses)'}: "
+                     f"mean NRMSE {means}", fontsize=9, loc="left")
         ax.grid(alpha=0.3, axis="y")
-        ax.legend(fontsize=7, title="model (mean)", title_fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return Path(path)
+    fig.legend(handles=list(handles.values()),
+               labels=[LABELS.get(n, n) for n in handles], loc="outside upper center",
+               ncol=len(handles), fontsize=9, frameon=False)
+    return _save(fig, path, series)
 
 
-def _table(head, rows):
-    h = "".join(f"<th>{html.escape(str(c))}</th>" for c in head)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{h}</tr></thead><tbody>{body}</tbody></table>"
+def plot_spectrum(datasets, joint_names, path, cutoff_hz=None) -> Figure:
+    """Amplitude spectrum of the joint positions of the identification data.
+
+    Parameters
+    ----------
+    datasets : list of (label, Dataset)
+    joint_names : list of str
+    path : path
+    cutoff_hz : float, optional
+        The low-pass cut-off, drawn as a vertical line.
+
+    Returns
+    -------
+    Figure
+    """
+    fig, axes = _figure(len(datasets), 2.4, sharex=False)
+    series = {}
+    handles = {}
+    cmap = _plt().get_cmap("tab10")
+    for ax, (label, ds) in zip(axes, datasets):
+        ds = ds.select_joints(joint_names)
+        q = ds.q - ds.q.mean(axis=0)
+        fs = 1.0 / float(np.median(np.diff(ds.t)))
+        freq = np.fft.rfftfreq(q.shape[0], 1.0 / fs)
+        amp = 2.0 * np.abs(np.fft.rfft(q, axis=0)) / q.shape[0]
+        top = max(5.0, 2.0 * (cutoff_hz or 0.0))
+        keep = (freq > 0) & (freq <= top)
+        for k, j in enumerate(joint_names):
+            a = np.maximum(amp[keep, k], 1e-9)
+            h, = ax.plot(freq[keep], a, color=cmap(k % 10), lw=1.0, label=_short(j))
+            _count(series, j, a)
+            handles.setdefault(j, h)
+        if cutoff_hz:
+            ax.axvline(cutoff_hz, color="black", ls="--", lw=1.0)
+            ax.text(cutoff_hz, 0.98, f" cut-off {cutoff_hz:g} Hz",
+                    transform=ax.get_xaxis_transform(), va="top", fontsize=8)
+        ax.set_yscale("log")
+        ax.set_xlim(0, top)
+        ax.set_xlabel("frequency [Hz]", fontsize=9)
+        ax.set_ylabel("amplitude [rad]", fontsize=9)
+        ax.set_title(f"{Path(str(label)).name}: amplitude spectrum of the joint positions",
+                     fontsize=9, loc="left")
+        ax.grid(alpha=0.3)
+    fig.legend(handles=list(handles.values()), labels=[_short(j) for j in handles],
+               loc="outside upper center", ncol=min(len(handles), 8), fontsize=9,
+               frameon=False)
+    return _save(fig, path, series)
+
+
+def _table(head, rows, cls=""):
+    h = "".join(f"<th>{c}</th>" for c in head)
+    body = "".join("<tr>" + "".join(c if c.startswith("<td") else f"<td>{c}</td>" for c in r)
+                   + "</tr>" for r in rows)
+    return f'<table class="{cls}"><thead><tr>{h}</tr></thead><tbody>{body}</tbody></table>'
 
 
 def _num(x, fmt=".4g"):
-    if x is None or (isinstance(x, float) and not np.isfinite(x)):
+    if x is None or (isinstance(x, (float, np.floating)) and not np.isfinite(x)):
         return "-"
     return format(x, fmt)
 
 
-def write_report(out_dir, model, results_doc, files, *, title=None, inputs=()) -> Path:
+def trust_flag(relative_std):
+    """(label, colour) of a relative standard deviation [%] (:data:`TRUST_LEVELS`)."""
+    if relative_std is None or not np.isfinite(relative_std):
+        return "unidentified", "#ffcdd2"
+    for limit, label, colour in TRUST_LEVELS:
+        if relative_std <= limit:
+            return label, colour
+    return TRUST_LEVELS[-1][1:]
+
+
+_SEVERITY_COLOURS = {"error": "#ffcdd2", "warning": "#fff3b0", "info": "#e3f2fd"}
+
+
+def _diagnostics_html(diagnostics):
+    if not diagnostics:
+        return ('<div class="diag ok">No diagnostics: nothing in the checks of '
+                '<code>robot_identification.diagnostics</code> found this result doubtful.</div>')
+    order = {"error": 0, "warning": 1, "info": 2}
+    items = sorted(diagnostics, key=lambda d: order.get(d.get("severity"), 3))
+    counts = {s: sum(d.get("severity") == s for d in items) for s in order}
+    out = [f"<p>{counts['error']} error(s), {counts['warning']} warning(s), "
+           f"{counts['info']} note(s).</p>"]
+
+    def item(d):
+        sev = str(d.get("severity", "info"))
+        subject = f" <i>[{html.escape(str(d.get('subject')))}]</i>" if d.get("subject") else ""
+        return (f"<li style='background:{_SEVERITY_COLOURS.get(sev, '#eee')}'>"
+                f"<b>{html.escape(sev)}</b> <code>{html.escape(str(d.get('code')))}</code>"
+                f"{subject}: {html.escape(str(d.get('message')))}</li>")
+    serious = [item(d) for d in items if d.get("severity") in ("error", "warning")]
+    notes = [item(d) for d in items if d.get("severity") not in ("error", "warning")]
+    if serious:
+        out.append("<ul class='diag'>" + "".join(serious) + "</ul>")
+    if notes:   # many per-parameter notes: folded, the table's trust column shows them too
+        out.append(f"<details{' open' if len(notes) <= 5 else ''}><summary>{len(notes)} "
+                   f"note(s)</summary><ul class='diag'>" + "".join(notes) + "</ul></details>")
+    return "".join(out)
+
+
+def _parameter_table(model, doc, base, diagnostics):
+    est = doc.get("estimates") or {}
+    entries = doc["base_parameters"]
+    nominal = None
+    if base is not None:
+        nominal = base.base_values(model.nominal_parameters())
+    cols = [k for k in ("ols", "wls", "physical") if k in est]
+    has_true = any("true" in e for e in entries)
+    flagged = {}
+    for d in diagnostics or []:
+        if d.get("subject"):
+            flagged.setdefault(str(d["subject"]), []).append(f"{d.get('severity')}: "
+                                                             f"{d.get('message')}")
+    primary = str(doc.get("estimator", "")).upper() or "estimate"
+    head = ["#", "base parameter (combination of standard parameters)", "unit",
+            "nominal (URDF)"]
+    head += [LABELS.get(k, k) for k in cols] or [primary]
+    head += [f"std ({primary})", "rel. std [%]"] + (["true (simulated)"] if has_true else [])
+    head += ["trust"]
+    rows = []
+    for i, e in enumerate(entries):
+        name = html.escape(e["name"])
+        expr = e["expression"]
+        cell = f"<b>{name}</b>"
+        if expr.replace(" ", "") != e["name"]:
+            cell += f"<div class='expr'>= {html.escape(expr)}</div>"
+        notes = flagged.get(e["name"])
+        if notes:
+            cell += f" <span class='warn' title='{html.escape(' | '.join(notes))}'>&#9888;</span>"
+        r = [str(i + 1), f"<td class='name'>{cell}</td>", html.escape(e.get("unit", ""))]
+        r.append(_num(None if nominal is None else float(nominal[i])))
+        if cols:
+            r += [_num(est[k]["values"][i]) for k in cols]
+        else:
+            r.append(_num(e["estimate"]))
+        rel = e.get("relative_std")
+        r += [_num(e.get("std"), ".3g"), _num(rel, ".3g")]
+        if has_true:
+            r.append(_num(e.get("true")))
+        label, colour = trust_flag(rel)
+        r.append(f"<td class='trust' style='background:{colour}'>{label}</td>")
+        rows.append(r)
+    legend = ("<p class='small'>trust: relative standard deviation of the "
+              f"{primary} estimate &le; {TRUST_LEVELS[0][0]:g} % <span class='chip' "
+              f"style='background:{TRUST_LEVELS[0][2]}'>good</span>, &le; "
+              f"{TRUST_LEVELS[1][0]:g} % <span class='chip' style='background:"
+              f"{TRUST_LEVELS[1][2]}'>fair</span>, above or not determined <span class='chip' "
+              f"style='background:{TRUST_LEVELS[2][2]}'>poor / unidentified</span>; &#9888;: a "
+              "diagnostic names this parameter (hover). Nominal: the base parameter of the "
+              "URDF's inertials and the config's drive values.</p>")
+    return legend + _table(head, rows, "params")
+
+
+def _bodies_table(model, est):
+    phys = est.get("physical") or {}
+    sp = phys.get("standard_parameters")
+    if not sp:
+        return ""
+    nominal = dict(zip(model.parameter_names, map(float, model.nominal_parameters())))
+    eig = phys.get("min_pseudo_inertia_eigenvalues") or {}
+    rows, far = [], []
+    for body in model.body_names:
+        def vals(src):
+            return [src.get(f"{body}.{p}", float("nan")) for p in
+                    ("m", "mx", "my", "mz", "Ixx", "Iyy", "Izz", "Ixy", "Ixz", "Iyz")]
+        for label, v in (("URDF", vals(nominal)), ("identified", vals(sp))):
+            m = v[0]
+            com = [x / m if m else float("nan") for x in v[1:4]]
+            r = [f"<b>{html.escape(body)}</b>" if label == "URDF" else "", label, _num(m)]
+            r += [_num(c, ".4f") for c in com] + [_num(x) for x in v[4:]]
+            r.append(_num(eig.get(body), ".2e") if label == "identified" else "")
+            rows.append(r)
+        m_urdf, m_id = nominal.get(f"{body}.m", 0.0), sp.get(f"{body}.m", 0.0)
+        if m_urdf > 0 and m_id > 0 and max(m_id / m_urdf, m_urdf / m_id) > MASS_RATIO_NOTE:
+            far.append(f"{html.escape(body)} ({m_id:.3g} kg vs {m_urdf:.3g} kg)")
+    out = [_table(["body", "", "m [kg]", "c<sub>x</sub> [m]", "c<sub>y</sub> [m]",
+                   "c<sub>z</sub> [m]", "I<sub>xx</sub>", "I<sub>yy</sub>", "I<sub>zz</sub>",
+                   "I<sub>xy</sub>", "I<sub>xz</sub>", "I<sub>yz</sub>",
+                   "min eig. pseudo-inertia"], rows, "bodies")]
+    out.append("<p class='small'>Inertias in kg m&sup2; about the body frame's origin (the "
+               "joint frame or the config's <code>body_frame</code>); centre of mass c = "
+               "(mx, my, mz) / m.</p>")
+    if far:
+        out.append("<p class='note'><b>Why masses differ from the URDF:</b> "
+                   + ", ".join(far) + ". Motion data determine only the base parameters "
+                   "(combinations); the physically consistent estimate is one set of standard "
+                   "parameters with those combinations, the one nearest the URDF prior that "
+                   "satisfies the pseudo-inertia LMIs. How mass is split between bodies that "
+                   "appear only together (e.g. a wrist and the links after it) is not "
+                   "determined by the data, so such a body's mass can sit far from its URDF "
+                   "value while the predicted torques stay right. Trust the base parameters "
+                   "and the validation above, not a single body's mass.</p>")
+    return "".join(out)
+
+
+def write_report(out_dir, model, results_doc, files, *, title=None, base=None,
+                 excitation_data=(), inputs=()) -> Path:
     """Write ``report.html`` and its PNG figures into ``out_dir``.
 
     Parameters
@@ -120,9 +445,13 @@ def write_report(out_dir, model, results_doc, files, *, title=None, inputs=()) -
     out_dir : path
     model : RobotModel
     results_doc : dict
-        Parsed results.yaml (with ``estimates:`` when identify wrote them).
+        Parsed results.yaml (with ``estimates:`` when identify wrote them; ``diagnostics:``).
     files : list of dict
         :func:`robot_identification.validation.validate` output with ``keep_signals``.
+    base : BaseParameters, optional
+        Base parameters of the results (for the nominal column).
+    excitation_data : list of (label, Dataset)
+        Identification recordings: their spectrum is drawn.
     inputs : iterable of path
         Files and directories read; ``out_dir`` must not be (inside) one of them nor a bag.
 
@@ -137,90 +466,95 @@ def write_report(out_dir, model, results_doc, files, *, title=None, inputs=()) -
         ``out_dir`` is an input file or lies in an input or rosbag2 directory.
     """
     from robot_identification.outputs import check_output, write_text_atomic
+    from robot_identification.progress import bar
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise ConfigError(f"report directory '{out}' is a file; give a directory")
     check_output(out / "report.html", inputs, "report directory")
     out.mkdir(parents=True, exist_ok=True)
     joints = list(model.joint_names)
-    parts = [f"<h1>{html.escape(title or 'Identification report: ' + model.config.name)}</h1>"]
     est = results_doc.get("estimates") or {}
     metrics = results_doc.get("metrics", {})
+    diagnostics = results_doc.get("diagnostics") or []
     cond = metrics.get("condition_number")
-    parts.append(f"<p>Robot <b>{html.escape(model.config.name)}</b>, "
-                 f"{len(results_doc['base_parameters'])} base parameters, "
-                 f"{metrics.get('n_samples', '?')} samples, condition number of the base "
-                 f"observation matrix <b>{_num(cond)}</b>; identification data: "
-                 f"{html.escape(', '.join(Path(d).name for d in results_doc.get('data', [])))}"
-                 f".</p>")
-    # validation summary
+    settings = results_doc.get("settings") or {}
+    steps = 2 * len(files) + (1 if files else 0) + (1 if excitation_data else 0)
+    pbar = bar(total=steps, desc="report", unit="figure")
+    name = html.escape(model.config.name)
+    parts = [f"<h1>{html.escape(title or 'Identification report: ' + model.config.name)}</h1>"]
+    data = ", ".join(Path(d).name for d in results_doc.get("data", []))
+    parts.append(f"<p>Robot <b>{name}</b> ({model.config.model}, {model.n} joints), "
+                 f"{len(results_doc['base_parameters'])} base parameters from "
+                 f"{metrics.get('n_samples', '?')} samples ({metrics.get('n_equations', '?')} "
+                 f"equations) of {html.escape(data or 'the identification data')}; reported "
+                 f"estimator <b>{html.escape(str(results_doc.get('estimator', '?')).upper())}"
+                 f"</b>; condition number of the base observation matrix <b>{_num(cond)}</b>."
+                 f"</p>")
+    parts.append("<h2>Diagnostics</h2>" + _diagnostics_html(diagnostics))
+    parts.append("<h2>Base parameters</h2>")
+    parts.append(_parameter_table(model, results_doc, base, diagnostics))
+    parts.append("<h2 id='excitation'>Excitation</h2>")
+    parts.append(f"<p>Condition number of the base observation matrix: <b>{_num(cond)}</b> "
+                 "(below ~100 is well conditioned; large values mean some base parameters are "
+                 "hardly excited). Low-pass cut-off "
+                 f"{_num(settings.get('cutoff_hz'))} Hz, velocity threshold "
+                 f"{_num(settings.get('velocity_threshold'))} rad/s.</p>")
+    if excitation_data:
+        fig = plot_spectrum(list(excitation_data), joints, out / "spectrum.png",
+                            settings.get("cutoff_hz"))
+        pbar.update(1)
+        parts.append(fig.img("amplitude spectrum of the excitation"))
     if files:
-        img = plot_nrmse(files, joints, out / "nrmse.png")
-        parts.append("<h2>Validation: normalised RMS torque error</h2>")
-        parts.append(f'<img src="{img.name}" alt="NRMSE per joint">')
+        parts.append("<h2 id='validation'>Validation: normalised RMS torque error</h2>")
+        fig = plot_nrmse(files, joints, out / "nrmse.png")
+        pbar.update(1)
+        parts.append(fig.img("NRMSE per joint"))
         for f in files:
             rows = []
-            for name, m in f["models"].items():
-                rows.append([name] + [f"{j['rms']:.3f} / {j['nrmse']:.3f}" for j in m["joints"]]
+            for mname, m in f["models"].items():
+                rows.append([LABELS.get(mname, mname)]
+                            + [f"{j['rms']:.3f} / {j['nrmse']:.3f}" for j in m["joints"]]
                             + [f"<b>{m['nrmse_mean']:.4f}</b>"])
             parts.append(f"<h3>{html.escape(Path(f['file']).name)}"
                          f"{'' if f['moving'] else ' (static poses)'}</h3>")
-            parts.append("<p>cells: RMS error [N m] / NRMSE</p>")
-            parts.append(_table(["model"] + [_short(j) for j in joints] + ["mean NRMSE"], rows))
+            parts.append("<p class='small'>cells: RMS error [N m] / NRMSE</p>")
+            parts.append(_table(["model"] + [_short(j) for j in joints] + ["mean NRMSE"], rows,
+                                "nrmse"))
         for i, f in enumerate(files):
             stem = f"file{i + 1}"
             a = plot_torques(f, joints, out / f"{stem}_torque.png")
+            pbar.update(1)
             b = plot_residuals(f, joints, out / f"{stem}_residual.png")
-            parts.append(f"<h2>{html.escape(Path(f['file']).name)}</h2>")
-            parts.append(f'<img src="{a.name}" alt="torques"><br><img src="{b.name}" '
-                         f'alt="residuals">')
-    # gains
+            pbar.update(1)
+            parts.append(f"<h2 id='{stem}'>{html.escape(Path(f['file']).name)}: torques and "
+                         f"residuals</h2>")
+            parts.append(a.img("measured vs predicted torque") + "<br>"
+                         + b.img("residuals"))
     gains = results_doc.get("drive_gains")
     if gains:
         parts.append("<h2>Drive gains [N m / A]</h2>")
-        rows = [[k] + [_num(v, ".4f") for v in vals] for k, vals in gains.items()
+        rows = [[html.escape(k)] + [_num(v, ".4f") for v in vals] for k, vals in gains.items()
                 if isinstance(vals, list)]
         parts.append(_table(["source"] + [_short(j) for j in joints], rows))
-    # parameter table
-    parts.append("<h2>Base parameters</h2>")
-    head = ["#", "base parameter", "unit"]
-    cols = [k for k in ("ols", "wls") if k in est]
-    for k in cols:
-        head += [f"{k} estimate", f"{k} std", f"{k} rel. std %"]
-    if "physical" in est:
-        head.append("physical")
-    rows = []
-    for i, bp in enumerate(results_doc["base_parameters"]):
-        r = [str(i + 1), f"<code>{html.escape(bp['expression'])}</code>", bp.get("unit", "")]
-        if not cols:
-            r += [_num(bp["estimate"]), _num(bp["std"]), _num(bp.get("relative_std"), ".3g")]
-        for k in cols:
-            v, s = est[k]["values"][i], est[k]["std"][i]
-            r += [_num(v), _num(s), _num(100 * s / abs(v) if v else float("inf"), ".3g")]
-        if "physical" in est:
-            r.append(_num(est["physical"]["values"][i]))
-        rows.append(r)
-    if not cols:
-        head += ["estimate", "std", "rel. std %"]
-    parts.append(_table(head, rows))
-    if "physical" in est:
-        sp = est["physical"]["standard_parameters"]
-        parts.append("<h2>Physically consistent standard parameters (per body, joint frame)</h2>")
-        rows = []
-        for body in model.body_names:
-            vals = [sp.get(f"{body}.{p}") for p in ("m", "mx", "my", "mz", "Ixx", "Ixy",
-                                                    "Iyy", "Ixz", "Iyz", "Izz")]
-            nominal = model.nominal_parameters()[model.parameter_names.index(f"{body}.m")]
-            rows.append([body, f"{vals[0]:.4g} ({nominal:.4g})"]
-                        + [_num(v) for v in vals[1:]]
-                        + [_num(est["physical"]["min_pseudo_inertia_eigenvalues"][body], ".2e")])
-        parts.append(_table(["body", "m [kg] (nominal)", "mx", "my", "mz", "Ixx", "Ixy", "Iyy",
-                             "Ixz", "Iyz", "Izz", "min eig J"], rows))
-    css = ("body{font-family:sans-serif;max-width:1200px;margin:auto}"
-           "table{border-collapse:collapse;font-size:12px;margin:8px 0}"
-           "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}"
-           "td:nth-child(2){text-align:left}img{max-width:100%}")
+    bodies = _bodies_table(model, est)
+    if bodies:
+        parts.append("<h2 id='bodies'>Physically consistent bodies beside the URDF</h2>"
+                     + bodies)
+    pbar.close()
+    css = ("body{font-family:sans-serif;max-width:1340px;margin:auto;padding:0 12px}"
+           "h2{border-bottom:1px solid #ccc;margin-top:28px}"
+           "table{border-collapse:collapse;font-size:13px;margin:8px 0}"
+           "td,th{border:1px solid #ccc;padding:3px 7px;text-align:right;white-space:nowrap}"
+           "th{background:#f3f3f3}table.params th:nth-child(2){text-align:left}"
+           "td.name{text-align:left;white-space:normal;max-width:520px}"
+           ".expr{font-family:monospace;font-size:11px;color:#555}"
+           "td.trust{text-align:center;font-weight:bold}"
+           ".chip{padding:0 6px;border-radius:3px}.small{font-size:12px;color:#444}"
+           ".note{background:#fff8e1;padding:8px;border-left:4px solid #f0b400}"
+           "ul.diag{list-style:none;padding:0}ul.diag li{padding:4px 8px;margin:2px 0}"
+           ".diag.ok{background:#c8e6c9;padding:6px}.warn{color:#b26a00}"
+           "img{max-width:100%;height:auto;display:block;margin:6px 0}")
     page = (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>"
-            f"{html.escape(model.config.name)} identification</title><style>{css}</style>"
+            f"{name} identification</title><style>{css}</style>"
             f"</head><body>{''.join(parts)}</body></html>\n")
     return write_text_atomic(out / "report.html", page, inputs, "report directory")

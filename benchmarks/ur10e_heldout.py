@@ -1,0 +1,151 @@
+"""UR10e held-out accuracy: default estimate vs plain OLS vs the dataset authors' model, on the
+SAME data with the SAME metric (mean over joints of NRMSE = RMS(tau_pred - tau_meas) /
+RMS(tau_meas), torques after the identification's low-pass filter).
+
+Protocol (nothing is selected on validation data):
+
+- identify on the shared identification runs (the two unloaded 50 s Fourier runs);
+- validate on every shared validation run: a 30 s Fourier run (moving) and two static holds;
+- leave-one-recording-out on the identification runs (fit on one, predict the other).
+
+Models compared:
+
+- ``default``: ``robot-identification identify`` with the robot config (WLS, automatic Coulomb
+  deadband, physically consistent estimate with the log-det prior is the ``physical`` row);
+- ``plain OLS``: ordinary least squares with plain sign(dq) friction in identification and
+  prediction (what a short script with the same URDF does);
+- ``authors``: the parameters Mamedov & Mikhel publish with the data
+  (shamilmamedov/dynamic_calibration, UR10E_parameters.txt: pi_rgd, pi_drvs, pi_frcn; their
+  link frames are the joint frames of their URDF, the shared ``ur10e.urdf``), predicted with
+  their friction model fv dq + fc sign(dq) + fo.
+
+    PYTHONPATH=$PWD python benchmarks/ur10e_heldout.py
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = next((c / "data" / "ur10e" for c in (REPO.parent / "shared", REPO.parents[1] / "shared")
+             if (c / "data" / "ur10e").is_dir()), None)
+IDENT = ("ur-20_02_19_14harm50sec.csv", "ur-20_02_12-50sec_12harm.csv")
+VALID = ("ur-20_02_10-30sec_12harm.csv", "ur-20_01_17-p1.csv", "ur-20_01_17-p2.csv")
+
+# Mamedov & Mikhel (2020), UR10E_parameters.txt. Per link [Ixx Ixy Ixz Iyy Iyz Izz mx my mz m]
+# about the link frame; rotor (reflected) inertias; per joint [fv fc fo].
+AUTHORS_RIGID = [
+    16.0176611535738, -2.00482708189127e-24, -4.24485395869232e-22, 16.0176611535738,
+    -4.24485395867403e-22, 9.43727306189725e-07, -6.53436127827057e-22, -6.53436127823637e-22,
+    3.50505913361878e-15, 4.82735807687454,
+    3.93252112150267, 0.852872700795216, 0.151907227487544, 3.72055571331379,
+    -0.594537596685827, 1.90315714825294, 0.0499515018125203, -0.275933516211432,
+    3.26326766895734, 7.92588780427583,
+    2.22453155994020, -0.536563782355030, -0.176606571084730, 1.38898515931147,
+    -0.216688686682940, 1.38868367868425, 0.0239478724955783, 0.242903204545637,
+    0.893878743865011, 2.48085522792275,
+    1.02973744452979, 0.232810369975328, -0.0122592945631829, 0.0751257822869478,
+    0.0743540253355278, 1.06527257146170, -0.000582815216240731, -0.253394468238071,
+    0.191762550420584, 2.15599664972997,
+    0.0286148910140748, -0.0338326593926075, -0.0256613339921903, 0.108051336487696,
+    -0.0138455726459147, 0.111089405220237, 0.00787524242077676, 0.0934251412682158,
+    0.114658605760645, 2.15599365882885,
+    0.0283844456390803, -0.00207558738053028, -0.0139815283589113, 0.0353598234283524,
+    -0.00400838436166993, 0.00814485837826589, 0.00266611685970840, -0.00108021254518030,
+    -0.0158005587487420, 0.222170406447329]
+AUTHORS_ROTOR = [0.0, 3.7434, 0.0, 0.0708, 0.2342, 0.4365]
+AUTHORS_FRICTION = [
+    21.2560035178975, 12.5483919746119, 0.196127531079290, 20.2209078488147, 13.2656448586672,
+    -0.753542068699768, 10.3777424977617, 4.99431320112810, 0.197915175643975, 3.57505079619634,
+    1.99785409182665, 0.0548203669462869, 2.49090134851989, 2.69046065664555,
+    -0.00961090201631413, 3.02555317117942, 2.29785428883088, 0.0425285989157143]
+
+
+def authors_model_and_parameters():
+    """RobotModel on the authors' URDF and their standard parameters in our layout."""
+    from robot_identification.model import RobotModel, load_robot
+    cfg = load_robot("ur10e").config
+    model = RobotModel(cfg, urdf_xml=(DATA / "ur10e.urdf").read_text())
+    pi = np.zeros(model.n_parameters)
+    names = model.parameter_names
+    for k in range(6):
+        ixx, ixy, ixz, iyy, iyz, izz, mx, my, mz, m = AUTHORS_RIGID[10 * k: 10 * k + 10]
+        pi[10 * k: 10 * k + 10] = [m, mx, my, mz, ixx, ixy, iyy, ixz, iyz, izz]
+        j = model.joint_names[k]
+        fv, fc, fo = AUTHORS_FRICTION[3 * k: 3 * k + 3]
+        for key, v in (("rotor_inertia", AUTHORS_ROTOR[k]), ("viscous", fv), ("coulomb", fc),
+                       ("offset", fo)):
+            pi[names.index(f"{j}.{key}")] = v
+    return model, pi
+
+
+def mean_nrmse(files, name):
+    return {Path(f["file"]).name: f["models"][name]["nrmse_mean"] for f in files}
+
+
+def main():
+    from robot_identification.data import load_dataset
+    from robot_identification.identifiability import base_parameters
+    from robot_identification.model import load_robot
+    from robot_identification.pipeline import identify
+    from robot_identification.validation import compute_estimates, validate
+    if DATA is None:
+        print("shared UR10e data not found; nothing to do")
+        return 0
+    model = load_robot("ur10e")
+    ident = [load_dataset(DATA / "identification" / f, model=model) for f in IDENT]
+    valid = [load_dataset(DATA / "validation" / f, model=model) for f in VALID]
+    labels = list(VALID)
+
+    def fit(datasets):
+        default = identify(model, datasets)                      # config: WLS, auto deadband
+        est = compute_estimates(model, default, physical=True)
+        plain_s = replace(model.config.identification, friction_deadband=0.0,
+                          drop_reversals=False)
+        plain = identify(model, datasets, plain_s, estimator="ols")
+        return default, est, plain, plain_s
+
+    def evaluate(default, est, plain, plain_s, datasets, names):
+        s = replace(model.config.identification, cutoff_hz=default.settings["cutoff_hz"],
+                    friction_deadband=tuple(default.settings["friction_deadband"]))
+        rows = {}
+        for key in ("wls", "physical"):
+            beta = est[key].values if key == "wls" else est[key].base
+            files = validate(model, default.base, {key: beta}, datasets, s, labels=names,
+                             rest_velocity=0.0)
+            rows["default " + key] = mean_nrmse(files, key)
+        files = validate(model, plain.base, {"ols": plain.estimate.values}, datasets,
+                         replace(plain_s, cutoff_hz=default.settings["cutoff_hz"]),
+                         labels=names, rest_velocity=0.0)
+        rows["plain OLS"] = mean_nrmse(files, "ols")
+        amodel, api = authors_model_and_parameters()
+        abase = base_parameters(amodel)
+        files = validate(amodel, abase, {"authors": abase.base_values(api)}, datasets,
+                         replace(plain_s, cutoff_hz=default.settings["cutoff_hz"]),
+                         labels=names, rest_velocity=0.0)
+        rows["authors"] = mean_nrmse(files, "authors")
+        return rows
+
+    def show(title, rows):
+        cols = list(next(iter(rows.values())))
+        print(title)
+        print(f"  {'model':<18}" + "".join(f"{c[:28]:>30}" for c in cols))
+        for name, r in rows.items():
+            print(f"  {name:<18}" + "".join(f"{r[c]:>30.4f}" for c in cols))
+
+    fitted = fit(ident)
+    d = fitted[0]
+    print(f"identified on {', '.join(IDENT)}: cut-off {d.settings['cutoff_hz']} Hz, deadband "
+          f"{np.round(d.settings['friction_deadband'], 5).tolist()} rad/s")
+    show("held-out runs, mean NRMSE over joints", evaluate(*fitted, valid, labels))
+    for i in range(len(ident)):
+        train = [ident[j] for j in range(len(ident)) if j != i]
+        show(f"leave-one-recording-out: fit on {IDENT[1 - i]}, predict",
+             evaluate(*fit(train), [ident[i]], [IDENT[i]]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

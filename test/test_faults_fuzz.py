@@ -1,0 +1,295 @@
+"""Property-based tests (hypothesis): random and mutated CSVs, bags, npy/npz, robot configs and
+results files fed to the loaders and the CLI. The only outcomes allowed are a valid result or a
+project error (:class:`IdentificationError`) whose message is one line (issue #12).
+
+CI runs the ``ci`` profile (a bounded number of examples, derandomised: seconds);
+``scripts/fuzz_inputs.py`` runs the ``fuzz`` profile (many more examples, random seeds).
+Select with ``RI_HYPOTHESIS_PROFILE``.
+"""
+import json
+import os
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from robot_identification import cli
+from robot_identification.data import Dataset, load_dataset
+from robot_identification.data._bag import read_bag, write_bag
+from robot_identification.errors import IdentificationError
+from robot_identification.identifiability import base_parameters
+from robot_identification.model import load_robot
+from robot_identification.report import read_results
+from robot_identification.streaming import iter_chunks
+from robot_identification.validation import load_estimates
+
+REPO = Path(__file__).resolve().parents[1]
+_COMMON = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                     HealthCheck.data_too_large])
+settings.register_profile("ci", max_examples=25, derandomize=True, database=None, **_COMMON)
+_FUZZ = int(os.environ.get("RI_HYPOTHESIS_EXAMPLES", "400"))
+settings.register_profile("fuzz", max_examples=_FUZZ, database=None, **_COMMON)
+PROFILE = os.environ.get("RI_HYPOTHESIS_PROFILE", "ci")
+#: Examples of the slow property (the CLI runs a whole identification per example).
+SLOW = {"ci": 6, "fuzz": max(6, _FUZZ // 7)}.get(PROFILE, 6)
+
+
+def expect_project_error(fn, *args, **kwargs):
+    """Call ``fn``; a project error must be one line. Anything else propagates (a bug)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return fn(*args, **kwargs)
+        except IdentificationError as exc:
+            assert "\n" not in str(exc), f"multi-line message: {exc}"
+            assert str(exc).strip(), "empty message"
+            return None
+
+
+# ------------------------------------------------------------------------------ strategies
+#: Byte mutations: (position as a fraction of the length, new byte) pairs, and an optional cut.
+mutations = st.tuples(
+    st.lists(st.tuples(st.floats(0, 1, exclude_max=True), st.integers(0, 255)), max_size=8),
+    st.one_of(st.none(), st.floats(0, 1)))
+
+
+def mutate(data: bytes, mutation) -> bytes:
+    flips, cut = mutation
+    b = bytearray(data)
+    for frac, val in flips:
+        if b:
+            b[int(frac * len(b))] = val
+    if cut is not None:
+        b = b[:int(cut * len(b))]
+    return bytes(b)
+
+
+csv_field = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.floats(-10, 10).map(lambda x: f"{x:.6g}"),
+    st.sampled_from(["", "nan", "inf", "-", "1e999", "0x10", " ", "a", "1,2", "\x00"]),
+    st.text(max_size=4))
+
+
+@st.composite
+def csv_texts(draw, joints=2):
+    """A valid CSV (t, q1..qn, tau1..taun) with rows mutated, dropped or inserted."""
+    n = draw(st.integers(0, 60))
+    t = np.cumsum(draw(st.lists(st.floats(1e-4, 0.05), min_size=n, max_size=n)) or [0.0])
+    rows = [[f"{ti:.6f}"] + [f"{np.sin(ti + j):.6f}" for j in range(joints)]
+            + ["1.5"] * joints for ti in t[:n]]
+    for _ in range(draw(st.integers(0, 6))):
+        if not rows:
+            break
+        i = draw(st.integers(0, len(rows) - 1))
+        action = draw(st.sampled_from(["field", "drop", "extra", "insert", "time"]))
+        if action == "field" and rows[i]:
+            rows[i][draw(st.integers(0, len(rows[i]) - 1))] = draw(csv_field)
+        elif action == "drop":
+            rows[i] = rows[i][:draw(st.integers(0, 2 * joints))]
+        elif action == "extra":
+            rows[i].append(draw(csv_field))
+        elif action == "insert":
+            rows.insert(i, [draw(csv_field) for _ in range(draw(st.integers(0, 6)))])
+        elif action == "time" and rows[i]:
+            rows[i][0] = draw(st.sampled_from(["0", "-1", "1e9", "1e300", f"{t[0]:.6f}"]))
+    header = draw(st.sampled_from(["", "t,q1,q2,tau1,tau2\n", "# comment\n"]))
+    return header + "\n".join(",".join(r) for r in rows) + draw(st.sampled_from(["", "\n"]))
+
+
+yaml_leaf = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6),
+                      st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=6),
+                      st.lists(st.floats(allow_nan=True), max_size=3),
+                      st.dictionaries(st.text(max_size=4), st.integers(), max_size=2))
+
+
+def leaf_paths(doc, prefix=()):
+    """Paths to every node of a YAML document (mappings and lists)."""
+    out = [prefix]
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            out += leaf_paths(v, prefix + (k,))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            out += leaf_paths(v, prefix + (i,))
+    return out
+
+
+def replace_at(doc, path, value):
+    if not path:
+        return value
+    node = doc
+    for k in path[:-1]:
+        node = node[k]
+    node[path[-1]] = value
+    return doc
+
+
+@st.composite
+def mutated_docs(draw, doc):
+    """``doc`` with 1-3 nodes replaced by random YAML values (or deleted)."""
+    doc = json.loads(json.dumps(doc))
+    for _ in range(draw(st.integers(1, 3))):
+        paths = leaf_paths(doc)
+        path = draw(st.sampled_from(paths))
+        if path and draw(st.booleans()) and isinstance(doc, (dict, list)):
+            parent = doc
+            for k in path[:-1]:
+                parent = parent[k]
+            if isinstance(parent, dict):
+                del parent[path[-1]]
+                continue
+        doc = replace_at(doc, path, draw(yaml_leaf))
+    return doc
+
+
+# ------------------------------------------------------------------------------ fixtures
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """Valid inputs to mutate: a 2-joint dataset (.npz and bag), szabo_3dof's config and a
+    results.yaml of szabo_3dof (identified from a simulation)."""
+    d = tmp_path_factory.mktemp("fuzz")
+    n = 120
+    t = np.arange(n) * 1e-3
+    ds = Dataset(t=t, q=np.column_stack([np.sin(5 * t), np.cos(5 * t)]), tau=np.ones((n, 2)),
+                 theta=np.column_stack([np.sin(5 * t), np.cos(5 * t)]),
+                 joint_names=["joint1", "joint2"])
+    ds.save_npz(d / "run.npz")
+    write_bag(ds, d / "bag")
+    cfg = yaml.safe_load((REPO / "config" / "robots" / "szabo_3dof.yaml").read_text())
+    cfg["urdf"] = str(REPO / "urdf" / "szabo_3dof.urdf")
+    assert cli.main(["simulate", "--robot", "szabo_3dof", "--duration", "3", "--output",
+                     str(d / "sim.npz"), "--quiet"]) == 0
+    assert cli.main(["identify", "--robot", "szabo_3dof", "--data", str(d / "sim.npz"),
+                     "--output", str(d / "results.yaml"), "--quiet"]) == 0
+    model = load_robot("szabo_3dof")
+    results = yaml.safe_load((d / "results.yaml").read_text())
+    return Inputs({"dir": d, "config": cfg, "results": results, "model": model,
+                   "base": base_parameters(model)})
+
+
+class Inputs(dict):
+    """The fixture's files (a short repr for hypothesis' failure reports)."""
+
+    def __repr__(self):
+        return f"Inputs({self['dir']})"
+
+
+# ------------------------------------------------------------------------------ properties
+@settings(settings.get_profile(PROFILE))
+@given(text=csv_texts())
+def test_csv_reader(text):
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "run.csv"
+        path.write_text(text, errors="surrogateescape")
+        ds = expect_project_error(load_dataset, path, time=1, position=2, torque=4, n_joints=2)
+        if ds is not None:
+            expect_project_error(ds.validate, 2)
+
+
+@settings(settings.get_profile(PROFILE))
+@given(mutation=mutations, member=st.sampled_from(["bag.mcap", "metadata.yaml"]))
+def test_bag_reader(files, mutation, member):
+    with tempfile.TemporaryDirectory() as d:
+        bag = Path(d) / "bag"
+        bag.mkdir()
+        for f in (files["dir"] / "bag").iterdir():
+            data = f.read_bytes()
+            (bag / f.name).write_bytes(mutate(data, mutation) if f.name == member else data)
+        ds = expect_project_error(read_bag, bag)
+        if ds is not None:
+            expect_project_error(ds.validate, 2)
+        chunks = expect_project_error(lambda: list(iter_chunks(bag, 50)))
+        assert chunks is None or all(c.n_samples <= 50 for c in chunks)
+
+
+@settings(settings.get_profile(PROFILE))
+@given(mutation=mutations)
+def test_npz_reader(files, mutation):
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "run.npz"
+        path.write_bytes(mutate((files["dir"] / "run.npz").read_bytes(), mutation))
+        ds = expect_project_error(load_dataset, path)
+        if ds is not None:
+            expect_project_error(ds.validate, 2)
+        expect_project_error(lambda: list(iter_chunks(path, 50)))
+
+
+@settings(settings.get_profile(PROFILE))
+@given(mutation=mutations, member=st.sampled_from(["t.npy", "q.npy", "tau.npy", "meta.json"]))
+def test_npy_directory_reader(files, mutation, member):
+    src = load_dataset(files["dir"] / "run.npz")
+    with tempfile.TemporaryDirectory() as d:
+        d = Path(d)
+        content = {f"{k}.npy": _npy(getattr(src, k)) for k in ("t", "q", "tau")}
+        content["meta.json"] = json.dumps({"joint_names": list(src.joint_names)}).encode()
+        for name, data in content.items():
+            (d / name).write_bytes(mutate(data, mutation) if name == member else data)
+        expect_project_error(lambda: list(iter_chunks(d, 50)))
+
+
+def _npy(a):
+    import io
+    buf = io.BytesIO()
+    np.save(buf, a)
+    return buf.getvalue()
+
+
+@settings(settings.get_profile(PROFILE))
+@given(data=st.data())
+def test_robot_config(files, data):
+    doc = data.draw(mutated_docs(files["config"]))
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "robot.yaml"
+        path.write_text(yaml.safe_dump(doc))
+        expect_project_error(load_robot, config=path)
+
+
+@settings(settings.get_profile(PROFILE))
+@given(data=st.data())
+def test_results_file(files, data):
+    doc = data.draw(mutated_docs(files["results"]))
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "results.yaml"
+        path.write_text(yaml.safe_dump(doc))
+        expect_project_error(read_results, path, "szabo_3dof")
+        out = expect_project_error(load_estimates, path, files["model"], files["base"])
+        if out is not None:
+            for values in out[1].values():
+                assert np.all(np.isfinite(values))
+
+
+@settings(settings.get_profile(PROFILE), max_examples=SLOW,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=st.data(), command=st.sampled_from(["validate", "export-urdf", "identify"]))
+def test_cli_with_mutated_inputs(files, data, command, capsys):
+    """The CLI on a mutated results file or CSV: exit 0, or exit 2 with one line; the inputs
+    are never modified."""
+    d = files["dir"]
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        if command == "identify":
+            (tmp / "run.csv").write_text(data.draw(csv_texts(3)), errors="surrogateescape")
+            cfg = dict(files["config"], csv={"time": 1, "position": 2, "torque": 5})
+            (tmp / "robot.yaml").write_text(yaml.safe_dump(cfg))
+            argv = ["identify", "--config", tmp / "robot.yaml", "--data", tmp / "run.csv",
+                    "--no-physical", "--quiet"]
+        else:
+            (tmp / "results.yaml").write_text(
+                yaml.safe_dump(data.draw(mutated_docs(files["results"]))))
+            argv = [command, "--robot", "szabo_3dof", "--results", tmp / "results.yaml"]
+            if command == "validate":
+                argv += ["--data", d / "sim.npz", "--quiet"]
+        before = {p: p.read_bytes() for p in tmp.iterdir()}
+        rc = cli.main([str(a) for a in argv] + ["--output", str(tmp / "out" / "o.yaml")])
+        err = capsys.readouterr().err
+        assert {p: p.read_bytes() for p in before} == before
+        assert rc in (0, 2), err
+        assert "Traceback" not in err
+        if rc == 2:
+            assert len([ln for ln in err.splitlines() if ": error: " in ln]) == 1, err

@@ -1,0 +1,77 @@
+"""The HTML report: every curve of every estimate drawn, legends outside the data, figure
+sizes for a 1400 px screen, diagnostics first, a trust flag per base parameter."""
+import json
+import re
+import struct
+
+import numpy as np
+import pytest
+
+
+def _png_size(path):
+    with open(path, "rb") as f:
+        head = f.read(24)
+    assert head[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", head[16:24])
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    from robot_identification.model import load_robot
+    from robot_identification.pipeline import identify
+    from robot_identification.report import read_results, write_results
+    from robot_identification.report._html import write_report
+    from robot_identification.simulation import simulate
+    from robot_identification.validation import (compute_estimates, load_estimates, validate,
+                                                 write_estimates)
+    out = tmp_path_factory.mktemp("report")
+    model = load_robot("zollo_planar")
+    data = simulate(model, duration=4.0)
+    held = simulate(model, duration=3.0, seed=1, snr_db=80)
+    result = identify(model, data)
+    path = write_results(result, out / "results.yaml", model)
+    write_estimates(path, model, compute_estimates(model, result, physical=False))
+    base, models, doc = load_estimates(path, model)
+    files = validate(model, base, models, [held], labels=["held.npz"], keep_signals=True)
+    page = write_report(out / "report", model, doc, files, base=base,
+                        excitation_data=[("run.npz", data)])
+    return page, read_results(path), models
+
+
+def test_every_series_is_drawn_with_sane_sizes_and_no_legend_on_data(report):
+    page, doc, models = report
+    text = page.read_text()
+    imgs = re.findall(r"<img ([^>]*)>", text)
+    assert len(imgs) == 4               # spectrum, NRMSE, torques, residuals
+    for attrs in imgs:
+        src = re.search(r'src="([^"]+)"', attrs).group(1)
+        width = int(re.search(r'width="(\d+)"', attrs).group(1))
+        height = int(re.search(r'height="(\d+)"', attrs).group(1))
+        assert _png_size(page.parent / src) == (width, height), src
+        assert 800 <= width <= 1400 and 200 <= height <= 2000, (src, width, height)
+        assert 'data-legend-overlap="false"' in attrs, src
+        series = json.loads(re.search(r"data-series='([^']*)'", attrs).group(1)
+                            .replace("&quot;", '"'))
+        assert series and all(n > 0 for n in series.values()), (src, series)
+        if src.endswith("_torque.png"):
+            assert set(series) == {"measured"} | set(models)
+        if src.endswith("_residual.png"):
+            assert set(series) == set(models) - {"nominal"}
+        if src == "spectrum.png":
+            assert set(series) == {"joint1", "joint2"}
+
+
+def test_diagnostics_come_first_and_every_parameter_has_a_trust_flag(report):
+    page, doc, _ = report
+    text = page.read_text()
+    assert text.index("<h2>Diagnostics</h2>") < text.index("<h2>Base parameters</h2>")
+    for d in doc["diagnostics"]:
+        assert d["code"] in text
+    flags = re.findall(r"<td class='trust'[^>]*>(\w+)</td>", text)
+    assert len(flags) == len(doc["base_parameters"])
+    assert set(flags) <= {"good", "fair", "poor", "unidentified"}
+    rel = [e["relative_std"] for e in doc["base_parameters"]]
+    assert flags[int(np.nanargmin(np.array(rel, float)))] == "good"
+    # units, nominal and true values are columns
+    for head in ("unit", "nominal (URDF)", "true (simulated)", "rel. std [%]"):
+        assert f"<th>{head}</th>" in text
