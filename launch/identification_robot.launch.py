@@ -102,6 +102,9 @@ def nodes(context):
     rate = positive(values, "rate_hz")
     timeout = positive(values, "watchdog_timeout")
     scale = positive(values, "bandwidth_scale")
+    params_file = values["params_file"]
+    if params_file and not os.path.isfile(params_file):
+        raise LaunchArgumentError(f"params_file:={params_file!r} is not a file")
     elastic = is_elastic(values)
     sim_time = values["use_sim_time"] == "true"
     use_pd = values["use_pd_controller"] == "true"
@@ -110,9 +113,6 @@ def nodes(context):
         motor = "/motor_states" if elastic else ""
     jtc = values["trajectory_controller_topic"] or ("" if use_pd else JTC_TOPIC)
     robot = {"robot": values["robot"], "robot_config": values["robot_config"]}
-    params_file = values["params_file"]
-    if params_file and not os.path.isfile(params_file):
-        raise LaunchArgumentError(f"params_file:={params_file!r} is not a file")
     common = {"use_sim_time": sim_time, "params_file": params_file}
     # the control loop's nodes on the chosen executor; recorder and identifier (threads) on
     # rclpy's SingleThreadedExecutor

@@ -151,8 +151,11 @@ def ament_prefix_of_checkout(root):
     (index / "robot_identification").touch()
     share = prefix / "share" / "robot_identification"
     share.mkdir()
-    for name in ("launch", "config", "urdf", "package.xml"):
+    for name in ("config", "urdf", "package.xml"):
         (share / name).symlink_to(root / name)
+    (share / "launch").mkdir()                  # ros2 launch walks it (no symlinked folders)
+    for f in (root / "launch").glob("*.py"):
+        (share / "launch" / f.name).symlink_to(f)
     lib = prefix / "lib" / "robot_identification"
     lib.mkdir(parents=True)
     for node in NODE_EXECUTABLES:
