@@ -11,7 +11,10 @@ Protocol (nothing is selected on validation data):
 Models compared:
 
 - ``default``: ``robot-identification identify`` with the robot config (WLS, automatic Coulomb
-  deadband, physically consistent estimate with the log-det prior is the ``physical`` row);
+  deadband, friction rows near reversals dropped; the physically consistent estimate with
+  the log-det prior is the ``physical`` row);
+- ``static friction``: the same with Szabó's smooth static friction model (eq. 7-9), the
+  model ``identify --select`` prefers on the identification runs (leave-one-recording-out);
 - ``plain OLS``: ordinary least squares with plain sign(dq) friction in identification and
   prediction (what a short script with the same URDF does);
 - ``authors``: the parameters Mamedov & Mikhel publish with the data
@@ -63,10 +66,16 @@ AUTHORS_FRICTION = [
     -0.00961090201631413, 3.02555317117942, 2.29785428883088, 0.0425285989157143]
 
 
+def sign_friction(config):
+    """The config with viscous + Coulomb sign(dq) + offset friction (plain OLS, authors)."""
+    return replace(config, friction=replace(config.friction, model="coulomb_viscous",
+                                            offset=True))
+
+
 def authors_model_and_parameters():
     """RobotModel on the authors' URDF and their standard parameters in our layout."""
     from robot_identification.model import RobotModel, load_robot
-    cfg = load_robot("ur10e").config
+    cfg = sign_friction(load_robot("ur10e").config)
     model = RobotModel(cfg, urdf_xml=(DATA / "ur10e.urdf").read_text())
     pi = np.zeros(model.n_parameters)
     names = model.parameter_names
@@ -88,35 +97,43 @@ def mean_nrmse(files, name):
 def main():
     from robot_identification.data import load_dataset
     from robot_identification.identifiability import base_parameters
-    from robot_identification.model import load_robot
+    from robot_identification.model import RobotModel, load_robot
     from robot_identification.pipeline import identify
-    from robot_identification.validation import compute_estimates, validate
+    from robot_identification.validation import validate
     if DATA is None:
         print("shared UR10e data not found; nothing to do")
         return 0
     model = load_robot("ur10e")
+    plain_model = RobotModel(sign_friction(model.config), urdf_xml=model.urdf_xml)
     ident = [load_dataset(DATA / "identification" / f, model=model) for f in IDENT]
     valid = [load_dataset(DATA / "validation" / f, model=model) for f in VALID]
     labels = list(VALID)
 
+    static_model = RobotModel(replace(model.config, friction=replace(
+        model.config.friction, model="static")), urdf_xml=model.urdf_xml)
+
     def fit(datasets):
-        default = identify(model, datasets)                      # config: WLS, auto deadband
-        est = compute_estimates(model, default, physical=True)
+        default = identify(model, datasets, estimators=("wls", "physical"))
+        est = default.estimates                                  # config: WLS, auto deadband
+        static = identify(static_model, datasets)
         plain_s = replace(model.config.identification, friction_deadband=0.0,
                           drop_reversals=False)
-        plain = identify(model, datasets, plain_s, estimator="ols")
-        return default, est, plain, plain_s
+        plain = identify(plain_model, datasets, plain_s, estimator="ols")
+        return default, est, static, plain, plain_s
 
-    def evaluate(default, est, plain, plain_s, datasets, names):
+    def evaluate(default, est, static, plain, plain_s, datasets, names):
         s = replace(model.config.identification, cutoff_hz=default.settings["cutoff_hz"],
                     friction_deadband=tuple(default.settings["friction_deadband"]))
         rows = {}
         for key in ("wls", "physical"):
-            beta = est[key].values if key == "wls" else est[key].base
+            beta = est[key].values
             files = validate(model, default.base, {key: beta}, datasets, s, labels=names,
                              rest_velocity=0.0)
             rows["default " + key] = mean_nrmse(files, key)
-        files = validate(model, plain.base, {"ols": plain.estimate.values}, datasets,
+        files = validate(static_model, static.base, {"m": static.estimate.values}, datasets,
+                         replace(s, friction_deadband=0.0), labels=names, rest_velocity=0.0)
+        rows["static friction"] = mean_nrmse(files, "m")
+        files = validate(plain_model, plain.base, {"ols": plain.estimate.values}, datasets,
                          replace(plain_s, cutoff_hz=default.settings["cutoff_hz"]),
                          labels=names, rest_velocity=0.0)
         rows["plain OLS"] = mean_nrmse(files, "ols")

@@ -347,14 +347,16 @@ def check_coulomb_smear(cutoff_hz, velocity_threshold, parameter_kinds, reversal
 
 
 def check_cutoff(cutoff_hz, sample_rate, band_hz):
-    """``cutoff_above_excitation`` (cut-off > :data:`CUTOFF_BAND_RATIO` x the excitation
-    band: the filter passes mostly noise) and ``cutoff_near_nyquist`` (cut-off above
-    :data:`CUTOFF_NYQUIST_FRACTION` x the sampling rate)."""
+    """``cutoff_above_excitation`` (info: cut-off > :data:`CUTOFF_BAND_RATIO` x the
+    excitation band, the filter passes mostly noise — unless torque steps such as Coulomb
+    friction need it; ``identify --select`` decides on left-out data) and
+    ``cutoff_near_nyquist`` (warning: cut-off above :data:`CUTOFF_NYQUIST_FRACTION` x the
+    sampling rate)."""
     out = []
     if cutoff_hz is None:
         return out
     if band_hz and band_hz > 0 and cutoff_hz > CUTOFF_BAND_RATIO * band_hz:
-        out.append(Diagnostic("cutoff_above_excitation", "warning",
+        out.append(Diagnostic("cutoff_above_excitation", "info",
                               f"cut-off {cutoff_hz:.3g} Hz is {cutoff_hz / band_hz:.0f}x the "
                               f"excitation band {band_hz:.3g} Hz (99 % of the motion's power): "
                               f"the filter passes mostly noise; try {5 * band_hz:.2g} Hz",

@@ -7,6 +7,7 @@
 # directories of their build container (/opt/python/cp311-cp311/...); they are rewritten to
 # this interpreter's. Skipped when the installed build is up to date with the sources.
 set -euo pipefail
+trap 'echo "build_interfaces: failed at line $LINENO" >&2' ERR
 cd "$(dirname "$0")/.."
 VENV=$(cd "${1:-.venv}" && pwd)
 PKG=robot_identification_interfaces
@@ -28,7 +29,7 @@ PYINC=$("$PY" -c "import sysconfig; print(sysconfig.get_paths()['include'])")
 NPINC=$("$PY" -c "import numpy; print(numpy.get_include())")
 [ -f "$PYINC/Python.h" ] || { echo "build_interfaces: no Python.h in $PYINC; on Debian/Ubuntu:" \
   "sudo apt-get install python3-dev" >&2; exit 1; }
-grep -rl --include='*.cmake' '/opt/python/cp311-cp311/' "$VENV/share" 2>/dev/null \
+{ grep -rl --include='*.cmake' '/opt/python/cp311-cp311/' "$VENV/share" 2>/dev/null || true; } \
   | while read -r f; do
       sed -i -e "s#/opt/python/cp311-cp311/lib/python3.11/site-packages/numpy/_core/include#$NPINC#g" \
              -e "s#/opt/python/cp311-cp311/include/python3.11#$PYINC#g" "$f"

@@ -88,7 +88,8 @@ def main():
     p.add_argument("--work", help="working directory (default: a temporary one)")
     args = p.parse_args()
     work = Path(args.work or tempfile.mkdtemp(prefix="ri_screens_"))
-    work.mkdir(parents=True, exist_ok=True)
+    for sub in ("ur10e", "zollo"):
+        (work / sub).mkdir(parents=True, exist_ok=True)
     docs = REPO / "docs"
     profile = work / "chromium-profile"
     # relative data paths, so that no machine path shows in the screenshots

@@ -119,6 +119,24 @@ def context(request):
     rclpy.shutdown(context=ctx)
 
 
+def _input_digest():
+    """sha256 of every shipped input (config/, urdf/) and of the shared data sets."""
+    import hashlib
+    roots = [REPO / "config", REPO / "urdf", SHARED / "data"]
+    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest()
+            for r in roots if r.is_dir() for p in sorted(r.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def inputs_never_modified():
+    """No command in any test may modify a shipped robot config, URDF or shared data set."""
+    before = _input_digest()
+    yield
+    after = _input_digest()
+    changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+    assert not changed, f"tests modified input files: {changed}"
+
+
 # -- launch tests -------------------------------------------------------------------------
 #: one executable per node module (setup.py console_scripts)
 NODE_EXECUTABLES = tuple(sorted(p.stem for p in (REPO / "robot_identification" / "nodes")
@@ -170,7 +188,7 @@ def ament_prefix_of_checkout(root):
 
 LAUNCH_SKIP_REASON = _launch_stack_missing()
 # A module-level skip inside a launch_pytest module confuses its plugin: without the launch
-# stack the launch test modules are not collected at all (test_launch_stack.py says why).
+# stack the launch test modules are not collected at all (test_ros_launch_stack.py says why).
 collect_ignore_glob = ["test_launch_*.py"] if LAUNCH_SKIP_REASON else []
 if not LAUNCH_SKIP_REASON:
     AMENT_PREFIX = ament_prefix_of_checkout(REPO)

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from robot_identification import cli
@@ -44,11 +44,14 @@ def expect_project_error(fn, *args, **kwargs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            return fn(*args, **kwargs)
+            out = fn(*args, **kwargs)
         except IdentificationError as exc:
             assert "\n" not in str(exc), f"multi-line message: {exc}"
             assert str(exc).strip(), "empty message"
+            event(f"{getattr(fn, '__name__', 'call')}: {type(exc).__name__}")
             return None
+        event(f"{getattr(fn, '__name__', 'call')}: valid")
+        return out
 
 
 # ------------------------------------------------------------------------------ strategies
@@ -250,6 +253,67 @@ def test_robot_config(files, data):
         expect_project_error(load_robot, config=path)
 
 
+@st.composite
+def mutated_urdfs(draw):
+    """szabo_3dof's URDF with links/joints removed, duplicated, re-parented, attributes
+    replaced, or bytes flipped."""
+    import xml.etree.ElementTree as ET
+    root = ET.fromstring((REPO / "urdf" / "szabo_3dof.urdf").read_text())
+    for _ in range(draw(st.integers(1, 3))):
+        elems = [e for e in root.iter() if e is not root]
+        e = draw(st.sampled_from(elems))
+        action = draw(st.sampled_from(["remove", "duplicate", "attribute", "reparent"]))
+        parent = next(p for p in root.iter() if e in list(p))
+        if action == "remove":
+            parent.remove(e)
+        elif action == "duplicate":
+            parent.append(ET.fromstring(ET.tostring(e)))
+        elif action == "attribute" and e.attrib:
+            key = draw(st.sampled_from(sorted(e.attrib)))
+            e.set(key, draw(st.sampled_from(["", "nan", "-1", "1e308", "0", "link1", "a b c",
+                                             "base_link", "frame3", "1 2"])))
+        elif action == "reparent":
+            joints = root.findall("joint")
+            links = [lk.get("name") for lk in root.findall("link")]
+            if joints and links:
+                jt = draw(st.sampled_from(joints))
+                tag = draw(st.sampled_from(["parent", "child"]))
+                if jt.find(tag) is not None:
+                    jt.find(tag).set("link", draw(st.sampled_from(links)))
+    text = ET.tostring(root, encoding="unicode").encode()
+    if draw(st.booleans()):
+        text = mutate(text, draw(mutations))
+    return text
+
+
+@settings(settings.get_profile(PROFILE))
+@given(text=mutated_urdfs())
+def test_urdf(text):
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "arm.urdf"
+        path.write_bytes(text)
+        expect_project_error(load_robot, "szabo_3dof", urdf=path)
+
+
+@settings(settings.get_profile(PROFILE))
+@given(data=st.data(), kind=st.sampled_from(["fourier", "bspline"]))
+def test_trajectory_file(files, data, kind):
+    """Mutated excitation trajectories: loaded and evaluated, or a ConfigError; a loaded one
+    evaluates to finite positions, or its limits check says why not."""
+    from robot_identification.excitation import (
+        BSplineTrajectory, FourierTrajectory, check_limits, load_trajectory)
+    traj = (FourierTrajectory(np.array([[0.1, -0.05], [0.02, 0.1], [0.0, 0.03]]),
+                              np.zeros((3, 2)), 0.2) if kind == "fourier"
+            else BSplineTrajectory(np.array([[0.3, -0.2, 0.1], [-0.2, 0.4, 0.0]]), 2.0))
+    doc = data.draw(mutated_docs(traj.to_dict()))
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "trajectory.yaml"
+        path.write_text(yaml.safe_dump(doc))
+        loaded = expect_project_error(load_trajectory, path)
+        if loaded is not None and loaded.n_joints == files["model"].n:
+            expect_project_error(check_limits, files["model"], loaded)
+
+
 @settings(settings.get_profile(PROFILE))
 @given(data=st.data())
 def test_results_file(files, data):
@@ -291,5 +355,6 @@ def test_cli_with_mutated_inputs(files, data, command, capsys):
         assert {p: p.read_bytes() for p in before} == before
         assert rc in (0, 2), err
         assert "Traceback" not in err
+        event(f"{command}: exit {rc}")
         if rc == 2:
             assert len([ln for ln in err.splitlines() if ": error: " in ln]) == 1, err

@@ -212,7 +212,9 @@ def test_cutoff_null_means_no_filter(tmp_path):
 
 
 def test_relative_urdf_is_relative_to_the_working_directory(tmp_path, monkeypatch):
-    (tmp_path / "mine.urdf").write_text(SZABO_URDF)
+    """A joint and a link of the same name (``frame1``) are no ambiguity for body_frame."""
+    (tmp_path / "mine.urdf").write_text(SZABO_URDF.replace('name="frame1_joint"',
+                                                           'name="frame1"'))
     monkeypatch.chdir(tmp_path)
     model = load_robot("szabo_3dof", urdf="mine.urdf")
     assert model.config.urdf_path == tmp_path / "mine.urdf"
@@ -232,12 +234,15 @@ def _urdf_with(old, new):
     ("loop", SZABO_URDF.replace("</robot>", '<joint name="jloop" type="fixed"><parent '
                                 'link="frame3"/><child link="link1"/></joint></robot>'),
      "kinematic loop"),
+    ("duplicate link", SZABO_URDF.replace("</robot>", '<link name="frame1"/></robot>'),
+     "link name(s) ['frame1'] defined twice"),
+    ("binary", "\udcff\udcfe binary", "not a text file"),
     ("undefined link", SZABO_URDF.replace("</robot>", '<joint name="jx" type="fixed"><parent '
                                           'link="frame3"/><child link="tool"/></joint></robot>'),
      "names child link 'tool'"),
 ])
 def test_urdf_structure_errors_name_the_cause(tmp_path, capsys, label, text, message):
-    (tmp_path / "arm.urdf").write_text(text)
+    (tmp_path / "arm.urdf").write_text(text, errors="surrogateescape")
     rc, err = run_cli(["simulate", "--robot", "szabo_3dof", "--urdf", tmp_path / "arm.urdf",
                        "--duration", "0.1", "--output", tmp_path / "o" / "x.npz"], capsys,
                       tmp_path)

@@ -5,7 +5,7 @@ or /clock with use_sim_time) through a full short excitation of ur10e and puma56
 only once the controller is ready (moving first from where the robot stands to the first
 point), and the identifier recovers the simulated robot's (nominal) base parameters.
 
-Not collected where the launch stack is absent (conftest.py; test_launch_stack.py says why);
+Not collected where the launch stack is absent (conftest.py; test_ros_launch_stack.py says why);
 the checkout runs from conftest's ament prefix."""
 import os
 import time

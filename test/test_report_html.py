@@ -22,15 +22,13 @@ def report(tmp_path_factory):
     from robot_identification.report import read_results, write_results
     from robot_identification.report._html import write_report
     from robot_identification.simulation import simulate
-    from robot_identification.validation import (compute_estimates, load_estimates, validate,
-                                                 write_estimates)
+    from robot_identification.validation import load_estimates, validate
     out = tmp_path_factory.mktemp("report")
     model = load_robot("zollo_planar")
     data = simulate(model, duration=4.0)
     held = simulate(model, duration=3.0, seed=1, snr_db=80)
-    result = identify(model, data)
+    result = identify(model, data, estimators=("ols", "wls"))   # both under estimates:
     path = write_results(result, out / "results.yaml", model)
-    write_estimates(path, model, compute_estimates(model, result, physical=False))
     base, models, doc = load_estimates(path, model)
     files = validate(model, base, models, [held], labels=["held.npz"], keep_signals=True)
     page = write_report(out / "report", model, doc, files, base=base,
@@ -75,3 +73,10 @@ def test_diagnostics_come_first_and_every_parameter_has_a_trust_flag(report):
     # units, nominal and true values are columns
     for head in ("unit", "nominal (URDF)", "true (simulated)", "rel. std [%]"):
         assert f"<th>{head}</th>" in text
+
+
+def test_identification_data_from_either_results_key():
+    from robot_identification.report._html import identification_data
+    assert identification_data({"data": ["a.csv"]}) == ["a.csv"]
+    assert identification_data({"settings": {"data": ["b.csv", "c.csv"]}}) == ["b.csv", "c.csv"]
+    assert identification_data({"settings": {}}) == []

@@ -129,3 +129,20 @@ def test_recorder_never_overwrites(context, tmp_path):
         assert not node.on_stop(Trigger.Request(), Trigger.Response()).success
     finally:
         node.destroy_node()
+
+
+def test_results_file_inside_the_bag_is_refused(context, sim_bag):
+    """Issue #12: results_file naming the bag's metadata.yaml (or any file in a bag) is refused
+    before identification; the bag is unchanged."""
+    meta = sim_bag / "run_a" / "metadata.yaml"
+    before = meta.read_bytes()
+    node = identifier(context, sim_bag, results_file=str(meta))
+    try:
+        res = node.on_identify(Trigger.Request(), Trigger.Response())
+        assert not res.success
+        assert "never" in res.message and "run_a" in res.message, res.message
+    finally:
+        node.destroy_node()
+    assert meta.read_bytes() == before
+    assert sorted(p.name for p in (sim_bag / "run_a").iterdir()) == ["metadata.yaml",
+                                                                     "run_a.mcap"]

@@ -126,8 +126,16 @@ def test_replayed_recording_gives_the_batch_estimates(context, tmp_path):
     std = np.array([p.std for p in est.parameters])
     assert [p.name for p in est.parameters] == batch.names
     dev = np.abs(values - batch.estimate.values) / batch.estimate.std
+    print(f"max |online - batch| / batch std = {dev.max():.3g} ({batch.names[dev.argmax()]})")
     assert dev.max() < 0.1, dict(zip(batch.names, dev))
     np.testing.assert_allclose(std, batch.estimate.std, rtol=0.05)
+    # for the record (not asserted): the identifier's default batch path, zero-phase Butterworth
+    from robot_identification.data import load_dataset
+    from robot_identification.pipeline import identify
+    butter = identify(model, load_dataset(recorded))
+    dev_b = np.abs(values - butter.estimate.values) / butter.estimate.std
+    print(f"max |online - Butterworth batch| / its std = {dev_b.max():.3g} "
+          f"({butter.names[dev_b.argmax()]}); median {np.median(dev_b):.3g}")
     k = batch.names.index("joint1.stiffness")
     assert abs(values[k] / 3000.0 - 1) < 0.01     # Zollo et al. 2014, Sec. 6.1
     online.destroy_node()

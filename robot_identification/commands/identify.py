@@ -1,4 +1,5 @@
-"""``robot-identification identify``: batch identification of base parameters."""
+"""``robot-identification identify``: identification of base parameters from recordings, with
+any pre-processing strategy and any set of estimators of the engine."""
 from __future__ import annotations
 
 import argparse
@@ -7,6 +8,7 @@ from pathlib import Path
 from robot_identification.commands._common import (
     add_effort_lag_argument, add_robot_arguments, check_output_argument, input_paths,
     load_data, robot_from_args)
+from robot_identification.model._config import ESTIMATORS, PREPROCESSING
 
 NAME = "identify"
 HELP = "identify base parameters from recorded or simulated data; writes results.yaml"
@@ -18,49 +20,77 @@ def add_arguments(p):
     p.add_argument("--data", nargs="+", required=True,
                    help="dataset(s): .npz, rosbag2 directory, .mcap or .csv")
     p.add_argument("--output", default="results.yaml", help="results file (default results.yaml)")
-    p.add_argument("--estimator", choices=("ols", "wls"), help="override the config's estimator")
+    p.add_argument("--estimator", action="append", choices=ESTIMATORS, metavar="NAME",
+                   help=f"estimator ({', '.join(ESTIMATORS)}); repeat for several, the first "
+                        f"is the primary estimate (default: the robot config's "
+                        f"identification.estimator)")
+    p.add_argument("--prior", help="prior of mrls/bounded/physical: 'nominal' (the robot "
+                                   "config's parameters), 'none', or a YAML file with "
+                                   "standard_parameters (default: the config's, 'nominal')")
+    p.add_argument("--preprocessing", choices=PREPROCESSING,
+                   help="pre-processing strategy (default: the robot config's)")
     p.add_argument("--velocity-threshold", type=float,
                    help="reject friction rows below this velocity [rad/s]")
     p.add_argument("--cutoff", type=float, help="Butterworth cut-off [Hz]")
     p.add_argument("--numerical-derivatives", action="store_true",
                    help="ignore measured velocities/accelerations; differentiate positions")
     add_effort_lag_argument(p)
+    p.add_argument("--workers", type=int, default=1,
+                   help="compute the recordings' normal equations on a local Dask cluster of "
+                        "this many worker processes (default 1: in this process)")
+    p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                   help="use an existing Dask scheduler instead of a local cluster (its "
+                        "workers must see the --data files)")
     p.add_argument("--quiet", action="store_true", help="do not print the table")
+    p.add_argument("--select", action="store_true",
+                   help="choose cut-off, Coulomb deadband and reversal handling by cross-"
+                        "validation on the given data (leave-one-recording-out, or 3 time "
+                        "blocks of a single recording) and print the table")
     p.add_argument("--physical", action=argparse.BooleanOptionalAction, default=None,
-                   help="also write OLS, WLS and a physically consistent estimate (pseudo-"
-                        "inertia LMIs) under 'estimates:' (default: on for rigid models)")
+                   help="also compute OLS, WLS and a physically consistent estimate (pseudo-"
+                        "inertia LMIs) under 'estimates:' (default: on for rigid models when "
+                        "no --estimator is given)")
+
+
+def estimator_list(args, model) -> tuple:
+    """Estimators to compute: ``--estimator`` (repeated) or the config's, plus ols, wls and
+    physical for ``--physical`` (default on rigid arms when no --estimator is given)."""
+    names = list(args.estimator or model.config.identification.estimators)
+    physical = args.physical if args.physical is not None else (
+        not args.estimator and not model.config.elastic)
+    if physical:
+        names += [e for e in ("ols", "wls", "physical") if e not in names]
+    return tuple(dict.fromkeys(names))
 
 
 def run(args):
-    from dataclasses import replace
-
+    from robot_identification.identification import with_overrides
     from robot_identification.pipeline import identify
     from robot_identification.report import format_table, write_results
+    from robot_identification._dask import check_workers
+    check_workers(args.workers, args.scheduler)
     model = robot_from_args(args)
     check_output_argument(args, model)
-    settings = model.config.identification
-    if args.velocity_threshold is not None:
-        settings = replace(settings, velocity_threshold=args.velocity_threshold)
-    if args.cutoff is not None:
-        settings = replace(settings, cutoff_hz=args.cutoff)
+    settings = with_overrides(model.config.identification,
+                              velocity_threshold=args.velocity_threshold,
+                              cutoff_hz=args.cutoff, preprocessing=args.preprocessing,
+                              prior=args.prior)
     datasets = [load_data(p, model, args.effort_lag) for p in args.data]
-    result = identify(model, datasets, settings, estimator=args.estimator,
-                      use_measured_derivatives=not args.numerical_derivatives)
+    table = None
+    if args.select:
+        from robot_identification.selection import format_selection, select
+        settings, table = select(model, datasets, settings)
+        print(format_selection(table, " (leave-one-recording-out)" if len(datasets) > 1
+                               else " (3 time blocks)"))
+    result = identify(model, datasets, settings, estimators=estimator_list(args, model),
+                      use_measured_derivatives=not args.numerical_derivatives,
+                      workers=args.workers, scheduler=args.scheduler)
+    result.settings["data"] = [str(p) for p in args.data]
+    if table is not None:
+        from robot_identification.selection import selection_diagnostics
+        result.settings["selection"] = table
+        result.diagnostics += selection_diagnostics(model, table)
     out = write_results(result, args.output, model, inputs=input_paths(args))
-    if args.physical or (args.physical is None and not model.config.elastic):
-        import sys
-
-        from robot_identification.errors import IdentificationError
-        from robot_identification.validation import compute_estimates, write_estimates
-        try:
-            estimates = compute_estimates(model, result, physical=True)
-        except IdentificationError as exc:
-            if args.physical:
-                raise
-            print(f"physically consistent estimate skipped: {exc}", file=sys.stderr)
-            estimates = compute_estimates(model, result, physical=False)
-        write_estimates(out, model, estimates, extra={"data": [str(p) for p in args.data]},
-                        inputs=input_paths(args), diagnostics=result.diagnostics)
     if not args.quiet:
         print(format_table(result))
     for d in result.diagnostics:

@@ -26,6 +26,8 @@ def run(args):
         raise ConfigError(f"{out} exists; an existing file is never overwritten")
     if out.suffix not in (".yaml", ".yml"):
         raise ConfigError(f"--output '{out}': expected a .yaml file")
+    from robot_identification.outputs import check_output
+    check_output(out, [args.urdf], "--output")          # not into a bag directory
     text = starter_config(args.urdf, out, joints=args.joints, name=args.name)
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "x") as f:
@@ -33,4 +35,6 @@ def run(args):
     print(f"wrote {out.resolve()}")
     print(f"next: robot-identification simulate --config {out} --output run.npz")
     print(f"      robot-identification identify --config {out} --data run.npz")
+    print(f"      robot-identification demo --config {out} --output demo_run   # ROS 2 graph")
+    print("edit the lines marked CHECK before identifying a real arm (config/README.md)")
     return 0

@@ -8,8 +8,9 @@ from robot_identification.commands._common import (
     load_data, robot_from_args)
 
 NAME = "report"
-HELP = ("write an HTML report (PNG figures + tables): measured vs predicted torque, "
-        "residuals, NRMSE, parameters with standard deviations, condition number")
+HELP = ("write an HTML report: diagnostics, base parameters with unit, nominal, every "
+        "estimate, std and a trust flag; excitation spectrum; measured vs predicted torque "
+        "and residuals on held-out data; physical bodies beside the URDF (docs/report.md)")
 ORDER = 40
 
 
@@ -24,7 +25,7 @@ def add_arguments(p):
 
 def run(args):
     from robot_identification.data import load_dataset
-    from robot_identification.report._html import write_report
+    from robot_identification.report._html import identification_data, write_report
     from robot_identification.validation import (
         load_estimates, settings_from_results, validate)
     model = robot_from_args(args)
@@ -35,9 +36,10 @@ def run(args):
     files = validate(model, base, models, datasets, settings_from_results(model, doc),
                      labels=list(args.data), keep_signals=True) if datasets else []
     excitation = []
-    for p in doc.get("data") or []:          # the identification recordings, when still there
-        if Path(p).exists():
-            excitation.append((p, load_dataset(p, model=model)))
+    for p in identification_data(doc):       # the identification recordings, when still there
+        path = Path(p) if Path(p).exists() else Path(args.results).parent / p
+        if path.exists():
+            excitation.append((p, load_dataset(path, model=model)))
     if not excitation:                       # else the spectrum of the held-out data
         excitation = list(zip(args.data, datasets))
     path = write_report(args.output, model, doc, files, inputs=input_paths(args, model),

@@ -341,11 +341,17 @@ def _custom_data(path: Path) -> dict:
         return {}
     doc = read_yaml_file(meta, "bag metadata", DataError)
     info = doc.get("rosbag2_bagfile_information") if isinstance(doc, dict) else None
-    raw = ((info if isinstance(info, dict) else {}).get("custom_data") or {}).get(_CUSTOM_KEY)
+    custom = info.get("custom_data") if isinstance(info, dict) else None
+    raw = custom.get(_CUSTOM_KEY) if isinstance(custom, dict) else None
     try:
-        return json.loads(raw) if raw else {}
+        out = json.loads(raw) if raw else {}
     except (TypeError, ValueError):
         raise DataError(f"'{meta}': custom_data.{_CUSTOM_KEY} is not JSON") from None
+    if not isinstance(out, dict) or not isinstance(out.get("metadata", {}), dict) \
+            or not isinstance(out.get("true_parameters") or {}, dict):
+        raise DataError(f"'{meta}': custom_data.{_CUSTOM_KEY} must map 'metadata' and "
+                        f"'true_parameters' to mappings")
+    return out
 
 
 # ---------------------------------------------------------------------------------- writing

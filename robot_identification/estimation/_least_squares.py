@@ -25,6 +25,27 @@ class NormalEquations:
         p, columns of the (base) observation matrix.
     n_groups : int
         Rows per sample.
+
+    Attributes
+    ----------
+    n_samples, n_input : int
+        Regressor samples and raw input samples behind the sums (set by the engine).
+    t_regressor : float
+        Time spent in the regressor [s] (set by the engine).
+    reversal_counts : ndarray (2,)
+        Used friction rows within 1 / (2 f_c) of a velocity reversal, and all used friction
+        rows (the ``coulomb_filter_smear`` diagnostic).
+    recordings : list of dict
+        Per-recording summaries for the diagnostics
+        (:func:`robot_identification.diagnostics.recording_summary`), concatenated.
+    scale_sums : ndarray (n_groups,)
+        Sum of psi(r / sigma)^2 sigma^2 over the rows of a Huber-weighted pass (the scale
+        update of Huber's proposal 2, used by the ``irls`` estimator); 0 otherwise.
+    true_parameters : dict or None
+        Known standard parameters of the data (simulation), kept from the first
+        recording when equations are summed.
+
+    All of them add up with ``+=``, so the equations of many recordings are a sum.
     """
 
     def __init__(self, n_parameters: int, n_groups: int):
@@ -34,8 +55,15 @@ class NormalEquations:
         self.b = np.zeros((n_groups, n_parameters))
         self.c = np.zeros(n_groups)
         self.count = np.zeros(n_groups, dtype=np.int64)
+        self.n_samples = 0
+        self.n_input = 0
+        self.scale_sums = np.zeros(n_groups)
+        self.true_parameters = None
+        self.t_regressor = 0.0
+        self.recordings = []
+        self.reversal_counts = np.zeros(2, dtype=np.int64)
 
-    def add(self, W, y, mask=None):
+    def add(self, W, y, mask=None, weights=None):
         """Add a block.
 
         Parameters
@@ -44,6 +72,9 @@ class NormalEquations:
         y : ndarray, shape (N, n_groups)
         mask : ndarray of bool, shape (N, n_groups), optional
             Rows to use (e.g. a velocity threshold applied to friction rows only).
+        weights : ndarray, shape (N, n_groups), optional
+            Non-negative row weights w (G += W^T diag(w) W, b += W^T diag(w) y,
+            c += y^T diag(w) y), e.g. Huber weights of an IRLS pass.
         """
         W = np.asarray(W, dtype=float)
         y = np.asarray(y, dtype=float)
@@ -57,6 +88,10 @@ class NormalEquations:
             self.count += mask.sum(axis=0)
         else:
             self.count += W.shape[0]
+        if weights is not None:
+            r = np.sqrt(np.asarray(weights, dtype=float))
+            W = W * r[:, :, None]
+            y = y * r
         with one_blas_thread():
             for j in range(self.groups):  # one BLAS product per group (einsum is ~10x slower)
                 Wj = np.ascontiguousarray(W[:, j, :])
@@ -78,6 +113,14 @@ class NormalEquations:
         self.b += other.b
         self.c += other.c
         self.count += other.count
+        self.n_samples += other.n_samples
+        self.n_input += other.n_input
+        self.scale_sums += other.scale_sums
+        self.t_regressor += other.t_regressor
+        self.recordings = list(self.recordings) + list(other.recordings)
+        self.reversal_counts += other.reversal_counts
+        if not self.true_parameters:
+            self.true_parameters = other.true_parameters
         return self
 
     @property
@@ -112,6 +155,9 @@ class Estimate:
     method : str
     n_rows : int
     weights : ndarray (n_groups,)
+    details : dict
+        Estimator-specific outcome (MRLS flags, active bounds, IRLS iterations, the
+        physically consistent standard parameters, ...), plain Python values.
     """
 
     values: np.ndarray
@@ -124,6 +170,7 @@ class Estimate:
     method: str
     n_rows: int
     weights: np.ndarray = field(default=None)
+    details: dict = field(default_factory=dict)
 
 
 def condition_number(gram):

@@ -223,6 +223,28 @@ class MRLS:
             self.history.append((self.theta.copy(), self.flags.copy()))
         return self.theta
 
+    def update_normal_equations(self, K, b, n_rows):
+        """Process a block given by its normal equations K = Y^T Y (p, p), b = Y^T y (p,)
+        (the same update as :meth:`update`; the whole recording as one block gives the
+        history-free result of the ``accumulated`` rule)."""
+        K = np.asarray(K, dtype=float)
+        b = np.asarray(b, dtype=float)
+        if K.shape != (self.p, self.p) or b.shape != (self.p,):
+            raise DataError(f"MRLS normal equations K {K.shape}, b {b.shape} do not match "
+                            f"{self.p} parameters")
+        self.K += K
+        self.b += b
+        self.K_inv, self.flags, _ = modified_inverse(self.K, self.sigma2, self.excitation_tol,
+                                                     self.dependence_tol)
+        if self.update_rule == "block":
+            self.theta = self.theta + self.K_inv @ (b - K @ self.theta)
+        else:
+            self.theta = self.theta + self.K_inv @ (self.b - self.K @ self.theta)
+        self.theta = np.clip(self.theta, self.lower, self.upper)
+        self.n_blocks += 1
+        self.n_rows += int(n_rows)
+        return self.theta
+
     def result(self):
         """Current :class:`MRLSResult`."""
         clipped = (self.theta <= self.lower) | (self.theta >= self.upper)

@@ -222,9 +222,27 @@ class FrictionConfig:
     stribeck_sharpness: float = 10.0
 
 
+#: Pre-processing strategies of the identification engine (robot_identification.identification).
+PREPROCESSING = ("butterworth", "savgol", "polynomial")
+
+#: Estimators of the identification engine, by name.
+ESTIMATORS = ("ols", "wls", "irls", "mrls", "bounded", "physical")
+
+
 @dataclass(frozen=True)
 class IdentificationSettings:
-    """Default pre-processing and estimation settings of the batch pipeline."""
+    """Pre-processing and estimation settings of the identification engine.
+
+    ``preprocessing`` picks the strategy (see
+    :mod:`robot_identification.identification`): ``butterworth`` uses ``filter_order``,
+    ``cutoff_hz``, ``differentiation`` (central | savgol) and ``savgol_*``; ``savgol`` (FIR
+    Savitzky-Golay bank) uses ``savgol_window`` and ``savgol_order``; ``polynomial``
+    (Lomakin-Deutscher PA bank) uses ``pa_*``. ``estimator`` is the primary estimate
+    (``base_parameters`` of results.yaml), ``extra_estimators`` are computed too.
+    ``prior``: ``nominal`` (the robot config's parameters), ``none``, or a YAML file of
+    standard parameters; used by ``mrls`` (initial guess), ``bounded`` (box around it) and
+    ``physical`` (regularisation).
+    """
 
     filter_order: int = 5               # Butterworth order (zero-phase)
     cutoff_hz: float | str | None = "auto"   # Butterworth cut-off [Hz]; None: no filtering;
@@ -237,8 +255,25 @@ class IdentificationSettings:
     #                                   1 / (2 f_c) of a velocity reversal (filter smear)
     friction_deadband: float | str = "auto"  # |v| below: Coulomb term ramps linearly to 0
     #                                   [rad/s]; 'auto': 3 x the measured velocity noise
-    estimator: str = "ols"              # ols | wls
+    estimator: str = "ols"              # one of ESTIMATORS
     decimate: int = 1                   # keep every k-th sample after filtering
+    preprocessing: str = "butterworth"  # one of PREPROCESSING
+    pa_window: float = 0.044            # polynomial approximation window T [s]
+    pa_degree: int = 1                  # projection degree N
+    pa_alpha: float = 3.0               # Jacobi weight exponents
+    pa_beta: float = 3.0
+    pa_delay: float | None = None       # t_d [s]; None: zero of P_{N+1} (Lomakin-Deutscher)
+    extra_estimators: tuple = ()        # further estimators computed alongside
+    prior: str = "nominal"              # nominal | none | path of a YAML file
+    huber_threshold: float = 1.345      # IRLS: Huber c, in noise standard deviations
+    irls_iterations: int = 30           # IRLS: maximum passes over the data
+
+    @property
+    def estimators(self) -> tuple:
+        """Primary estimator first, then the extra ones (no duplicates)."""
+        out = [self.estimator]
+        out += [e for e in self.extra_estimators if e not in out]
+        return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -324,6 +359,19 @@ def _load_joint(item, where) -> JointConfig:
                        drive=drive, simulation_friction=sim_friction, rotor=rotor)
 
 
+def _estimator_list(value, where) -> tuple:
+    """``estimator``: one name or a non-empty list of names from :data:`ESTIMATORS`."""
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, list) or not names or not all(isinstance(v, str) for v in names):
+        raise ConfigError(f"{where}.estimator: expected a name or a list of names from "
+                          f"{list(ESTIMATORS)}, got {value!r}")
+    bad = [v for v in names if v not in ESTIMATORS]
+    if bad:
+        raise ConfigError(f"{where}.estimator: unknown estimator(s) {bad}; choose from "
+                          f"{list(ESTIMATORS)}")
+    return tuple(dict.fromkeys(names))
+
+
 def parse_robot_config(data: Any, source: Path | None = None,
                        urdf_path: Path | str | None = None) -> RobotConfig:
     """Validate a robot configuration mapping (already parsed YAML).
@@ -377,6 +425,7 @@ def parse_robot_config(data: Any, source: Path | None = None,
     if dup:
         raise ConfigError(f"{where}.joints: duplicate joint name(s) {dup}")
     idr = r.mapping("identification")
+    estimators = _estimator_list(idr.raw("estimator", "ols"), f"{where}.identification")
     ident = IdentificationSettings(
         filter_order=idr.integer("filter_order", 5, minimum=1),
         cutoff_hz=_auto_number(idr, "cutoff_hz", positive=True, unit="Hz", null=True),
@@ -386,8 +435,18 @@ def parse_robot_config(data: Any, source: Path | None = None,
         velocity_threshold=idr.number("velocity_threshold", 0.0, minimum=0.0, unit="rad/s"),
         friction_deadband=_auto_number(idr, "friction_deadband", minimum=0.0, unit="rad/s"),
         drop_reversals=idr.boolean("drop_reversals", True),
-        estimator=idr.string("estimator", "ols", choices=("ols", "wls")),
+        estimator=estimators[0],
+        extra_estimators=estimators[1:],
         decimate=idr.integer("decimate", 1, minimum=1),
+        preprocessing=idr.string("preprocessing", "butterworth", choices=PREPROCESSING),
+        pa_window=idr.number("pa_window", 0.044, positive=True, unit="s"),
+        pa_degree=idr.integer("pa_degree", 1, minimum=0),
+        pa_alpha=idr.number("pa_alpha", 3.0, positive=True),
+        pa_beta=idr.number("pa_beta", 3.0, positive=True),
+        pa_delay=idr.number("pa_delay", None, minimum=0.0, unit="s"),
+        prior=idr.string("prior", "nominal"),
+        huber_threshold=idr.number("huber_threshold", 1.345, positive=True),
+        irls_iterations=idr.integer("irls_iterations", 30, minimum=1),
     )
     idr.finish()
     sr = r.mapping("simulation")

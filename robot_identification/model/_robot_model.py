@@ -21,9 +21,11 @@ def read_urdf(path: str | Path, xacro_args: dict | None = None) -> str:
     Raises
     ------
     ModelError
-        File missing or xacro expansion failed.
+        File missing, a directory, not text (binary), unreadable, or xacro expansion failed.
     """
     path = Path(path)
+    if path.is_dir():
+        raise ModelError(f"URDF file '{path}' is a directory; give the .urdf or .xacro file")
     if not path.is_file():
         raise ModelError(f"URDF file '{path}' does not exist")
     if path.suffix == ".xacro":
@@ -33,7 +35,13 @@ def read_urdf(path: str | Path, xacro_args: dict | None = None) -> str:
             return doc.toprettyxml(indent="  ")
         except Exception as exc:  # xacro raises many types
             raise ModelError(f"xacro expansion of '{path}' failed: {exc}") from None
-    return path.read_text()
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ModelError(f"URDF file '{path}' is not a text file (byte {exc.start} is not "
+                         f"UTF-8)") from None
+    except OSError as exc:
+        raise ModelError(f"URDF file '{path}' cannot be read: {exc.strerror}") from None
 
 
 def check_urdf_tree(urdf_xml: str, source: str = "the URDF"):
@@ -49,7 +57,8 @@ def check_urdf_tree(urdf_xml: str, source: str = "the URDF"):
     Raises
     ------
     ModelError
-        Not XML / no ``<robot>``; a joint naming an undefined link; a link that is the child
+        Not XML / no ``<robot>``; duplicate or missing link/joint names; a joint naming an
+        undefined link; a link that is the child
         of several joints or a chain of joints that closes on itself (a kinematic loop); more
         than one root link; a negative or non-finite mass or inertia.
     """
@@ -63,6 +72,13 @@ def check_urdf_tree(urdf_xml: str, source: str = "the URDF"):
     links = [lk.get("name") for lk in root.findall("link")]
     if not links:
         raise ModelError(f"{source} defines no <link>")
+    joints = [j.get("name") for j in root.findall("joint")]
+    for kind, names in (("link", links), ("joint", joints)):
+        dup = sorted({n for n in names if names.count(n) > 1}, key=str)
+        if dup or None in names:
+            raise ModelError(f"{source}: {kind} name(s) {dup or [None]} "
+                             f"{'defined twice' if dup else 'missing'}; every {kind} needs "
+                             f"one unique name")
     parent_of = {}
     for jt in root.findall("joint"):
         name = jt.get("name")
@@ -237,10 +253,10 @@ class RobotModel:
             if j.body_frame is None:
                 self._frame_change.append(None)
                 continue
-            if not model.existFrame(j.body_frame):
+            if not model.existFrame(j.body_frame, pin.FrameType.BODY):
                 raise ModelError(f"body_frame '{j.body_frame}' of joint '{j.name}' is not a "
-                                 f"frame of the URDF")
-            fr = model.frames[model.getFrameId(j.body_frame)]
+                                 f"link of the URDF")
+            fr = model.frames[model.getFrameId(j.body_frame, pin.FrameType.BODY)]
             if fr.parentJoint != jid:
                 raise ModelError(f"body_frame '{j.body_frame}' is not attached to the body "
                                  f"moved by joint '{j.name}'")

@@ -202,12 +202,17 @@ def _text(urdf, output, chosen, info, name, urdf_xml, inertia):
         f"{_fmt(VELOCITY_CAP)} rad/s and",
         f"# acceleration {_fmt(DEFAULT_ACCELERATION)} rad/s^2 (a URDF has none): "
         "CHECK both against your arm.",
-        "# drive (nominal values: the simulator's true parameters; identify estimates them):",
+        "# drive (nominal values: the simulator's true parameters; identify estimates them;",
+        "# rotor_inertia: null drops the rotor-inertia column, e.g. for direct drives):",
         *comment,
         "identification:                    # defaults of `identify` and the identifier node",
         "  filter_order: 4                  # zero-phase Butterworth order",
-        "  cutoff_hz: 10.0                  # Hz; ~5x the excitation's highest harmonic; "
-        "null: no filter",
+        "  cutoff_hz: 10.0                  # Hz; null: no filter; auto: 5 x the excitation "
+        "band (~3 Hz here):",
+        "                                   # better on noisy recordings, biased on the "
+        "simulator's noise-free data",
+        "  friction_deadband: auto          # rad/s; Coulomb sign(v) ramps to 0 below it "
+        "(auto: from the noise)",
         "  differentiation: central         # central | savgol",
         "  velocity_threshold: 0.05         # rad/s: friction rows below it are not used",
         "  estimator: ols                   # ols | wls",

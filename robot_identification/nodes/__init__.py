@@ -4,7 +4,9 @@
 - ``excitation_publisher`` -- streams an excitation trajectory as a reference
 - ``pd_controller`` -- joint-space PD (+ gravity compensation) with watchdog
 - ``recorder`` -- records states and commands into a rosbag2 (MCAP)
-- ``identifier`` -- batch identification service on recorded bags
+- ``identifier`` -- the ``Identify`` action (bags or live topics; feedback, cancel, queue)
+- ``online_identifier`` -- recursive estimates while the robot moves (live or replayed)
+- ``bag_player`` -- replays a rosbag2 at its recorded timing with ``/clock``
 
 Topics, services and parameters: docs/ros.md.
 """

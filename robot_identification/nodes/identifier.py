@@ -284,6 +284,7 @@ class Identifier(Node):
             return
         job = self._queue.popleft()
         self._running = job
+        job.feedback = ("starting", 0.0, 0)
         self._refresh()
         if job.source == "live":
             self._start_live(job)
@@ -513,7 +514,8 @@ class Identifier(Node):
         self.get_logger().info(out["message"])
 
     def destroy_node(self):
-        self.shutdown()
+        if hasattr(self, "_closing"):       # not when __init__ failed (e.g. a bad parameter)
+            self.shutdown()
         return super().destroy_node()
 
     def shutdown(self):

@@ -289,6 +289,12 @@ def plot_spectrum(datasets, joint_names, path, cutoff_hz=None) -> Figure:
     return _save(fig, path, series)
 
 
+def identification_data(results_doc) -> list:
+    """Recordings a results.yaml was identified from (``data:``, or ``settings: data:``)."""
+    data = results_doc.get("data") or (results_doc.get("settings") or {}).get("data") or []
+    return [str(d) for d in data] if isinstance(data, (list, tuple)) else [str(data)]
+
+
 def _table(head, rows, cls=""):
     h = "".join(f"<th>{c}</th>" for c in head)
     body = "".join("<tr>" + "".join(c if c.startswith("<td") else f"<td>{c}</td>" for c in r)
@@ -299,6 +305,8 @@ def _table(head, rows, cls=""):
 def _num(x, fmt=".4g"):
     if x is None or (isinstance(x, (float, np.floating)) and not np.isfinite(x)):
         return "-"
+    if isinstance(x, (float, np.floating)) and abs(x) < 1e-12:     # rounding noise
+        return "0"
     return format(x, fmt)
 
 
@@ -482,7 +490,7 @@ def write_report(out_dir, model, results_doc, files, *, title=None, base=None,
     pbar = bar(total=steps, desc="report", unit="figure")
     name = html.escape(model.config.name)
     parts = [f"<h1>{html.escape(title or 'Identification report: ' + model.config.name)}</h1>"]
-    data = ", ".join(Path(d).name for d in results_doc.get("data", []))
+    data = ", ".join(Path(d).name for d in identification_data(results_doc))
     parts.append(f"<p>Robot <b>{name}</b> ({model.config.model}, {model.n} joints), "
                  f"{len(results_doc['base_parameters'])} base parameters from "
                  f"{metrics.get('n_samples', '?')} samples ({metrics.get('n_equations', '?')} "

@@ -20,7 +20,15 @@ Schema (version 1)::
       normalised_mean_error_without_static_friction: ...  # no Coulomb/stiction (paper: 0.00862)
       normalised_mean_error_without_friction: ...  # no friction or offset terms
       n_samples: ..., n_equations: ..., elapsed_s: ...
-    settings: {...}
+    settings: {...}                # incl. preprocessing, estimators, prior
+    estimates:                  # every estimate computed (identify --estimator A --estimator B)
+      ols: {values: [...], std: [...], condition_number: ..., residual_rms: [...]}
+      mrls: {..., flags: [1, 0, -1, ...]}       # 1 identified, 0 not excited, -1 dependent
+      bounded: {..., active_bounds: [...]}
+      irls: {..., iterations: ..., converged: ..., huber_threshold: ..., sigma: [...]}
+      physical: {..., standard_parameters: {name: value}, min_pseudo_inertia_eigenvalues: {},
+                 cost_increase: ..., status: ..., prior: ..., prior_distance: {},
+                 bodies_on_bound: [...]}
     diagnostics:                # list, one mapping per finding (robot_identification.diagnostics)
       - {code: negative_stiffness, severity: error, message: ..., subject: joint6.K}
 """
@@ -61,9 +69,25 @@ def result_to_dict(result, model=None) -> dict:
             result.normalised_mean_error(exclude=_FRICTION)
     out = {"robot": result.robot, "estimator": est.method, "base_parameters": entries,
            "metrics": metrics, "settings": dict(result.settings),
+           "estimates": estimates_to_dict(getattr(result, "estimates", None) or {}),
            "diagnostics": [d.to_dict() for d in result.diagnostics]}
     if model is not None:
         out["model"] = model.config.model
+    return out
+
+
+def estimates_to_dict(estimates) -> dict:
+    """``estimates:`` section of results.yaml: per estimator name its values (base-parameter
+    order), standard deviations, condition number, residual RMS per row group and the
+    estimator's details (flags, active bounds, physical standard parameters, ...)."""
+    out = {}
+    for name, est in estimates.items():
+        entry = {"values": [float(v) for v in est.values],
+                 "std": [_f(v) for v in est.std],
+                 "condition_number": _f(est.condition_number),
+                 "residual_rms": [float(v) for v in est.residual_rms]}
+        entry.update(getattr(est, "details", None) or {})
+        out[name] = entry
     return out
 
 

@@ -1,0 +1,610 @@
+"""The identification engine: recordings -> pre-processing -> regressor -> sample selection ->
+normal equations (per recording, summed) -> estimators -> IdentificationResult.
+
+:func:`recording_normal_equations` holds the one normal-equation accumulation loop of the
+package; :func:`solve` turns summed equations into a result; :func:`identify` does both for
+any number of recordings. Normal equations are additive, so recordings can be mapped to
+equations in parallel (e.g. on Dask workers) and summed before :func:`solve`.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from robot_identification.errors import ConfigError, DataError
+from robot_identification.estimation import NormalEquations
+from robot_identification.identification._preprocessing import make_preprocessor, sample_rate
+from robot_identification.identification._result import IdentificationResult
+from robot_identification.identification._sources import as_recording
+from robot_identification.regressor import CHUNK, regressor, torque_vector
+
+
+def row_mask(model, states, threshold):
+    """Rows to use per sample, shape (N, rows): friction rows need |velocity| >= threshold.
+
+    Rigid arms: row k needs |dq_k| >= threshold. Elastic arms: link rows are always
+    used; motor row k needs |dtheta_k| >= threshold (the sign(dtheta) Coulomb model
+    fails near zero velocity; Zollo et al. 2014 used 0.5 rad/s).
+    """
+    if threshold <= 0:
+        return None
+    if model.config.elastic:
+        link = np.ones_like(states["dtheta"], dtype=bool)
+        return np.concatenate([link, np.abs(states["dtheta"]) >= threshold], axis=1)
+    return np.abs(states["dq"]) >= threshold
+
+
+def row_labels(model):
+    """Row-group labels: ``joint1`` (rigid) or ``joint1 link`` / ``joint1 motor`` (elastic)."""
+    if model.config.elastic:
+        return ([f"{j} link" for j in model.joint_names]
+                + [f"{j} motor" for j in model.joint_names])
+    return list(model.joint_names)
+
+
+def true_base_values(model, base, true_parameters):
+    """Base parameters (p,) of known standard parameters {name: value}; None when unknown.
+
+    Standard parameters missing from the mapping count as 0.
+    """
+    if not true_parameters:
+        return None
+    pi = np.array([true_parameters.get(nm, 0.0) for nm in model.parameter_names])
+    return base.base_values(pi)
+
+
+#: Automatic cut-off = this factor x the excitation band (99 % of the motion's power).
+CUTOFF_BAND_FACTOR = 5.0
+#: Automatic Coulomb deadband = this factor x the velocity noise std.
+DEADBAND_NOISE_FACTOR = 3.0
+#: Samples at the start of a streamed recording summarised for the diagnostics and the
+#: automatic settings (an in-memory dataset is summarised whole).
+SUMMARY_SAMPLES = 20_000
+
+
+def needs_resolving(settings) -> bool:
+    """Whether ``settings`` still hold ``'auto'`` values (see :func:`resolve_settings`)."""
+    return settings.cutoff_hz == "auto" or isinstance(settings.friction_deadband, str)
+
+
+def resolve_settings(model, settings, recordings):
+    """Settings with ``'auto'`` replaced by values measured on the recordings.
+
+    - ``cutoff_hz: auto`` -> :data:`CUTOFF_BAND_FACTOR` x the widest excitation band
+      (:func:`~robot_identification.diagnostics.excitation_band`, 99 % of the motion's
+      spectral power), at least 0.5 Hz and at most 0.2 x the lowest sampling rate
+      (static recordings only: 0.05 x the sampling rate);
+    - ``friction_deadband: auto`` -> per joint :data:`DEADBAND_NOISE_FACTOR` x the std of
+      the velocity noise left after the low-pass filter: the raw noise std
+      (:func:`~robot_identification.diagnostics.noise_std`) x sqrt(2 f_c / f_s) for a
+      measured velocity (white noise) or x (2 f_c / f_s)^1.5 for differentiated positions
+      (noise spectrum ~ f^2); median over recordings, at least 1e-6 rad/s and at most
+      0.1 x the velocity RMS (the Coulomb term must stay distinguishable from viscous).
+
+    Parameters
+    ----------
+    recordings : list of dict
+        :func:`~robot_identification.diagnostics.recording_summary` per recording (a
+        recording without a summary is left out).
+
+    Returns
+    -------
+    IdentificationSettings
+
+    Without any summary (recordings shorter than 20 samples) ``auto`` becomes no filter and
+    no deadband; such data are refused by the pre-processing anyway.
+    """
+    s = settings or model.config.identification
+    recordings = [r for r in recordings if r]
+    if not needs_resolving(s):
+        return s
+    if not recordings:   # too short to measure anything: the filter refuses it later
+        return replace(s, cutoff_hz=None if s.cutoff_hz == "auto" else s.cutoff_hz,
+                       friction_deadband=0.0 if isinstance(s.friction_deadband, str)
+                       else s.friction_deadband)
+    fs = min(r["sample_rate"] for r in recordings)
+    if s.cutoff_hz == "auto":
+        band = max(r["band_hz"] for r in recordings)
+        cut = 0.05 * fs if band <= 0 else min(max(CUTOFF_BAND_FACTOR * band, 0.5), 0.2 * fs)
+        s = replace(s, cutoff_hz=float(f"{cut:.3g}"))
+    if isinstance(s.friction_deadband, str):
+        left = []
+        for r in recordings:
+            share = 1.0
+            if s.cutoff_hz is not None:
+                ratio = min(2.0 * s.cutoff_hz / r["sample_rate"], 1.0)
+                share = ratio ** (0.5 if r["velocity_measured"] else 1.5)
+            left.append(share * r["velocity_noise"])
+        dead = DEADBAND_NOISE_FACTOR * np.median(np.stack(left), axis=0)
+        vrms = np.median(np.stack([r["velocity_rms"] for r in recordings]), axis=0)
+        dead = np.clip(dead, 1e-6, np.maximum(0.1 * vrms, 1e-6))
+        s = replace(s, friction_deadband=tuple(float(f"{v:.3g}") for v in dead))
+    return s
+
+
+def _concat(chunks):
+    from robot_identification.data import Dataset
+    if len(chunks) == 1:
+        return chunks[0]
+    first = chunks[0]
+    kw = {}
+    for k in ("q", "dq", "ddq", "theta", "dtheta", "ddtheta", "tau"):
+        if getattr(first, k) is not None:
+            kw[k] = np.concatenate([getattr(c, k) for c in chunks], axis=0)
+    return Dataset(t=np.concatenate([c.t for c in chunks]), joint_names=first.joint_names,
+                   true_parameters=first.true_parameters, metadata=first.metadata, **kw)
+
+
+def _head(rec):
+    """The part of a recording that is summarised: all of an in-memory dataset, the first
+    :data:`SUMMARY_SAMPLES` samples of a streamed one."""
+    if rec.dataset is not None:
+        return rec.dataset
+    head = rec.peek(SUMMARY_SAMPLES)
+    if not head:
+        raise DataError(f"recording '{rec.name}' holds no samples")
+    return _concat(head)
+
+
+def _summary(model, rec, ds):
+    from robot_identification.diagnostics import recording_summary
+    if ds.t.shape[0] < 20:
+        return None
+    try:
+        return recording_summary(model, ds, label=rec.name)
+    except DataError:        # e.g. NaN: the pre-processing names the chunk and refuses it
+        return None
+
+
+def recording_summaries(model, recordings):
+    """:func:`~robot_identification.diagnostics.recording_summary` of each recording (an
+    in-memory dataset whole, a streamed recording its first :data:`SUMMARY_SAMPLES`
+    samples): what :func:`resolve_settings` needs before the recordings are mapped to
+    normal equations in parallel."""
+    out = []
+    for r in recordings:
+        rec = as_recording(r, model)
+        out.append(_summary(model, rec, _head(rec)))
+    return out
+
+
+class ReversalWindow:
+    """Streamed marking of the samples within ``window`` samples of a velocity sign change
+    (:func:`robot_identification.diagnostics.near_reversal` over the whole recording, with
+    the same zero padding at its ends), so that chunking does not change which rows are
+    dropped. States are held back until ``window`` later samples have arrived.
+
+    The zero-phase filter spreads the Coulomb step of the measured torque over about
+    1 / (2 f_c) on each side of a reversal while sign(v) of the filtered velocity stays a
+    step; with ``drop_reversals`` those friction rows are not used.
+    """
+
+    def __init__(self, model, window):
+        self.key = "dtheta" if model.config.elastic else "dq"
+        self.w = int(window)
+        self.pending = None          # states not yet emitted
+        self.flips = np.zeros((0, model.n), dtype=np.uint8)   # flips of pending samples
+        self.hist = np.zeros((0, model.n), dtype=np.uint8)    # flips of the last w emitted
+        self.last_v = None
+
+    def _flips(self, v):
+        prev = v[:1] if self.last_v is None else self.last_v
+        f = (np.signbit(v) != np.signbit(np.concatenate([prev, v[:-1]]))).astype(np.uint8)
+        self.last_v = v[-1:]
+        return f
+
+    def _emit(self, k):
+        from scipy.ndimage import maximum_filter1d
+        F = np.concatenate([self.hist, self.flips])
+        near = maximum_filter1d(F, size=2 * self.w + 1, axis=0, mode="constant")
+        near = near[len(self.hist): len(self.hist) + k].astype(bool)
+        out = {key: v[:k] for key, v in self.pending.items()}
+        out["near_reversal"] = near
+        emitted = self.flips[:k]
+        self.hist = np.concatenate([self.hist, emitted])[-self.w:] if self.w else self.hist
+        self.pending = {key: v[k:] for key, v in self.pending.items()}
+        self.flips = self.flips[k:]
+        return out
+
+    def push(self, states):
+        f = self._flips(states[self.key])
+        if self.pending is None:
+            self.pending = dict(states)
+        else:
+            self.pending = {k: np.concatenate([self.pending[k], states[k]])
+                            for k in self.pending}
+        self.flips = np.concatenate([self.flips, f])
+        k = self.flips.shape[0] - self.w
+        return self._emit(k) if k > 0 else None
+
+    def finish(self):
+        if self.pending is None or self.flips.shape[0] == 0:
+            return None
+        return self._emit(self.flips.shape[0])
+
+
+class HuberWeights:
+    """Row weights of one IRLS pass: Huber's psi with threshold ``c`` noise std.
+
+    w = min(1, c / |r / sigma_j|) with r = y - W beta, per row group j (Huber 1981,
+    Sec. 7.8); the pass also sums psi(r / sigma_j)^2 sigma_j^2 for the scale update
+    (Huber's proposal 2).
+
+    Parameters
+    ----------
+    beta : ndarray (p,)
+        Current estimate.
+    sigma : ndarray (groups,)
+        Current noise standard deviation per row group (unit of the torques).
+    c : float
+        Threshold in standard deviations (1.345: 95 % efficiency at Gaussian noise).
+    """
+
+    def __init__(self, beta, sigma, c):
+        self.beta = np.asarray(beta, dtype=float)
+        self.sigma = np.maximum(np.asarray(sigma, dtype=float), 1e-300)
+        self.c = float(c)
+
+    def __call__(self, W, y, mask):
+        u = (y - W @ self.beta) / self.sigma
+        a = np.abs(u)
+        w = np.where(a <= self.c, 1.0, self.c / np.maximum(a, 1e-300))
+        psi2 = np.minimum(a, self.c) ** 2 * self.sigma ** 2
+        if mask is not None:
+            psi2 = psi2 * mask
+        return w, psi2.sum(axis=0)
+
+
+def recording_normal_equations(model, recording, settings=None, *, base=None, block=CHUNK,
+                               use_measured_derivatives=True, bank=None, robust=None,
+                               log=None) -> NormalEquations:
+    """Normal equations of ONE recording: chunks -> pre-processing -> regressor blocks ->
+    sample selection -> per-row-group sums (the package's one accumulation loop).
+
+    Parameters
+    ----------
+    model : RobotModel
+    recording : Recording, Dataset, path or iterable of Dataset chunks
+        See :class:`Recording`.
+    settings : IdentificationSettings, optional
+        Default: the robot config's ``identification`` section.
+    base : BaseParameters, optional
+        Default :func:`base_parameters` of the model.
+    block : int
+        Samples per regressor block (memory: block * rows * P doubles).
+    use_measured_derivatives : bool
+        ``butterworth``: filter measured velocities/accelerations instead of
+        differentiating positions.
+    bank : PolynomialApproximation or SavitzkyGolay, optional
+        A ready FIR bank (overrides ``settings.preprocessing``).
+    robust : HuberWeights, optional
+        Row weights of an IRLS pass.
+    log : callable, optional
+        Progress messages.
+
+    Returns
+    -------
+    NormalEquations
+        Over the base parameters, with ``n_samples``, ``n_input``, ``true_parameters`` and,
+        for a robust pass, ``scale_sums``; ``preprocessing`` (dict) describes the strategy.
+
+    Raises
+    ------
+    DataError
+        Invalid data (NaN, missing joints, non-uniform sampling across chunks, too few
+        samples for the filter).
+    """
+    from robot_identification.identifiability import base_parameters
+    from robot_identification.progress import bar
+    s = settings or model.config.identification
+    base = base or base_parameters(model)
+    rec = as_recording(recording, model)
+    neq = NormalEquations(len(base), model.rows_per_sample)
+    summary_ds = _head(rec)
+    summary = _summary(model, rec, summary_ds) if robust is None or needs_resolving(s) \
+        else None
+    if needs_resolving(s):   # alone: measured on this recording (identify() resolves on all)
+        s = resolve_settings(model, s, [summary])
+    if robust is None and summary is not None:
+        neq.recordings = [summary]
+    neq.true_parameters = dict(summary_ds.true_parameters or {}) or None
+    fs = sample_rate(summary_ds.t)
+    pre = make_preprocessor(model, s, fs, bank=bank,
+                            use_measured_derivatives=use_measured_derivatives)
+    # zero-phase filter + Coulomb friction: mark (and drop) rows near velocity reversals
+    rev = None
+    if pre.name == "butterworth" and s.cutoff_hz is not None:
+        rev = ReversalWindow(model, int(round(fs / s.decimate / (2.0 * s.cutoff_hz))))
+    drop = bool(s.drop_reversals) and "coulomb" in model.drive_parameter_keys()
+
+    def take(states):
+        if rev is not None:
+            states = rev.push(states) if states is not None else rev.finish()
+        if states is not None:
+            _accumulate(model, base, neq, states, s, block, robust, drop)
+
+    with bar(desc="identify", unit="sample", unit_scale=True) as pbar:
+        for ds in rec.chunks():
+            neq.n_input += ds.t.shape[0]
+            out = pre.push(ds)
+            if out is not None:
+                take(out[0])
+                if log and neq.n_input > 20 * block:
+                    log(f"{rec.name}: {neq.n_input} samples read, {neq.n_samples} used")
+            pbar.update(ds.t.shape[0])
+        out = pre.finish()
+        if out is not None:
+            take(out[0])
+        if rev is not None:
+            take(None)
+    if neq.n_samples == 0:
+        raise DataError(f"recording '{rec.name}': no complete filter window: the recording "
+                        f"has {neq.n_input} samples, the {pre.name} filter needs "
+                        f"{pre.min_samples}")
+    neq.preprocessing = dict(pre.describe(), friction_deadband=[
+        float(v) for v in np.broadcast_to(s.friction_deadband, (model.n,))])
+    return neq
+
+
+def _accumulate(model, base, neq, states, s, block, robust, drop_reversals=False):
+    M = states["q"].shape[0]
+    mask = row_mask(model, states, s.velocity_threshold or 0.0)
+    near = states.get("near_reversal")
+    if near is not None:
+        v = states["dtheta" if model.config.elastic else "dq"]
+        used = np.abs(v) >= s.velocity_threshold
+        neq.reversal_counts += (int((near & used).sum()), int(used.sum()))
+        if drop_reversals:
+            keep = ~near
+            if model.config.elastic:
+                keep = np.concatenate([np.ones_like(keep), keep], axis=1)
+            mask = keep if mask is None else mask & keep
+    elastic = model.config.elastic
+    for i in range(0, M, block):
+        sl = slice(i, min(i + block, M))
+        extra = {k: states[k][sl] for k in ("theta", "dtheta", "ddtheta")} if elastic else {}
+        tr = time.perf_counter()
+        Y = regressor(model, states["q"][sl], states["dq"][sl], states["ddq"][sl], **extra,
+                      friction_deadband=s.friction_deadband)
+        neq.t_regressor += time.perf_counter() - tr
+        W = base.project(Y)
+        y = torque_vector(model, states["tau"][sl])
+        m = None if mask is None else mask[sl]
+        w = None
+        if robust is not None:
+            w, psi2 = robust(W, y, m)
+            neq.scale_sums += psi2
+        neq.add(W, y, m, w)
+    neq.n_samples += M
+
+
+def load_prior(model, prior):
+    """Standard parameters (P,) of a prior: ``'nominal'`` (the robot config's), ``'none'``
+    (None), or a YAML file with ``standard_parameters: {name: value}`` (top level, or under
+    ``estimates: physical:`` of a results.yaml).
+
+    Raises
+    ------
+    ConfigError
+        Unknown file, not a mapping, or names missing / unknown.
+    """
+    if prior is None or prior == "none":
+        return None
+    if isinstance(prior, np.ndarray):
+        return np.asarray(prior, dtype=float)
+    if prior == "nominal":
+        return model.nominal_parameters()
+    from robot_identification._yaml import read_yaml_file
+    path = Path(prior)
+    doc = read_yaml_file(path, "prior file", ConfigError)
+    values = None
+    if isinstance(doc, dict):
+        values = doc.get("standard_parameters")
+        if values is None:
+            values = ((doc.get("estimates") or {}).get("physical") or {}).get(
+                "standard_parameters")
+    if not isinstance(values, dict):
+        raise ConfigError(f"{path}: expected 'standard_parameters: {{name: value}}' (or a "
+                          f"results.yaml with a physical estimate)")
+    names = model.parameter_names
+    missing = [n for n in names if n not in values]
+    unknown = [n for n in values if n not in names]
+    if missing or unknown:
+        raise ConfigError(f"{path}: standard_parameters do not match robot "
+                          f"'{model.config.name}' (missing {missing[:5]}, unknown "
+                          f"{unknown[:5]})")
+    try:
+        return np.array([float(values[n]) for n in names])
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{path}: standard_parameters must be numbers ({exc})") from None
+
+
+def solve(model, neq, settings=None, *, base=None, estimators=None, prior=None,
+          reaccumulate=None, options=None, log=None, t_start=None) -> IdentificationResult:
+    """Estimates from summed normal equations.
+
+    Parameters
+    ----------
+    model : RobotModel
+    neq : NormalEquations
+        Summed over the recordings (see :func:`recording_normal_equations`).
+    settings : IdentificationSettings, optional
+    base : BaseParameters, optional
+    estimators : str or sequence of str, optional
+        Names from :data:`~robot_identification.identification.ESTIMATORS`; default
+        ``settings.estimators``. The first is the primary estimate.
+    prior : str or ndarray, optional
+        Default ``settings.prior`` (see :func:`load_prior`).
+    reaccumulate : callable, optional
+        ``f(robust) -> NormalEquations``: the recordings' equations again with row
+        weights (needed by ``irls``; :func:`identify` provides it).
+    options : dict, optional
+        Estimator options: ``bounds`` (lower, upper) on base parameters, ``theta0``,
+        ``mrls`` (keyword arguments of :class:`MRLS`).
+    log : callable, optional
+
+    Returns
+    -------
+    IdentificationResult
+        ``estimates`` holds every estimate; an extra estimator that fails leaves a
+        ``estimator_failed`` diagnostic instead.
+
+    Raises
+    ------
+    DataError
+        Too few usable equations.
+    ExcitationError
+        The data do not excite some base parameters (named).
+    ConfigError
+        Unknown estimator, or an estimator without what it needs (e.g. ``bounded``
+        without a prior).
+    IdentificationError
+        The primary estimator fails.
+    """
+    from robot_identification.diagnostics import Diagnostic, collect_diagnostics
+    from robot_identification.errors import IdentificationError
+    from robot_identification.identifiability import base_parameters, check_excitation
+    from robot_identification.identification._estimators import ESTIMATORS, EstimationContext
+    t0 = time.perf_counter() if t_start is None else t_start
+    s = settings or model.config.identification
+    base = base or base_parameters(model)
+    names = s.estimators if estimators is None else (
+        (estimators,) if isinstance(estimators, str) else tuple(dict.fromkeys(estimators)))
+    if not names:
+        raise ConfigError("no estimator given")
+    unknown = [e for e in names if e not in ESTIMATORS]
+    if unknown:
+        raise ConfigError(f"unknown estimator(s) {unknown}; choose from {list(ESTIMATORS)}")
+    p = len(base)
+    if neq.count.sum() <= p:
+        raise DataError(f"only {int(neq.count.sum())} usable equations for {p} base "
+                        f"parameters (velocity threshold {s.velocity_threshold} rad/s); "
+                        f"record longer or lower the threshold")
+    prior_spec = s.prior if prior is None else prior
+    ctx = EstimationContext(model=model, base=base, neq=neq, settings=s,
+                            prior=load_prior(model, prior_spec), reaccumulate=reaccumulate,
+                            options=dict(options or {}), log=log)
+    if names[0] != "mrls":      # MRLS flags what the data do not excite instead
+        check_excitation(neq.gram, base.names)
+    estimates, diagnostics = {}, []
+    for i, name in enumerate(names):
+        try:
+            estimates[name] = ESTIMATORS[name](ctx)
+        except (IdentificationError, ConfigError) as exc:
+            if i == 0:
+                raise
+            diagnostics.append(Diagnostic("estimator_failed", "warning",
+                                          f"estimator '{name}' failed: {exc}", name))
+    true = true_base_values(model, base, neq.true_parameters)
+    prior_label = prior_spec if isinstance(prior_spec, str) else "given"
+    if true is not None and ctx.prior is not None and neq.true_parameters and any(
+            e in estimates for e in ("mrls", "bounded", "physical")):
+        truth = np.array([neq.true_parameters.get(n, 0.0) for n in model.parameter_names])
+        if np.allclose(truth, ctx.prior, rtol=1e-9, atol=1e-12):
+            diagnostics.append(Diagnostic(
+                "prior_is_truth", "warning",
+                f"the prior ({prior_label}) equals the simulator's true parameters: "
+                f"mrls/bounded/physical estimates are pulled towards the answer; use "
+                f"--prior none or a perturbed prior file to judge them", "prior"))
+    settings_out = {"estimator": names[0], "estimators": list(names),
+                    "velocity_threshold": s.velocity_threshold, "prior": prior_label,
+                    **(getattr(neq, "preprocessing", None) or {}),
+                    "n_input": int(neq.n_input), "t_regressor": float(neq.t_regressor),
+                    "reversal_fraction": round(int(neq.reversal_counts[0])
+                                               / max(int(neq.reversal_counts[1]), 1), 4),
+                    "drop_reversals": bool(s.drop_reversals)}
+    for name, est in estimates.items():
+        if name == names[0]:
+            for k, v in est.details.items():
+                if k in ("flags", "active_bounds"):
+                    settings_out[k] = v
+    result = IdentificationResult(
+        robot=model.config.name, names=list(base.names), expressions=base.expressions(),
+        estimate=estimates[names[0]], base=base, true_values=true,
+        row_labels=row_labels(model), n_samples=int(neq.n_samples),
+        n_used_rows=int(neq.count.sum()), elapsed=time.perf_counter() - t0,
+        settings=settings_out, units=[model.layout.units[i] for i in base.independent],
+        normal_equations=neq, estimates=estimates)
+    result.diagnostics = (collect_diagnostics(model, result, neq.recordings) + diagnostics
+                          + ctx.diagnostics)
+    return result
+
+
+def identify(model, recordings, settings=None, *, estimators=None, prior=None, base=None,
+             block=CHUNK, use_measured_derivatives=True, bank=None, options=None,
+             log=None, workers=1, scheduler=None, processes=True) -> IdentificationResult:
+    """Identify the base parameters of ``model`` from one or more recordings.
+
+    Parameters
+    ----------
+    model : RobotModel
+    recordings : Recording, Dataset, path, or a list of them
+    settings : IdentificationSettings, optional
+        Default: the robot config's ``identification`` section.
+    estimators, prior, options :
+        See :func:`solve`.
+    base, block, use_measured_derivatives, bank, log :
+        See :func:`recording_normal_equations`.
+    workers : int
+        Dask workers: the equations of the recordings are computed on a local cluster of
+        ``workers`` processes (``processes=False``: threads) and summed here in recording
+        order, so the estimates are the same bit for bit as with ``workers=1`` (this
+        process, no cluster).
+    scheduler : str, optional
+        Address of a running Dask scheduler (``tcp://HOST:PORT``) instead of a local
+        cluster; its workers must read the same files.
+
+    Returns
+    -------
+    IdentificationResult
+
+    Raises
+    ------
+    DataError, ExcitationError, ConfigError, IdentificationError
+        See :func:`recording_normal_equations` and :func:`solve`; ConfigError also for bad
+        ``workers``/``scheduler`` or an unreachable scheduler.
+    """
+    from robot_identification.data import Dataset
+    from robot_identification.identifiability import base_parameters
+    from robot_identification.identification._sources import Recording
+    t0 = time.perf_counter()
+    s = settings or model.config.identification
+    if isinstance(recordings, (Dataset, Recording, str, Path)):
+        recordings = [recordings]
+    recordings = [as_recording(r, model) for r in recordings]
+    if not recordings:
+        raise DataError("no dataset given")
+    base = base or base_parameters(model)
+    if needs_resolving(s):
+        s = resolve_settings(model, s, recording_summaries(model, recordings))
+
+    from robot_identification._dask import check_workers, dask_client, map_sum
+    check_workers(workers, scheduler)
+    if workers > 1 or scheduler is not None:
+        streams = [r.name for r in recordings if r.single_use]
+        if streams:
+            raise ConfigError(f"recording(s) {streams} are iterators of chunks and cannot be "
+                              f"sent to Dask workers; give datasets or files")
+    with dask_client(workers, scheduler, processes) as client:
+        def equations(robust=None):   # map: one recording per task; reduce: ordered sum
+            return map_sum(client, _recording_equations, recordings, model, s, base=base,
+                           block=block, bank=bank, robust=robust,
+                           use_measured_derivatives=use_measured_derivatives,
+                           log=log if client is None else None)
+        neq = equations()
+        return solve(model, neq, s, base=base, estimators=estimators, prior=prior,
+                     reaccumulate=equations, options=options, log=log, t_start=t0)
+
+
+def _recording_equations(recording, model, settings, **kw):
+    """:func:`recording_normal_equations` with the recording first (a Dask map task)."""
+    return recording_normal_equations(model, recording, settings, **kw)
+
+
+def with_overrides(settings, **changes):
+    """``settings`` with the given fields replaced, ``None`` values ignored (an unset
+    command-line option or ROS parameter keeps the robot config's value)."""
+    return replace(settings, **{k: v for k, v in changes.items() if v is not None})

@@ -1,0 +1,224 @@
+"""Estimator registry: name -> function(EstimationContext) -> Estimate (with covariance).
+
+=========  =====================================================================  ==========
+name       estimate                                                               source
+=========  =====================================================================  ==========
+ols        (W^T W)^-1 W^T y, covariance sigma^2 (W^T W)^-1                        Zollo eq. 38
+wls        one noise variance per row group (joint), covariance = Cramér-Rao      Szabó eq. 19
+irls       Huber M-estimate by iteratively reweighted LS (outlier-robust),        Huber 1981
+           weights per row, per-group scale by Huber's proposal 2; one pass over
+           the recordings per iteration
+mrls       modified inverse of the summed normal equations with identifiability   Lomakin &
+           flags (1 identified, 0 not excited, -1 dependent); unidentified        Deutscher
+           parameters keep the prior's value and have unknown (NaN) std           Fig. 1
+bounded    box-constrained LS; the box on standard parameters around the prior    Lomakin &
+           (:func:`standard_bounds`) transferred to base parameters               Deutscher
+           (:func:`base_bounds`), or ``options['bounds']``                        eq. 54
+physical   pseudo-inertia LMIs (cvxpy + Clarabel) started from WLS, regularised   Wensing
+           by the prior (none: no prior term); covariance: the WLS one            et al. 2018
+=========  =====================================================================  ==========
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.stats
+
+from robot_identification.errors import ConfigError, DataError
+from robot_identification.estimation import (
+    MRLS, Estimate, base_bounds, bounded_ls, condition_number, ols, standard_bounds, wls)
+
+
+@dataclass
+class EstimationContext:
+    """What an estimator may use: the summed normal equations, the base parameters, the
+    settings, the prior (standard parameters or None), a re-accumulation callback for
+    estimators that need another pass over the data, options, and a cache of results."""
+
+    model: object
+    base: object
+    neq: object
+    settings: object
+    prior: np.ndarray | None
+    reaccumulate: object = None
+    options: dict = None
+    log: object = None
+
+    def __post_init__(self):
+        self.cache = {}
+        self.options = self.options or {}
+        self.diagnostics = []
+
+    def wls(self):
+        if "wls" not in self.cache:
+            self.cache["wls"] = wls(self.neq)
+        return self.cache["wls"]
+
+    def prior_base(self):
+        """Base parameters of the prior (zeros without one)."""
+        if self.prior is None:
+            return np.zeros(len(self.base))
+        return self.base.base_values(self.prior)
+
+
+def estimate_from(neq, x, cov_unscaled, method, flags=None, details=None):
+    """:class:`Estimate` of values ``x`` with covariance ``cov_unscaled * s^2`` (s^2 the
+    residual variance of ``x``); parameters with ``flags != 1`` get NaN (unknown) std."""
+    M = int(neq.count.sum())
+    p = len(x)
+    s2 = neq.residual_sums(x).sum() / max(M - p, 1)
+    cov = np.array(cov_unscaled, dtype=float) * s2
+    if flags is not None:      # not identified -> unknown (NaN) uncertainty, not zero
+        bad = np.asarray(flags) != 1
+        cov[bad, :] = np.nan
+        cov[:, bad] = np.nan
+    with np.errstate(invalid="ignore"):
+        std = np.sqrt(np.clip(np.diag(cov), 0, None))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = 100.0 * std / np.abs(x)
+    rms = np.sqrt(neq.residual_sums(x) / np.maximum(neq.count, 1))
+    return Estimate(values=np.asarray(x, dtype=float), covariance=cov, std=std,
+                    relative_std=rel, residual_rms=rms, sigma2=np.full(neq.groups, s2),
+                    condition_number=condition_number(neq.gram), method=method, n_rows=M,
+                    weights=np.ones(neq.groups), details=dict(details or {}))
+
+
+def _ols(ctx):
+    return ols(ctx.neq)
+
+
+def _wls(ctx):
+    return ctx.wls()
+
+
+def huber_consistency(c):
+    """E[psi_c(Z)^2] for Z ~ N(0, 1): the constant of Huber's proposal-2 scale."""
+    phi, Phi = scipy.stats.norm.pdf(c), scipy.stats.norm.cdf(c)
+    return float((2 * Phi - 1) - 2 * c * phi + 2 * c * c * (1 - Phi))
+
+
+#: IRLS stops when no parameter moves by more than this fraction of max(|value|, WLS std).
+IRLS_TOLERANCE = 1e-6
+
+
+def _irls(ctx):
+    from robot_identification.identification._engine import HuberWeights
+    from robot_identification.estimation._least_squares import _solve
+    if ctx.reaccumulate is None:
+        raise ConfigError("estimator 'irls' needs the recordings for its reweighted passes "
+                          "(use identify(), not solve() on summed equations)")
+    s = ctx.settings
+    c = float(s.huber_threshold)
+    kappa = huber_consistency(c)
+    start = ctx.wls()
+    beta, sigma = start.values.copy(), np.sqrt(start.sigma2)
+    p, groups = len(beta), ctx.neq.groups
+    it, change = 0, np.inf
+    for it in range(1, int(s.irls_iterations) + 1):
+        neq_w = ctx.reaccumulate(HuberWeights(beta, sigma, c))
+        w = 1.0 / sigma ** 2
+        Gw = np.einsum("j,jik->ik", w, neq_w.G)
+        new, inv = _solve(Gw, w @ neq_w.b)
+        dof = np.maximum(neq_w.count - p / groups, 1.0)
+        sigma = np.sqrt(np.maximum(neq_w.scale_sums / (kappa * dof), 1e-30))
+        # change relative to the parameter or its standard deviation, whichever is larger
+        change = np.max(np.abs(new - beta) / np.maximum(np.abs(new), start.std + 1e-300))
+        beta = new
+        if ctx.log:
+            ctx.log(f"irls pass {it}: relative change {change:.3g}")
+        if change < IRLS_TOLERANCE:
+            break
+    est = estimate_from(ctx.neq, beta, np.zeros((p, p)), "irls",
+                        details={"iterations": it, "converged": bool(change < IRLS_TOLERANCE),
+                                 "huber_threshold": c,
+                                 "sigma": [float(v) for v in sigma]})
+    cov = inv                     # (sum_j W_j^T diag(w) W_j / sigma_j^2)^-1
+    est.covariance = cov
+    est.std = np.sqrt(np.clip(np.diag(cov), 0, None))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        est.relative_std = 100.0 * est.std / np.abs(beta)
+    est.sigma2 = sigma ** 2
+    est.weights = 1.0 / sigma ** 2
+    return est
+
+
+def _bounds(ctx):
+    if "bounds" in ctx.options and ctx.options["bounds"] is not None:
+        lo, hi = (np.asarray(b, dtype=float) for b in ctx.options["bounds"])
+        p = len(ctx.base)
+        if lo.shape != (p,) or hi.shape != (p,):
+            raise DataError(f"bounds must hold {p} base-parameter values each")
+        return lo, hi
+    if ctx.prior is None:
+        return None
+    return base_bounds(ctx.base.grouping, *standard_bounds(ctx.model, nominal=ctx.prior),
+                       names=ctx.model.parameter_names)
+
+
+def _mrls(ctx):
+    opts = ctx.options
+    bounds = _bounds(ctx) if opts.get("bounds") is not None else None
+    lo, hi = bounds if bounds is not None else (None, None)
+    theta0 = opts.get("theta0")
+    theta0 = ctx.prior_base() if theta0 is None else np.asarray(theta0, dtype=float)
+    if lo is not None:
+        theta0 = np.clip(theta0, lo, hi)
+    m = MRLS(len(ctx.base), theta0=theta0, lower=lo, upper=hi, names=ctx.base.names,
+             **(opts.get("mrls") or {}))
+    m.update_normal_equations(ctx.neq.gram, ctx.neq.b.sum(axis=0), int(ctx.neq.count.sum()))
+    r = m.result()
+    details = {"flags": [int(f) for f in r.flags]}
+    if lo is not None:
+        details["active_bounds"] = [bool(c) for c in r.clipped]
+    return estimate_from(ctx.neq, r.values, r.K_inv, "mrls", flags=r.flags, details=details)
+
+
+def _bounded(ctx):
+    bounds = _bounds(ctx)
+    if bounds is None:
+        raise ConfigError("estimator 'bounded' builds its box around a prior: give --prior "
+                          "nominal or --prior FILE (identification.prior in the robot YAML)")
+    x, active = bounded_ls(ctx.neq, *bounds, ctx.base.names)
+    return estimate_from(ctx.neq, x, np.linalg.pinv(ctx.neq.gram), "bounded",
+                         details={"active_bounds": [bool(a) for a in active]})
+
+
+def _physical(ctx):
+    from robot_identification.diagnostics import physical_diagnostics
+    from robot_identification.estimation import physically_consistent
+    w = ctx.wls()
+    info = np.einsum("j,jik->ik", w.weights, ctx.neq.G)
+    P = ctx.model.n_parameters
+    model = ctx.model
+    if ctx.prior is None:       # no prior term: LMIs and sign constraints only
+        phys = physically_consistent(model, ctx.base, info, w.values, nominal=np.zeros(P),
+                                     prior_scales=np.full(P, np.inf), prior="gaussian")
+        phys.prior_distance = None
+    else:                       # log-det divergence toward the prior's bodies
+        phys = physically_consistent(model, ctx.base, info, w.values, nominal=ctx.prior)
+    ctx.diagnostics += physical_diagnostics(model, phys)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = 100.0 * w.std / np.abs(phys.base)
+    est = Estimate(values=np.asarray(phys.base, dtype=float), covariance=w.covariance,
+                   std=w.std, relative_std=rel,
+                   residual_rms=np.sqrt(ctx.neq.residual_sums(phys.base)
+                                        / np.maximum(ctx.neq.count, 1)),
+                   sigma2=w.sigma2, condition_number=w.condition_number, method="physical",
+                   n_rows=w.n_rows, weights=w.weights,
+                   details={"standard_parameters": {
+                       nm: float(v) for nm, v in zip(ctx.model.parameter_names, phys.standard)},
+                       "min_pseudo_inertia_eigenvalues": {
+                           b: float(e) for b, e in zip(ctx.model.body_names,
+                                                       phys.min_eigenvalues)},
+                       "cost_increase": float(phys.cost_increase), "status": phys.status,
+                       "prior": phys.prior,
+                       "prior_distance": None if phys.prior_distance is None else {
+                           b: float(d) for b, d in zip(model.body_names, phys.prior_distance)},
+                       "bodies_on_bound": [model.body_names[k] for k in phys.on_bound or []]})
+    return est
+
+
+#: Estimators by name (see the module docstring).
+ESTIMATORS = {"ols": _ols, "wls": _wls, "irls": _irls, "mrls": _mrls, "bounded": _bounded,
+              "physical": _physical}

@@ -1,0 +1,94 @@
+"""IdentificationResult: what the engine returns."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class IdentificationResult:
+    """Outcome of :func:`robot_identification.identification.identify`.
+
+    Attributes
+    ----------
+    robot : str
+    names, expressions : list of str
+        Base parameter names and their expressions in standard parameters.
+    estimate : Estimate
+        The primary estimate (``settings['estimator']``).
+    base : BaseParameters
+    true_values : ndarray (p,) or None
+        Base parameters of the dataset's true standard parameters, when known.
+    row_labels : list of str
+        Label of each regressor row group (``joint1`` or ``joint1 link``/``joint1 motor``).
+    n_samples, n_used_rows : int
+    elapsed : float
+        Wall time [s].
+    settings : dict
+    units : list of str
+        Unit of each base parameter.
+    normal_equations : NormalEquations or None
+        The summed per-group normal equations (further estimators can start from them).
+    diagnostics : list of Diagnostic
+        What makes this result doubtful (see :mod:`robot_identification.diagnostics`).
+    estimates : dict
+        Every estimate computed, by estimator name (the primary one included), each an
+        :class:`~robot_identification.estimation.Estimate` with covariance.
+    """
+
+    robot: str
+    names: list
+    expressions: list
+    estimate: object
+    base: object
+    true_values: np.ndarray | None
+    row_labels: list
+    n_samples: int
+    n_used_rows: int
+    elapsed: float
+    settings: dict = field(default_factory=dict)
+    units: list = field(default_factory=list)
+    normal_equations: object = None
+    diagnostics: list = field(default_factory=list)
+    estimates: dict = field(default_factory=dict)
+
+    def normalised_mean_error(self, exclude=(), estimator=None):
+        """mean_i |est_i - true_i| / |true_i| (absolute error where true_i = 0).
+
+        The error measure of Zollo et al. (2014), Sec. 6 (reverse-engineered in the
+        notes: reproduces their 0.103). ``exclude`` lists drive keys (e.g. ``("coulomb",)``)
+        whose base parameters are left out; ``estimator`` picks an estimate of
+        :attr:`estimates` (default the primary one).
+        """
+        if self.true_values is None:
+            return None
+        est = self.estimate if estimator is None else self.estimates[estimator]
+        keep = [i for i, nm in enumerate(self.names) if nm.rsplit(".", 1)[-1] not in exclude]
+        values, tru = est.values[keep], self.true_values[keep]
+        err = np.abs(values - tru)
+        nz = np.abs(tru) > 1e-12
+        err[nz] /= np.abs(tru[nz])
+        return float(err.mean())
+
+    # notebook API (robot_identification.report._notebook)
+    def to_dataframe(self):
+        """pandas DataFrame, one row per base parameter: expression, unit, estimate, std,
+        relative_std [%], true, trust. Raises ImportError without pandas."""
+        from robot_identification.report._notebook import to_dataframe
+        return to_dataframe(self)
+
+    def plot(self):
+        """matplotlib figures: relative std per base parameter (trust colours) and, for
+        simulated data, the relative error with +-2 std bars."""
+        from robot_identification.report._notebook import plot
+        return plot(self)
+
+    def save(self, path, model=None):
+        """Write results.yaml to ``path`` (the file other tools read); returns the path."""
+        from robot_identification.report._notebook import save
+        return save(self, path, model)
+
+    def _repr_html_(self):
+        from robot_identification.report._notebook import repr_html
+        return repr_html(self)

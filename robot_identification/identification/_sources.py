@@ -1,0 +1,560 @@
+"""Recording sources: each recording is read as an iterator of :class:`Dataset` chunks.
+
+A :class:`Recording` can be read more than once (robust estimators make several passes):
+an in-memory dataset is one chunk (or slices of it), files are read chunk by chunk in
+bounded memory -- ``.npz`` archives, dataset directories of ``.npy`` files
+(:class:`NpyDirWriter`), rosbag2 directories / ``.mcap`` (message by message); CSV files
+are loaded whole (their loader needs the column mapping of the robot config).
+"""
+from __future__ import annotations
+
+import os
+import zipfile
+import zlib
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from robot_identification.data import Dataset
+from robot_identification.errors import DataError
+
+#: Default samples per chunk read from files.
+READ_CHUNK = 200_000
+
+
+def iter_dataset_chunks(dataset: Dataset, chunk: int = READ_CHUNK):
+    """Yield consecutive slices of an in-memory dataset (for tests and small files)."""
+    N = dataset.t.shape[0]
+    for s in range(0, N, chunk):
+        yield dataset.slice(slice(s, min(s + chunk, N)))
+
+
+def _npy_member_reader(fp, size=None, name="array"):
+    """(shape, read(nrows)) for an open .npy stream, reading rows sequentially.
+
+    The header is checked against the stream's ``size`` [bytes] (when known) before anything
+    is allocated: a header that declares more (or fewer) rows than the file holds is refused.
+
+    Raises
+    ------
+    DataError
+        Not a .npy header, non-numeric dtype, Fortran order, or a size mismatch.
+    """
+    from robot_identification.data._dataset import read_npy_header
+    shape, fortran, dtype = read_npy_header(fp, size, name)
+    if fortran and len(shape) > 1:
+        raise DataError(f"{name}: Fortran-ordered arrays cannot be streamed; save in C order")
+    row = int(np.prod(shape[1:])) if len(shape) > 1 else 1
+
+    def read(n):
+        buf = fp.read(n * row * dtype.itemsize)
+        if len(buf) != n * row * dtype.itemsize:
+            raise DataError(f"{name}: ends after {len(buf)} of {n * row * dtype.itemsize} "
+                            f"bytes of a chunk (truncated)")
+        a = np.frombuffer(buf, dtype=dtype)
+        return a.reshape((-1,) + tuple(shape[1:])).astype(float)
+    return shape, read
+
+
+def _chunks_from_readers(readers, meta, chunk):
+    N = readers["t"][0][0]
+    for name, (shape, _) in readers.items():
+        if shape[0] != N:
+            raise DataError(f"array '{name}' has {shape[0]} samples, 't' has {N}")
+    for s in range(0, N, chunk):
+        n = min(chunk, N - s)
+        arrays = {k: rd(n) for k, (_, rd) in readers.items()}
+        yield Dataset(t=arrays.pop("t"), joint_names=list(meta["joint_names"]),
+                      true_parameters=meta.get("true_parameters") or {},
+                      metadata=meta.get("metadata") or {}, **arrays)
+
+
+def _meta_from(raw, source):
+    import json
+    try:
+        meta = json.loads(str(raw))
+    except ValueError as exc:
+        raise DataError(f"'{source}': metadata is not JSON ({exc})") from None
+    names = meta.get("joint_names") if isinstance(meta, dict) else None
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        raise DataError(f"'{source}': metadata lacks 'joint_names' (a list of joint names)")
+    return meta
+
+
+def iter_npz_chunks(path, chunk: int = READ_CHUNK, arrays=("q", "tau", "theta")):
+    """Read a dataset ``.npz`` (as written by :meth:`Dataset.save_npz`) chunk by chunk.
+
+    Members are decompressed as streams, so memory is O(chunk) for compressed and
+    uncompressed archives alike.
+
+    Parameters
+    ----------
+    path : path
+    chunk : int
+        Samples per yielded :class:`Dataset`.
+    arrays : tuple of str
+        Arrays to read besides ``t`` (those absent from the file are skipped); measured
+        derivatives are not needed by the streaming estimators.
+
+    Yields
+    ------
+    Dataset
+
+    Raises
+    ------
+    DataError
+        Missing file or members, inconsistent lengths.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"dataset file '{path}' does not exist")
+    try:
+        zf = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+        raise DataError(f"'{path}' is not an .npz archive") from None
+    with zf:
+        names = {Path(n).stem for n in zf.namelist()}
+        for need in ("t", "meta", "q", "tau"):
+            if need not in names:
+                raise DataError(f"'{path}' lacks the array '{need}'")
+        try:
+            with zf.open("meta.npy") as fp:
+                raw = np.lib.format.read_array(fp, allow_pickle=False)
+        except Exception as exc:  # noqa: BLE001 - zipfile/zlib/numpy header parsing
+            raise DataError(f"'{path}': cannot read its metadata ({type(exc).__name__}: "
+                            f"{str(exc)[:80]})") from None
+        meta = _meta_from(raw, path)
+        handles = {}
+        try:
+            for k in ("t",) + tuple(arrays):
+                if k in names:
+                    handles[k] = zf.open(k + ".npy")
+            readers = {k: _npy_member_reader(fp, zf.getinfo(k + ".npy").file_size,
+                                             f"'{path}' member {k}.npy")
+                       for k, fp in handles.items()}
+            yield from _chunks_from_readers(readers, meta, chunk)
+        except (zipfile.BadZipFile, zlib.error, EOFError, KeyError, NotImplementedError) as exc:
+            raise DataError(f"'{path}' is damaged: {str(exc)[:80]}") from None
+        finally:
+            for fp in handles.values():
+                fp.close()
+
+
+def iter_npy_dir_chunks(path, chunk: int = READ_CHUNK):
+    """Read a directory of ``t.npy, q.npy, tau.npy[, theta.npy]`` + ``meta.json`` chunk by chunk
+    (the format written by :class:`NpyDirWriter` for recordings too large to assemble in
+    memory). Files are read sequentially (not memory-mapped), so the resident memory stays
+    O(chunk).
+
+    Raises
+    ------
+    DataError
+        Missing directory or files.
+    """
+    path = Path(path)
+    if not (path / "meta.json").is_file():
+        raise DataError(f"'{path}' is not a dataset directory (no meta.json)")
+    meta = _meta_from((path / "meta.json").read_bytes().decode("utf-8", "replace"),
+                      path / "meta.json")
+    handles = {}
+    for k in ("t", "q", "tau", "theta"):
+        f = path / f"{k}.npy"
+        if f.is_file():
+            handles[k] = open(f, "rb")
+        elif k in ("t", "q", "tau"):
+            for fp in handles.values():
+                fp.close()
+            raise DataError(f"dataset directory '{path}' lacks {k}.npy")
+    try:
+        readers = {k: _npy_member_reader(fp, os.fstat(fp.fileno()).st_size,
+                                         f"'{path / (k + '.npy')}'")
+                   for k, fp in handles.items()}
+        yield from _chunks_from_readers(readers, meta, chunk)
+    finally:
+        for fp in handles.values():
+            fp.close()
+
+
+class NpyDirWriter:
+    """Append-only writer of a dataset directory read by :func:`iter_npy_dir_chunks`
+    (sequential .npy writes, O(chunk) memory).
+
+    Parameters
+    ----------
+    path : path
+        Directory (created).
+    n_samples : int
+        Total samples (written into the .npy headers up front).
+    joint_names : list of str
+    elastic : bool
+        Also write ``theta``.
+    true_parameters, metadata : dict, optional
+    """
+
+    def __init__(self, path, n_samples, joint_names, elastic=False, true_parameters=None,
+                 metadata=None):
+        import json
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        n = len(joint_names)
+        (self.path / "meta.json").write_text(json.dumps({
+            "joint_names": list(joint_names), "true_parameters": true_parameters or {},
+            "metadata": metadata or {}}))
+        self.shapes = {"t": (n_samples,), "q": (n_samples, n), "tau": (n_samples, n)}
+        if elastic:
+            self.shapes["theta"] = (n_samples, n)
+        self.files = {}
+        for k, shape in self.shapes.items():
+            fp = open(self.path / f"{k}.npy", "wb")
+            np.lib.format.write_array_header_1_0(
+                fp, {"descr": np.lib.format.dtype_to_descr(np.dtype(float)),
+                     "fortran_order": False, "shape": shape})
+            self.files[k] = fp
+        self.n_samples = n_samples
+        self.pos = 0
+
+    def append(self, **arrays):
+        """Append a chunk: ``t`` (m,), ``q``, ``tau`` [, ``theta``] (m, n).
+
+        Raises
+        ------
+        DataError
+            More samples than announced, or wrong shapes.
+        """
+        m = len(arrays["t"])
+        if self.pos + m > self.n_samples:
+            raise DataError(f"NpyDirWriter: {self.pos + m} samples exceed the announced "
+                            f"{self.n_samples}")
+        for k, fp in self.files.items():
+            a = np.ascontiguousarray(arrays[k], dtype=float)
+            if a.shape != (m,) + self.shapes[k][1:]:
+                raise DataError(f"NpyDirWriter: {k} has shape {a.shape}, expected "
+                                f"{(m,) + self.shapes[k][1:]}")
+            fp.write(a.tobytes())
+        self.pos += m
+
+    def close(self):
+        """Close the files.
+
+        Raises
+        ------
+        DataError
+            Fewer samples written than announced.
+        """
+        for fp in self.files.values():
+            fp.close()
+        self.files = {}
+        if self.pos != self.n_samples:
+            raise DataError(f"NpyDirWriter: wrote {self.pos} of {self.n_samples} samples")
+
+
+def iter_bag_chunks(path, chunk: int = READ_CHUNK, *, joint_topic=None, motor_topic=None,
+                    elastic=None, effort_lag: float = 0.0):
+    """Read a rosbag2 recording (directory or ``.mcap``) message by message in chunks.
+
+    Same topic conventions, time base (link header stamps, shifted to start at 0) and
+    ``effort_lag`` meaning as :func:`robot_identification.data._bag.read_bag`, but memory is
+    O(chunk): messages are deserialised and converted as they are read. Messages must arrive
+    in stamp order (as recorded); duplicate stamps are dropped. For elastic arms the link and
+    motor messages are paired by identical stamps (messages without a partner are dropped and
+    counted in ``metadata['unpaired']`` of the last chunk).
+
+    Parameters
+    ----------
+    path : path
+    chunk : int
+        Samples per yielded Dataset.
+    joint_topic, motor_topic : str, optional
+        Default ``/joint_states``, ``/motor_states``.
+    elastic : bool, optional
+        Default: elastic when the first message batch contains motor states.
+    effort_lag : float
+        In [0, 1) sample periods: tau_k = (1 - lag) e_k + lag e_{k+1}.
+
+    Yields
+    ------
+    Dataset
+
+    Raises
+    ------
+    DataError
+        Unreadable bag, missing topic, out-of-order stamps, missing efforts.
+    """
+    try:
+        from robot_identification.data import _bag
+    except ImportError:
+        raise DataError("rosbag2 input needs robot_identification.data._bag, which is not "
+                        "available in this installation") from None
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"bag '{path}' does not exist")
+    if not 0 <= effort_lag < 1:
+        raise DataError(f"effort_lag must lie in [0, 1) sample periods, got {effort_lag}")
+    jt = joint_topic or _bag.JOINT_TOPIC
+    mt = motor_topic or _bag.MOTOR_TOPIC
+    store = _bag._typestore()
+    custom = _bag._custom_data(path)
+    true = custom.get("true_parameters") or {}
+    meta0 = dict(custom.get("metadata", {}))
+    meta0.update(source=str(path), effort_lag=effort_lag)
+    state = {"names": None, "t0": None, "last": -np.inf, "unpaired": 0, "elastic": elastic,
+             "carry": None}
+    pend = {jt: {}, mt: {}}
+    rows = []
+
+    def convert(m):
+        names = list(m.name)
+        if state["names"] is None:
+            state["names"] = names
+        idx = _bag._name_index(names, state["names"])
+        pos = np.asarray(m.position, dtype=float)
+        eff = np.asarray(m.effort, dtype=float)
+        return (pos[idx] if pos.size == len(names) else None,
+                eff[idx] if eff.size == len(names) else None)
+
+    def emit(final=False):
+        if not rows and state["carry"] is None:
+            return None
+        data = rows[:]
+        rows.clear()
+        if state["carry"] is not None:
+            data.insert(0, state["carry"])
+            state["carry"] = None
+        if effort_lag and not final:
+            state["carry"] = data[-1]
+            if len(data) < 2:
+                return None
+        t = np.array([r[0] for r in data])
+        q = np.array([r[1] for r in data])
+        tau = np.array([r[2] for r in data])
+        theta = np.array([r[3] for r in data]) if state["elastic"] else None
+        if effort_lag:
+            nxt = tau[1:]
+            tau = (1 - effort_lag) * tau[:-1] + effort_lag * nxt if not final else np.vstack(
+                [(1 - effort_lag) * tau[:-1] + effort_lag * nxt, tau[-1:]])
+            if not final:
+                t, q = t[:-1], q[:-1]
+                theta = None if theta is None else theta[:-1]
+        meta = dict(meta0, t0=state["t0"])
+        if final:
+            meta["unpaired"] = state["unpaired"]
+        return Dataset(t=t - state["t0"], q=q, tau=tau, theta=theta,
+                       joint_names=state["names"], true_parameters=true, metadata=meta)
+
+    def add(ts, pos, eff, mpos):
+        if ts <= state["last"]:
+            if ts == state["last"]:
+                return
+            raise DataError(f"bag '{path}': stamps out of order at t = {ts:.9f} s; read it with "
+                            f"read_bag (which sorts) instead of streaming")
+        state["last"] = ts
+        if state["t0"] is None:
+            state["t0"] = ts
+        rows.append((ts, pos, eff, mpos))
+
+    import itertools
+    stream = _bag._iter_bag(path, {jt, mt})
+    head = list(itertools.islice(stream, 200))  # peek: are there motor states?
+    if state["elastic"] is None:
+        state["elastic"] = any(topic == mt for topic, *_ in head)
+    for topic, msgtype, raw, t_ns in itertools.chain(head, stream):
+        if msgtype != _bag.JOINT_STATE:
+            raise DataError(f"topic '{topic}' in '{path}' has type {msgtype}; expected "
+                            f"{_bag.JOINT_STATE}")
+        if not state["elastic"] and topic != jt:
+            continue
+        m = _bag.decode(store, raw, msgtype, path, topic, t_ns)
+        ts = m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec
+        pos, eff = convert(m)
+        if pos is None:
+            raise DataError(f"'{topic}' messages in '{path}' have fewer positions than names")
+        if state["elastic"]:
+            other = mt if topic == jt else jt
+            if ts in pend[other]:
+                po, eo = pend[other].pop(ts)
+                lp, mp_, me = (pos, po, eo) if topic == jt else (po, pos, eff)
+                if me is None:
+                    raise DataError(f"'{mt}' messages in '{path}' carry no efforts (motor torque)")
+                add(ts, lp, me, mp_)
+                for tt in [k for k in pend[other] if k < ts]:  # partner never came
+                    pend[other].pop(tt)
+                    state["unpaired"] += 1
+            else:
+                pend[topic][ts] = (pos, eff)
+        else:
+            if eff is None:
+                raise DataError(f"'{jt}' messages in '{path}' carry no efforts (torques)")
+            add(ts, pos, eff, None)
+        if len(rows) >= chunk:
+            out = emit()
+            if out is not None:
+                yield out
+    if state["t0"] is None:
+        raise DataError(f"bag '{path}' has no messages on '{jt}'"
+                        + (f" paired with '{mt}'" if state["elastic"] else ""))
+    state["unpaired"] += sum(len(v) for v in pend.values())
+    out = emit(final=True)
+    if out is not None:
+        yield out
+
+
+def iter_chunks(path, chunk: int = READ_CHUNK, effort_lag: float = 0.0):
+    """Chunked reader dispatching on the input: ``.npz``, a dataset directory of .npy files,
+    or a rosbag2 directory / ``.mcap`` (``effort_lag`` [periods]: see
+    :func:`iter_bag_chunks`; bags only).
+
+    Raises
+    ------
+    DataError
+        Unknown format or missing path.
+    """
+    path = Path(path)
+    is_bag = path.is_dir() and not (path / "meta.json").is_file() or \
+        path.suffix in (".mcap", ".db3")
+    if effort_lag and not is_bag:
+        raise DataError(f"an effort lag applies to rosbag2 recordings only, not '{path}'")
+    if path.suffix == ".npz":
+        return iter_npz_chunks(path, chunk)
+    if path.is_dir() and (path / "meta.json").is_file():
+        return iter_npy_dir_chunks(path, chunk)
+    if path.is_dir() or path.suffix in (".mcap", ".db3"):
+        return iter_bag_chunks(path, chunk, effort_lag=effort_lag)
+    if not path.exists():
+        raise DataError(f"input '{path}' does not exist")
+    raise DataError(f"cannot stream '{path}': expected .npz, a dataset directory or a rosbag2")
+
+
+def resample_uniform(ds: Dataset) -> Dataset:
+    """The dataset on a uniform time grid (linear interpolation) when its steps vary by more
+    than 5 % of the median step; unchanged otherwise. Zero-phase filters and FIR banks
+    assume uniform sampling."""
+    t = ds.t
+    dt = np.diff(t)
+    fs = 1.0 / np.median(dt)
+    if np.max(np.abs(dt - 1 / fs)) <= 0.05 / fs:
+        return ds
+    tu = np.arange(t[0], t[-1], 1.0 / fs)
+    kw = {}
+    for k in ("q", "dq", "ddq", "theta", "dtheta", "ddtheta", "tau"):
+        v = getattr(ds, k)
+        if v is not None:
+            kw[k] = np.column_stack([np.interp(tu, t, v[:, j]) for j in range(v.shape[1])])
+    return replace(ds, t=tu, **kw)
+
+
+class Recording:
+    """One recording as a re-readable source of consecutive :class:`Dataset` chunks.
+
+    Build with :meth:`from_dataset`, :meth:`from_path` or :meth:`from_chunks`.
+
+    Attributes
+    ----------
+    name : str
+        Label (file name or ``dataset``).
+    dataset : Dataset or None
+        The whole recording as recorded (before resampling) when it is in memory; it is
+        summarised whole for the diagnostics.
+    """
+
+    def __init__(self, open_chunks, name="recording", single_use=False, dataset=None):
+        self._open = open_chunks
+        self.name = str(name)
+        self.single_use = single_use
+        self._used = False
+        self.dataset = dataset      # the whole recording when it is in memory
+        self._head = None
+
+    def chunks(self):
+        """A new iterator over the chunks.
+
+        Raises
+        ------
+        DataError
+            A single-use source (an iterator) read twice.
+        """
+        if self.single_use and self._used:
+            raise DataError(f"recording '{self.name}' is an iterator of chunks and was already "
+                            f"read; give a dataset or a file for estimators that need several "
+                            f"passes (irls)")
+        self._used = True
+        return iter(self._open())
+
+    def peek(self, n_samples):
+        """The first chunks, at least ``n_samples`` samples in all (fewer when the recording
+        is shorter). Peeking does not use up a single-use recording: :meth:`chunks` still
+        yields everything."""
+        if self._head is None:
+            import itertools
+            it = self.chunks()
+            head, n = [], 0
+            for ds in it:
+                head.append(ds)
+                n += ds.t.shape[0]
+                if n >= n_samples:
+                    break
+            self._head = head
+            if self.single_use:
+                self._used = False
+                self._open = lambda: itertools.chain(head, it)
+        return self._head
+
+    @classmethod
+    def from_dataset(cls, dataset: Dataset, model=None, chunk: int | None = None):
+        """An in-memory dataset: validated, resampled onto a uniform grid when irregular
+        (:func:`resample_uniform`), read as one chunk (or ``chunk``-sample slices).
+
+        Raises
+        ------
+        DataError
+            Invalid dataset (see :meth:`Dataset.validate`), missing joints.
+        """
+        if model is not None:
+            dataset = dataset.select_joints(model.joint_names)
+        raw = dataset.validate(min_samples=20, elastic=None if model is None
+                               else model.config.elastic)
+        dataset = resample_uniform(raw)
+        name = dataset.metadata.get("source", "dataset") if dataset.metadata else "dataset"
+        if chunk is None:
+            return cls(lambda: [dataset], name, dataset=raw)
+        if int(chunk) < 1:
+            raise DataError(f"chunk must be at least 1 sample, got {chunk}")
+        return cls(lambda: iter_dataset_chunks(dataset, int(chunk)), name, dataset=raw)
+
+    @classmethod
+    def from_path(cls, path, model=None, chunk: int = READ_CHUNK, **kwargs):
+        """A file: ``.npz``, dataset directory and rosbag2 are streamed chunk by chunk;
+        other formats (CSV) are loaded whole with :func:`load_dataset` (``kwargs``).
+
+        Raises
+        ------
+        DataError
+            Missing file or unknown format.
+        """
+        path = Path(path)
+        if path.suffix == ".npz" or path.is_dir() or path.suffix in (".mcap", ".db3"):
+            if not path.exists():
+                raise DataError(f"input '{path}' does not exist")
+            if path.suffix != ".npz" and not (path / "meta.json").is_file():
+                return cls(lambda: iter_bag_chunks(path, chunk, **kwargs), path)
+            return cls(lambda: iter_chunks(path, chunk), path)
+        from robot_identification.data import load_dataset
+        return cls.from_dataset(load_dataset(path, model=model, **kwargs), model)
+
+    @classmethod
+    def from_chunks(cls, chunks, name="chunks"):
+        """An iterable of consecutive chunks (read once when it is an iterator)."""
+        if isinstance(chunks, (list, tuple)):
+            return cls(lambda: chunks, name)
+        return cls(lambda: chunks, name, single_use=True)
+
+
+def as_recording(item, model=None):
+    """:class:`Recording` of a Recording, Dataset, path or iterable of chunks."""
+    if isinstance(item, Recording):
+        return item
+    if isinstance(item, Dataset):
+        return Recording.from_dataset(item, model)
+    if isinstance(item, (str, Path)):
+        return Recording.from_path(item, model)
+    return Recording.from_chunks(item)
