@@ -38,9 +38,9 @@ TMP = Path(os.environ.get("TMPDIR", "/tmp")) / f"ri_launch_robot_{os.getpid()}"
 EXCITATION = {"type": "fourier", "base_frequency": 0.25, "harmonics": 5, "amplitude": 1.0,
               "seed": 1}
 WATCHDOG_TIMEOUT = 1.0  # s: processes here stall up to 0.25 s at load 11 (measured)
-#: lower controller bandwidth (kp * 0.09, kd * 0.3): the Python loop over DDS here (2 cores,
-#: load 2-9) delays commands by up to ~20 ms, which the full gains do not tolerate (docs/ros.md)
-BANDWIDTH_SCALE = 0.3
+#: lower controller bandwidth (kp * 0.04, kd * 0.2): the Python loop over DDS here (2 cores,
+#: load 2-14) delays commands by 20-50 ms, which the full gains do not tolerate (docs/ros.md)
+BANDWIDTH_SCALE = 0.2
 #: ur10e has no PD gains in its config (the default design on diag M(0) is too stiff for the
 #: folded arm under delay): 5 Hz, damping ratio 0.7 on the smallest effective inertia
 #: 1/(M^-1)_ii along a workspace-wide excitation [N*m/rad], [N*m*s/rad]
