@@ -30,7 +30,7 @@ def run(args):
 
     from robot_identification.data import load_dataset
     from robot_identification.data._csv import csv_options
-    from robot_identification.estimation import identify_drive_gains, payload_parameters
+    from robot_identification.identification import identify_drive_gains, payload_parameters
     from robot_identification.report import read_results
     model = robot_from_args(args)
     if args.results:                # refuse a bad results file before the long computation

@@ -266,6 +266,12 @@ class RobotModel:
         self.rotor_model = self._build_rotor_model() if config.elastic else None
 
     # ------------------------------------------------------------------ layout
+    def joint_friction_models(self) -> tuple:
+        """Friction model of each joint (config order): the joint's ``friction_model`` or
+        the robot's ``friction.model``."""
+        fm = self.config.friction.model
+        return tuple(j.friction_model or fm for j in self.config.joints)
+
     def drive_parameter_keys(self) -> tuple:
         """Drive parameters per joint, in column order, for the configured model."""
         c = self.config
@@ -274,12 +280,12 @@ class RobotModel:
             keys.append("stiffness")
             if c.damping:
                 keys.append("damping")
-        fm = c.friction.model
-        if fm in ("viscous", "coulomb_viscous", "static"):
+        used = set(self.joint_friction_models())     # per joint (friction_model) or robot's
+        if used & {"viscous", "coulomb_viscous", "static"}:
             keys.append("viscous")
-        if fm == "coulomb_viscous":
+        if "coulomb_viscous" in used:
             keys.append("coulomb")
-        if fm == "static":
+        if "static" in used:
             keys += ["stiction", "stribeck"]
         if c.friction.offset:
             keys.append("offset")

@@ -65,6 +65,9 @@ def friction_columns(model, velocity, deadband=0.0):
     deadband : float or ndarray (n,)
         Coulomb sign deadband [rad/s] (:func:`coulomb_sign`); 0: sign(v).
 
+    Joints whose own ``friction_model`` lacks a term get a zero column for it (the base
+    parameters then leave it out).
+
     Returns
     -------
     dict
@@ -74,9 +77,17 @@ def friction_columns(model, velocity, deadband=0.0):
     fr = model.config.friction
     v = velocity
     cols = {"viscous": v, "coulomb": coulomb_sign(v, deadband), "offset": np.ones_like(v)}
-    if fr.model == "static":
+    models = model.joint_friction_models()
+    if "static" in models:
         cols["stiction"] = (2.0 / np.pi) * np.arctan(fr.stiction_sharpness * v)
         cols["stribeck"] = (2.0 / np.pi) * np.arctan(fr.stribeck_sharpness * v)
+    if len(set(models)) > 1:        # per-joint models: a term a joint's model lacks is 0
+        uses = {"viscous": ("viscous", "coulomb_viscous", "static"),
+                "coulomb": ("coulomb_viscous",), "stiction": ("static",),
+                "stribeck": ("static",)}
+        for key, owners in uses.items():
+            if key in cols:
+                cols[key] = cols[key] * np.array([m in owners for m in models], dtype=float)
     return cols
 
 
