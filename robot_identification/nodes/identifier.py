@@ -44,7 +44,7 @@ from std_srvs.srv import Trigger
 
 from robot_identification.data import load_dataset
 from robot_identification.errors import IdentificationError
-from robot_identification.model._config import ESTIMATORS
+from robot_identification.model import ESTIMATORS
 from robot_identification.nodes._common import QOS, declare, declare_robot, main_for
 from robot_identification.nodes._messages import LATCHED, result_msg
 from robot_identification.outputs import check_output
