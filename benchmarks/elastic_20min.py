@@ -7,9 +7,11 @@ encoders on link and motor positions, interval-mean motor torque), repeated 120 
 20 min (the excitation is periodic), written as a ``.npz`` dataset. Then, each in a fresh
 process (so that its peak RSS is its own):
 
-- ``identify``: :func:`robot_identification.pipeline.identify` with the robot config's
-  identification settings (zero-phase Butterworth + central differences, OLS, complete
-  elastic model: link and motor rows, 12-dof rotor-augmented pinocchio regressor);
+- ``identify``: :func:`robot_identification.pipeline.identify` of the file (the engine reads it
+  in chunks: memory bounded by the chunk) with the robot config's identification settings
+  (zero-phase Butterworth + central differences, OLS, complete elastic model: link and motor
+  rows, 12-dof rotor-augmented pinocchio regressor); ``--in-memory`` also identifies the
+  dataset loaded whole;
 - ``raw``: the bare per-sample Python loop over ``pinocchio.computeJointTorqueRegressor`` of
   the 6-dof link model over the same 1.2 M samples (the issue's reference cost).
 
@@ -62,16 +64,16 @@ def phase_generate(path, minutes):
     return {"samples": N, "period_samples": P}
 
 
-def phase_identify(path):
+def phase_identify(path, streamed=True):
     from robot_identification._threads import one_blas_thread
     from robot_identification.data import load_dataset
     from robot_identification.model import load_robot
     from robot_identification.pipeline import identify
     model = load_robot(ROBOT)
-    ds = load_dataset(path)
+    source = path if streamed else load_dataset(path)   # a path is read in chunks
     w0, c0 = time.perf_counter(), time.process_time()
     with one_blas_thread():
-        res = identify(model, ds)
+        res = identify(model, source)
     wall, cpu = time.perf_counter() - w0, time.process_time() - c0
     err = None
     if res.true_values is not None:
@@ -114,11 +116,14 @@ def main(argv=None):
     ap.add_argument("--minutes", type=float, default=20.0)
     ap.add_argument("--keep", metavar="DIR",
                     help="keep the dataset in DIR (and reuse one already there)")
+    ap.add_argument("--in-memory", action="store_true",
+                    help="also identify the dataset loaded whole into memory")
     ap.add_argument("--phase", help=argparse.SUPPRESS)
     ap.add_argument("path", nargs="?", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.phase:
-        fn = {"identify": phase_identify, "raw": phase_raw}[a.phase]
+        fn = {"identify": phase_identify, "raw": phase_raw,
+              "identify-memory": lambda p: phase_identify(p, streamed=False)}[a.phase]
         print(json.dumps(fn(a.path)))
         return 0
     tmp = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="ri_elastic20_"))
@@ -135,7 +140,12 @@ def main(argv=None):
                   f"{time.perf_counter() - t0:.1f} s")
         ident = _run_phase("identify", path)
         raw = _run_phase("raw", path)
-        print(f"identify (pipeline.identify, {ident['base_parameters']} base parameters): "
+        if a.in_memory:
+            mem = _run_phase("identify-memory", path)
+            print(f"identify of the dataset loaded in memory (one chunk): wall "
+                  f"{mem['wall']:.1f} s, CPU {mem['cpu']:.1f} s, peak RSS {mem['rss_mb']:.0f} MB")
+        print(f"identify (pipeline.identify of the file, read in chunks, "
+              f"{ident['base_parameters']} base parameters): "
               f"wall {ident['wall']:.1f} s, CPU {ident['cpu']:.1f} s, peak RSS "
               f"{ident['rss_mb']:.0f} MB; relative error of base parameters (|true| > 1 % of "
               f"max) median / max {ident['relative_error_median_max']}")

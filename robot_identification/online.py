@@ -1,13 +1,15 @@
 """On-line identification: base parameters updated as samples arrive (live topics, bag replay).
 
-The streaming engine of :mod:`robot_identification.streaming`, fed piece by piece instead of
-from a file: causal polynomial-approximation FIR filters (Lomakin & Deutscher eq. 28-37,
-:class:`~robot_identification.streaming.FIRStates`), the base regressor, the additive normal
-equations and the modified recursive least squares of Lomakin & Deutscher (Fig. 1,
-:class:`~robot_identification.estimation.MRLS`) with its identifiability flags (1 identified,
-0 not excited, -1 linearly dependent). Fed the samples of a recording in any pieces, the
-estimate equals :func:`~robot_identification.streaming.identify_streaming` with
-``estimator='mrls'`` on that recording (to rounding).
+The identification engine's streaming pieces (:mod:`robot_identification.identification`),
+fed sample block by sample block instead of from a recording: causal
+polynomial-approximation FIR filters (Lomakin & Deutscher eq. 28-37, :class:`FIRStates`), the
+base regressor, the additive normal equations and the modified recursive least squares of
+Lomakin & Deutscher (Fig. 1, :class:`~robot_identification.estimation.MRLS`, one update per
+pushed block) with its identifiability flags (1 identified, 0 not excited, -1 linearly
+dependent). Fed the samples of a recording in any pieces, the estimate equals
+:func:`~robot_identification.streaming.identify_streaming` with ``estimator='mrls'`` on that
+recording (to rounding). Not applied here: the engine's automatic settings resolved on a
+whole recording (``cutoff_hz``/``friction_deadband`` ``'auto'``) and reversal dropping.
 
 A gap in the samples (a lost message: a step more than ``gap_tolerance`` sample periods off)
 restarts the filters: the equations of the samples on both sides are kept (they are
@@ -16,6 +18,7 @@ additive), the window across the gap is dropped and counted (``gaps``).
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -23,9 +26,8 @@ from robot_identification.data import Dataset
 from robot_identification.errors import DataError
 from robot_identification.estimation import MRLS, NormalEquations
 from robot_identification.identifiability import base_parameters
-from robot_identification.pipeline import row_labels, row_mask
-from robot_identification.regressor import regressor, torque_vector
-from robot_identification.streaming import FIRStates, _estimate_from, make_bank
+from robot_identification.identification import (
+    FIRStates, IdentificationResult, accumulate_states, estimate_from, make_bank, row_labels)
 
 
 class OnlineIdentification:
@@ -82,6 +84,9 @@ class OnlineIdentification:
         self.mrls = MRLS(p, theta0=np.asarray(theta0, dtype=float), names=self.base.names,
                          **(mrls_options or {}))
         self.neq = NormalEquations(p, model.rows_per_sample)
+        # the engine's accumulation step: this threshold, plain sign(v) (no 'auto' deadband)
+        self._settings = replace(model.config.identification, velocity_threshold=self.threshold,
+                                 friction_deadband=0.0)
         self.fir = FIRStates(model, self.bank, self.decimate)
         self.n_input = 0            # samples pushed
         self.n_samples = 0          # filtered samples in the equations
@@ -164,16 +169,14 @@ class OnlineIdentification:
         if out is None:
             return 0
         st, _ = out
-        extra = ({k: st[k] for k in ("theta", "dtheta", "ddtheta")}
-                 if self.model.config.elastic else {})
-        W = self.base.project(regressor(self.model, st["q"], st["dq"], st["ddq"], **extra))
-        y = torque_vector(self.model, st["tau"])
-        mask = row_mask(self.model, st, self.threshold)
-        self.neq.add(W, y, mask)
-        if mask is not None:
-            W, y = W * mask[:, :, None], y * mask
-        self.mrls.update(W, y)
         m = st["q"].shape[0]
+
+        def update(W, y, mask):          # MRLS: one update per pushed block
+            if mask is not None:
+                W, y = W * mask[:, :, None], y * mask
+            self.mrls.update(W, y)
+        accumulate_states(self.model, self.base, self.neq, st, self._settings,
+                          block=max(m, 1), on_block=update)
         self.n_samples += m
         return m
 
@@ -193,12 +196,11 @@ class OnlineIdentification:
             No equations yet.
         """
         from robot_identification.diagnostics import Diagnostic
-        from robot_identification.pipeline import IdentificationResult
         if self.n_samples == 0:
             raise DataError(f"no equations yet: {self.n_input} samples pushed, the filter "
                             f"needs {self.bank.L + 1}")
         r = self.mrls.result()
-        est = _estimate_from(self.neq, r.values, r.K_inv, "mrls", flags=r.flags)
+        est = estimate_from(self.neq, r.values, r.K_inv, "mrls", flags=r.flags)
         b = self.bank
         diagnostics = []
         missing = [n for n, f in zip(self.base.names, r.flags) if f != 1]

@@ -10,7 +10,7 @@ import sys
 import robot_identification
 
 CORE = ["model", "regressor", "identifiability", "estimation", "signal", "simulation",
-        "excitation", "data", "report"]
+        "excitation", "data", "report", "identification"]
 
 
 def _public_objects():

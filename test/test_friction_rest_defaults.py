@@ -97,3 +97,34 @@ def test_deadband_is_the_same_in_identification_and_prediction():
                      replace(s, friction_deadband=0.0), rest_velocity=0.0)
     rms0 = [j["rms"] for j in other[0]["models"]["fit"]["joints"]]
     assert not np.allclose(rms0, res.estimate.residual_rms, rtol=1e-4)
+
+
+def test_friction_model_per_joint():
+    """joints[k].friction_model overrides friction.model: the union of the terms is in the
+    layout, a joint's missing terms are zero columns (left out of the base parameters), and
+    exact data of that mixed model are fitted exactly."""
+    from robot_identification.identifiability import base_parameters
+    cfg = spatial_arm_config(friction="coulomb_viscous")
+    cfg["joints"][1]["friction_model"] = "static"
+    cfg["joints"][3]["friction_model"] = "viscous"
+    model = RobotModel(parse_robot_config(cfg), urdf_xml=spatial_arm_urdf(prismatic=False))
+    assert model.joint_friction_models()[:4] == ("coulomb_viscous", "static",
+                                                 "coulomb_viscous", "viscous")
+    keys = model.drive_parameter_keys()
+    assert {"coulomb", "stiction", "stribeck", "viscous"} <= set(keys)
+    rng = np.random.default_rng(0)
+    Y = regressor(model, *(rng.standard_normal((50, model.n)) for _ in range(3)))
+    names = model.parameter_names
+    col = names.index
+    assert np.all(Y[:, :, col("joint2.coulomb")] == 0)
+    assert np.abs(Y[:, :, col("joint2.stiction")]).max() > 0
+    assert np.all(Y[:, :, col("joint1.stiction")] == 0)
+    assert np.all(Y[:, :, col("joint4.coulomb")] == 0)
+    assert np.all(Y[:, :, col("joint4.stribeck")] == 0)
+    base = base_parameters(model)
+    for absent in ("joint2.coulomb", "joint1.stiction", "joint4.coulomb", "joint4.stiction"):
+        assert absent not in base.names
+    with pytest.raises(ConfigError, match="friction_model"):
+        bad = spatial_arm_config()
+        bad["joints"][0]["friction_model"] = "stribeck"
+        parse_robot_config(bad)

@@ -162,3 +162,17 @@ def test_robots_lists_names_and_descriptions(capsys):
     assert "2 dof elastic" in line and "Zollo" in line
     assert "config/robots" not in out             # descriptions, not file paths
     assert "init --urdf" in out
+
+
+def test_starter_config_excites(arm7, tmp_path, capsys):
+    """`excite` optimises on a starter config (three of its joints, two SLSQP iterations)."""
+    folder, urdf, _ = arm7
+    cfg = tmp_path / "three.yaml"
+    assert main(["init", "--urdf", str(urdf), "--joints", "a1", "a2", "a4", "--output",
+                 str(cfg)]) == 0
+    out = tmp_path / "excitation.yaml"
+    assert main(["excite", "--config", str(cfg), "--output", str(out), "--maxiter", "2",
+                 "--samples", "30", "--harmonics", "2", "--quiet"]) == 0
+    text = capsys.readouterr().out
+    assert "within joint limits: True" in text
+    assert yaml.safe_load(out.read_text())

@@ -77,6 +77,9 @@ def test_large_bag_is_identified_streaming(context, sim_bag, tmp_path):
         res = node.on_identify(Trigger.Request(), Trigger.Response())
         assert res.success, res.message
         assert node.result.settings["n_input"] > 100        # the streaming path was taken
+        # ... with the robot config's pre-processing strategy, as small bags
+        assert node.result.settings["preprocessing"] == \
+            node.model.config.identification.preprocessing
         names = list(node.get_parameter("result.names").value)
         est = np.array(node.get_parameter("result.estimates").value)
         for k, true in (("joint1.stiffness", 3000.0), ("joint2.stiffness", 1800.0)):

@@ -5,14 +5,11 @@
 - :class:`Estimate` -- values, covariance, standard deviations, relative std [%], residuals
 - :func:`condition_number` -- of the observation matrix
 - :func:`physically_consistent` -- pseudo-inertia LMI (SDP) estimate of standard parameters
-- :func:`identify_drive_gains` -- drive gains from a known payload (Gautier & Briot)
 - :func:`mrls`, :class:`MRLS` -- modified recursive LS with flags (Lomakin & Deutscher)
 - :func:`bounded_ls`, :func:`base_bounds` -- box-constrained LS on base parameters
 """
 from robot_identification.estimation._least_squares import (  # noqa: F401
     Estimate, NormalEquations, condition_number, ols, wls)
-from robot_identification.estimation._drive_gains import (  # noqa: F401,E402
-    DriveGainResult, identify_drive_gains, payload_parameters)
 from robot_identification.estimation._physical import (  # noqa: F401,E402
     PhysicalEstimate, physically_consistent, pseudo_inertia)
 from robot_identification.estimation._mrls import (  # noqa: F401,E402

@@ -12,15 +12,20 @@ recordings (each an iterator of chunks; a dataset = one chunk)
 - :func:`solve` -- estimates from summed equations (reduce step)
 - :class:`Recording` -- a re-readable source of chunks (dataset, .npz, .npy directory, bag)
 - :func:`make_preprocessor` -- the strategies (:data:`PREPROCESSING`)
+- :func:`identify_drive_gains`, :func:`payload_parameters` -- drive gains from a known
+  payload (Gautier & Briot 2011), the currents as extra columns of the same equations
 
 The CLI (``identify``, ``identify-stream``), :func:`robot_identification.pipeline.identify`,
 :func:`robot_identification.streaming.identify_streaming`, drive-gain identification and the
 identifier node all call these.
 """
 from robot_identification.identification._engine import (  # noqa: F401
-    CUTOFF_BAND_FACTOR, DEADBAND_NOISE_FACTOR, SUMMARY_SAMPLES, HuberWeights, identify,
+    CUTOFF_BAND_FACTOR, DEADBAND_NOISE_FACTOR, SUMMARY_SAMPLES, HuberWeights,
+    accumulate_states, identify,
     load_prior, needs_resolving, recording_normal_equations, recording_summaries,
     resolve_settings, row_labels, row_mask, solve, true_base_values, with_overrides)
+from robot_identification.identification._drive_gains import (  # noqa: F401
+    DriveGainResult, identify_drive_gains, payload_parameters)
 from robot_identification.identification._estimators import (  # noqa: F401
     ESTIMATORS, EstimationContext, estimate_from)
 from robot_identification.identification._preprocessing import (  # noqa: F401

@@ -260,7 +260,7 @@ class HuberWeights:
 
 def recording_normal_equations(model, recording, settings=None, *, base=None, block=CHUNK,
                                use_measured_derivatives=True, bank=None, robust=None,
-                               log=None) -> NormalEquations:
+                               columns=None, log=None) -> NormalEquations:
     """Normal equations of ONE recording: chunks -> pre-processing -> regressor blocks ->
     sample selection -> per-row-group sums (the package's one accumulation loop).
 
@@ -282,6 +282,11 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
         A ready FIR bank (overrides ``settings.preprocessing``).
     robust : HuberWeights, optional
         Row weights of an IRLS pass.
+    columns : (int, callable), optional
+        ``(p', f)``: equations over p' unknowns with per-block rows ``f(Y, W, y) -> (W', y')``
+        from the standard regressor Y (N, rows, P), its base columns W and the measured
+        left-hand side y (e.g. drive gains: currents as extra columns, payload torque on the
+        right).
     log : callable, optional
         Progress messages.
 
@@ -302,7 +307,8 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
     s = settings or model.config.identification
     base = base or base_parameters(model)
     rec = as_recording(recording, model)
-    neq = NormalEquations(len(base), model.rows_per_sample)
+    neq = NormalEquations(len(base) if columns is None else int(columns[0]),
+                          model.rows_per_sample)
     summary_ds = _head(rec)
     summary = _summary(model, rec, summary_ds) if robust is None or needs_resolving(s) \
         else None
@@ -324,7 +330,8 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
         if rev is not None:
             states = rev.push(states) if states is not None else rev.finish()
         if states is not None:
-            _accumulate(model, base, neq, states, s, block, robust, drop)
+            _accumulate(model, base, neq, states, s, block, robust, drop,
+                        None if columns is None else columns[1])
 
     with bar(desc="identify", unit="sample", unit_scale=True) as pbar:
         for ds in rec.chunks():
@@ -349,7 +356,27 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
     return neq
 
 
-def _accumulate(model, base, neq, states, s, block, robust, drop_reversals=False):
+def accumulate_states(model, base, neq, states, settings, *, block=CHUNK, robust=None,
+                      drop_reversals=False, columns=None, on_block=None):
+    """Add filtered states to normal equations: regressor blocks -> base columns -> sample
+    selection -> ``neq.add`` (the accumulation step of :func:`recording_normal_equations`,
+    public for callers that get their states piece by piece, e.g. the on-line identifier).
+
+    Parameters
+    ----------
+    states : mapping
+        ``q, dq, ddq, tau`` (N, n) [+ ``theta, dtheta, ddtheta``; ``near_reversal``].
+    settings : IdentificationSettings
+        ``velocity_threshold`` and ``friction_deadband`` (numbers, not ``auto``) are used.
+    on_block : callable, optional
+        ``f(W, y, mask)`` after each block (e.g. a recursive estimator's update).
+    """
+    _accumulate(model, base, neq, states, settings, block, robust, drop_reversals, columns,
+                on_block)
+
+
+def _accumulate(model, base, neq, states, s, block, robust, drop_reversals=False,
+                columns=None, on_block=None):
     M = states["q"].shape[0]
     mask = row_mask(model, states, s.velocity_threshold or 0.0)
     near = states.get("near_reversal")
@@ -372,12 +399,16 @@ def _accumulate(model, base, neq, states, s, block, robust, drop_reversals=False
         neq.t_regressor += time.perf_counter() - tr
         W = base.project(Y)
         y = torque_vector(model, states["tau"][sl])
+        if columns is not None:
+            W, y = columns(Y, W, y)
         m = None if mask is None else mask[sl]
         w = None
         if robust is not None:
             w, psi2 = robust(W, y, m)
             neq.scale_sums += psi2
         neq.add(W, y, m, w)
+        if on_block is not None:
+            on_block(W, y, m)
     neq.n_samples += M
 
 

@@ -180,6 +180,15 @@ def _bounded(ctx):
         raise ConfigError("estimator 'bounded' builds its box around a prior: give --prior "
                           "nominal or --prior FILE (identification.prior in the robot YAML)")
     x, active = bounded_ls(ctx.neq, *bounds, ctx.base.names)
+    if np.any(active):
+        from robot_identification.diagnostics import Diagnostic
+        names = [n for n, a in zip(ctx.base.names, active) if a]
+        ctx.diagnostics.append(Diagnostic(
+            "bounds_active", "warning",
+            f"bounded estimate: {len(names)} base parameter(s) sit on the box built around the "
+            f"prior ({', '.join(names[:6])}{' ...' if len(names) > 6 else ''}): the data pull "
+            f"them outside it; check the prior (nominal friction 0 gives a box [0, 3e-3])",
+            "bounded"))
     return estimate_from(ctx.neq, x, np.linalg.pinv(ctx.neq.gram), "bounded",
                          details={"active_bounds": [bool(a) for a in active]})
 

@@ -197,6 +197,9 @@ class JointConfig:
     rotor : bool
         The joint has a motor rotor whose inertia is identified (``drive.rotor_inertia``
         given or absent); ``rotor_inertia: null`` says there is none: no rotor column.
+    friction_model : str or None
+        This joint's friction model (:data:`FRICTION_MODELS`), overriding the robot's
+        ``friction.model``; ``None``: the robot's.
     """
 
     name: str
@@ -206,6 +209,7 @@ class JointConfig:
     drive: Mapping[str, float] = field(default_factory=dict)
     simulation_friction: Mapping[str, Any] | None = None
     rotor: bool = True
+    friction_model: str | None = None
 
 
 @dataclass(frozen=True)
@@ -342,6 +346,7 @@ def _load_joint(item, where) -> JointConfig:
         if value is not None:
             drive[key] = value
     drv.finish()
+    friction_model = r.string("friction_model", None, choices=FRICTION_MODELS)
     sim_friction = r.raw("simulation_friction")
     if sim_friction is not None:
         sf = _Reader(sim_friction, f"{where}.simulation_friction")
@@ -356,7 +361,8 @@ def _load_joint(item, where) -> JointConfig:
         sim_friction = coeffs
     r.finish()
     return JointConfig(name=name, gear_ratio=gear, body_frame=body_frame, limits=limits,
-                       drive=drive, simulation_friction=sim_friction, rotor=rotor)
+                       drive=drive, simulation_friction=sim_friction, rotor=rotor,
+                       friction_model=friction_model)
 
 
 def _estimator_list(value, where) -> tuple:

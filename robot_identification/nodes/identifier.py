@@ -17,11 +17,11 @@ kept in the read-only parameters ``result.names`` / ``result.estimates`` / ``res
 ``~/identify`` (std_srvs/Trigger, same name, for scripts) queues a bag goal with the node's
 parameters and answers when it is done.
 
-Small bags are identified with :func:`robot_identification.pipeline.identify` (zero-phase
-Butterworth filters, as configured for the robot); bags with more than
-``stream_above_samples`` link-state messages with
-:func:`robot_identification.streaming.identify_streaming` (polynomial-approximation filters,
-the bag read in chunks of ``chunk_samples``, bounded memory, progress and cancel per chunk).
+Small bags are loaded whole and identified with :func:`robot_identification.pipeline.identify`;
+bags with more than ``stream_above_samples`` link-state messages are read in chunks of
+``chunk_samples`` (bounded memory, progress and cancel per chunk). Both go through the
+identification engine with the robot config's pre-processing strategy and the same
+estimators, so a bigger bag does not change the method.
 """
 from __future__ import annotations
 
@@ -44,6 +44,7 @@ from std_srvs.srv import Trigger
 
 from robot_identification.data import load_dataset
 from robot_identification.errors import IdentificationError
+from robot_identification.model import ESTIMATORS
 from robot_identification.nodes._common import QOS, declare, declare_robot, main_for
 from robot_identification.nodes._messages import LATCHED, result_msg
 from robot_identification.outputs import check_output
@@ -52,9 +53,9 @@ from robot_identification.report import format_table, write_results
 
 _RESULTS = {"result.names": ["none"], "result.expressions": ["none"], "result.estimates": [0.0],
             "result.std": [0.0], "result.bag": "", "result.file": ""}
-#: estimators by path (batch: pipeline.identify; streaming: identify_streaming)
-BATCH_ESTIMATORS = ("ols", "wls")
-STREAM_ESTIMATORS = ("ols", "wls", "mrls")
+#: estimators by path: both go through the identification engine, so every estimator
+#: (robot_identification.identification.ESTIMATORS) works at any bag size
+BATCH_ESTIMATORS = STREAM_ESTIMATORS = ESTIMATORS
 
 
 class Cancelled(Exception):
@@ -92,8 +93,9 @@ class Identifier(Node):
         self.model = declare_robot(self)
         self.data_directory = Path(declare(
             self, "data_directory", "robot_identification_data", "directory of the bags"))
-        self.estimator = declare(self, "estimator", "", "ols | wls | mrls | '' (robot config's)",
-                                 choices=("", "ols", "wls", "mrls"))
+        self.estimator = declare(self, "estimator", "", f"{' | '.join(ESTIMATORS)} | '' (robot "
+                                 f"config's identification.estimator)",
+                                 choices=("",) + ESTIMATORS)
         self.threshold = declare(self, "velocity_threshold", -1.0,
                                  "friction-row velocity threshold [rad/s]; < 0: config's",
                                  low=-1.0, high=100.0)
@@ -112,7 +114,7 @@ class Identifier(Node):
         self.log_table = declare(self, "log_table", True, "log the result table")
         self.stream_above = declare(
             self, "stream_above_samples", 2_000_000, "bags with more link-state messages are "
-            "identified in bounded memory (streaming, polynomial-approximation filters)",
+            "read in chunks (bounded memory; same engine, strategy and estimators)",
             low=0, high=2_000_000_000)
         self.chunk_samples = declare(self, "chunk_samples", 200_000,
                                      "streaming: samples per chunk (progress/cancel granularity)",
@@ -468,25 +470,28 @@ class Identifier(Node):
                              f"({', '.join(estimators)}); wrote {out.resolve()}")
 
     def _identify_streaming(self, bag, settings, estimator, nominal, progress):
-        from robot_identification.streaming import identify_streaming, iter_bag_chunks
+        from robot_identification.identification import Recording
+        from robot_identification.identification import identify as engine_identify
+        from robot_identification.streaming import iter_bag_chunks
         if self.effort_lag >= 1.0:
             raise IdentificationError("streaming identification supports effort_lag_periods "
                                       f"below 1, got {self.effort_lag}")
-        chunks = iter_bag_chunks(bag, self.chunk_samples, joint_topic=self.joint_topic,
-                                 motor_topic=self.motor_topic, elastic=self.model.config.elastic,
-                                 effort_lag=self.effort_lag)
 
-        def counted():
+        def counted():     # the bag in chunks, re-readable (irls makes several passes)
             read = 0
-            for chunk in chunks:
+            for chunk in iter_bag_chunks(bag, self.chunk_samples, joint_topic=self.joint_topic,
+                                         motor_topic=self.motor_topic,
+                                         elastic=self.model.config.elastic,
+                                         effort_lag=self.effort_lag):
                 progress(read)      # raises Cancelled between chunks
                 read += chunk.n_samples
                 yield chunk
             progress(read)
 
-        result = identify_streaming(self.model, counted(), estimator=estimator,
-                                    velocity_threshold=settings.velocity_threshold,
-                                    log=self.get_logger().info)
+        # the robot config's pre-processing strategy at any bag size (butterworth streams
+        # with overlapping windows), bounded memory
+        result = engine_identify(self.model, Recording(counted, str(bag)), settings,
+                                 estimators=(estimator,), log=self.get_logger().info)
         if nominal:
             result.true_values = result.base.base_values(self.model.nominal_parameters())
         return result

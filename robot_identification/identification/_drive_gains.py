@@ -15,13 +15,13 @@ joint frame.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pinocchio as pin
 
 from robot_identification.errors import DataError, ModelError
-from robot_identification.estimation._least_squares import NormalEquations, ols, wls
+from robot_identification.estimation import NormalEquations, ols, wls
 
 
 @dataclass
@@ -99,7 +99,7 @@ def payload_parameters(model, mass, com=(0.0, 0.0, 0.0), inertia=None, frame="to
     if not pm.existFrame(frame):
         raise ModelError(f"payload frame '{frame}' is not a frame of the URDF")
     fr = pm.frames[pm.getFrameId(frame)]
-    if fr.parentJoint != model._jids[-1]:
+    if fr.parentJoint != model.joint_ids[-1]:
         raise ModelError(f"payload frame '{frame}' is not on the body moved by the last joint "
                          f"'{model.joint_names[-1]}'")
     rot = np.zeros((3, 3)) if inertia is None else np.asarray(inertia, dtype=float)
@@ -139,12 +139,14 @@ def identify_drive_gains(model, unloaded, loaded, payload, settings=None, *, bas
         Invalid data, or data that do not excite [beta; g].
     """
     from robot_identification.identifiability import base_parameters, check_excitation
-    from robot_identification.pipeline import preprocess
-    from robot_identification.regressor import iter_regressor_blocks
+    from robot_identification.identification._engine import recording_normal_equations
 
     if model.config.elastic:
         raise ModelError("drive-gain identification is implemented for rigid models only")
-    s = settings or model.config.identification
+    # plain sign(v) on every filtered sample, as Gautier & Briot: the rows of the loaded and
+    # unloaded runs must stay comparable (no deadband, no rows dropped near reversals)
+    s = replace(settings or model.config.identification, friction_deadband=0.0,
+                drop_reversals=False)
     base = base or base_parameters(model)
     n = model.n
     p = len(base)
@@ -152,25 +154,35 @@ def identify_drive_gains(model, unloaded, loaded, payload, settings=None, *, bas
     if phi.shape != (10,):
         raise DataError(f"payload parameters must have shape (10,), got {phi.shape}")
     last = slice(10 * (n - 1), 10 * n)
-    neq = NormalEquations(p + n, n)
-    payload_sq, payload_count = np.zeros(n), 0
-    groups = [(unloaded, False), (loaded, True)]
-    for runs, with_payload in groups:
+    joints = np.arange(n)
+
+    def rows(with_payload):
+        def f(Y, W_base, current):     # [W_base, -diag(i)] [beta; g] = -W_L phi_L (or 0)
+            W = np.zeros(W_base.shape[:2] + (p + n,))
+            W[:, :, :p] = W_base
+            W[:, joints, p + joints] = -current
+            rhs = -(Y[:, :, last] @ phi) if with_payload else np.zeros(current.shape)
+            return W, rhs
+        return (p + n, f)
+
+    neq = loaded_neq = None
+    for runs, with_payload in ((unloaded, False), (loaded, True)):
         runs = [runs] if not isinstance(runs, (list, tuple)) else runs
         if not runs:
             raise DataError("drive gains need at least one unloaded and one loaded run")
         for ds in runs:
-            states, _ = preprocess(model, ds, s)
-            for start, Y, cur in iter_regressor_blocks(model, states, chunk):
-                N = Y.shape[0]
-                W = np.zeros((N, n, p + n))
-                W[:, :, :p] = base.project(Y)
-                W[:, np.arange(n), p + np.arange(n)] = -cur
-                rhs = -(Y[:, :, last] @ phi) if with_payload else np.zeros((N, n))
-                if with_payload:
-                    payload_sq += np.sum(rhs ** 2, axis=0)
-                    payload_count += N
-                neq.add(W, rhs)
+            part = recording_normal_equations(model, ds, s, base=base, block=chunk,
+                                              columns=rows(with_payload))
+            if with_payload:
+                if loaded_neq is None:
+                    loaded_neq = NormalEquations(p + n, n)
+                loaded_neq += part
+            if neq is None:
+                neq = part
+            else:
+                neq += part
+    # the loaded runs' right-hand side is the payload torque: c = sum of its squares per joint
+    payload_sq, payload_count = loaded_neq.c, loaded_neq.count
     names = list(base.names) + [f"{j}.drive_gain" for j in model.joint_names]
     check_excitation(neq.gram, names)
     est = wls(neq) if estimator == "wls" else ols(neq)
@@ -181,7 +193,7 @@ def identify_drive_gains(model, unloaded, loaded, payload, settings=None, *, bas
                         f"check the payload parameters and that the loaded run repeats the "
                         f"unloaded trajectory")
     std = est.std[p:]
-    payload_rms = np.sqrt(payload_sq / max(payload_count, 1))
+    payload_rms = np.sqrt(payload_sq / np.maximum(payload_count, 1))
     identified = payload_rms > min_payload_ratio * est.residual_rms
     return DriveGainResult(tuple(model.joint_names), g, std, 100 * std / np.abs(g), est, phi,
                            payload_rms, est.residual_rms, identified)
