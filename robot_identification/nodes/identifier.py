@@ -44,7 +44,7 @@ from std_srvs.srv import Trigger
 
 from robot_identification.data import load_dataset
 from robot_identification.errors import IdentificationError
-from robot_identification.model._config import ESTIMATORS
+from robot_identification.model import ESTIMATORS
 from robot_identification.nodes._common import QOS, declare, declare_robot, main_for
 from robot_identification.nodes._messages import LATCHED, result_msg
 from robot_identification.outputs import check_output
@@ -249,7 +249,10 @@ class Identifier(Node):
         the reply waits for the queued job without blocking this node's executor."""
         from rclpy.executors import SingleThreadedExecutor
         ns = self.get_namespace().rstrip("/")
-        helper = Node(f"_{self.get_name()}_trigger", namespace=ns or "/", context=self.context)
+        # use_global_arguments=False: launch's `__node:=identifier` remap would rename the
+        # helper to "identifier" too (two nodes of that name; its parameter services answer)
+        helper = Node(f"_{self.get_name()}_trigger", namespace=ns or "/",
+                      context=self.context, use_global_arguments=False)
         helper.create_service(Trigger, f"{ns}/{self.get_name()}/identify", self.on_identify)
         executor = SingleThreadedExecutor(context=self.context)
         executor.add_node(helper)

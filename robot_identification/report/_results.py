@@ -213,6 +213,23 @@ def write_results(result, path, model=None, inputs=()) -> Path:
                                                   sort_keys=False), inputs=inputs)
 
 
+def add_to_results(path, robot, sections, inputs=(), what="results file") -> Path:
+    """Add top-level ``sections`` (e.g. ``drive_gains:``) to an existing results.yaml of
+    ``robot``, rewritten atomically (``inputs`` are refused as ``path``).
+
+    Raises
+    ------
+    DataError
+        Not a results file of ``robot`` (:func:`read_results`).
+    ConfigError
+        ``path`` is one of ``inputs``.
+    """
+    from robot_identification.outputs import write_text_atomic
+    doc = read_results(path, robot)
+    doc.update(sections)
+    return write_text_atomic(path, yaml.safe_dump(doc, sort_keys=False), list(inputs), what)
+
+
 def format_table(result, width: int | None = None) -> str:
     """Human-readable table of base parameters, fitted to a terminal ``width``.
 
