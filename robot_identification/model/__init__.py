@@ -15,6 +15,8 @@ from robot_identification.model._inertia import (  # noqa: F401
     transform_standard_parameters)
 from robot_identification.model._robot_model import (  # noqa: F401
     ParameterLayout, RobotModel, read_urdf)
+from robot_identification.model._ros2_control import (  # noqa: F401
+    gazebo_xacro, ros2_controllers_config, ros2_controllers_yaml)
 from robot_identification.model._robots import (  # noqa: F401
     available_robots, load_robot, robot_files, share_directory)
 from robot_identification.model._starter import starter_config, urdf_joints  # noqa: F401,E402
