@@ -79,6 +79,10 @@ def _meta_from(raw, source):
     names = meta.get("joint_names") if isinstance(meta, dict) else None
     if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
         raise DataError(f"'{source}': metadata lacks 'joint_names' (a list of joint names)")
+    if not isinstance(meta.get("metadata") or {}, dict) or not isinstance(
+            meta.get("true_parameters") or {}, dict):
+        raise DataError(f"'{source}': metadata 'metadata' and 'true_parameters' must be "
+                        f"mappings")
     return meta
 
 
@@ -111,8 +115,9 @@ def iter_npz_chunks(path, chunk: int = READ_CHUNK, arrays=("q", "tau", "theta"))
         raise DataError(f"dataset file '{path}' does not exist")
     try:
         zf = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
-        raise DataError(f"'{path}' is not an .npz archive") from None
+    except Exception as exc:  # noqa: BLE001 - BadZipFile, NotImplementedError, OSError, ...
+        raise DataError(f"'{path}' is not a readable .npz archive ({type(exc).__name__}: "
+                        f"{str(exc)[:80]})") from None
     with zf:
         names = {Path(n).stem for n in zf.namelist()}
         for need in ("t", "meta", "q", "tau"):
