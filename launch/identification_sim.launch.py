@@ -11,7 +11,7 @@ online_identifier (estimates while the arm moves, on /online_identifier/estimate
         robot_identification_interfaces/action/Identify "{estimators: [ols]}"
 """
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
@@ -25,6 +25,18 @@ def node(name, condition=None, **overrides):
     config = str(share_directory() / "config" / f"{name}.yaml")
     return Node(package=PACKAGE, executable=name, name=name, output="screen",
                 parameters=[config, overrides], condition=condition)
+
+
+def recorder(context, data, lockstep):
+    """The recorder, without a motor-state topic for rigid arms (none is published)."""
+    from robot_identification.model import load_robot_config, robot_files
+    try:
+        elastic = load_robot_config(robot_files(
+            LaunchConfiguration("robot").perform(context))).elastic
+    except Exception as exc:            # unknown robot: one line, no traceback
+        raise ValueError(" ".join(str(exc).split())) from None
+    return [node("recorder", data_directory=data, use_sim_time=lockstep,
+                 motor_states_topic="motor_states" if elastic else "")]
 
 
 def generate_launch_description():
@@ -48,7 +60,7 @@ def generate_launch_description():
         node("excitation_publisher", robot=robot, lockstep=lockstep, use_sim_time=lockstep,
              trajectory_file=trajectory),
         node("pd_controller", robot=robot, lockstep=lockstep, use_sim_time=lockstep),
-        node("recorder", data_directory=data, use_sim_time=lockstep),
+        OpaqueFunction(function=recorder, args=[data, lockstep]),
         node("identifier", robot=robot, data_directory=data, compare_with_nominal=True,
              effort_lag_periods=0.5),
         node("online_identifier", IfCondition(LaunchConfiguration("online")), robot=robot,

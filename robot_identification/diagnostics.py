@@ -109,11 +109,17 @@ def noise_std(signal, axis=0, order=3):
     Robust std of the ``order``-th differences divided by sqrt(binomial(2 order, order))
     (the variance of the k-th difference of white noise: 6 sigma^2 for k = 2, 20 sigma^2
     for k = 3); the smooth part contributes d^k x/dt^k * dt^k, negligible at the sampling
-    rates of joint signals. ``signal`` (N, n) -> (n,), same unit.
+    rates of joint signals. Where the MAD is 0 (quantised signals) the mean absolute
+    deviation is used. ``signal`` (N, n) -> (n,), same unit.
     """
     from math import comb
     d = np.diff(np.asarray(signal, dtype=float), n=order, axis=axis)
-    return robust_std(d, axis=axis) / np.sqrt(comb(2 * order, order))
+    mad = robust_std(d, axis=axis)
+    # quantised signals (e.g. velocities in 1e-4 rad/s steps) have mostly identical
+    # differences, so the MAD is 0: fall back to the mean absolute deviation
+    mean_dev = np.sqrt(np.pi / 2) * np.mean(np.abs(d - np.median(d, axis=axis, keepdims=True)),
+                                            axis=axis)
+    return np.where(mad > 0, mad, mean_dev) / np.sqrt(comb(2 * order, order))
 
 
 def excitation_band(t, q, power=0.99):

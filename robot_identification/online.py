@@ -18,6 +18,7 @@ additive), the window across the gap is dropped and counted (``gaps``).
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -26,8 +27,7 @@ from robot_identification.errors import DataError
 from robot_identification.estimation import MRLS, NormalEquations
 from robot_identification.identifiability import base_parameters
 from robot_identification.identification import (
-    FIRStates, IdentificationResult, estimate_from, make_bank, row_labels, row_mask)
-from robot_identification.regressor import regressor, torque_vector
+    FIRStates, IdentificationResult, accumulate_states, estimate_from, make_bank, row_labels)
 
 
 class OnlineIdentification:
@@ -84,6 +84,9 @@ class OnlineIdentification:
         self.mrls = MRLS(p, theta0=np.asarray(theta0, dtype=float), names=self.base.names,
                          **(mrls_options or {}))
         self.neq = NormalEquations(p, model.rows_per_sample)
+        # the engine's accumulation step: this threshold, plain sign(v) (no 'auto' deadband)
+        self._settings = replace(model.config.identification, velocity_threshold=self.threshold,
+                                 friction_deadband=0.0)
         self.fir = FIRStates(model, self.bank, self.decimate)
         self.n_input = 0            # samples pushed
         self.n_samples = 0          # filtered samples in the equations
@@ -166,16 +169,14 @@ class OnlineIdentification:
         if out is None:
             return 0
         st, _ = out
-        extra = ({k: st[k] for k in ("theta", "dtheta", "ddtheta")}
-                 if self.model.config.elastic else {})
-        W = self.base.project(regressor(self.model, st["q"], st["dq"], st["ddq"], **extra))
-        y = torque_vector(self.model, st["tau"])
-        mask = row_mask(self.model, st, self.threshold)
-        self.neq.add(W, y, mask)
-        if mask is not None:
-            W, y = W * mask[:, :, None], y * mask
-        self.mrls.update(W, y)
         m = st["q"].shape[0]
+
+        def update(W, y, mask):          # MRLS: one update per pushed block
+            if mask is not None:
+                W, y = W * mask[:, :, None], y * mask
+            self.mrls.update(W, y)
+        accumulate_states(self.model, self.base, self.neq, st, self._settings,
+                          block=max(m, 1), on_block=update)
         self.n_samples += m
         return m
 

@@ -33,7 +33,15 @@ if ! command -v cmake >/dev/null || ! command -v g++ >/dev/null || [ ! -f "$PYIN
 fi
 echo "[5/6] building robot_identification_interfaces (messages, Identify action)"
 bash scripts/build_interfaces.sh .venv
+# ament layout for `ros2 launch` / `ros2 run` (where the launch tools are installed): the
+# package index and share/ come with the package; the node executables go to lib/<package>/
+mkdir -p .venv/lib/robot_identification
+for module in robot_identification/nodes/[a-z]*.py; do
+  node=$(basename "$module" .py)
+  if [ -x ".venv/bin/$node" ]; then ln -sf "../../bin/$node" ".venv/lib/robot_identification/$node"; fi
+done
 echo "[6/6] compiling the regressor kernel (C++, pinocchio headers; about 40 s of CPU;" \
   "optional: on failure one warning and the pure-Python regressor)"
 bash scripts/build_kernel.sh .venv || true
 echo "robot_identification installed in $(pwd)/.venv"
+echo "ros2 launch: export AMENT_PREFIX_PATH=$(pwd)/.venv (with the launch tools installed)"

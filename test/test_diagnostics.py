@@ -162,3 +162,12 @@ def test_far_from_truth_names_the_parameters_that_carry_the_error():
     far = d[0]
     assert far.code == "far_from_truth" and "c (true 0.01" in far.message
     assert "poorly excited" in far.message
+
+
+def test_noise_of_a_quantised_signal_is_not_zero():
+    rng = np.random.default_rng(2)
+    t = np.arange(0, 10, 1e-2)
+    v = np.round((0.3 * np.sin(t) + 2e-5 * rng.standard_normal(t.size)) / 1e-4) * 1e-4
+    v[:300] = np.round(3e-5 * rng.standard_normal(300) / 1e-4) * 1e-4   # at rest: flicker
+    assert np.median(np.abs(np.diff(v[:300], n=3))) == 0                # the MAD sees nothing
+    assert dg.noise_std(v[:300, None])[0] > 1e-5

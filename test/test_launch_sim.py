@@ -7,14 +7,7 @@ from pathlib import Path
 
 import pytest
 
-launch_pytest = pytest.importorskip("launch_pytest")
-pytest.importorskip("launch_ros")
-ament_index_python = pytest.importorskip("ament_index_python")
-try:
-    ament_index_python.get_package_prefix("robot_identification")
-except (KeyError, ValueError, OSError, LookupError):
-    pytest.skip("robot_identification is not installed in an ament prefix",
-                allow_module_level=True)
+import launch_pytest
 
 import numpy as np  # noqa: E402
 import rclpy  # noqa: E402

@@ -26,8 +26,6 @@ def add_arguments(p):
 
 
 def run(args):
-    import yaml
-
     from robot_identification.data import load_dataset
     from robot_identification.data._csv import csv_options
     from robot_identification.identification import identify_drive_gains, payload_parameters
@@ -49,18 +47,17 @@ def run(args):
         print(f"{j:<22}{res.gains[k]:12.4f}{res.std[k]:9.4f}{gv}"
               f"{res.payload_torque_rms[k]:10.3f}{res.residual_rms[k]:10.3f}{flag}")
     if args.results:
-        path = Path(args.results)
-        doc = read_results(path, model.config.name)
-        doc["drive_gains"] = {"given": list(given) if given else None,
-                              "identified": [float(g) for g in res.gains],
-                              "identified_std": [float(s) for s in res.std],
-                              "well_identified": [bool(v) for v in res.identified],
-                              "payload_torque_rms": [float(v) for v in res.payload_torque_rms],
-                              "method": f"Gautier & Briot 2011, payload {args.payload_mass} kg "
-                                        f"at {list(args.payload_com)} m in {args.payload_frame}, "
-                                        f"{args.estimator}"}
-        from robot_identification.outputs import write_text_atomic
+        from robot_identification.report import add_to_results
+        section = {"given": list(given) if given else None,
+                   "identified": [float(g) for g in res.gains],
+                   "identified_std": [float(s) for s in res.std],
+                   "well_identified": [bool(v) for v in res.identified],
+                   "payload_torque_rms": [float(v) for v in res.payload_torque_rms],
+                   "method": f"Gautier & Briot 2011, payload {args.payload_mass} kg "
+                             f"at {list(args.payload_com)} m in {args.payload_frame}, "
+                             f"{args.estimator}"}
         others = [p for p in input_paths(args, model) if p != args.results]
-        write_text_atomic(path, yaml.safe_dump(doc, sort_keys=False), others, "--results")
-        print(f"updated {path.resolve()}")
+        path = add_to_results(args.results, model.config.name, {"drive_gains": section},
+                              inputs=others, what="--results")
+        print(f"updated {Path(path).resolve()}")
     return 0

@@ -68,7 +68,7 @@ class CompositeConstants:
 
 def _check_chain(model):
     pm = model.pin_model
-    jids = list(model._jids)
+    jids = list(model.joint_ids)
     if jids != list(range(1, model.n + 1)) or any(pm.parents[j] != j - 1 for j in jids):
         raise ModelError(f"Lin's method needs a serial chain whose configured joints are "
                          f"pinocchio joints 1..n in order; '{model.config.name}' is not")
@@ -84,8 +84,8 @@ def _kinematics(model, q):
     pm = model.pin_model
     data = pm.createData()
     pin.forwardKinematics(pm, data, model.pin_configuration(q))
-    Ro = np.array([data.oMi[j].rotation for j in model._jids])
-    po = np.array([data.oMi[j].translation for j in model._jids])
+    Ro = np.array([data.oMi[j].rotation for j in model.joint_ids])
+    po = np.array([data.oMi[j].translation for j in model.joint_ids])
     R = np.array([Ro[i].T @ Ro[i + 1] for i in range(model.n - 1)])
     s = np.array([Ro[i].T @ (po[i + 1] - po[i]) for i in range(model.n - 1)])
     return R, s, Ro, po
@@ -95,7 +95,7 @@ def _link_parameters(model, pi=None):
     """Per link: mass, CoM c_i in E_i, inertia about the CoM in E_i (from the URDF or ``pi``)."""
     pm = model.pin_model
     out = []
-    for k, jid in enumerate(model._jids):
+    for k, jid in enumerate(model.joint_ids):
         if pi is None:
             Y = pm.inertias[jid]
         else:

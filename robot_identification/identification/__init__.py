@@ -20,7 +20,8 @@ The CLI (``identify``, ``identify-stream``), :func:`robot_identification.pipelin
 identifier node all call these.
 """
 from robot_identification.identification._engine import (  # noqa: F401
-    CUTOFF_BAND_FACTOR, DEADBAND_NOISE_FACTOR, SUMMARY_SAMPLES, HuberWeights, identify,
+    CUTOFF_BAND_FACTOR, DEADBAND_NOISE_FACTOR, SUMMARY_SAMPLES, HuberWeights,
+    accumulate_states, identify,
     load_prior, needs_resolving, recording_normal_equations, recording_summaries,
     resolve_settings, row_labels, row_mask, solve, true_base_values, with_overrides)
 from robot_identification.identification._drive_gains import (  # noqa: F401

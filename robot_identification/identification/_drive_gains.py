@@ -99,7 +99,7 @@ def payload_parameters(model, mass, com=(0.0, 0.0, 0.0), inertia=None, frame="to
     if not pm.existFrame(frame):
         raise ModelError(f"payload frame '{frame}' is not a frame of the URDF")
     fr = pm.frames[pm.getFrameId(frame)]
-    if fr.parentJoint != model._jids[-1]:
+    if fr.parentJoint != model.joint_ids[-1]:
         raise ModelError(f"payload frame '{frame}' is not on the body moved by the last joint "
                          f"'{model.joint_names[-1]}'")
     rot = np.zeros((3, 3)) if inertia is None else np.asarray(inertia, dtype=float)

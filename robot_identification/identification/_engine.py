@@ -356,8 +356,27 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
     return neq
 
 
+def accumulate_states(model, base, neq, states, settings, *, block=CHUNK, robust=None,
+                      drop_reversals=False, columns=None, on_block=None):
+    """Add filtered states to normal equations: regressor blocks -> base columns -> sample
+    selection -> ``neq.add`` (the accumulation step of :func:`recording_normal_equations`,
+    public for callers that get their states piece by piece, e.g. the on-line identifier).
+
+    Parameters
+    ----------
+    states : mapping
+        ``q, dq, ddq, tau`` (N, n) [+ ``theta, dtheta, ddtheta``; ``near_reversal``].
+    settings : IdentificationSettings
+        ``velocity_threshold`` and ``friction_deadband`` (numbers, not ``auto``) are used.
+    on_block : callable, optional
+        ``f(W, y, mask)`` after each block (e.g. a recursive estimator's update).
+    """
+    _accumulate(model, base, neq, states, settings, block, robust, drop_reversals, columns,
+                on_block)
+
+
 def _accumulate(model, base, neq, states, s, block, robust, drop_reversals=False,
-                columns=None):
+                columns=None, on_block=None):
     M = states["q"].shape[0]
     mask = row_mask(model, states, s.velocity_threshold or 0.0)
     near = states.get("near_reversal")
@@ -388,6 +407,8 @@ def _accumulate(model, base, neq, states, s, block, robust, drop_reversals=False
             w, psi2 = robust(W, y, m)
             neq.scale_sums += psi2
         neq.add(W, y, m, w)
+        if on_block is not None:
+            on_block(W, y, m)
     neq.n_samples += M
 
 
@@ -401,10 +422,10 @@ def load_prior(model, prior):
     ConfigError
         Unknown file, not a mapping, or names missing / unknown.
     """
+    if isinstance(prior, np.ndarray):      # before the string tests (array == str)
+        return np.asarray(prior, dtype=float)
     if prior is None or prior == "none":
         return None
-    if isinstance(prior, np.ndarray):
-        return np.asarray(prior, dtype=float)
     if prior == "nominal":
         return model.nominal_parameters()
     from robot_identification._yaml import read_yaml_file

@@ -7,12 +7,16 @@
 - :func:`transform_standard_parameters` -- standard parameters under a change of frame
 """
 from robot_identification.model._config import (  # noqa: F401
-    DRIVE_PARAMETERS, FRICTION_MODELS, FrictionConfig, IdentificationSettings, JointConfig,
-    JointLimits, RobotConfig, SimulationSettings, load_robot_config, parse_robot_config)
+    DRIVE_PARAMETERS, ESTIMATORS, FRICTION_MODELS, PREPROCESSING, RENAMED_DRIVE_PARAMETERS,
+    FrictionConfig, IdentificationSettings, JointConfig, JointLimits, RobotConfig,
+    SimulationSettings, load_robot_config, parse_robot_config)
 from robot_identification.model._inertia import (  # noqa: F401
-    INERTIAL_NAMES, frame_change_matrix, transform_standard_parameters)
+    INERTIAL_NAMES, frame_change_matrix, spin_inertia_parameters,
+    transform_standard_parameters)
 from robot_identification.model._robot_model import (  # noqa: F401
     ParameterLayout, RobotModel, read_urdf)
+from robot_identification.model._ros2_control import (  # noqa: F401
+    gazebo_xacro, ros2_controllers_config, ros2_controllers_yaml)
 from robot_identification.model._robots import (  # noqa: F401
     available_robots, load_robot, robot_files, share_directory)
 from robot_identification.model._starter import starter_config, urdf_joints  # noqa: F401,E402

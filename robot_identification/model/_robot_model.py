@@ -315,6 +315,52 @@ class RobotModel:
     def n_parameters(self) -> int:
         return len(self.layout)
 
+    # ------------------------------------------------------------------ public indices
+    @property
+    def joint_ids(self) -> list:
+        """pinocchio joint ids of the configured joints, config order (n,)."""
+        return list(self._jids)
+
+    @property
+    def position_indices(self) -> np.ndarray:
+        """Indices (n,) of the configured joints in pinocchio's configuration vector
+        (a continuous joint takes two entries, cos and sin, from its index on)."""
+        return self._idx_q
+
+    @property
+    def continuous_joints(self) -> np.ndarray:
+        """bool (n,): the joint is continuous (unbounded revolute, cos/sin in q)."""
+        return self._continuous
+
+    @property
+    def velocity_indices(self) -> np.ndarray:
+        """Indices (n,) of the configured joints in pinocchio's velocity vector
+        (``pin_model.nv`` entries; the other joints are locked)."""
+        return self._idx_v
+
+    @property
+    def frame_changes(self) -> list:
+        """Per configured joint the 10x10 matrix A_k with pi_joint = A_k @ pi_body (standard
+        parameters about the config's ``body_frame`` -> about the joint frame), or None
+        when the body's parameters are already about the joint frame."""
+        return list(self._frame_change)
+
+    @property
+    def rotor_joint_ids(self) -> list:
+        """Elastic models: pinocchio joint ids (n,) of the rotors in :attr:`rotor_model`."""
+        return list(getattr(self, "_rotor_jids", []))
+
+    @property
+    def rotor_velocity_indices(self) -> np.ndarray:
+        """Elastic models: indices (n,) of the rotors in the rotor model's velocity vector."""
+        return getattr(self, "_rotor_idx_v", np.zeros(0, dtype=int))
+
+    @property
+    def rotor_spin_parameters(self) -> list:
+        """Elastic models: per joint the standard-parameter direction (10,) of a unit rotor
+        inertia about the joint axis (:func:`spin_inertia_parameters`)."""
+        return list(getattr(self, "_spin", []))
+
     @property
     def rows_per_sample(self) -> int:
         """Regressor rows per sample: n (rigid) or 2n (elastic: link rows, then motor rows)."""

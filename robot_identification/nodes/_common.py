@@ -11,6 +11,9 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 #: reliable, depth 1000 (1 s at 1 kHz): a briefly stalled subscriber loses nothing
 QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+#: reliable, keep the latest only: a real-time controller that fell behind acts on the newest
+#: state (bounded delay) instead of working through a backlog
+LATEST = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
 
 
 def declare(node, name, default, description, *, low=None, high=None, read_only=False,

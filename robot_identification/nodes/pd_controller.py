@@ -40,7 +40,8 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from robot_identification.nodes._common import QOS, declare, declare_robot, main_for, to_sec
+from robot_identification.nodes._common import (LATEST, QOS, declare, declare_robot, main_for,
+                                                to_sec)
 from robot_identification.simulation import make_controller
 
 #: name of this controller's entry in /diagnostics (``<node name>: control loop``)
@@ -59,7 +60,12 @@ class PDController(Node):
                      "P gains [N*m/rad]; zeros: default design", read_only=True)
         kd = declare(self, "kd", [float(x) for x in (sim.kd or [0.0] * n)],
                      "D gains [N*m*s/rad]", read_only=True)
+        scale = declare(self, "bandwidth_scale", 1.0, "scales the bandwidth of the gains: "
+                        "kp * s^2, kd * s (below 1: more tolerant of command delay)",
+                        low=0.01, high=10.0, read_only=True)
         self.law = make_controller(model, kp if any(kp) else None, kd if any(kd) else None)
+        if scale != 1.0:
+            self.law = make_controller(model, self.law.kp * scale**2, self.law.kd * scale)
         self.lockstep = declare(self, "lockstep", True, "one command per state stamp",
                                 read_only=True)
         self.max_age = declare(self, "watchdog_timeout", 0.05,
@@ -76,15 +82,18 @@ class PDController(Node):
         self.q_hi = np.array([li.position[1] if li.position else np.inf for li in lim])
         self.v_max = np.array([li.velocity or np.inf for li in lim])
         self.factor = factor
+        # lockstep: every message counts; real time: the newest state is what matters
+        sub_qos = QOS if self.lockstep else LATEST
         self.pub = self.create_publisher(Float64MultiArray, declare(
             self, "command_topic", "effort_controller/commands", "effort commands"), QOS)
         self.create_subscription(JointState, declare(
-            self, "joint_states_topic", "joint_states", "link side"), self.on_joint, QOS)
+            self, "joint_states_topic", "joint_states", "link side"), self.on_joint, sub_qos)
         if model.config.elastic:
             self.create_subscription(JointState, declare(
-                self, "motor_states_topic", "motor_states", "motor side"), self.on_motor, QOS)
+                self, "motor_states_topic", "motor_states", "motor side"), self.on_motor,
+                sub_qos)
         self.create_subscription(JointTrajectory, declare(
-            self, "reference_topic", "reference", "reference"), self.on_reference, QOS)
+            self, "reference_topic", "reference", "reference"), self.on_reference, sub_qos)
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.create_service(SetBool, "~/enable", self.on_enable)
         self.create_service(Trigger, "~/status", self.on_status)

@@ -23,8 +23,8 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 
-from robot_identification.nodes._common import (QOS, declare, declare_robot, finite, main_for,
-                                                to_stamp)
+from robot_identification.nodes._common import (LATEST, QOS, declare, declare_robot, finite,
+                                                main_for, to_stamp)
 from robot_identification.errors import IdentificationError
 from robot_identification.excitation import load_trajectory, trajectory_from_config
 from robot_identification.simulation import Simulator
@@ -65,7 +65,7 @@ class SimulatedRobot(Node):
                           if declare(self, "publish_clock", True, "publish /clock") else None)
         self.create_subscription(Float64MultiArray, declare(
             self, "command_topic", "effort_controller/commands", "effort commands [N*m]"),
-            self.on_command, QOS)
+            self.on_command, QOS if self.lockstep else LATEST)
         self.create_service(Trigger, "~/reset", self.on_reset)
         self.u = np.zeros(self.model.n)
         self.commands, self.last_command = 0, 0.0

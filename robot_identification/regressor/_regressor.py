@@ -98,7 +98,7 @@ class _RegressorPlan:
 
     Every entry of Y is either (a) a pinocchio regressor entry of a link row and a link
     body in the joint frame, changed to the body's parameter frame by the sparse 10x10
-    block A_k (``model._frame_change``: most columns are copies, only a few need a
+    block A_k (``model.frame_changes``: most columns are copies, only a few need a
     product), (b) a sparse linear combination of pinocchio entries (rotor columns of the
     elastic model, Zollo et al. 2014 eq. 22-28 and A.14), or (c) a drive column computed
     from the states (rotor inertia, stiffness, damping, friction). Each kind is written
@@ -113,8 +113,8 @@ class _RegressorPlan:
         self.n_cols = 10 * (pm.njoints - 1)
         self.rows = model.rows_per_sample
         self.P = model.n_parameters
-        self.link_rows = np.asarray(model._idx_v)
-        self.link_cols = np.concatenate([np.arange(10 * (j - 1), 10 * j) for j in model._jids])
+        self.link_rows = np.asarray(model.velocity_indices)
+        self.link_cols = np.concatenate([np.arange(10 * (j - 1), 10 * j) for j in model.joint_ids])
         basic = (np.array_equal(self.link_rows, np.arange(n))
                  and np.array_equal(self.link_cols, np.arange(10 * n)))
         self.basic = basic
@@ -156,7 +156,7 @@ class _RegressorPlan:
     def _frame_change_maps(self, model):
         n = model.n
         M = np.zeros((10 * n, 10 * n))
-        for k, A in enumerate(model._frame_change):
+        for k, A in enumerate(model.frame_changes):
             M[10 * k: 10 * k + 10, 10 * k: 10 * k + 10] = np.eye(10) if A is None else A
         # entries like cos(pi/2) = 6e-17 of axis-aligned frame rotations are exact zeros
         M[np.abs(M) < 1e-14 * np.abs(M).max(axis=0)] = 0.0
@@ -206,19 +206,19 @@ class _RegressorPlan:
 
         for k in range(n):
             c = self.column[(k, "rotor_inertia")]
-            rid = model._rotor_jids[k]
+            rid = model.rotor_joint_ids[k]
             rotor_cols = np.arange(10 * (rid - 1), 10 * rid)
-            spin = model._spin[k]
-            add((n + k) * P + c, model._rotor_idx_v[k], rotor_cols,
+            spin = model.rotor_spin_parameters[k]
+            add((n + k) * P + c, model.rotor_velocity_indices[k], rotor_cols,
                 model.gear_ratios[k] * spin)
-            parent = pmodel.parents[model._jids[k]]
+            parent = pmodel.parents[model.joint_ids[k]]
             supports = set(am.supports[rid])
             for r in range(n):
-                if model._jids[r] not in supports:
+                if model.joint_ids[r] not in supports:
                     continue      # joint r does not carry rotor k: structurally zero
                 add(r * P + c, self.link_rows[r], rotor_cols, spin)
                 if parent > 0:
-                    rot = pmodel.jointPlacements[model._jids[k]].rotation
+                    rot = pmodel.jointPlacements[model.joint_ids[k]].rotation
                     spin_parent = _spin_about(rot @ model.joint_axes[k])
                     add(r * P + c, self.link_rows[r],
                         np.arange(10 * (parent - 1), 10 * parent), -spin_parent)
@@ -412,9 +412,9 @@ def elastic_regressor(model, q, dq, ddq, theta, dtheta, ddtheta, friction_deadba
     qa[:, :nq] = model.pin_configuration(q)
     va, aa = np.empty((N, am.nv)), np.empty((N, am.nv))
     va[:, :nv], aa[:, :nv] = model.to_pin_v(dq), model.to_pin_v(ddq)
-    qa[:, [am.joints[r].idx_q for r in model._rotor_jids]] = gear * theta
-    va[:, model._rotor_idx_v] = gear * dtheta
-    aa[:, model._rotor_idx_v] = gear * ddtheta
+    qa[:, [am.joints[r].idx_q for r in model.rotor_joint_ids]] = gear * theta
+    va[:, model.rotor_velocity_indices] = gear * dtheta
+    aa[:, model.rotor_velocity_indices] = gear * ddtheta
     fric = friction_columns(model, dtheta, friction_deadband)
     drive = []
     for key in plan.keys:
@@ -432,7 +432,7 @@ def elastic_regressor(model, q, dq, ddq, theta, dtheta, ddtheta, friction_deadba
 
 
 def _spin_about(axis):
-    from robot_identification.model._inertia import spin_inertia_parameters
+    from robot_identification.model import spin_inertia_parameters
     return spin_inertia_parameters(axis)
 
 

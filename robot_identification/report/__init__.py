@@ -6,7 +6,8 @@
   ``.save()``, ``_repr_html_``); :func:`write_report` -- the HTML report
 """
 from robot_identification.report._results import (  # noqa: F401
-    estimates_to_dict, format_table, read_results, result_to_dict, write_results)
+    add_to_results, estimates_to_dict, format_table, read_results, result_to_dict,
+    write_results)
 from robot_identification.report._html import write_report  # noqa: F401,E402
 from robot_identification.report._urdf_export import (  # noqa: F401,E402
     export_urdf, urdf_torque)

@@ -103,7 +103,7 @@ def export_urdf(model, standard, path, *, comment=None, inputs=()) -> Path:
         ic = inert.inertia
         ET.SubElement(el, "inertia", ixx=_fmt(ic[0, 0]), ixy=_fmt(ic[0, 1]), ixz=_fmt(ic[0, 2]),
                       iyy=_fmt(ic[1, 1]), iyz=_fmt(ic[1, 2]), izz=_fmt(ic[2, 2]))
-        jid = model._jids[k]
+        jid = model.joint_ids[k]
         for fr in pm.frames:       # massive links welded to this body: now included in it
             if (fr.parentJoint == jid and fr.type == pin.FrameType.BODY and fr.name != body
                     and fr.name in links):

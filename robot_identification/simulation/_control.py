@@ -34,7 +34,7 @@ class _GravityMixin:
         """dg/dq (n, n) [N*m/rad] (``computeGeneralizedGravityDerivatives``), config order."""
         G = pin.computeGeneralizedGravityDerivatives(self._pm, self._data,
                                                      self.model.pin_configuration(q))
-        idx = self.model._idx_v
+        idx = self.model.velocity_indices
         return G[np.ix_(idx, idx)]
 
 
@@ -148,7 +148,7 @@ class RigidPDController(_GravityMixin):
         self._init_gravity(model)
         M = pin.crba(self._pm, self._data, model.pin_configuration(np.zeros(model.n)))
         rotor = np.array([j.drive.get("rotor_inertia", 0.0) for j in model.config.joints])
-        inertia = np.diag(M)[model._idx_v] + rotor * model.gear_ratios ** 2
+        inertia = np.diag(M)[model.velocity_indices] + rotor * model.gear_ratios ** 2
         self.kp, self.kd = _gains(model, kp, kd, np.maximum(inertia, 1e-6))
         self.limits = _effort_limits(model) if saturate else np.full(model.n, np.inf)
 

@@ -8,7 +8,7 @@ import numpy as np
 import pinocchio as pin
 
 from robot_identification.errors import ConfigError, DataError, ModelError
-from robot_identification.model._inertia import spin_inertia_parameters
+from robot_identification.model import spin_inertia_parameters
 from robot_identification.simulation._friction import FrictionModel
 
 #: Target omega_max * h of the RK4 sub-step (accurate to ~1e-4 per step on the fastest mode).
@@ -90,8 +90,8 @@ class ArmDynamics:
         pm = model.pin_model
         if self.complete:
             am = model.rotor_model.copy()
-            for k, jid in enumerate(model._jids):
-                rid = model._rotor_jids[k]
+            for k, jid in enumerate(model.joint_ids):
+                rid = model.rotor_joint_ids[k]
                 a = np.asarray(model.joint_axes[k], dtype=float)
                 a = a / np.linalg.norm(a)
                 am.inertias[rid] = pin.Inertia(0.0, np.zeros(3), self.rotor[k] * np.outer(a, a))
@@ -102,23 +102,23 @@ class ArmDynamics:
                     p -= spin_inertia_parameters(axis) * self.rotor[k]
                     am.inertias[parent] = pin.Inertia.FromDynamicParameters(p)
             self.pin_model = am
-            self._ridx_q = np.array([am.joints[r].idx_q for r in model._rotor_jids])
-            self._ridx_v = model._rotor_idx_v
+            self._ridx_q = np.array([am.joints[r].idx_q for r in model.rotor_joint_ids])
+            self._ridx_v = model.rotor_velocity_indices
         else:
             self.pin_model = pm.copy()
             if not self.elastic:
                 arm = np.zeros(pm.nv)
-                arm[model._idx_v] = self.rotor * self.gear ** 2
+                arm[model.velocity_indices] = self.rotor * self.gear ** 2
                 self.pin_model.armature = arm
         self.data = self.pin_model.createData()
         self._gdata = pm.createData()
         self._nograv = self.pin_model.copy()
         self._nograv.gravity = pin.Motion.Zero()
         self._nograv_data = self._nograv.createData()
-        self._lidx_v = model._idx_v
+        self._lidx_v = model.velocity_indices
         self._link_nq = pm.nq
-        self._plain_q = not np.any(model._continuous)
-        self._link_idx_q = model._idx_q
+        self._plain_q = not np.any(model.continuous_joints)
+        self._link_idx_q = model.position_indices
         self._qbuf = pin.neutral(self.pin_model)
 
     # ----------------------------------------------------------------- model
