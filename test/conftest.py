@@ -120,9 +120,9 @@ def context(request):
 
 
 def _input_digest():
-    """sha256 of every shipped input (config/, urdf/) and of the shared data sets."""
+    """sha256 of every shipped input (robot configs, URDFs) and of the shared data sets."""
     import hashlib
-    roots = [REPO / "config", REPO / "urdf", SHARED / "data"]
+    roots = [REPO / "config" / "robots", REPO / "urdf", SHARED / "data"]
     return {str(p): hashlib.sha256(p.read_bytes()).hexdigest()
             for r in roots if r.is_dir() for p in sorted(r.rglob("*")) if p.is_file()}
 

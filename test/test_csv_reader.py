@@ -128,7 +128,6 @@ def test_robot_config_csv_section(tmp_path):
     ds = load_dataset(_write(tmp_path / "u.csv", _ur_rows(t, q, dq, cur)), model=model)
     assert ds.joint_names == model.joint_names
     np.testing.assert_allclose(ds.tau, np.round(cur, 6) * GAINS, atol=1e-9)
-    cfg = parse_robot_config({"name": "x", "joints": [{"name": "j"}],
-                              "csv": {"preset": "ur", "gains": [1.0]}})
-    with pytest.raises(ConfigError, match="unknown key"):
-        csv_options(cfg)
+    with pytest.raises(ConfigError, match="unknown key"):   # checked when the config loads
+        parse_robot_config({"name": "x", "joints": [{"name": "j"}],
+                            "csv": {"preset": "ur", "gains": [1.0]}})

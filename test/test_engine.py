@@ -129,3 +129,52 @@ def test_engine_errors(planar, tmp_path):
     once = Recording.from_chunks(iter([ds]))
     with pytest.raises(DataError, match="already read"):
         identify(model, once, estimators=("irls",))
+
+
+@pytest.mark.parametrize("section,match", [
+    ({"simulation": {"excitation": {"type": "sine"}}}, r"excitation\.type: must be one of"),
+    ({"simulation": {"excitation": {"segments": 1}}}, r"excitation\.segments: must be >= 2"),
+    ({"simulation": {"excitation": {"type": "fourier", "segments": 4}}},
+     r"excitation: unknown key\(s\) \['segments'\]"),
+    ({"simulation": {"excitation": {"margin": 1.5}}}, r"excitation\.margin"),
+    ({"csv": {"position": "two"}}, r"csv\.position: expected a 1-based column"),
+    ({"csv": {"drive_gains": [1.0, 2.0, 3.0]}}, r"csv\.drive_gains: expected 2 numbers"),
+    ({"identification": {"estimator": ["wls", "lasso"]}}, r"unknown estimator\(s\) \['lasso'\]"),
+    ({"identification": {"preprocessing": "kalman"}}, r"preprocessing: must be one of"),
+])
+def test_every_config_section_is_checked_at_load(section, match):
+    import yaml
+
+    from robot_identification.model import parse_robot_config
+    from robot_identification.model._robots import robot_files
+    cfg = yaml.safe_load(robot_files("zollo_planar").read_text())
+    cfg.pop("urdf", None)
+    for key, value in section.items():
+        cfg[key] = {**(cfg.get(key) or {}), **value}
+    with pytest.raises(ConfigError, match=match):
+        parse_robot_config(cfg)
+
+
+def test_estimator_list_in_the_robot_yaml():
+    import yaml
+
+    from robot_identification.model import parse_robot_config
+    from robot_identification.model._robots import robot_files
+    cfg = yaml.safe_load(robot_files("zollo_planar").read_text())
+    cfg["identification"] = {**cfg.get("identification", {}),
+                             "estimator": ["wls", "irls", "wls"], "prior": "none"}
+    s = parse_robot_config(cfg).identification
+    assert s.estimator == "wls" and s.estimators == ("wls", "irls") and s.prior == "none"
+
+
+def test_butterworth_memory_is_bounded_by_chunk_and_margin(planar):
+    """The zero-phase strategy holds at most chunk + 2 x margin samples, whatever the length."""
+    from robot_identification.identification import make_preprocessor
+    model, ds = planar
+    s = _settings(model, preprocessing="butterworth", cutoff_hz=20.0)
+    pre = make_preprocessor(model, s, 1000.0)
+    held = 0
+    for c in Recording.from_dataset(ds, model, chunk=500).chunks():
+        pre.push(c)
+        held = max(held, pre.buf["t"].shape[0])
+    assert held <= 500 + 2 * pre.margin < ds.t.shape[0]

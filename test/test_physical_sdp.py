@@ -130,3 +130,12 @@ def test_log_det_prior_keeps_bodies_inside_where_plain_lmi_ends_on_the_bound(ur1
     assert np.all(np.abs(np.log(masses / true_masses)) < np.log(1.5))
     # the data are explained about as well as by the plain projection
     assert geo.cost_increase < 2 * plain.cost_increase + 1e-6
+
+
+def test_prior_given_as_an_array(ur10e):
+    """A prior vector (P,) (e.g. a perturbed nominal) reaches the physical estimate."""
+    from robot_identification.identification import load_prior
+    model, _ = ur10e
+    prior = model.nominal_parameters() * 1.1
+    np.testing.assert_array_equal(load_prior(model, prior), prior)
+    assert load_prior(model, "none") is None

@@ -422,10 +422,10 @@ def load_prior(model, prior):
     ConfigError
         Unknown file, not a mapping, or names missing / unknown.
     """
+    if isinstance(prior, np.ndarray):      # before the string tests (array == str)
+        return np.asarray(prior, dtype=float)
     if prior is None or prior == "none":
         return None
-    if isinstance(prior, np.ndarray):
-        return np.asarray(prior, dtype=float)
     if prior == "nominal":
         return model.nominal_parameters()
     from robot_identification._yaml import read_yaml_file

@@ -365,6 +365,89 @@ def _load_joint(item, where) -> JointConfig:
                        friction_model=friction_model)
 
 
+def _columns_spec(r, key, n):
+    """A CSV column mapping entry: a 1-based first column (int) or one column per joint."""
+    value, present = r._get(key, None, False)
+    if not present:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return value
+    if (isinstance(value, list) and len(value) == n and all(
+            isinstance(c, int) and not isinstance(c, bool) and c >= 1 for c in value)):
+        return list(value)
+    raise ConfigError(f"{r.where}.{key}: expected a 1-based column number or a list of {n} "
+                      f"of them, got {value!r}")
+
+
+def _csv_section(data, where, n) -> dict:
+    """The ``csv:`` section, every key type-checked at load (the reader's keyword
+    arguments, see :func:`robot_identification.data.read_csv`)."""
+    r = _Reader(data, f"{where}.csv")
+    out = {"preset": r.string("preset"), "delimiter": r.string("delimiter"),
+           "time": _columns_spec(r, "time", 1) if not isinstance(r.data.get("time"), list)
+           else None}
+    if isinstance(r.data.get("time"), list):
+        raise ConfigError(f"{where}.csv.time: expected one 1-based column number, got "
+                          f"{r.data['time']!r}")
+    for key in ("position", "velocity", "torque", "current"):
+        out[key] = _columns_spec(r, key, n)
+    out["drive_gains"] = r.vector("drive_gains", n, unit="N*m/A")
+    out["n_joints"] = r.integer("n_joints", minimum=1)
+    out["n_columns"] = r.integer("n_columns", minimum=1)
+    for key in ("trim_idle", "resample"):
+        if key in r.data:
+            out[key] = r.boolean(key)
+        r.used.add(key)
+    out["idle_velocity"] = r.number("idle_velocity", minimum=0.0, unit="rad/s")
+    out["idle_margin"] = r.number("idle_margin", minimum=0.0, unit="s")
+    out["max_malformed"] = r.number("max_malformed", minimum=0.0)
+    names = r.raw("joint_names")
+    if names is not None and (not isinstance(names, list) or len(names) != n
+                              or not all(isinstance(x, str) for x in names)):
+        raise ConfigError(f"{where}.csv.joint_names: expected {n} joint names, got {names!r}")
+    out["joint_names"] = names
+    r.finish()
+    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in out.items()
+            if v is not None}
+
+
+def _excitation_section(data, where, n) -> dict:
+    """``simulation.excitation``: keys, types and choices checked at load (the trajectory
+    itself is built by :func:`robot_identification.excitation.trajectory_from_config`)."""
+    r = _Reader(data, f"{where}.simulation.excitation")
+    out = {}
+    if "file" in r.data:
+        out["file"] = r.string("file", required=True)
+        r.finish()
+        return out
+    kind = r.string("type", "bspline", choices=("bspline", "fourier"))
+    if "type" in r.data:
+        out["type"] = kind
+    out["seed"] = r.integer("seed", minimum=0)
+    out["margin"] = r.number("margin", positive=True)
+    if out["margin"] is not None and out["margin"] > 1:
+        raise ConfigError(f"{r.where}.margin: the share of the limits used, in (0, 1], got "
+                          f"{out['margin']}")
+    for key in ("start", "amplitude"):
+        value = r.data.get(key)
+        if isinstance(value, list):
+            out[key] = r.vector(key, n, unit="rad")
+        elif value is not None:
+            out[key] = r.number(key, unit="rad")
+        else:
+            r.used.add(key)
+    if kind == "bspline":
+        out["duration"] = r.number("duration", positive=True, unit="s")
+        out["segments"] = r.integer("segments", minimum=2)
+    else:
+        out["base_frequency"] = r.number("base_frequency", positive=True, unit="Hz")
+        out["harmonics"] = r.integer("harmonics", minimum=1)
+        out["periods"] = r.integer("periods", minimum=1)
+    r.finish()
+    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in out.items()
+            if v is not None}
+
+
 def _estimator_list(value, where) -> tuple:
     """``estimator``: one name or a non-empty list of names from :data:`ESTIMATORS`."""
     names = [value] if isinstance(value, str) else value
@@ -463,13 +546,19 @@ def parse_robot_config(data: Any, source: Path | None = None,
         encoder_counts=sr.integer("encoder_counts", 1_250_000, minimum=0),
         kp=sr.vector("kp", n, unit="N*m/rad"),
         kd=sr.vector("kd", n, unit="N*m*s/rad"),
-        excitation=dict(sr.mapping("excitation").data),
+        excitation=_excitation_section(sr.raw("excitation", {}), where, n),
     )
     sr.finish()
     extra = {}
-    for key in ("excitation_file", "csv", "description"):
-        if key in r.data:
-            extra[key] = r.raw(key)
+    if "csv" in r.data:
+        extra["csv"] = _csv_section(r.raw("csv"), where, n)
+    if "description" in r.data:
+        extra["description"] = r.string("description")
+    if "excitation_file" in r.data:
+        ef = Path(r.string("excitation_file"))
+        if not ef.is_absolute() and source is not None:
+            ef = (Path(source).parent / ef).resolve()
+        extra["excitation_file"] = str(ef)
     r.finish()
     if model == "elastic":
         no_rotor = [j.name for j in joints if not j.rotor]

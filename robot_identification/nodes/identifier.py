@@ -145,7 +145,7 @@ class Identifier(Node):
         self._incoming = collections.deque()      # Trigger requests from the helper thread
         self._closing = threading.Event()
         self._helper = None
-        threading.Thread(target=self._trigger_thread, daemon=True).start()
+        self._start_trigger_service()
 
     # ------------------------------------------------------------------ parameters
     def _guard_results(self, params):
@@ -244,9 +244,9 @@ class Identifier(Node):
             goal_handle.abort()
         return result
 
-    def _trigger_thread(self):
-        """std_srvs/Trigger ``~/identify`` on a helper node in its own executor thread: the
-        reply waits for the queued job without blocking this node's executor."""
+    def _start_trigger_service(self):
+        """std_srvs/Trigger ``~/identify`` on a helper node spun by its own executor thread:
+        the reply waits for the queued job without blocking this node's executor."""
         from rclpy.executors import SingleThreadedExecutor
         ns = self.get_namespace().rstrip("/")
         # use_global_arguments=False: launch's `__node:=identifier` remap would rename the
@@ -257,11 +257,17 @@ class Identifier(Node):
         executor = SingleThreadedExecutor(context=self.context)
         executor.add_node(helper)
         self._helper = (helper, executor)
-        try:
-            while self.context.ok() and not self._closing.is_set():
-                executor.spin_once(timeout_sec=0.2)
-        except Exception:  # noqa: BLE001 - context shut down
-            pass
+
+        def spin():
+            try:
+                while self.context.ok() and not self._closing.is_set():
+                    executor.spin_once(timeout_sec=0.2)
+            except Exception:  # noqa: BLE001 - the context was shut down meanwhile
+                pass
+            finally:
+                executor.shutdown(timeout_sec=0)
+                helper.destroy_node()
+        threading.Thread(target=spin, daemon=True).start()
 
     def on_identify(self, request, response):
         """std_srvs/Trigger: identify the ``bag`` parameter's bag with the node's settings
