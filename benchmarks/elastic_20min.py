@@ -69,6 +69,7 @@ def phase_identify(path, streamed=True):
     from robot_identification.data import load_dataset
     from robot_identification.model import load_robot
     from robot_identification.pipeline import identify
+    from robot_identification.regressor import _kernel
     model = load_robot(ROBOT)
     source = path if streamed else load_dataset(path)   # a path is read in chunks
     w0, c0 = time.perf_counter(), time.process_time()
@@ -81,7 +82,8 @@ def phase_identify(path, streamed=True):
         rel = np.abs(res.estimate.values - res.true_values)[big] / np.abs(res.true_values)[big]
         err = [float(np.median(rel)), float(rel.max())]
     return {"wall": wall, "cpu": cpu, "rss_mb": _peak_rss_mb(), "samples": int(res.n_samples),
-            "base_parameters": len(res.names), "relative_error_median_max": err}
+            "base_parameters": len(res.names), "relative_error_median_max": err,
+            "regressor_path": _kernel.status()}
 
 
 def phase_raw(path):
@@ -145,7 +147,8 @@ def main(argv=None):
             print(f"identify of the dataset loaded in memory (one chunk): wall "
                   f"{mem['wall']:.1f} s, CPU {mem['cpu']:.1f} s, peak RSS {mem['rss_mb']:.0f} MB")
         print(f"identify (pipeline.identify of the file, read in chunks, "
-              f"{ident['base_parameters']} base parameters): "
+              f"{ident['base_parameters']} base parameters, regressor: "
+              f"{ident['regressor_path']}): "
               f"wall {ident['wall']:.1f} s, CPU {ident['cpu']:.1f} s, peak RSS "
               f"{ident['rss_mb']:.0f} MB; relative error of base parameters (|true| > 1 % of "
               f"max) median / max {ident['relative_error_median_max']}")

@@ -22,7 +22,7 @@ from threadpoolctl import threadpool_limits
 
 from robot_identification.identifiability import random_states
 from robot_identification.model import load_robot
-from robot_identification.regressor import regressor
+from robot_identification.regressor import _kernel, regressor
 
 
 def _best_interleaved(fns, repeat, clock):
@@ -71,7 +71,8 @@ def main():
     ap.add_argument("--samples", type=int, default=5000)
     ap.add_argument("--repeat", type=int, default=7)
     args = ap.parse_args()
-    print(f"pinocchio {pin.__version__}, {args.samples} random samples, best of {args.repeat}")
+    print(f"pinocchio {pin.__version__}, {args.samples} random samples, best of {args.repeat}; "
+          f"regressor path: {_kernel.status()}")
     with threadpool_limits(1, user_api="blas"):
         for name in ("puma560_elastic", "puma560"):
             bench(name, args.samples, args.repeat)

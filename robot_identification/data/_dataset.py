@@ -173,6 +173,10 @@ class Dataset:
                             read_npy_header(fp, info.file_size, f"'{path}' member "
                                             f"{info.filename}", info.filename != "meta.npy")
             z = np.load(path, allow_pickle=False)
+            missing = [k for k in ("t", "q", "tau", "meta") if k not in z.files]
+            if missing:
+                raise DataError(f"'{path}' is not a robot_identification dataset: no array(s) "
+                                f"{missing} (it has {sorted(z.files)[:8]})")
             meta = json.loads(str(z["meta"]))
             kw = {k: z[k] for k in _ARRAYS if k in z.files}
             t = z["t"]
@@ -185,6 +189,10 @@ class Dataset:
         names = meta.get("joint_names") if isinstance(meta, dict) else None
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             raise DataError(f"'{path}': metadata lacks 'joint_names' (a list of joint names)")
+        if not isinstance(meta.get("metadata") or {}, dict) or not isinstance(
+                meta.get("true_parameters") or {}, dict):
+            raise DataError(f"'{path}': metadata 'metadata' and 'true_parameters' must be "
+                            f"mappings")
         return cls(t=t, joint_names=names, true_parameters=meta.get("true_parameters"),
                    metadata=meta.get("metadata") or {}, **kw)
 

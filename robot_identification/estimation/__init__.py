@@ -9,7 +9,7 @@
 - :func:`bounded_ls`, :func:`base_bounds` -- box-constrained LS on base parameters
 """
 from robot_identification.estimation._least_squares import (  # noqa: F401
-    Estimate, NormalEquations, condition_number, ols, wls)
+    Estimate, NormalEquations, condition_number, ols, solve_gram, wls)
 from robot_identification.estimation._physical import (  # noqa: F401,E402
     PhysicalEstimate, physically_consistent, pseudo_inertia)
 from robot_identification.estimation._mrls import (  # noqa: F401,E402

@@ -197,6 +197,19 @@ def _solve(G, b):
     return xs * D, inv * D[:, None] * D[None, :]
 
 
+def solve_gram(G, b):
+    """Solution x (p,) of G x = b and G^-1 (p, p) for a symmetric positive (semi)definite
+    Gram matrix, with column scaling (unit diagonal) and a Cholesky factorisation
+    (least squares / pseudo-inverse when G is singular).
+
+    Raises
+    ------
+    DataError
+        A zero column (a parameter not excited).
+    """
+    return _solve(np.asarray(G, dtype=float), np.asarray(b, dtype=float))
+
+
 def _finish(neq, x, inv, sigma2, method, weights, gram):
     n_rows = int(neq.count.sum())
     cov = inv if method != "ols" else inv * sigma2.mean()

@@ -27,7 +27,8 @@ import scipy.stats
 
 from robot_identification.errors import ConfigError, DataError
 from robot_identification.estimation import (
-    MRLS, Estimate, base_bounds, bounded_ls, condition_number, ols, standard_bounds, wls)
+    MRLS, Estimate, base_bounds, bounded_ls, condition_number, ols, solve_gram,
+    standard_bounds, wls)
 
 
 @dataclass
@@ -104,7 +105,6 @@ IRLS_TOLERANCE = 1e-6
 
 def _irls(ctx):
     from robot_identification.identification._engine import HuberWeights
-    from robot_identification.estimation._least_squares import _solve
     if ctx.reaccumulate is None:
         raise ConfigError("estimator 'irls' needs the recordings for its reweighted passes "
                           "(use identify(), not solve() on summed equations)")
@@ -119,7 +119,7 @@ def _irls(ctx):
         neq_w = ctx.reaccumulate(HuberWeights(beta, sigma, c))
         w = 1.0 / sigma ** 2
         Gw = np.einsum("j,jik->ik", w, neq_w.G)
-        new, inv = _solve(Gw, w @ neq_w.b)
+        new, inv = solve_gram(Gw, w @ neq_w.b)
         dof = np.maximum(neq_w.count - p / groups, 1.0)
         sigma = np.sqrt(np.maximum(neq_w.scale_sums / (kappa * dof), 1e-30))
         # change relative to the parameter or its standard deviation, whichever is larger

@@ -79,6 +79,10 @@ def _meta_from(raw, source):
     names = meta.get("joint_names") if isinstance(meta, dict) else None
     if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
         raise DataError(f"'{source}': metadata lacks 'joint_names' (a list of joint names)")
+    if not isinstance(meta.get("metadata") or {}, dict) or not isinstance(
+            meta.get("true_parameters") or {}, dict):
+        raise DataError(f"'{source}': metadata 'metadata' and 'true_parameters' must be "
+                        f"mappings")
     return meta
 
 
@@ -111,8 +115,9 @@ def iter_npz_chunks(path, chunk: int = READ_CHUNK, arrays=("q", "tau", "theta"))
         raise DataError(f"dataset file '{path}' does not exist")
     try:
         zf = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
-        raise DataError(f"'{path}' is not an .npz archive") from None
+    except Exception as exc:  # noqa: BLE001 - BadZipFile, NotImplementedError, OSError, ...
+        raise DataError(f"'{path}' is not a readable .npz archive ({type(exc).__name__}: "
+                        f"{str(exc)[:80]})") from None
     with zf:
         names = {Path(n).stem for n in zf.namelist()}
         for need in ("t", "meta", "q", "tau"):
@@ -249,154 +254,11 @@ class NpyDirWriter:
             raise DataError(f"NpyDirWriter: wrote {self.pos} of {self.n_samples} samples")
 
 
-def iter_bag_chunks(path, chunk: int = READ_CHUNK, *, joint_topic=None, motor_topic=None,
-                    elastic=None, effort_lag: float = 0.0):
-    """Read a rosbag2 recording (directory or ``.mcap``) message by message in chunks.
-
-    Same topic conventions, time base (link header stamps, shifted to start at 0) and
-    ``effort_lag`` meaning as :func:`robot_identification.data._bag.read_bag`, but memory is
-    O(chunk): messages are deserialised and converted as they are read. Messages must arrive
-    in stamp order (as recorded); duplicate stamps are dropped. For elastic arms the link and
-    motor messages are paired by identical stamps (messages without a partner are dropped and
-    counted in ``metadata['unpaired']`` of the last chunk).
-
-    Parameters
-    ----------
-    path : path
-    chunk : int
-        Samples per yielded Dataset.
-    joint_topic, motor_topic : str, optional
-        Default ``/joint_states``, ``/motor_states``.
-    elastic : bool, optional
-        Default: elastic when the first message batch contains motor states.
-    effort_lag : float
-        In [0, 1) sample periods: tau_k = (1 - lag) e_k + lag e_{k+1}.
-
-    Yields
-    ------
-    Dataset
-
-    Raises
-    ------
-    DataError
-        Unreadable bag, missing topic, out-of-order stamps, missing efforts.
-    """
-    try:
-        from robot_identification.data import _bag
-    except ImportError:
-        raise DataError("rosbag2 input needs robot_identification.data._bag, which is not "
-                        "available in this installation") from None
-    path = Path(path)
-    if not path.exists():
-        raise DataError(f"bag '{path}' does not exist")
-    if not 0 <= effort_lag < 1:
-        raise DataError(f"effort_lag must lie in [0, 1) sample periods, got {effort_lag}")
-    jt = joint_topic or _bag.JOINT_TOPIC
-    mt = motor_topic or _bag.MOTOR_TOPIC
-    store = _bag._typestore()
-    custom = _bag._custom_data(path)
-    true = custom.get("true_parameters") or {}
-    meta0 = dict(custom.get("metadata", {}))
-    meta0.update(source=str(path), effort_lag=effort_lag)
-    state = {"names": None, "t0": None, "last": -np.inf, "unpaired": 0, "elastic": elastic,
-             "carry": None}
-    pend = {jt: {}, mt: {}}
-    rows = []
-
-    def convert(m):
-        names = list(m.name)
-        if state["names"] is None:
-            state["names"] = names
-        idx = _bag._name_index(names, state["names"])
-        pos = np.asarray(m.position, dtype=float)
-        eff = np.asarray(m.effort, dtype=float)
-        return (pos[idx] if pos.size == len(names) else None,
-                eff[idx] if eff.size == len(names) else None)
-
-    def emit(final=False):
-        if not rows and state["carry"] is None:
-            return None
-        data = rows[:]
-        rows.clear()
-        if state["carry"] is not None:
-            data.insert(0, state["carry"])
-            state["carry"] = None
-        if effort_lag and not final:
-            state["carry"] = data[-1]
-            if len(data) < 2:
-                return None
-        t = np.array([r[0] for r in data])
-        q = np.array([r[1] for r in data])
-        tau = np.array([r[2] for r in data])
-        theta = np.array([r[3] for r in data]) if state["elastic"] else None
-        if effort_lag:
-            nxt = tau[1:]
-            tau = (1 - effort_lag) * tau[:-1] + effort_lag * nxt if not final else np.vstack(
-                [(1 - effort_lag) * tau[:-1] + effort_lag * nxt, tau[-1:]])
-            if not final:
-                t, q = t[:-1], q[:-1]
-                theta = None if theta is None else theta[:-1]
-        meta = dict(meta0, t0=state["t0"])
-        if final:
-            meta["unpaired"] = state["unpaired"]
-        return Dataset(t=t - state["t0"], q=q, tau=tau, theta=theta,
-                       joint_names=state["names"], true_parameters=true, metadata=meta)
-
-    def add(ts, pos, eff, mpos):
-        if ts <= state["last"]:
-            if ts == state["last"]:
-                return
-            raise DataError(f"bag '{path}': stamps out of order at t = {ts:.9f} s; read it with "
-                            f"read_bag (which sorts) instead of streaming")
-        state["last"] = ts
-        if state["t0"] is None:
-            state["t0"] = ts
-        rows.append((ts, pos, eff, mpos))
-
-    import itertools
-    stream = _bag._iter_bag(path, {jt, mt})
-    head = list(itertools.islice(stream, 200))  # peek: are there motor states?
-    if state["elastic"] is None:
-        state["elastic"] = any(topic == mt for topic, *_ in head)
-    for topic, msgtype, raw, t_ns in itertools.chain(head, stream):
-        if msgtype != _bag.JOINT_STATE:
-            raise DataError(f"topic '{topic}' in '{path}' has type {msgtype}; expected "
-                            f"{_bag.JOINT_STATE}")
-        if not state["elastic"] and topic != jt:
-            continue
-        m = _bag.decode(store, raw, msgtype, path, topic, t_ns)
-        ts = m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec
-        pos, eff = convert(m)
-        if pos is None:
-            raise DataError(f"'{topic}' messages in '{path}' have fewer positions than names")
-        if state["elastic"]:
-            other = mt if topic == jt else jt
-            if ts in pend[other]:
-                po, eo = pend[other].pop(ts)
-                lp, mp_, me = (pos, po, eo) if topic == jt else (po, pos, eff)
-                if me is None:
-                    raise DataError(f"'{mt}' messages in '{path}' carry no efforts (motor torque)")
-                add(ts, lp, me, mp_)
-                for tt in [k for k in pend[other] if k < ts]:  # partner never came
-                    pend[other].pop(tt)
-                    state["unpaired"] += 1
-            else:
-                pend[topic][ts] = (pos, eff)
-        else:
-            if eff is None:
-                raise DataError(f"'{jt}' messages in '{path}' carry no efforts (torques)")
-            add(ts, pos, eff, None)
-        if len(rows) >= chunk:
-            out = emit()
-            if out is not None:
-                yield out
-    if state["t0"] is None:
-        raise DataError(f"bag '{path}' has no messages on '{jt}'"
-                        + (f" paired with '{mt}'" if state["elastic"] else ""))
-    state["unpaired"] += sum(len(v) for v in pend.values())
-    out = emit(final=True)
-    if out is not None:
-        yield out
+def iter_bag_chunks(path, chunk: int = READ_CHUNK, **kwargs):
+    """A rosbag2 recording read message by message in chunks
+    (:func:`robot_identification.data.iter_bag_chunks`, bounded memory)."""
+    from robot_identification.data import iter_bag_chunks as read
+    return read(path, chunk, **kwargs)
 
 
 def iter_chunks(path, chunk: int = READ_CHUNK, effort_lag: float = 0.0):

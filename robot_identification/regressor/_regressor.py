@@ -10,6 +10,7 @@ import numpy as np
 import pinocchio as pin
 
 from robot_identification._threads import blas_single_threaded
+from robot_identification.regressor import _kernel
 from robot_identification.errors import DataError
 
 #: Default number of samples processed per block by :func:`iter_regressor_blocks`.
@@ -120,6 +121,37 @@ class _RegressorPlan:
         self._frame_change_maps(model)
         self._drive_maps(model)
         self.linear = self._rotor_maps(model) if elastic else None
+        self._kernel = None
+
+    @property
+    def kernel(self):
+        """The compiled kernel of this plan (built on first use), or None."""
+        if not _kernel.ENABLED:
+            return None
+        if self._kernel is None:
+            self._kernel = _kernel.Kernel.create(self.pin_model, *self._kernel_map()) or False
+        return self._kernel or None
+
+    def _kernel_map(self):
+        """The inertial and rotor columns as triplets Y[dst] += w R[src] (flat per sample)
+        for the compiled kernel, structurally zero sources left out (row joint j, body k:
+        non-zero only if j supports k)."""
+        pm, C, P = self.pin_model, self.n_cols, self.P
+        row_joint = {pm.joints[j].idx_v: j for j in range(1, pm.njoints)}
+        dst, src, weight = [], [], []
+        for r, row in enumerate(self.link_rows):
+            supported = set(pm.subtrees[row_joint[row]])
+            for i, j in zip(*np.nonzero(self.frame_change)):
+                if self.link_cols[i] // 10 + 1 in supported:
+                    dst.append(r * P + j)
+                    src.append(row * C + self.link_cols[i])
+                    weight.append(self.frame_change[i, j])
+        if self.linear is not None:
+            lsrc, lweights, starts, ldst = self.linear
+            dst += list(np.repeat(ldst, np.diff(np.r_[starts, len(lsrc)])))
+            src += list(lsrc)
+            weight += list(lweights)
+        return np.array(dst, dtype=int), np.array(src, dtype=int), np.array(weight)
 
     def _frame_change_maps(self, model):
         n = model.n
@@ -128,6 +160,7 @@ class _RegressorPlan:
             M[10 * k: 10 * k + 10, 10 * k: 10 * k + 10] = np.eye(10) if A is None else A
         # entries like cos(pi/2) = 6e-17 of axis-aligned frame rotations are exact zeros
         M[np.abs(M) < 1e-14 * np.abs(M).max(axis=0)] = 0.0
+        self.frame_change = M
         nz = [np.flatnonzero(M[:, j]) for j in range(10 * n)]
         copy = [j for j in range(10 * n) if list(nz[j]) == [j] and M[j, j] == 1.0]
         single = [j for j in range(10 * n) if len(nz[j]) == 1 and j not in copy]
@@ -231,11 +264,17 @@ def _fill(plan, Y, qa, va, aa, drive_values):
     """Fill Y (N, rows, P), zero on entry: pinocchio loop, frame change, linear rotor
     columns and drive columns, block by block of SUB samples (the scratch buffers stay in
     the core's cache)."""
+    N, rows, P = Y.shape
+    Yflat = Y.reshape(N, rows * P)
+    kernel = plan.kernel
+    if kernel is not None:      # the same matrix, per-sample loop in C++
+        kernel.fill(Yflat, qa, va, aa)
+        for flat, values in drive_values:
+            Yflat[:, flat] = values
+        return Y
     pm = plan.pin_model
     torque_regressor = functools.partial(pin.computeJointTorqueRegressor, pm, pm.createData())
-    N, rows, P = Y.shape
     n_link = len(plan.link_rows)
-    Yflat = Y.reshape(N, rows * P)
     for s in range(0, N, SUB):
         e = min(s + SUB, N)
         m = e - s

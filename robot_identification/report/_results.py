@@ -98,7 +98,9 @@ def read_results(path, robot=None) -> dict:
     Checked: the schema of the module docstring (a ``robot`` name, a non-empty
     ``base_parameters`` list of mappings with a ``name`` and a finite ``estimate``; optional
     ``estimates:`` whose ``values``/``std`` lists have one entry per base parameter and whose
-    ``standard_parameters`` are finite numbers; optional ``diagnostics`` list), finiteness of
+    ``standard_parameters`` are finite numbers; optional ``settings`` whose ``cutoff_hz``,
+    ``filter_order`` and ``friction_deadband`` validation re-uses; optional ``diagnostics``
+    list), finiteness of
     every estimate, and the robot name.
 
     Parameters
@@ -171,6 +173,23 @@ def read_results(path, robot=None) -> dict:
                     raise bad(f"{where}.standard_parameters", "must be a mapping name -> value")
                 for k, x in sp.items():
                     _finite_number(x, f"{where}.standard_parameters.{k}", bad)
+    settings = doc.get("settings")
+    if settings is not None:
+        if not isinstance(settings, dict):
+            raise bad("'settings'", f"must be a mapping, got {type(settings).__name__}")
+        cut = settings.get("cutoff_hz")
+        if cut is not None and cut != "auto" and not _finite_number(
+                cut, "settings.cutoff_hz", bad) > 0:
+            raise bad("settings.cutoff_hz", f"must be > 0 Hz or null, got {cut}")
+        order = settings.get("filter_order")
+        if order is not None and (isinstance(order, bool) or not isinstance(order, int)
+                                  or order < 1):
+            raise bad("settings.filter_order", f"must be a positive integer, got {order!r:.40}")
+        dead = settings.get("friction_deadband")
+        if dead is not None and dead != "auto":
+            for k, v in enumerate(dead if isinstance(dead, list) else [dead]):
+                if _finite_number(v, f"settings.friction_deadband[{k}]", bad) < 0:
+                    raise bad(f"settings.friction_deadband[{k}]", f"must be >= 0, got {v}")
     diags = doc.get("diagnostics")
     if diags is not None and (not isinstance(diags, list) or not all(
             isinstance(d, dict) and {"code", "severity", "message"} <= set(d) for d in diags)):

@@ -1,0 +1,82 @@
+"""Compiled regressor kernel (``regressor/_kernel.cpp``) vs the pure-Python path vs rnea.
+
+Both paths must give the same matrix: the kernel only moves the per-sample loop and the
+sparse column map into C++. The reference torques come from pinocchio's rnea on the
+model's own pinocchio model (test_regressor_rigid._reference_torque).
+"""
+import os
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from conftest import make_model
+from robot_identification.identifiability import random_states
+from robot_identification.model import load_robot
+from robot_identification.regressor import _kernel, regressor
+from robot_identification.regressor._regressor import _plan
+from test_regressor_rigid import _reference_torque
+
+needs_kernel = pytest.mark.skipif(_kernel._library() is None, reason=_kernel.status())
+
+
+def _both_paths(monkeypatch, model, states):
+    monkeypatch.setattr(_kernel, "ENABLED", True)
+    assert _plan(model).kernel is not None, _kernel.status()
+    Y_kernel = regressor(model, **states)
+    monkeypatch.setattr(_kernel, "ENABLED", False)
+    assert _plan(model).kernel is None
+    return Y_kernel, regressor(model, **states)
+
+
+def test_ci_builds_the_kernel():
+    """setup.sh builds the kernel: on CI (CI=true) its absence is a failed build."""
+    if os.environ.get("CI", "").lower() not in ("1", "true"):
+        pytest.skip("not on CI")
+    assert _kernel._library() is not None, _kernel.status()
+
+
+@needs_kernel
+@pytest.mark.parametrize("name", ["puma560", "puma560_elastic", "zollo_planar", "ur10e"])
+def test_kernel_equals_python_path(monkeypatch, name):
+    """Shipped robots: DH parameter frames (zollo_planar, puma560), complete elastic model
+    with rotor columns (12-dof augmented model), unaligned rotor axes."""
+    model = load_robot(name)
+    states = random_states(model, 40, np.random.default_rng(3))
+    Y_kernel, Y_python = _both_paths(monkeypatch, model, states)
+    assert Y_kernel.shape == Y_python.shape
+    np.testing.assert_allclose(Y_kernel, Y_python, rtol=0,
+                               atol=1e-12 * np.abs(Y_python).max())
+
+
+@needs_kernel
+def test_kernel_matches_rnea_on_spatial_arm(monkeypatch):
+    """x/y/z/skew revolute and prismatic joints, locked joint, merged tool, config joint
+    order: kernel rows @ nominal parameters = pinocchio rnea + armature + friction."""
+    model = make_model("rigid", friction="static", gear=[1.0, 20.0, 1.0, 7.0, 0.5])
+    rng = np.random.default_rng(4)
+    q = rng.uniform(-2, 2, (30, model.n))
+    dq, ddq = rng.normal(0, 2, (30, model.n)), rng.normal(0, 5, (30, model.n))
+    Y_kernel, Y_python = _both_paths(monkeypatch, model, {"q": q, "dq": dq, "ddq": ddq})
+    pi = model.nominal_parameters()
+    reference = _reference_torque(model, pi, q, dq, ddq)
+    np.testing.assert_allclose(Y_kernel @ pi, reference, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(Y_kernel, Y_python, rtol=0, atol=1e-12 * np.abs(Y_python).max())
+
+
+@needs_kernel
+@pytest.mark.parametrize("coupling", ["complete", "reduced"])
+def test_kernel_elastic_spatial_arm(monkeypatch, coupling):
+    model = make_model("elastic", prismatic=False, gear=[50.0, 80.0, 0.1, 30.0, 2.0],
+                       coupling=coupling, damping=True)
+    states = random_states(model, 30, np.random.default_rng(5))
+    Y_kernel, Y_python = _both_paths(monkeypatch, model, states)
+    np.testing.assert_allclose(Y_kernel, Y_python, rtol=0, atol=1e-12 * np.abs(Y_python).max())
+
+
+@needs_kernel
+def test_unsupported_joint_falls_back():
+    """A joint type the kernel does not build (continuous joint, nq != nv): no kernel."""
+    pm = pin.Model()
+    pm.addJoint(0, pin.JointModelRUBZ(), pin.SE3.Identity(), "wheel")
+    assert _kernel.Kernel.create(pm, np.zeros(0, int), np.zeros(0, int), np.zeros(0)) is None
