@@ -230,7 +230,7 @@ class FrictionConfig:
 PREPROCESSING = ("butterworth", "savgol", "polynomial")
 
 #: Estimators of the identification engine, by name.
-ESTIMATORS = ("ols", "wls", "irls", "mrls", "bounded", "physical")
+ESTIMATORS = ("ols", "wls", "irls", "mrls", "bounded", "physical", "iv")
 
 
 @dataclass(frozen=True)
