@@ -231,6 +231,17 @@ def _physical(ctx):
     return est
 
 
+def _lmi_values(ctx):
+    """Base parameters of the WLS fit under the pseudo-inertia LMIs, without a prior term."""
+    from robot_identification.estimation import physically_consistent
+    w = ctx.wls()
+    info = np.einsum("j,jik->ik", w.weights, ctx.neq.G)
+    P = ctx.model.n_parameters
+    phys = physically_consistent(ctx.model, ctx.base, info, w.values, nominal=np.zeros(P),
+                                 prior_scales=np.full(P, np.inf), prior="gaussian")
+    return np.asarray(phys.base, dtype=float)
+
+
 def _iv(ctx):
     """IDIM-IV (see :mod:`robot_identification.identification._iv`)."""
     from robot_identification.diagnostics import Diagnostic
@@ -245,10 +256,33 @@ def _iv(ctx):
     start = ctx.wls()
     p, neq = len(ctx.base), ctx.neq
     theta, w = start.values.copy(), start.weights.copy()
-    history, change, it = [], np.inf, 0
+    history, change, it, origin, halvings = [], np.inf, 0, "wls", 0
+    step = None          # last step theta_k - theta_{k-1}, halved while not simulable
     for it in range(1, IV_MAX_ITERATIONS + 1):
-        pas = ctx.reaccumulate(instruments=ClosedLoopInstruments(
-            ctx.base, theta, ctx.settings.friction_deadband))
+        while True:
+            try:
+                pas = ctx.reaccumulate(instruments=ClosedLoopInstruments(
+                    ctx.base, theta, ctx.settings.friction_deadband))
+                break
+            except IdentificationError as exc:
+                if step is None:
+                    if origin != "wls":
+                        raise
+                    # the WLS model cannot be simulated (M(q) not positive definite): start
+                    # from the LMI-constrained estimate (pseudo-inertias >= 0, no prior)
+                    if ctx.log:
+                        ctx.log(f"iv: {exc}; starting from the physically consistent "
+                                f"estimate")
+                    theta, origin = _lmi_values(ctx), "physical (no prior)"
+                    continue
+                halvings += 1        # the IV update is not simulable: halve the step
+                if halvings > 4:
+                    raise IdentificationError(
+                        f"{exc} (iteration {it}, step halved 4 times): the data do not "
+                        f"excite the closed loop enough for IV; use ols/wls") from None
+                step = 0.5 * step
+                theta = theta - step
+        halvings = 0
         A = np.einsum("j,jik->ik", w, pas.G[:, p:, :p])           # sum_j w_j Z_j^T W_j
         try:
             new = np.linalg.solve(A, w @ pas.b[:, p:])               # eq. 24 / 27
@@ -258,7 +292,7 @@ def _iv(ctx):
                 from None
         change = float(np.max(np.abs(new - theta) / np.maximum(np.abs(new), start.std
                                                                 + 1e-300)))
-        theta = new
+        step, theta = new - theta, new
         history.append(change)
         dof = np.maximum(neq.count - p / neq.groups, 1.0)
         w = 1.0 / np.maximum(neq.residual_sums(theta) / dof, 1e-300)   # 1 / sigma_j^2
@@ -277,7 +311,7 @@ def _iv(ctx):
     cov = Ainv @ np.einsum("j,jik->ik", w, pas.G[:, p:, p:]) @ Ainv.T
     est = estimate_from(neq, theta, np.zeros((p, p)), "iv",
                         details={"iterations": it, "converged": bool(change < IV_TOLERANCE),
-                                 "relative_changes": history})
+                                 "relative_changes": history, "start": origin})
     est.covariance = cov
     est.std = np.sqrt(np.clip(np.diag(cov), 0, None))
     with np.errstate(divide="ignore", invalid="ignore"):
