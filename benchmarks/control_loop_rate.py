@@ -58,8 +58,14 @@ def real_time(duration, domain, executor):
     subprocess.run([sys.executable, "-c", (
         "import rclpy; from std_srvs.srv import Trigger; rclpy.init(); n = rclpy.create_node('b');"
         "c = n.create_client(Trigger, '/excitation_publisher/start'); c.wait_for_service(10.0);"
-        "f = c.call_async(Trigger.Request());"
-        "rclpy.spin_until_future_complete(n, f, timeout_sec=5)")],
+        # refused until the controller is ready and states are fresh: retry for 20 s
+        "import time; end = time.monotonic() + 20\n"
+        "while time.monotonic() < end:\n"
+        "    f = c.call_async(Trigger.Request())\n"
+        "    rclpy.spin_until_future_complete(n, f, timeout_sec=5)\n"
+        "    if f.done() and f.result().success: break\n"
+        "    time.sleep(0.2)\n"
+        "else: raise SystemExit('excitation_publisher refused to start')")],
         env=env, check=True)
     time.sleep(duration)
     for p in procs:

@@ -204,7 +204,11 @@ class ExcitationPublisher(Node):
         self.last = t
         tau = t - self.t_start
         if tau > self.offset + self.traj.duration + self.hold:
-            self.get_logger().info(f"excitation finished at t = {t:.4f} s")
+            # trial time (a real-time clock would print epoch seconds)
+            self.get_logger().info(f"excitation finished {tau:.3f} s after the start "
+                                   f"({self.offset:.3g} s move to start, "
+                                   f"{self.traj.duration:.3g} s trajectory, {self.hold:.3g} s "
+                                   f"hold)")
             self.on_stop(None, Trigger.Response())
             return
         total = self.offset + self.traj.duration + self.hold
