@@ -78,7 +78,7 @@ def identify_streaming(model, chunks, *, bank=None, pa=None, decimate=1, estimat
     Parameters
     ----------
     model : RobotModel
-    chunks : iterable of Dataset, or a path (see :func:`iter_chunks`)
+    chunks : iterable of Dataset, a path (see :func:`iter_chunks`) or a Recording
     bank : PolynomialApproximation or SavitzkyGolay, optional
         FIR pre-processing; default: a PA bank built from ``pa`` at the data's rate.
     pa : dict, optional
@@ -122,8 +122,12 @@ def identify_streaming(model, chunks, *, bank=None, pa=None, decimate=1, estimat
     s = replace(s, preprocessing="polynomial", estimator=estimator, extra_estimators=(),
                 pa_window=kw["window"], pa_degree=kw["N"], pa_alpha=kw["alpha"],
                 pa_beta=kw["beta"], pa_delay=kw["delay"])
-    rec = Recording.from_path(chunks) if isinstance(chunks, (str, Path)) \
-        else Recording.from_chunks(chunks)
+    if isinstance(chunks, Recording):
+        rec = chunks
+    elif isinstance(chunks, (str, Path)):
+        rec = Recording.from_path(chunks)
+    else:
+        rec = Recording.from_chunks(chunks)
     return _identify(model, [rec], s, base=base, block=block, bank=bank, log=log,
                      options={"bounds": bounds, "theta0": theta0, "mrls": mrls_options})
 

@@ -83,8 +83,8 @@ def _run_graph(args, out, domain):
         robot = dict(robot_config=str(Path(args.config).resolve()))
         if args.urdf:
             robot["urdf"] = str(Path(args.urdf).resolve())
-        # the config's friction-row threshold (identification.velocity_threshold)
-        threshold = -1.0
+        # the config's friction-row threshold (identification.velocity_threshold): unset
+        threshold = None
     else:
         robot = dict(robot=args.robot)
         # friction rows above 1 rad/s only: there the Stribeck terms of Zollo's eq. 43, which
@@ -101,8 +101,8 @@ def _run_graph(args, out, domain):
     recorder = Recorder(parameter_overrides=params(data_directory=str(out), **sim_time))
     identifier = Identifier(parameter_overrides=params(
         **robot, data_directory=str(out), results_file=str(out / "results.yaml"),
-        compare_with_nominal=True, velocity_threshold=threshold,
-        effort_lag_periods=0.5, log_table=False))
+        compare_with_nominal=True, effort_lag_periods=0.5, log_table=False,
+        **({} if threshold is None else {"velocity_threshold": threshold})))
     client = Node("demo_client")
     action = ActionClient(client, Identify, "/identifier/identify")
     nodes = [sim, controller, excitation, recorder, identifier, client]

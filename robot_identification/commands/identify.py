@@ -8,7 +8,7 @@ from pathlib import Path
 from robot_identification.commands._common import (
     add_effort_lag_argument, add_robot_arguments, check_output_argument, input_paths,
     load_data, robot_from_args)
-from robot_identification.model import ESTIMATORS, PREPROCESSING
+from robot_identification.choices import ESTIMATORS, PREPROCESSING
 
 NAME = "identify"
 HELP = "identify base parameters from recorded or simulated data; writes results.yaml"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from robot_identification.choices import ESTIMATORS
 from robot_identification.commands._common import (
     add_robot_arguments, check_output_argument, input_paths, robot_from_args)
 
@@ -18,7 +19,8 @@ def add_arguments(p):
     p.add_argument("--data", required=True,
                    help="recording: .npz, dataset directory of .npy files, rosbag2 dir / .mcap")
     p.add_argument("--output", default="results.yaml", help="results file (default results.yaml)")
-    p.add_argument("--estimator", choices=("ols", "wls", "mrls", "bounded"), default="ols")
+    p.add_argument("--estimator", choices=ESTIMATORS, default="ols",
+                   help="estimator (irls reads the recording once per iteration)")
     p.add_argument("--filter", choices=("pa", "savgol"), default="pa",
                    help="FIR bank: polynomial approximation (Lomakin & Deutscher) or "
                         "Savitzky-Golay")
@@ -83,10 +85,12 @@ def run(args):
     elif args.estimator == "bounded":
         raise DataError("--estimator bounded needs --bounds nominal")
 
-    def all_chunks():
-        yield first
-        yield from chunks
-    result = identify_streaming(model, all_chunks(), bank=bank, decimate=args.decimate,
+    from robot_identification.identification import Recording
+    chunks.close() if hasattr(chunks, "close") else None
+    # re-readable: irls reads the recording once per iteration
+    recording = Recording(lambda: iter_chunks(args.data, args.chunk, effort_lag=args.effort_lag),
+                          args.data)
+    result = identify_streaming(model, recording, bank=bank, decimate=args.decimate,
                                 estimator=args.estimator, base=base, bounds=bounds,
                                 velocity_threshold=args.velocity_threshold)
     out = write_results(result, args.output, model, inputs=input_paths(args))

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 
+from robot_identification.choices import ESTIMATORS, PREPROCESSING  # noqa: F401
 from robot_identification.errors import ConfigError
 
 #: Friction models of the identification regressor (per joint, same for all joints).
@@ -224,13 +225,6 @@ class FrictionConfig:
     offset: bool = False
     stiction_sharpness: float = 100.0
     stribeck_sharpness: float = 10.0
-
-
-#: Pre-processing strategies of the identification engine (robot_identification.identification).
-PREPROCESSING = ("butterworth", "savgol", "polynomial")
-
-#: Estimators of the identification engine, by name.
-ESTIMATORS = ("ols", "wls", "irls", "mrls", "bounded", "physical")
 
 
 @dataclass(frozen=True)

@@ -33,8 +33,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
-from rcl_interfaces.msg import SetParametersResult
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from robot_identification_interfaces.action import Identify
@@ -93,12 +94,21 @@ class Identifier(Node):
         self.model = declare_robot(self)
         self.data_directory = Path(declare(
             self, "data_directory", "robot_identification_data", "directory of the bags"))
-        self.estimator = declare(self, "estimator", "", f"{' | '.join(ESTIMATORS)} | '' (robot "
-                                 f"config's identification.estimator)",
-                                 choices=("",) + ESTIMATORS)
-        self.threshold = declare(self, "velocity_threshold", -1.0,
-                                 "friction-row velocity threshold [rad/s]; < 0: config's",
-                                 low=-1.0, high=100.0)
+        # unset (not given) = the robot config's identification settings: no sentinel values
+        self.declare_parameter("estimator", Parameter.Type.STRING, ParameterDescriptor(
+            description=f"{' | '.join(ESTIMATORS)}; unset: the robot config's "
+                        f"identification.estimator"))
+        self.declare_parameter("velocity_threshold", Parameter.Type.DOUBLE, ParameterDescriptor(
+            description="friction-row velocity threshold [rad/s], >= 0; unset: the robot "
+                        "config's"))
+        given = {n: self._get_parameter_or_none(n) for n in ("estimator", "velocity_threshold")}
+        bad = self._check_optional([Parameter(n, value=v) for n, v in given.items()
+                                    if v is not None])
+        if bad is not None:
+            raise ValueError(bad)
+        self.estimator = self._get_parameter_or_none("estimator")
+        self.threshold = self._get_parameter_or_none("velocity_threshold")
+        self.add_on_set_parameters_callback(self._check_optional_callback)
         self.results_file = declare(self, "results_file", "",
                                     "results.yaml path; '' = <data_directory>/<bag>_results.yaml")
         self.nominal_truth = declare(self, "compare_with_nominal", False,
@@ -148,6 +158,28 @@ class Identifier(Node):
         self._start_trigger_service()
 
     # ------------------------------------------------------------------ parameters
+    def _get_parameter_or_none(self, name):
+        """A parameter's value, None while it is unset."""
+        try:
+            return self.get_parameter(name).value
+        except ParameterUninitializedException:
+            return None
+
+    @staticmethod
+    def _check_optional(params):
+        for p in params:
+            if not p or p.value is None:
+                continue
+            if p.name == "estimator" and p.value not in ESTIMATORS:
+                return f"parameter 'estimator' = {p.value!r}; expected one of {list(ESTIMATORS)}"
+            if p.name == "velocity_threshold" and not 0.0 <= p.value <= 100.0:
+                return f"parameter 'velocity_threshold' = {p.value}; expected [0, 100] rad/s"
+        return None
+
+    def _check_optional_callback(self, params):
+        reason = self._check_optional(params)
+        return SetParametersResult(successful=reason is None, reason=reason or "")
+
     def _guard_results(self, params):
         if not self._internal and any(p.name.startswith("result.") for p in params):
             return SetParametersResult(successful=False, reason="result.* are outputs")
@@ -163,7 +195,7 @@ class Identifier(Node):
     def _refresh(self):
         """Re-read the settings, so that parameters changed at run time take effect."""
         for attr, name in self._SETTINGS.items():
-            setattr(self, attr, self.get_parameter(name).value)
+            setattr(self, attr, self._get_parameter_or_none(name))
         self.data_directory = Path(self.get_parameter("data_directory").value)
 
     def resolve_bag(self, name=None) -> Path:
@@ -418,7 +450,7 @@ class Identifier(Node):
                                         .estimator]
         settings = self.model.config.identification
         threshold = job.velocity_threshold if job.velocity_threshold >= 0 else self.threshold
-        if threshold >= 0:
+        if threshold is not None and threshold >= 0:
             settings = replace(settings, velocity_threshold=threshold)
         n = _message_count(bag, self.joint_topic)
         streaming = n is not None and n > self.stream_above

@@ -32,7 +32,7 @@ extern "C" {
 // placements: (njoints, 12) rotation (row-major 3x3) then translation [m];
 // axes: (njoints, 3); gravity: (3,) [m/s^2]; map: n_map triplets (dst, src, weight) with
 // dst indexing one sample's Y (rows * P, row-major) and src one sample's regressor R
-// (nv * 10 * njoints, row-major). Returns nullptr on an unknown joint type or error.
+// (nv x 10 * njoints, row-major). Returns nullptr on an unknown joint type or error.
 RI_EXPORT void* ri_kernel_create(int njoints, const int* types, const int* parents,
                        const double* placements, const double* axes, const double* gravity,
                        long n_map, const long* dst, const long* src, const double* weight) {
@@ -69,7 +69,10 @@ RI_EXPORT void* ri_kernel_create(int njoints, const int* types, const int* paren
     }
     m.gravity.linear(Eigen::Vector3d(gravity[0], gravity[1], gravity[2]));
     k->dst.assign(dst, dst + n_map);
-    k->src.assign(src, src + n_map);
+    // src indexes R row-major (as numpy sees it); pinocchio's Data keeps R column-major
+    const long n_cols = 10 * (m.njoints - 1);
+    k->src.resize(n_map);
+    for (long t = 0; t < n_map; ++t) k->src[t] = (src[t] % n_cols) * m.nv + src[t] / n_cols;
     k->weight.assign(weight, weight + n_map);
     return k;
   } catch (const std::exception&) {
@@ -94,16 +97,14 @@ RI_EXPORT int ri_kernel_regressor(void* kernel, long n, const double* q, const d
     const long* dst = k.dst.data();
     const long* src = k.src.data();
     const double* w = k.weight.data();
-    using RowMajor = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-    RowMajor R(m.nv, 10 * (m.njoints - 1));
     // plain vectors: the argument types of the instantiation compiled into libpinocchio
     Eigen::VectorXd qi(m.nq), vi(m.nv), ai(m.nv);
     for (long i = 0; i < n; ++i) {
       qi = Eigen::Map<const Eigen::VectorXd>(q + i * m.nq, m.nq);
       vi = Eigen::Map<const Eigen::VectorXd>(v + i * m.nv, m.nv);
       ai = Eigen::Map<const Eigen::VectorXd>(a + i * m.nv, m.nv);
-      R = pinocchio::computeJointTorqueRegressor(m, data, qi, vi, ai);
-      const double* r = R.data();
+      // read in place (column-major, no copy of the nv x 10 nb matrix)
+      const double* r = pinocchio::computeJointTorqueRegressor(m, data, qi, vi, ai).data();
       double* y = Y + i * y_stride;
       for (long t = 0; t < n_map; ++t) y[dst[t]] += w[t] * r[src[t]];
     }
