@@ -5,4 +5,4 @@ pinocchio (the command-line parsers are built before any model is loaded)."""
 PREPROCESSING = ("butterworth", "savgol", "polynomial")
 
 #: Estimators of the identification engine, by name.
-ESTIMATORS = ("ols", "wls", "irls", "mrls", "bounded", "physical")
+ESTIMATORS = ("ols", "wls", "irls", "mrls", "bounded", "physical", "iv")

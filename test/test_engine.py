@@ -84,8 +84,9 @@ def test_recordings_add_up(planar):
 
 def test_every_estimator_lands_in_the_result(planar):
     model, ds = planar
-    r = identify(model, ds, estimators=tuple(ESTIMATORS), prior="nominal")
-    assert list(r.estimates) == list(ESTIMATORS) and r.estimate is r.estimates["ols"]
+    names = [e for e in ESTIMATORS if e != "iv"]     # iv: rigid arms (test_iv_estimator.py)
+    r = identify(model, ds, estimators=names, prior="nominal")
+    assert list(r.estimates) == names and r.estimate is r.estimates["ols"]
     truth = r.true_values
     for name, est in r.estimates.items():
         assert est.covariance.shape == (len(r.names),) * 2, name

@@ -260,7 +260,7 @@ class HuberWeights:
 
 def recording_normal_equations(model, recording, settings=None, *, base=None, block=CHUNK,
                                use_measured_derivatives=True, bank=None, robust=None,
-                               columns=None, log=None) -> NormalEquations:
+                               columns=None, instruments=None, log=None) -> NormalEquations:
     """Normal equations of ONE recording: chunks -> pre-processing -> regressor blocks ->
     sample selection -> per-row-group sums (the package's one accumulation loop).
 
@@ -287,6 +287,10 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
         from the standard regressor Y (N, rows, P), its base columns W and the measured
         left-hand side y (e.g. drive gains: currents as extra columns, payload torque on the
         right).
+    instruments : ClosedLoopInstruments, optional
+        An IV pass (estimator ``iv``): the equations are over ``[W, Z]`` (2p columns), Z
+        the base regressor of the closed-loop simulation of the recording, so ``G[:, p:,
+        :p]`` holds Z^T W and ``b[:, p:]`` Z^T y per row group.
     log : callable, optional
         Progress messages.
 
@@ -310,6 +314,11 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
     neq = NormalEquations(len(base) if columns is None else int(columns[0]),
                           model.rows_per_sample)
     summary_ds = _head(rec)
+    if instruments is not None:
+        neq = NormalEquations(2 * len(base), model.rows_per_sample)
+        instruments = instruments.for_recording(
+            model, summary_ds.metadata, rec.name,
+            None if rec.dataset is None else float(rec.dataset.t[-1]))
     summary = _summary(model, rec, summary_ds) if robust is None or needs_resolving(s) \
         else None
     if needs_resolving(s):   # alone: measured on this recording (identify() resolves on all)
@@ -331,20 +340,20 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
             states = rev.push(states) if states is not None else rev.finish()
         if states is not None:
             _accumulate(model, base, neq, states, s, block, robust, drop,
-                        None if columns is None else columns[1])
+                        None if columns is None else columns[1], instruments=instruments)
 
     with bar(desc="identify", unit="sample", unit_scale=True) as pbar:
         for ds in rec.chunks():
             neq.n_input += ds.t.shape[0]
             out = pre.push(ds)
             if out is not None:
-                take(out[0])
+                take(dict(out[0], t=out[1]))
                 if log and neq.n_input > 20 * block:
                     log(f"{rec.name}: {neq.n_input} samples read, {neq.n_samples} used")
             pbar.update(ds.t.shape[0])
         out = pre.finish()
         if out is not None:
-            take(out[0])
+            take(dict(out[0], t=out[1]))
         if rev is not None:
             take(None)
     if neq.n_samples == 0:
@@ -376,7 +385,7 @@ def accumulate_states(model, base, neq, states, settings, *, block=CHUNK, robust
 
 
 def _accumulate(model, base, neq, states, s, block, robust, drop_reversals=False,
-                columns=None, on_block=None):
+                columns=None, on_block=None, instruments=None):
     M = states["q"].shape[0]
     mask = row_mask(model, states, s.velocity_threshold or 0.0)
     near = states.get("near_reversal")
@@ -401,6 +410,10 @@ def _accumulate(model, base, neq, states, s, block, robust, drop_reversals=False
         y = torque_vector(model, states["tau"][sl])
         if columns is not None:
             W, y = columns(Y, W, y)
+        if instruments is not None:       # IV pass: [W, Z], Z of the simulated closed loop
+            Z = base.project(regressor(model, *instruments(states["t"][sl]),
+                                       friction_deadband=s.friction_deadband))
+            W = np.concatenate([W, Z], axis=-1)
         m = None if mask is None else mask[sl]
         w = None
         if robust is not None:
@@ -470,8 +483,9 @@ def solve(model, neq, settings=None, *, base=None, estimators=None, prior=None,
     prior : str or ndarray, optional
         Default ``settings.prior`` (see :func:`load_prior`).
     reaccumulate : callable, optional
-        ``f(robust) -> NormalEquations``: the recordings' equations again with row
-        weights (needed by ``irls``; :func:`identify` provides it).
+        ``f(robust=None, instruments=None) -> NormalEquations``: the recordings' equations
+        again with row weights (``irls``) or instruments (``iv``); :func:`identify`
+        provides it.
     options : dict, optional
         Estimator options: ``bounds`` (lower, upper) on base parameters, ``theta0``,
         ``mrls`` (keyword arguments of :class:`MRLS`).
@@ -620,9 +634,9 @@ def identify(model, recordings, settings=None, *, estimators=None, prior=None, b
             raise ConfigError(f"recording(s) {streams} are iterators of chunks and cannot be "
                               f"sent to Dask workers; give datasets or files")
     with dask_client(workers, scheduler, processes) as client:
-        def equations(robust=None):   # map: one recording per task; reduce: ordered sum
+        def equations(robust=None, instruments=None):   # map per recording, ordered sum
             return map_sum(client, _recording_equations, recordings, model, s, base=base,
-                           block=block, bank=bank, robust=robust,
+                           block=block, bank=bank, robust=robust, instruments=instruments,
                            use_measured_derivatives=use_measured_derivatives,
                            log=log if client is None else None)
         neq = equations()

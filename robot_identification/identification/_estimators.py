@@ -16,6 +16,9 @@ bounded    box-constrained LS; the box on standard parameters around the prior  
            (:func:`base_bounds`), or ``options['bounds']``                        eq. 54
 physical   pseudo-inertia LMIs (cvxpy + Clarabel) started from WLS, regularised   Wensing
            by the prior (none: no prior term); covariance: the WLS one            et al. 2018
+iv         instrumental variables, instruments = regressor of the closed loop     Janot et al.
+           simulated with the previous estimate (IDIM-IV), started from WLS;      2014, eq.
+           rigid arms, recordings that carry their reference and PD gains         24, 27
 =========  =====================================================================  ==========
 """
 from __future__ import annotations
@@ -25,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.stats
 
-from robot_identification.errors import ConfigError, DataError
+from robot_identification.errors import ConfigError, DataError, IdentificationError
 from robot_identification.estimation import (
     MRLS, Estimate, base_bounds, bounded_ls, condition_number, ols, solve_gram,
     standard_bounds, wls)
@@ -228,6 +231,96 @@ def _physical(ctx):
     return est
 
 
+def _lmi_values(ctx):
+    """Base parameters of the WLS fit under the pseudo-inertia LMIs, without a prior term."""
+    from robot_identification.estimation import physically_consistent
+    w = ctx.wls()
+    info = np.einsum("j,jik->ik", w.weights, ctx.neq.G)
+    P = ctx.model.n_parameters
+    phys = physically_consistent(ctx.model, ctx.base, info, w.values, nominal=np.zeros(P),
+                                 prior_scales=np.full(P, np.inf), prior="gaussian")
+    return np.asarray(phys.base, dtype=float)
+
+
+def _iv(ctx):
+    """IDIM-IV (see :mod:`robot_identification.identification._iv`)."""
+    from robot_identification.diagnostics import Diagnostic
+    from robot_identification.identification._iv import (
+        IV_MAX_ITERATIONS, IV_TOLERANCE, ClosedLoopInstruments)
+    if ctx.reaccumulate is None:
+        raise ConfigError("estimator 'iv' needs the recordings to simulate their closed loop "
+                          "(use identify(), not solve() on summed equations)")
+    if ctx.model.config.elastic:
+        raise ConfigError(f"estimator 'iv' supports rigid arms; robot "
+                          f"'{ctx.model.config.name}' has elastic joints")
+    start = ctx.wls()
+    p, neq = len(ctx.base), ctx.neq
+    theta, w = start.values.copy(), start.weights.copy()
+    history, change, it, origin, halvings = [], np.inf, 0, "wls", 0
+    step = None          # last step theta_k - theta_{k-1}, halved while not simulable
+    for it in range(1, IV_MAX_ITERATIONS + 1):
+        while True:
+            try:
+                pas = ctx.reaccumulate(instruments=ClosedLoopInstruments(
+                    ctx.base, theta, ctx.settings.friction_deadband))
+                break
+            except IdentificationError as exc:
+                if step is None:
+                    if origin != "wls":
+                        raise
+                    # the WLS model cannot be simulated (M(q) not positive definite): start
+                    # from the LMI-constrained estimate (pseudo-inertias >= 0, no prior)
+                    if ctx.log:
+                        ctx.log(f"iv: {exc}; starting from the physically consistent "
+                                f"estimate")
+                    theta, origin = _lmi_values(ctx), "physical (no prior)"
+                    continue
+                halvings += 1        # the IV update is not simulable: halve the step
+                if halvings > 4:
+                    raise IdentificationError(
+                        f"{exc} (iteration {it}, step halved 4 times): the data do not "
+                        f"excite the closed loop enough for IV; use ols/wls") from None
+                step = 0.5 * step
+                theta = theta - step
+        halvings = 0
+        A = np.einsum("j,jik->ik", w, pas.G[:, p:, :p])           # sum_j w_j Z_j^T W_j
+        try:
+            new = np.linalg.solve(A, w @ pas.b[:, p:])               # eq. 24 / 27
+        except np.linalg.LinAlgError:
+            raise IdentificationError("estimator 'iv': Z^T W is singular (the simulated "
+                                      "closed loop does not excite the base parameters)") \
+                from None
+        change = float(np.max(np.abs(new - theta) / np.maximum(np.abs(new), start.std
+                                                                + 1e-300)))
+        step, theta = new - theta, new
+        history.append(change)
+        dof = np.maximum(neq.count - p / neq.groups, 1.0)
+        w = 1.0 / np.maximum(neq.residual_sums(theta) / dof, 1e-300)   # 1 / sigma_j^2
+        if ctx.log:
+            ctx.log(f"iv iteration {it}: relative change {change:.3g}")
+        if change < IV_TOLERANCE:
+            break
+    if change >= IV_TOLERANCE:
+        ctx.diagnostics.append(Diagnostic(
+            "iv_not_converged", "warning",
+            f"estimator 'iv' stopped after {it} iterations with a relative change of "
+            f"{change:.3g} (tolerance {IV_TOLERANCE:g}): the closed-loop simulation of the "
+            f"estimate does not settle; compare with ols/wls", "iv"))
+    # asymptotic IV covariance (A^-1 (sum_j w_j Z_j^T Z_j) A^-T, w_j = 1 / sigma_j^2)
+    Ainv = np.linalg.inv(np.einsum("j,jik->ik", w, pas.G[:, p:, :p]))
+    cov = Ainv @ np.einsum("j,jik->ik", w, pas.G[:, p:, p:]) @ Ainv.T
+    est = estimate_from(neq, theta, np.zeros((p, p)), "iv",
+                        details={"iterations": it, "converged": bool(change < IV_TOLERANCE),
+                                 "relative_changes": history, "start": origin})
+    est.covariance = cov
+    est.std = np.sqrt(np.clip(np.diag(cov), 0, None))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        est.relative_std = 100.0 * est.std / np.abs(theta)
+    est.sigma2 = 1.0 / w
+    est.weights = w
+    return est
+
+
 #: Estimators by name (see the module docstring).
 ESTIMATORS = {"ols": _ols, "wls": _wls, "irls": _irls, "mrls": _mrls, "bounded": _bounded,
-              "physical": _physical}
+              "physical": _physical, "iv": _iv}
