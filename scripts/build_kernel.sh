@@ -2,8 +2,8 @@
 # Build the compiled regressor kernel (robot_identification/regressor/build/
 # libregressor_kernel.so: in a folder that is no Python package, not mistaken for a module)
 # against the header-only pinocchio of the `pin` wheel and Eigen of `cmeel-eigen` in the venv
-# given as $1 (default .venv). Optional: without it the regressor runs its pure-Python path. Never fails:
-# on any problem it prints one warning line and exits 0.
+# given as $1 (default .venv). Optional: without it the regressor runs its pure-Python path.
+# Never fails: on any problem it prints one warning line and exits 0.
 cd "$(dirname "$0")/.."
 VENV=${1:-.venv}
 PY="$(cd "$VENV" 2>/dev/null && pwd)/bin/python"
@@ -15,16 +15,28 @@ PREFIX=$("$PY" -c "import cmeel; print(cmeel.__path__[0] + '.prefix')" \
 SRC=robot_identification/regressor/_kernel.cpp
 OUT=robot_identification/regressor/build/libregressor_kernel.so
 mkdir -p robot_identification/regressor/build || warn "cannot create the build folder"
-LOG=$(mktemp)
-if ! g++ -O3 -DNDEBUG -std=c++17 -shared -fPIC -fvisibility=hidden \
-    -DBOOST_MPL_LIMIT_LIST_SIZE=30 -DBOOST_MPL_LIMIT_VECTOR_SIZE=30 \
-    -DBOOST_MPL_CFG_NO_PREPROCESSED_HEADERS -DBOOST_FUSION_INVOKE_MAX_ARITY=12 \
-    -I"$PREFIX/include" -I"$PREFIX/include/eigen3" -o "$OUT.tmp" "$SRC" >"$LOG" 2>&1; then
-  rm -f "$OUT.tmp"
-  warn "g++ failed: $(grep -m1 error "$LOG" | cut -c1-160)"
+
+compile() {
+  local log
+  log=$(mktemp)
+  if ! g++ -O3 -DNDEBUG -std=c++17 -shared -fPIC -fvisibility=hidden \
+      -DBOOST_MPL_LIMIT_LIST_SIZE=30 -DBOOST_MPL_LIMIT_VECTOR_SIZE=30 \
+      -DBOOST_MPL_CFG_NO_PREPROCESSED_HEADERS -DBOOST_FUSION_INVOKE_MAX_ARITY=12 \
+      -I"$PREFIX/include" -I"$PREFIX/include/eigen3" -o "$OUT.tmp" "$SRC" >"$log" 2>&1; then
+    rm -f "$OUT.tmp"
+    warn "g++ failed: $(grep -m1 error "$log" | cut -c1-160)"
+  fi
+  rm -f "$log"
+  mv "$OUT.tmp" "$OUT"
+  echo "built $OUT"
+}
+
+# up to date (setup.sh run again): newer than the source and the installed pinocchio headers
+if [ "$OUT" -nt "$SRC" ] && [ "$OUT" -nt "$PREFIX/include/pinocchio/config.hpp" ]; then
+  echo "regressor kernel up to date: $OUT"
+else
+  compile
 fi
-rm -f "$LOG"
-mv "$OUT.tmp" "$OUT"
 # a non-editable install imports the package from site-packages: put a copy there too
 DEST=$(cd / && "$PY" -c "import os, robot_identification.regressor as r; \
 print(os.path.dirname(r.__file__))" 2>/dev/null) || true
@@ -32,4 +44,3 @@ if [ -n "$DEST" ] && [ "$DEST" != "$(pwd)/robot_identification/regressor" ]; the
   mkdir -p "$DEST/build" && cp "$OUT" "$DEST/build/libregressor_kernel.so" \
     || warn "cannot copy to $DEST"
 fi
-echo "built $OUT"

@@ -80,3 +80,14 @@ def test_unsupported_joint_falls_back():
     pm = pin.Model()
     pm.addJoint(0, pin.JointModelRUBZ(), pin.SE3.Identity(), "wheel")
     assert _kernel.Kernel.create(pm, np.zeros(0, int), np.zeros(0, int), np.zeros(0)) is None
+
+
+@needs_kernel
+def test_stale_library_is_not_used(monkeypatch):
+    """A library built from another version of _kernel.cpp (e.g. not rebuilt after a pull)
+    is refused with a status naming the rebuild, never called with a wrong signature."""
+    monkeypatch.setattr(_kernel, "VERSION", _kernel.VERSION + 1)
+    monkeypatch.setattr(_kernel, "_LIB", None)
+    monkeypatch.setattr(_kernel, "_LOAD_ERROR", None)
+    assert _kernel._library() is None
+    assert "build_kernel.sh" in _kernel.status()

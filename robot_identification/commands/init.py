@@ -20,7 +20,7 @@ def add_arguments(p):
 
 def run(args):
     from robot_identification.errors import ConfigError
-    from robot_identification.model import starter_config
+    from robot_identification.starter import starter_config
     out = Path(args.output)
     if out.exists():
         raise ConfigError(f"{out} exists; an existing file is never overwritten")

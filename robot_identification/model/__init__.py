@@ -3,7 +3,6 @@
 - :func:`load_robot_config`, :func:`parse_robot_config` -- validated robot configuration
 - :class:`RobotModel` -- pinocchio model, drive data, standard parameter layout
 - :func:`load_robot` -- a shipped robot by name, or config/URDF files
-- :func:`starter_config`, :func:`urdf_joints` -- a starter config YAML from a URDF
 - :func:`transform_standard_parameters` -- standard parameters under a change of frame
 """
 from robot_identification.model._config import (  # noqa: F401
@@ -19,4 +18,3 @@ from robot_identification.model._ros2_control import (  # noqa: F401
     gazebo_xacro, ros2_controllers_config, ros2_controllers_yaml)
 from robot_identification.model._robots import (  # noqa: F401
     available_robots, load_robot, robot_files, share_directory)
-from robot_identification.model._starter import starter_config, urdf_joints  # noqa: F401,E402

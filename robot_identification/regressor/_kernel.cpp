@@ -80,6 +80,9 @@ RI_EXPORT void* ri_kernel_create(int njoints, const int* types, const int* paren
   }
 }
 
+// Interface version: _kernel.py refuses a library built from another version of this file.
+RI_EXPORT int ri_kernel_version() { return 2; }
+
 RI_EXPORT void ri_kernel_free(void* kernel) { delete static_cast<Kernel*>(kernel); }
 
 RI_EXPORT int ri_kernel_nv(void* kernel) { return static_cast<Kernel*>(kernel)->model.nv; }

@@ -21,6 +21,10 @@ import numpy as np
 #: False: always use the pure-Python path (``RI_REGRESSOR_KERNEL=0`` sets it at import).
 ENABLED = os.environ.get("RI_REGRESSOR_KERNEL", "1") != "0"
 
+#: ``ri_kernel_version()`` of the library this loader was written for (a library built from
+#: an older ``_kernel.cpp``, e.g. before ``git pull`` without re-running setup, is not used).
+VERSION = 2
+
 _PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "build", "libregressor_kernel.so")
 _LIB = None
 _LOAD_ERROR = None
@@ -46,6 +50,14 @@ def _library():
             lib = ctypes.CDLL(_PATH)
         except OSError as exc:
             _LOAD_ERROR = f"cannot load {os.path.basename(_PATH)}: {exc}"
+            return None
+        try:
+            version = lib.ri_kernel_version()
+        except AttributeError:
+            version = None
+        if version != VERSION:
+            _LOAD_ERROR = (f"built from another version of _kernel.cpp ({version}, expected "
+                           f"{VERSION}): run scripts/build_kernel.sh")
             return None
         lib.ri_kernel_create.restype = ctypes.c_void_p
         lib.ri_kernel_create.argtypes = [ctypes.c_int, _i, _i, _d, _d, _d, ctypes.c_long,

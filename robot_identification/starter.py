@@ -11,12 +11,19 @@ commented in the YAML so that it can be edited; the schema is ``config/README.md
 from __future__ import annotations
 
 import math
+import os
 import re
 from pathlib import Path
 
+import numpy as np
+import pinocchio as pin
+import yaml
+
 from robot_identification.errors import ConfigError, ModelError
+from robot_identification.excitation import trajectory_from_config
+from robot_identification.model import RobotModel, parse_robot_config, read_urdf
 from robot_identification.model._config import (
-    DRIVE_PARAMETER_DESCRIPTIONS, DRIVE_PARAMETER_UNITS, DRIVE_PARAMETERS, parse_robot_config)
+    DRIVE_PARAMETER_DESCRIPTIONS, DRIVE_PARAMETER_UNITS, DRIVE_PARAMETERS)
 
 #: Acceleration limit written for joints (a URDF has none) [rad/s^2 or m/s^2].
 DEFAULT_ACCELERATION = 10.0
@@ -61,7 +68,6 @@ def urdf_joints(urdf_xml: str, grippers: bool = True) -> list[str]:
     ModelError
         Malformed URDF.
     """
-    import pinocchio as pin
     try:
         full = pin.buildModelFromXML(urdf_xml)
     except Exception as exc:  # pinocchio raises ValueError/RuntimeError
@@ -119,7 +125,6 @@ def starter_config(urdf: str | Path, output: str | Path, joints=None, name=None,
     ConfigError
         ``joints`` names a joint the URDF lacks or a joint that is not movable.
     """
-    from robot_identification.model._robot_model import read_urdf
     urdf = Path(urdf)
     if urdf_xml is None:
         urdf_xml = read_urdf(urdf)
@@ -237,7 +242,6 @@ def _text(urdf, output, chosen, info, name, urdf_xml, inertia):
 
 
 def _relpath(target: Path, start: Path) -> str:
-    import os
     return os.path.relpath(target, start)
 
 
@@ -246,11 +250,7 @@ def _joint_inertia(text, output, urdf, urdf_xml, samples=32):
 
     Over ``samples`` configurations drawn (seeded) within the position limits.
     """
-    import numpy as np
-    import pinocchio as pin
-    import yaml
 
-    from robot_identification.model._robot_model import RobotModel
     config = parse_robot_config(yaml.safe_load(text), source=output.resolve(), urdf_path=urdf)
     model = RobotModel(config, urdf_xml)
     rng = np.random.default_rng(0)
@@ -263,16 +263,13 @@ def _joint_inertia(text, output, urdf, urdf_xml, samples=32):
     for _ in range(samples):
         q = rng.uniform(lo, hi)
         M = pin.crba(model.pin_model, data, model.pin_configuration(q))
-        best = np.maximum(best, np.diag(M)[model._idx_v])
+        best = np.maximum(best, np.diag(M)[model.velocity_indices])
     return [max(float(x), 1e-4) for x in best]
 
 
 def _validate(text, output, urdf, urdf_xml):
     """The starter must load, build a model and give an excitation within the limits."""
-    import yaml
 
-    from robot_identification.excitation import trajectory_from_config
-    from robot_identification.model._robot_model import RobotModel
     config = parse_robot_config(yaml.safe_load(text), source=output.resolve(), urdf_path=urdf)
     model = RobotModel(config, urdf_xml)
     trajectory_from_config(model)
