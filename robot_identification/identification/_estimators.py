@@ -246,7 +246,7 @@ def _iv(ctx):
     """IDIM-IV (see :mod:`robot_identification.identification._iv`)."""
     from robot_identification.diagnostics import Diagnostic
     from robot_identification.identification._iv import (
-        IV_MAX_ITERATIONS, IV_TOLERANCE, ClosedLoopInstruments)
+        IV_MAX_ITERATIONS, IV_RESIDUAL_TOLERANCE, IV_TOLERANCE, ClosedLoopInstruments)
     if ctx.reaccumulate is None:
         raise ConfigError("estimator 'iv' needs the recordings to simulate their closed loop "
                           "(use identify(), not solve() on summed equations)")
@@ -257,6 +257,8 @@ def _iv(ctx):
     p, neq = len(ctx.base), ctx.neq
     theta, w = start.values.copy(), start.weights.copy()
     history, change, it, origin, halvings = [], np.inf, 0, "wls", 0
+    residual_changes, res_change = [], np.inf
+    res_norm = float(np.sqrt(neq.residual_sums(theta).sum()))
     step = None          # last step theta_k - theta_{k-1}, halved while not simulable
     for it in range(1, IV_MAX_ITERATIONS + 1):
         while True:
@@ -290,28 +292,42 @@ def _iv(ctx):
             raise IdentificationError("estimator 'iv': Z^T W is singular (the simulated "
                                       "closed loop does not excite the base parameters)") \
                 from None
-        change = float(np.max(np.abs(new - theta) / np.maximum(np.abs(new), start.std
-                                                                + 1e-300)))
+        Ainv = np.linalg.inv(A)       # IV covariance of this pass (docstring of _iv.py)
+        std = np.sqrt(np.clip(np.diag(Ainv @ np.einsum("j,jik->ik", w, pas.G[:, p:, p:])
+                                      @ Ainv.T), 0, None))
+        ratio = np.abs(new - theta) / np.maximum(np.abs(new), std + 1e-300)
+        change = float(np.max(ratio))
         step, theta = new - theta, new
         history.append(change)
+        moved = ctx.base.names[int(np.argmax(ratio))]
         dof = np.maximum(neq.count - p / neq.groups, 1.0)
-        w = 1.0 / np.maximum(neq.residual_sums(theta) / dof, 1e-300)   # 1 / sigma_j^2
+        res = neq.residual_sums(theta)
+        w = 1.0 / np.maximum(res / dof, 1e-300)   # 1 / sigma_j^2
+        norm = float(np.sqrt(res.sum()))
+        res_change = abs(norm - res_norm) / max(res_norm, 1e-300)
+        res_norm = norm
+        residual_changes.append(res_change)
         if ctx.log:
-            ctx.log(f"iv iteration {it}: relative change {change:.3g}")
-        if change < IV_TOLERANCE:
+            ctx.log(f"iv iteration {it}: relative change {change:.3g} ({moved}), residual "
+                    f"norm change {res_change:.3g}")
+        if change < IV_TOLERANCE or res_change < IV_RESIDUAL_TOLERANCE:
             break
-    if change >= IV_TOLERANCE:
+    converged = change < IV_TOLERANCE or res_change < IV_RESIDUAL_TOLERANCE
+    if not converged:
         ctx.diagnostics.append(Diagnostic(
             "iv_not_converged", "warning",
             f"estimator 'iv' stopped after {it} iterations with a relative change of "
-            f"{change:.3g} (tolerance {IV_TOLERANCE:g}): the closed-loop simulation of the "
-            f"estimate does not settle; compare with ols/wls", "iv"))
+            f"{change:.3g} of the estimate (tolerance {IV_TOLERANCE:g}) and "
+            f"{res_change:.3g} of the residual norm (tolerance {IV_RESIDUAL_TOLERANCE:g}): "
+            f"the closed-loop simulation of the estimate does not settle; compare with "
+            f"ols/wls", "iv"))
     # asymptotic IV covariance (A^-1 (sum_j w_j Z_j^T Z_j) A^-T, w_j = 1 / sigma_j^2)
     Ainv = np.linalg.inv(np.einsum("j,jik->ik", w, pas.G[:, p:, :p]))
     cov = Ainv @ np.einsum("j,jik->ik", w, pas.G[:, p:, p:]) @ Ainv.T
     est = estimate_from(neq, theta, np.zeros((p, p)), "iv",
-                        details={"iterations": it, "converged": bool(change < IV_TOLERANCE),
-                                 "relative_changes": history, "start": origin})
+                        details={"iterations": it, "converged": bool(converged),
+                                 "relative_changes": history,
+                                 "residual_norm_changes": residual_changes, "start": origin})
     est.covariance = cov
     est.std = np.sqrt(np.clip(np.diag(cov), 0, None))
     with np.errstate(divide="ignore", invalid="ignore"):

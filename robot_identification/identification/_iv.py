@@ -9,7 +9,8 @@ robot identification", IEEE Trans. Control Systems Technology 22(1), 132-145, Se
     (q_s, dq_s, ddq_s)_k; instruments Z_k = W(q_s, dq_s, ddq_s) (the base regressor of the
     simulated states, same rows and sample selection as the measured W);
     theta_{k+1} = (Z_k^T W)^-1 Z_k^T y                                         (eq. 24)
-    until max |theta_{k+1} - theta_k| / max(|theta_{k+1}|, std) is small.
+    until max |theta_{k+1} - theta_k| / max(|theta_{k+1}|, std) or the relative change of
+    the residual norm ||y - W theta|| is small.
 
 Z is correlated with W but not with the measurement noise (the simulation never sees it),
 so the closed-loop correlation between noise and regressor that biases OLS (the controller
@@ -23,9 +24,13 @@ import numpy as np
 from robot_identification.errors import ConfigError, DataError, IdentificationError
 
 #: IV iterations stop when no parameter moves by more than this fraction of
-#: max(|value|, WLS std).
+#: max(|value|, its IV std in the pass) ...
 IV_TOLERANCE = 1e-3
-#: Most IV iterations (Janot et al. 2014 report convergence in 2-4).
+#: ... or when the residual norm ||y - W theta|| changes by less than this fraction (the
+#: weakly identified parameters keep moving by a few formal std from one simulated closed
+#: loop to the next; the formal std ignores the row correlation of filtered data).
+IV_RESIDUAL_TOLERANCE = 1e-3
+#: Most IV iterations (then an ``iv_not_converged`` warning).
 IV_MAX_ITERATIONS = 10
 
 #: Dataset metadata the closed-loop simulation needs.
