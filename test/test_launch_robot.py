@@ -49,8 +49,9 @@ BANDWIDTH_SCALE = {"puma560": 0.2, "ur10e": 0.1}
 START_OFFSET = 0.05     # rad: the robot stands this far from the first point (move to start)
 #: accuracy: torque prediction on held-out simulated data (the robot config's excitation,
 #: core simulate, seed 1), mean NRMSE over the joints, beside the core pipeline (simulate +
-#: identify the same trajectory at the same rate, no ROS); measured figures in docs/ros.md
-NRMSE_BOUND = {"puma560": 0.3, "ur10e": 0.5}
+#: identify the same trajectory at the same rate, no ROS). Measured (docs/ros.md): puma560
+#: 0.079-0.24 (core 0.081-0.088); ur10e 0.0048-0.0079 (core 0.0052-0.0059)
+NRMSE_BOUND = {"puma560": 0.3, "ur10e": 0.05}
 CASES = [("ur10e", 1000.0, False), ("ur10e", 250.0, False),
          ("puma560", 1000.0, False), ("puma560", 250.0, False), ("puma560", 250.0, True)]
 
