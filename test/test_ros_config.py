@@ -50,3 +50,38 @@ def test_ros2_controllers_yaml():
     joints = list(load_robot("zollo_planar").joint_names)
     assert doc["effort_controller"]["ros__parameters"]["joints"] == joints
     assert doc["joint_state_broadcaster"]["ros__parameters"]["joints"] == joints
+
+
+def test_unset_gains_and_threshold_mean_the_robot_config(context):
+    """No sentinels: unset kp/kd are the config's gains (whatever their values), unset
+    velocity_threshold is the config's; given values are checked (one-line errors)."""
+    import numpy as np
+    from robot_identification.nodes.online_identifier import OnlineIdentifier
+    from robot_identification.nodes.pd_controller import PDController
+    from robot_identification.simulation import make_controller
+    node = PDController(context=context)
+    try:
+        ref = make_controller(node.model)
+        np.testing.assert_array_equal(node.law.kp, ref.kp)
+        np.testing.assert_array_equal(node.law.kd, ref.kd)
+        assert node.has_parameter("kp")
+    finally:
+        node.destroy_node()
+    given = [Parameter("kp", value=[1.0, 2.0]), Parameter("kd", value=[0.5, 0.25])]
+    node = PDController(context=context, parameter_overrides=given)
+    try:
+        np.testing.assert_array_equal(node.law.kp, [1.0, 2.0])
+        np.testing.assert_array_equal(node.law.kd, [0.5, 0.25])
+    finally:
+        node.destroy_node()
+    for bad, match in (([1.0], "has 1 values; expected 2"), ([-1.0, 2.0], r"\[0.0, ")):
+        with pytest.raises(ValueError, match=match):
+            PDController(context=context, parameter_overrides=[Parameter("kp", value=bad)])
+    node = OnlineIdentifier(context=context)
+    try:
+        assert node.threshold is None
+    finally:
+        node.destroy_node()
+    with pytest.raises(ValueError, match="velocity_threshold"):
+        OnlineIdentifier(context=context,
+                         parameter_overrides=[Parameter("velocity_threshold", value=-1.0)])

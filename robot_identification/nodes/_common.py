@@ -41,6 +41,44 @@ def declare(node, name, default, description, *, low=None, high=None, read_only=
     return value
 
 
+def declare_optional(node, name, ptype, description, *, low=None, high=None, length=None,
+                     read_only=False):
+    """Declare a typed parameter with no default; its value, or ``None`` when not given.
+
+    "Not given" means the robot config's value: no sentinel (``-1.0``, all-zero gains).
+
+    Parameters
+    ----------
+    ptype : rclpy.Parameter.Type
+        e.g. ``Parameter.Type.DOUBLE`` or ``Parameter.Type.DOUBLE_ARRAY``.
+    low, high : float, optional
+        Allowed range of the value (of every element of an array).
+    length : int, optional
+        Required length of an array value.
+
+    Raises
+    ------
+    ValueError
+        A given value outside ``[low, high]`` or of the wrong length (one line, naming it).
+    """
+    from rclpy.exceptions import ParameterUninitializedException
+    node.declare_parameter(name, ptype, ParameterDescriptor(description=description,
+                                                            read_only=read_only))
+    try:
+        value = node.get_parameter(name).value
+    except ParameterUninitializedException:
+        return None
+    if value is None:
+        return None
+    values = list(value) if isinstance(value, (list, tuple)) or hasattr(value, "tolist") \
+        else [value]
+    if length is not None and len(values) != length:
+        raise ValueError(f"parameter '{name}' has {len(values)} values; expected {length}")
+    if low is not None and not all(low <= float(v) <= high for v in values):
+        raise ValueError(f"parameter '{name}' = {value!r}; expected values in [{low}, {high}]")
+    return value
+
+
 def _check_choices(node, params):
     for p in params:
         allowed = node._param_choices.get(p.name)

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import numpy as np
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from robot_identification_interfaces.msg import IdentificationResult as ResultMsg
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
 from robot_identification.errors import IdentificationError
-from robot_identification.nodes._common import QOS, declare, declare_robot, main_for
+from robot_identification.nodes._common import (QOS, declare, declare_optional, declare_robot,
+                                                main_for)
 from robot_identification.nodes._messages import LATCHED, result_msg
 from robot_identification.online import OnlineIdentification
 
@@ -41,9 +43,10 @@ class OnlineIdentifier(Node):
             self, "effort_lag_periods", 0.0, "efforts lag the states by this many periods "
             "(0.5: torque held over the previous period, as simulated_robot publishes)",
             low=0.0, high=0.999)
-        self.threshold = declare(self, "velocity_threshold", -1.0,
-                                 "friction-row velocity threshold [rad/s]; < 0: config's",
-                                 low=-1.0, high=100.0)
+        self.threshold = declare_optional(
+            self, "velocity_threshold", Parameter.Type.DOUBLE,
+            "friction-row velocity threshold [rad/s]; unset: the robot config's",
+            low=0.0, high=100.0)
         self.window = declare(self, "filter_window", 0.044,
                               "polynomial-approximation window T [s]", low=0.001, high=10.0)
         self.nominal = declare(self, "compare_with_nominal", False,
@@ -133,7 +136,7 @@ class OnlineIdentifier(Node):
                 fs = 1.0 / float(np.median(np.diff(t)))
                 self.engine = OnlineIdentification(
                     self.model, fs, pa={"window": self.window},
-                    velocity_threshold=None if self.threshold < 0 else self.threshold,
+                    velocity_threshold=self.threshold,
                     effort_lag=self.effort_lag)
                 self.get_logger().info(f"identifying on line at {fs:.6g} Hz")
             self.engine.push(t, q, tau, theta)

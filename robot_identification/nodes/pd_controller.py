@@ -35,13 +35,14 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from robot_identification.nodes._common import (LATEST, QOS, declare, declare_robot, main_for,
-                                                to_sec)
+from robot_identification.nodes._common import (LATEST, QOS, declare, declare_optional,
+                                                declare_robot, main_for, to_sec)
 from robot_identification.simulation import make_controller
 
 #: name of this controller's entry in /diagnostics (``<node name>: control loop``)
@@ -56,14 +57,17 @@ class PDController(Node):
         rate = declare(self, "rate_hz", float(sim.rate_hz), "control rate [Hz]", low=1.0,
                        high=100000.0, read_only=True)
         self.period = 1.0 / rate
-        kp = declare(self, "kp", [float(x) for x in (sim.kp or [0.0] * n)],
-                     "P gains [N*m/rad]; zeros: default design", read_only=True)
-        kd = declare(self, "kd", [float(x) for x in (sim.kd or [0.0] * n)],
-                     "D gains [N*m*s/rad]", read_only=True)
+        kp = declare_optional(self, "kp", Parameter.Type.DOUBLE_ARRAY, "P gains [N*m/rad]; "
+                              "unset: the robot config's simulation.kp (else the default "
+                              "design)", low=0.0, high=1e9, length=n, read_only=True)
+        kd = declare_optional(self, "kd", Parameter.Type.DOUBLE_ARRAY, "D gains [N*m*s/rad]; "
+                              "unset: the robot config's simulation.kd", low=0.0, high=1e9,
+                              length=n, read_only=True)
         scale = declare(self, "bandwidth_scale", 1.0, "scales the bandwidth of the gains: "
                         "kp * s^2, kd * s (below 1: more tolerant of command delay)",
                         low=0.01, high=10.0, read_only=True)
-        self.law = make_controller(model, kp if any(kp) else None, kd if any(kd) else None)
+        self.law = make_controller(model, None if kp is None else list(kp),
+                                   None if kd is None else list(kd))
         if scale != 1.0:
             self.law = make_controller(model, self.law.kp * scale**2, self.law.kd * scale)
         self.lockstep = declare(self, "lockstep", True, "one command per state stamp",
