@@ -246,7 +246,8 @@ def _iv(ctx):
     """IDIM-IV (see :mod:`robot_identification.identification._iv`)."""
     from robot_identification.diagnostics import Diagnostic
     from robot_identification.identification._iv import (
-        IV_MAX_ITERATIONS, IV_RESIDUAL_TOLERANCE, IV_TOLERANCE, ClosedLoopInstruments)
+        IV_DIVERGENCE, IV_MAX_ITERATIONS, IV_RESIDUAL_TOLERANCE, IV_TOLERANCE,
+        ClosedLoopInstruments)
     if ctx.reaccumulate is None:
         raise ConfigError("estimator 'iv' needs the recordings to simulate their closed loop "
                           "(use identify(), not solve() on summed equations)")
@@ -258,13 +259,18 @@ def _iv(ctx):
     theta, w = start.values.copy(), start.weights.copy()
     history, change, it, origin, halvings = [], np.inf, 0, "wls", 0
     residual_changes, res_change = [], np.inf
-    res_norm = float(np.sqrt(neq.residual_sums(theta).sum()))
+    res_norm = start_norm = float(np.sqrt(neq.residual_sums(theta).sum()))
+    # instruments filtered like the measured rows (butterworth strategy; the FIR strategies
+    # smooth the measured rows only)
+    cutoff = (ctx.settings.cutoff_hz if ctx.settings.preprocessing == "butterworth"
+              else None)
     step = None          # last step theta_k - theta_{k-1}, halved while not simulable
     for it in range(1, IV_MAX_ITERATIONS + 1):
         while True:
             try:
                 pas = ctx.reaccumulate(instruments=ClosedLoopInstruments(
-                    ctx.base, theta, ctx.settings.friction_deadband))
+                    ctx.base, theta, ctx.settings.friction_deadband, cutoff,
+                    ctx.settings.filter_order))
                 break
             except IdentificationError as exc:
                 if step is None:
@@ -306,6 +312,12 @@ def _iv(ctx):
         norm = float(np.sqrt(res.sum()))
         res_change = abs(norm - res_norm) / max(res_norm, 1e-300)
         res_norm = norm
+        if norm > IV_DIVERGENCE * start_norm:
+            raise IdentificationError(
+                f"estimator 'iv' diverges: at iteration {it} the residual norm is "
+                f"{norm / start_norm:.3g} x that of WLS (cond(Z^T W) = "
+                f"{np.linalg.cond(A):.3g}): the instruments of the simulated closed loop "
+                f"determine the parameters too weakly; use ols/wls or a richer excitation")
         residual_changes.append(res_change)
         if ctx.log:
             ctx.log(f"iv iteration {it}: relative change {change:.3g} ({moved}), residual "

@@ -30,6 +30,8 @@ IV_TOLERANCE = 1e-3
 #: weakly identified parameters keep moving by a few formal std from one simulated closed
 #: loop to the next; the formal std ignores the row correlation of filtered data).
 IV_RESIDUAL_TOLERANCE = 1e-3
+#: The iteration is stopped (error) when the residual norm exceeds this factor x WLS's.
+IV_DIVERGENCE = 2.0
 #: Most IV iterations (then an ``iv_not_converged`` warning).
 IV_MAX_ITERATIONS = 10
 
@@ -157,14 +159,17 @@ def simulate_closed_loop(model, base, theta, spec, friction_deadband=0.0, t_end=
 class ClosedLoopInstruments:
     """Instruments of one IV pass: per recording, the closed-loop simulation of ``theta``.
 
-    Picklable (shipped to Dask workers); :meth:`for_recording` simulates and returns a
-    function ``states(t) -> (q, dq, ddq)`` interpolating the simulation at sample times.
+    Picklable (shipped to Dask workers); :meth:`for_recording` simulates, low-passes the
+    states with the identification's zero-phase Butterworth (``cutoff_hz``, ``filter_order``;
+    the same filter as the measured rows) and returns a function
+    ``states(t) -> (q, dq, ddq)`` interpolating them at the sample times.
     """
 
-    def __init__(self, base, theta, friction_deadband=0.0):
+    def __init__(self, base, theta, friction_deadband=0.0, cutoff_hz=None, filter_order=5):
         self.base = base
         self.theta = np.asarray(theta, dtype=float)
         self.deadband = friction_deadband
+        self.cutoff_hz, self.filter_order = cutoff_hz, filter_order
 
     def for_recording(self, model, metadata, name, t_end=None):
         if model.config.elastic:
@@ -174,6 +179,13 @@ class ClosedLoopInstruments:
         spec = closed_loop_spec(metadata, name)
         ts, qs, dqs, ddqs = simulate_closed_loop(model, self.base, self.theta, spec,
                                                  self.deadband, t_end)
+        if self.cutoff_hz is not None and self.cutoff_hz < 0.5 * spec["rate_hz"]:
+            # the measured rows pass the zero-phase low-pass: so do the instruments (the
+            # simulated Coulomb chatter at standstill would otherwise fill ddq_s with
+            # +-F_c / M steps that the measured, filtered W does not have)
+            from robot_identification.signal import lowpass_filtfilt
+            qs, dqs, ddqs = (lowpass_filtfilt(x, spec["rate_hz"], self.cutoff_hz,
+                                              self.filter_order) for x in (qs, dqs, ddqs))
 
         def states(t):
             t = np.asarray(t, dtype=float)
