@@ -85,3 +85,16 @@ def test_unset_gains_and_threshold_mean_the_robot_config(context):
     with pytest.raises(ValueError, match="velocity_threshold"):
         OnlineIdentifier(context=context,
                          parameter_overrides=[Parameter("velocity_threshold", value=-1.0)])
+
+
+def test_identifier_ends_its_trigger_thread_on_destroy(context, tmp_path):
+    """The Trigger service's helper thread has ended when destroy_node returns: a thread
+    still spinning when the context shuts down aborted the process at exit (exit code 134,
+    'terminate called without an active exception', seen with `demo`)."""
+    from robot_identification.nodes.identifier import Identifier
+    node = Identifier(context=context, parameter_overrides=[
+        Parameter("data_directory", value=str(tmp_path))])
+    thread = node._helper_thread
+    assert thread.is_alive()
+    node.destroy_node()
+    assert not thread.is_alive()

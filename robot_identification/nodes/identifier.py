@@ -299,7 +299,8 @@ class Identifier(Node):
             finally:
                 executor.shutdown(timeout_sec=0)
                 helper.destroy_node()
-        threading.Thread(target=spin, daemon=True).start()
+        self._helper_thread = threading.Thread(target=spin, daemon=True)
+        self._helper_thread.start()
 
     def on_identify(self, request, response):
         """std_srvs/Trigger: identify the ``bag`` parameter's bag with the node's settings
@@ -571,6 +572,9 @@ class Identifier(Node):
         if self._live is not None:
             self._live["writer"].close()
             self._live = None
+        helper = getattr(self, "_helper_thread", None)
+        if helper is not None and helper is not threading.current_thread():
+            helper.join(timeout=2.0)   # its executor and node end before the context does
 
 
 def _message_count(bag, topic):
