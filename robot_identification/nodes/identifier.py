@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.clock import Clock, ClockType
 from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -150,8 +151,11 @@ class Identifier(Node):
             goal_callback=self._on_goal, handle_accepted_callback=self._on_accepted,
             cancel_callback=self._on_cancel)
         # the executor polls the worker and the Trigger thread (rclpy's EventsExecutor has no
-        # guard conditions): feedback, completion and new requests every feedback_period
-        self.create_timer(self.feedback_period, self._on_wake)
+        # guard conditions): feedback, completion and new requests every feedback_period of
+        # steady (wall) time: with use_sim_time a replay's /clock stops at its end, and a
+        # timer on ROS time would never deliver the result of a job that ends after it
+        self.create_timer(self.feedback_period, self._on_wake,
+                          clock=Clock(clock_type=ClockType.STEADY_TIME))
         self._incoming = collections.deque()      # Trigger requests from the helper thread
         self._closing = threading.Event()
         self._helper = None
