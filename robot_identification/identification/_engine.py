@@ -48,9 +48,10 @@ def row_labels(model):
 def true_base_values(model, base, true_parameters):
     """Base parameters (p,) of known standard parameters {name: value}; None when unknown.
 
-    Standard parameters missing from the mapping count as 0.
+    Standard parameters missing from the mapping count as 0; a mapping that names none of the
+    model's parameters (another robot's truth) counts as unknown.
     """
-    if not true_parameters:
+    if not true_parameters or not set(true_parameters) & set(model.parameter_names):
         return None
     pi = np.array([true_parameters.get(nm, 0.0) for nm in model.parameter_names])
     return base.base_values(pi)
