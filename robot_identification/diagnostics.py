@@ -631,8 +631,10 @@ def collect_diagnostics(model, result, recordings=()):
 def physical_diagnostics(model, physical):
     """Checks of a physically consistent estimate
     (:class:`~robot_identification.estimation.PhysicalEstimate`): ``body_on_bound``,
-    ``mass_far_from_nominal`` (:func:`check_bodies`) and ``prior_distance`` (info: the
-    log-det divergence of the bodies from the URDF, total and largest)."""
+    ``mass_far_from_nominal`` (:func:`check_bodies`), ``prior_distance`` (info: the
+    log-det divergence of the bodies from the URDF, total and largest) and
+    ``null_space_unrefined`` (warning: the second, prior-only solve over the directions the
+    data do not determine failed, so those directions are not pulled toward the prior)."""
     pi = np.asarray(physical.standard)
     pi0 = model.nominal_parameters()
     masses = pi[0: 10 * model.n: 10]
@@ -645,4 +647,10 @@ def physical_diagnostics(model, physical):
                               f"log-det divergence of the bodies from the URDF: total "
                               f"{float(np.sum(dist)):.3g}, largest {float(dist[k]):.3g} "
                               f"({model.body_names[k]})", "physical"))
+    if "unrefined" in str(physical.status):
+        out.append(Diagnostic("null_space_unrefined", "warning",
+                              "the prior-only solve over the parameter directions the data do "
+                              "not determine failed: the standard parameters (export-urdf) may "
+                              "be far from the URDF there although the base parameters fit",
+                              "physical"))
     return out
