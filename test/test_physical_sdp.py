@@ -98,6 +98,27 @@ def test_exported_urdf_reproduces_base_prediction(ur10e, tmp_path):
     np.testing.assert_allclose(tau_urdf, tau_base, atol=1e-6)
 
 
+def test_export_of_a_dh_body_frame_robot_with_static_friction(tmp_path):
+    # szabo_3dof: parameters about DH frames at the link tips (body_frame), static friction
+    # (stiction, Stribeck) that URDF cannot hold: the rigid-body torques of the exported URDF
+    # (pinocchio rnea) equal the model's regressor, the friction values go into the comment.
+    model = load_robot("szabo_3dof")
+    pi = model.nominal_parameters()
+    rigid = np.where([k == "inertial" for k in model.layout.kinds], pi, 0.0)
+    path = export_urdf(model, pi, tmp_path / "szabo.urdf")
+    st = random_states(model, 30, np.random.default_rng(1))
+    pm = pin.buildModelFromUrdf(str(path))
+    data = pm.createData()
+    tau = np.array([pin.rnea(pm, data, q, v, a)
+                    for q, v, a in zip(st["q"], st["dq"], st["ddq"])])
+    np.testing.assert_allclose(tau, (regressor(model, **st) @ rigid).reshape(30, -1), atol=1e-8)
+    text = path.read_text()
+    for j in model.joint_names:
+        sti = pi[model.parameter_names.index(f"{j}.stiction")]
+        assert f"{j}: {sti:.10g}" in text.split("static friction", 1)[1].split(";")[0]
+    assert "Stribeck" in text
+
+
 def test_log_det_prior_keeps_bodies_inside_where_plain_lmi_ends_on_the_bound(ur10e):
     """Lee, Wensing & Park (2020): with the log-det divergence toward the URDF bodies the
     estimate stays strictly physical where the plain LMI projection (Gaussian prior) puts
