@@ -260,15 +260,88 @@ def check_residual_noise(labels, residual_rms, noise, signal_rms=None):
     return out
 
 
+def _names(names, limit=8):
+    names = list(names)
+    more = f" and {len(names) - limit} more" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
+
+
+def check_truth_coverage(missing, extra, unknown_base, n_base):
+    """Simulated data whose true parameters do not match the model one to one:
+    ``truth_incomplete``.
+
+    Parameters
+    ----------
+    missing : list of str
+        Standard parameters of the model without a true value.
+    extra : dict
+        True parameters ``{name: value}`` that name no parameter of the model (data
+        simulated for another robot or drive configuration).
+    unknown_base : list of str
+        Base parameters whose true value is therefore unknown (NaN: left out of the
+        normalised mean error and of ``far_from_truth``/``std_understates_error``).
+    n_base : int
+        Number of base parameters.
+
+    Severity: warning when base parameters lose their truth or unmatched true values are
+    non-zero (the data hold effects the model cannot represent); info when only
+    parameters that no base parameter depends on are missing or the unmatched values are 0.
+    """
+    out = []
+    if missing:
+        if unknown_base:
+            also = ("no base parameter has a known true value: no comparison with the truth"
+                    if len(unknown_base) == n_base else
+                    f"the true value of {len(unknown_base)} of {n_base} base parameters is "
+                    f"unknown ({_names(unknown_base)}) and left out of the normalised mean "
+                    f"error and the truth checks")
+        else:
+            also = "no base parameter depends on them"
+        out.append(Diagnostic(
+            "truth_incomplete", "warning" if unknown_base else "info",
+            f"the data's true parameters lack {len(missing)} model parameter(s) "
+            f"({_names(missing)}): {also}", "true_parameters"))
+    if extra:
+        nonzero = {}
+        for k, v in extra.items():
+            try:
+                if float(v) != 0.0:
+                    nonzero[k] = v
+            except (TypeError, ValueError):
+                nonzero[k] = v
+        msg = (f"the data's true parameters name {len(extra)} parameter(s) the model does "
+               f"not have ({_names(extra)}); ")
+        msg += ("the data were simulated with effects this model cannot represent (another "
+                "robot or drive configuration?): estimates and truth are not comparable "
+                f"one to one ({len(nonzero)} non-zero)" if nonzero else
+                "all are 0, so the model's assumption that they are absent holds")
+        out.append(Diagnostic("truth_incomplete", "warning" if nonzero else "info", msg,
+                              "true_parameters"))
+    return out
+
+
 def check_truth(nme, values, true_values, std, names=None, relative_std=None):
     """Simulated data: ``far_from_truth`` (normalised mean error above
     :data:`TRUTH_NME_LIMIT`, naming the base parameters that dominate it and the error of
     the well-identified ones, relative std < :data:`POORLY_IDENTIFIED_PERCENT`) and
-    ``std_understates_error`` (median |error| / std > 10: a bias, not noise)."""
+    ``std_understates_error`` (median |error| / std > 10: a bias, not noise).
+
+    Base parameters whose true value is NaN (unknown, :func:`check_truth_coverage`) are
+    left out of both."""
     out = []
     if nme is None or true_values is None:
         return out
-    est, tru = np.asarray(values, dtype=float), np.asarray(true_values, dtype=float)
+    tru = np.asarray(true_values, dtype=float)
+    keep = ~np.isnan(tru)
+    if not keep.any():
+        return out
+    if not keep.all():
+        idx = np.flatnonzero(keep)
+        names = None if names is None else [names[i] for i in idx]
+        relative_std = None if relative_std is None else np.asarray(relative_std)[idx]
+        return check_truth(nme, np.asarray(values, dtype=float)[idx], tru[idx],
+                           np.asarray(std, dtype=float)[idx], names, relative_std)
+    est = np.asarray(values, dtype=float)
     err = np.abs(est - tru)
     rel = err.copy()
     nz = np.abs(tru) > 1e-12
@@ -692,8 +765,10 @@ def collect_diagnostics(model, result, recordings=()):
 def physical_diagnostics(model, physical):
     """Checks of a physically consistent estimate
     (:class:`~robot_identification.estimation.PhysicalEstimate`): ``body_on_bound``,
-    ``mass_far_from_nominal`` (:func:`check_bodies`) and ``prior_distance`` (info: the
-    log-det divergence of the bodies from the URDF, total and largest)."""
+    ``mass_far_from_nominal`` (:func:`check_bodies`), ``prior_distance`` (info: the
+    log-det divergence of the bodies from the URDF, total and largest) and
+    ``null_space_unrefined`` (warning: the second, prior-only solve over the directions the
+    data do not determine failed, so those directions are not pulled toward the prior)."""
     pi = np.asarray(physical.standard)
     pi0 = model.nominal_parameters()
     masses = pi[0: 10 * model.n: 10]
@@ -706,4 +781,10 @@ def physical_diagnostics(model, physical):
                               f"log-det divergence of the bodies from the URDF: total "
                               f"{float(np.sum(dist)):.3g}, largest {float(dist[k]):.3g} "
                               f"({model.body_names[k]})", "physical"))
+    if "unrefined" in str(physical.status):
+        out.append(Diagnostic("null_space_unrefined", "warning",
+                              "the prior-only solve over the parameter directions the data do "
+                              "not determine failed: the standard parameters (export-urdf) may "
+                              "be far from the URDF there although the base parameters fit",
+                              "physical"))
     return out
