@@ -614,6 +614,66 @@ def check_time_jumps(t, source="", steps=TIME_JUMP_STEPS):
                        f"{step:.3g} s): split the recording there", source)]
 
 
+def check_recording_counts(recording, source=""):
+    """``messages_lost`` and ``samples_missing``: the recorder's counts of a bag
+    (``Dataset.metadata['recording']``, written by the recorder node: per topic ``recorded``,
+    ``lost`` and for state topics ``expected``/``missing`` at ``expected_rate_hz`` and the
+    arrival rate against the wall clock).
+
+    - ``messages_lost`` (warning): messages a publisher sent during the recording (DDS
+      publication sequence numbers) that never reached the recorder.
+    - ``samples_missing``: state samples absent from the header stamps at the expected rate
+      (never published - the robot's loop skipped them - or lost); warning above 1 %, info
+      below. Info when the stamps are complete but arrived slower than the expected rate
+      against the wall clock (a publisher whose clock runs slower than real time, e.g. a
+      simulator that cannot keep up: the data are consistent in its own time).
+
+    Parameters
+    ----------
+    recording : dict
+        Topic -> counts (:meth:`robot_identification.nodes.recorder.TopicCount.summary`).
+    """
+    out = []
+    if not isinstance(recording, dict):
+        return out
+    for topic, c in sorted(recording.items()):
+        if not isinstance(c, dict):
+            continue
+        recorded, lost = int(c.get("recorded") or 0), c.get("lost")
+        if lost:
+            total = recorded + int(lost)
+            out.append(Diagnostic(
+                "messages_lost", "warning",
+                f"{topic}: {lost} of {total} messages published during the recording "
+                f"({100 * lost / total:.1f} %) never reached the recorder (gaps in the "
+                f"publishers' sequence numbers)", f"{source}:{topic}" if source else topic))
+        expected, missing = c.get("expected"), c.get("missing")
+        rate = c.get("expected_rate_hz")
+        if not expected or missing is None or not rate:
+            continue
+        subject = f"{source}:{topic}" if source else topic
+        if missing > 0:
+            share = missing / expected
+            origin = (f"{lost} of them lost in transport, the rest never published"
+                      if lost else "never published (e.g. periods the robot's loop skipped)")
+            out.append(Diagnostic(
+                "samples_missing", "warning" if share > 0.01 else "info",
+                f"{topic}: {missing} of {expected} samples at {rate:g} Hz "
+                f"({100 * share:.1f} %) are absent from the header stamps "
+                f"({c.get('stamp_span_s', 0):.3f} s): {origin}", subject))
+        arrival = c.get("arrival_rate_hz")
+        if missing == 0 and arrival and arrival < 0.9 * rate:
+            out.append(Diagnostic(
+                "samples_missing", "info",
+                f"{topic}: stamps complete at {rate:g} Hz ({recorded} samples over "
+                f"{c.get('stamp_span_s', 0):.3f} s of stamps) but they arrived at "
+                f"{arrival:.0f} Hz over {c.get('arrival_span_s', 0):.2f} s of wall clock: "
+                f"the publisher's clock ran at {arrival / rate:.2f} x real time; "
+                f"{round(c.get('arrival_span_s', 0) * rate) + 1 - recorded} fewer samples "
+                f"than real time at {rate:g} Hz", subject))
+    return out
+
+
 def recording_summary(model, dataset, label=None):
     """What the checks need from one recording, computed from the raw data (cheap, O(N)).
 
@@ -638,6 +698,7 @@ def recording_summary(model, dataset, label=None):
     diags += check_saturation(model.joint_names, ds.tau,
                               [j.limits.effort for j in model.config.joints], src)
     diags += check_time_jumps(ds.t, src)
+    diags += check_recording_counts(ds.metadata.get("recording"), src)
     malformed = ds.metadata.get("malformed_rows") or []
     if malformed:
         diags += check_samples_dropped(0, 0, 0.0, malformed=len(malformed), source=src)
