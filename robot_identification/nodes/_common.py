@@ -121,9 +121,10 @@ def declare_robot(node):
     from robot_identification.model import load_robot
     robot = declare(node, "robot", "zollo_planar", "shipped robot (config/robots/<robot>.yaml)",
                     read_only=True)
-    config = declare(node, "robot_config", "", "robot config YAML path (overrides robot)",
-                     read_only=True)
-    urdf = declare(node, "urdf", "", "URDF/xacro path overriding the config's", read_only=True)
+    config = declare(node, "robot_config", "", "robot config YAML path (overrides robot); "
+                     "'' = not given: the shipped robot's", read_only=True)
+    urdf = declare(node, "urdf", "", "URDF/xacro path overriding the config's; '' = not given: "
+                   "the config's urdf", read_only=True)
     return load_robot(None if config else robot, config=config or None, urdf=urdf or None)
 
 
