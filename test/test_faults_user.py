@@ -156,17 +156,6 @@ def test_same_recording_twice_is_refused(run, tmp_path, capsys):
         assert_one_line(rc, err, "twice", "run.npz")
 
 
-def test_foreign_truth_is_ignored(run, tmp_path):
-    """True parameters of another robot (no name in common) are no truth for this one."""
-    from robot_identification.identification import true_base_values
-    from robot_identification.identifiability import base_parameters
-    from robot_identification.model import load_robot
-    model = load_robot("szabo_3dof")
-    base = base_parameters(model)
-    assert true_base_values(model, base, {"arm.m": 1.0}) is None
-    assert true_base_values(model, base, {"link2.m": 1.0}) is not None
-
-
 # ------------------------------------------------------------------------------ configs, URDF
 def _config(tmp_path, old, new):
     text = (REPO / "config" / "robots" / "szabo_3dof.yaml").read_text()

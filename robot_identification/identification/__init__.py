@@ -21,7 +21,7 @@ identifier node all call these.
 """
 from robot_identification.identification._engine import (  # noqa: F401
     CUTOFF_BAND_FACTOR, DEADBAND_NOISE_FACTOR, SUMMARY_SAMPLES, HuberWeights,
-    accumulate_states, identify,
+    accumulate_states, identify, match_true_parameters, truth_diagnostics,
     load_prior, needs_resolving, recording_normal_equations, recording_summaries,
     resolve_settings, row_labels, row_mask, solve, true_base_values, with_overrides)
 from robot_identification.identification._drive_gains import (  # noqa: F401

@@ -33,10 +33,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
-from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.clock import Clock, ClockType
-from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from robot_identification_interfaces.action import Identify
@@ -45,9 +44,10 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
 from robot_identification.data import load_dataset
-from robot_identification.errors import IdentificationError
+from robot_identification.errors import DataError, IdentificationError
 from robot_identification.model import ESTIMATORS
-from robot_identification.nodes._common import QOS, declare, declare_robot, main_for
+from robot_identification.nodes._common import (declare, declare_optional, declare_robot,
+                                                main_for, optional_value)
 from robot_identification.nodes._messages import LATCHED, result_msg
 from robot_identification.outputs import check_output
 from robot_identification.pipeline import identify
@@ -96,20 +96,14 @@ class Identifier(Node):
         self.data_directory = Path(declare(
             self, "data_directory", "robot_identification_data", "directory of the bags"))
         # unset (not given) = the robot config's identification settings: no sentinel values
-        self.declare_parameter("estimator", Parameter.Type.STRING, ParameterDescriptor(
-            description=f"{' | '.join(ESTIMATORS)}; unset: the robot config's "
-                        f"identification.estimator"))
-        self.declare_parameter("velocity_threshold", Parameter.Type.DOUBLE, ParameterDescriptor(
-            description="friction-row velocity threshold [rad/s], >= 0; unset: the robot "
-                        "config's"))
-        given = {n: self._get_parameter_or_none(n) for n in ("estimator", "velocity_threshold")}
-        bad = self._check_optional([Parameter(n, value=v) for n, v in given.items()
-                                    if v is not None])
-        if bad is not None:
-            raise ValueError(bad)
-        self.estimator = self._get_parameter_or_none("estimator")
-        self.threshold = self._get_parameter_or_none("velocity_threshold")
-        self.add_on_set_parameters_callback(self._check_optional_callback)
+        self.estimator = declare_optional(
+            self, "estimator", Parameter.Type.STRING,
+            f"{' | '.join(ESTIMATORS)}; unset: the robot config's identification.estimator",
+            choices=tuple(ESTIMATORS))
+        self.threshold = declare_optional(
+            self, "velocity_threshold", Parameter.Type.DOUBLE,
+            "friction-row velocity threshold [rad/s], >= 0; unset: the robot config's",
+            low=0.0, high=100.0)
         self.results_file = declare(self, "results_file", "",
                                     "results.yaml path; '' = <data_directory>/<bag>_results.yaml")
         self.nominal_truth = declare(self, "compare_with_nominal", False,
@@ -162,28 +156,6 @@ class Identifier(Node):
         self._start_trigger_service()
 
     # ------------------------------------------------------------------ parameters
-    def _get_parameter_or_none(self, name):
-        """A parameter's value, None while it is unset."""
-        try:
-            return self.get_parameter(name).value
-        except ParameterUninitializedException:
-            return None
-
-    @staticmethod
-    def _check_optional(params):
-        for p in params:
-            if not p or p.value is None:
-                continue
-            if p.name == "estimator" and p.value not in ESTIMATORS:
-                return f"parameter 'estimator' = {p.value!r}; expected one of {list(ESTIMATORS)}"
-            if p.name == "velocity_threshold" and not 0.0 <= p.value <= 100.0:
-                return f"parameter 'velocity_threshold' = {p.value}; expected [0, 100] rad/s"
-        return None
-
-    def _check_optional_callback(self, params):
-        reason = self._check_optional(params)
-        return SetParametersResult(successful=reason is None, reason=reason or "")
-
     def _guard_results(self, params):
         if not self._internal and any(p.name.startswith("result.") for p in params):
             return SetParametersResult(successful=False, reason="result.* are outputs")
@@ -199,7 +171,7 @@ class Identifier(Node):
     def _refresh(self):
         """Re-read the settings, so that parameters changed at run time take effect."""
         for attr, name in self._SETTINGS.items():
-            setattr(self, attr, self._get_parameter_or_none(name))
+            setattr(self, attr, optional_value(self, name))
         self.data_directory = Path(self.get_parameter("data_directory").value)
 
     def resolve_bag(self, name=None) -> Path:
@@ -368,6 +340,8 @@ class Identifier(Node):
             self._finish(job, message="live source: duration must be > 0 s")
             return self._on_wake()
         from robot_identification.data._bag import BagWriter
+        from robot_identification.nodes._recording import (RECORD_QOS, QueuedBagWriter,
+                                                            TopicCount)
         name = "live_" + time.strftime("%Y%m%d_%H%M%S")
         path = self.data_directory / name
         n = 1
@@ -378,23 +352,30 @@ class Identifier(Node):
         if self.model.config.elastic:
             topics[self.motor_topic] = "sensor_msgs/msg/JointState"
         try:
-            writer = BagWriter(path, topics)
+            writer = QueuedBagWriter(BagWriter(path, topics), self.get_logger().error)
         except (IdentificationError, OSError) as exc:
             self._finish(job, message=f"live source: {exc}")
             return self._on_wake()
+        # as the recorder: nothing dropped (KEEP_ALL), the disk never blocks the callback, and
+        # messages lost on the way are counted (DDS sequence numbers) into the bag's metadata
         subs = [self.create_subscription(
-            JointState, topic, lambda data, tp=topic: self._on_live(tp, data), QOS, raw=True)
-            for topic in topics]
+            JointState, topic, lambda data, info, tp=topic: self._on_live(tp, data, info),
+            RECORD_QOS, raw=True) for topic in topics]
         # the window is measured in the link states' header stamps (the data's own time)
-        self._live = {"job": job, "writer": writer, "subs": subs, "path": path, "start": None}
+        self._live = {"job": job, "writer": writer, "subs": subs, "path": path, "start": None,
+                      "counts": {t: TopicCount() for t in topics}}
         job.feedback = ("collecting", 0.0, 0)
         self.get_logger().info(f"collecting {job.duration:g} s of {list(topics)} into {path}")
 
-    def _on_live(self, topic, data):
+    def _on_live(self, topic, data, info=None):
         live = self._live
         if live is None:
             return
         live["writer"].write(topic, data, self.get_clock().now().nanoseconds)
+        info = info or {}
+        gid = info.get("publisher_gid")
+        live["counts"][topic].add(info.get("publication_sequence_number"),
+                                  None if gid is None else bytes(gid.get("data", b"")))
         if topic != self.joint_topic or len(data) < 12:
             return
         # CDR: 4-byte encapsulation header, then header.stamp (int32 sec, uint32 nanosec)
@@ -403,7 +384,7 @@ class Identifier(Node):
         if live["start"] is None:
             live["start"] = stamp
         elapsed = stamp - live["start"]
-        n = live["writer"].counts[self.joint_topic]
+        n = live["counts"][self.joint_topic].recorded
         live["job"].feedback = ("collecting", 0.5 * min(elapsed / live["job"].duration, 1.0), n)
         if elapsed >= live["job"].duration:
             self._stop_live()
@@ -412,8 +393,19 @@ class Identifier(Node):
         live, self._live = self._live, None
         for sub in live["subs"]:
             self.destroy_subscription(sub)
-        live["writer"].close()          # recorded data are kept, cancelled or not
         job = live["job"]
+        counts = {t: c.summary() for t, c in live["counts"].items()}
+        live["writer"].writer.set_metadata({"recording": counts})
+        try:
+            live["writer"].close()      # recorded data are kept, cancelled or not
+        except DataError as exc:
+            self.get_logger().error(str(exc))
+            self._finish(job, message=f"live source: {exc}")
+            return self._on_wake()
+        lost = sum(c["lost"] or 0 for c in counts.values())
+        if lost:
+            self.get_logger().warning(f"live source: {lost} message(s) lost on the way to "
+                                      f"{live['path']} (DDS sequence numbers): {counts}")
         if cancelled:
             job.outcome = {"cancelled": True,
                            "message": f"cancelled while collecting; data kept in {live['path']}"}
