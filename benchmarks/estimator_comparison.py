@@ -43,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 
 from robot_identification.estimation import NormalEquations, ols  # noqa: E402
 from robot_identification.identifiability import base_parameters  # noqa: E402
+from robot_identification.identification import true_base_values  # noqa: E402
 from robot_identification.model import load_robot  # noqa: E402
 from robot_identification.regressor import iter_regressor_blocks  # noqa: E402
 from robot_identification.signal import PolynomialApproximation, SavitzkyGolay  # noqa: E402
@@ -117,8 +118,7 @@ def run_product(model, base, train, bank, vt):
     neq = NormalEquations(len(base), model.rows_per_sample)
     neq.add(base.project(Y), bank.apply(train.tau, 0), np.abs(dqh) >= vt if vt else None)
     est = ols(neq)
-    truth = base.base_values(np.array([train.true_parameters.get(nm, 0.0)
-                                       for nm in model.parameter_names]))
+    truth = true_base_values(model, base, train.true_parameters)
     return IdentificationResult(robot=model.config.name, names=list(base.names),
                                 expressions=base.expressions(), estimate=est, base=base,
                                 true_values=truth, row_labels=list(model.joint_names),
@@ -150,8 +150,7 @@ def compare(name, args):
     train_full = simulate_run(model, args.duration, 1, args.torque_noise)
     held_full = simulate_run(model, args.heldout, 2, args.torque_noise, derivatives=True)
     t_sim = time.perf_counter() - t0
-    truth = base.base_values(np.array([train_full.true_parameters.get(nm, 0.0)
-                                       for nm in model.parameter_names]))
+    truth = true_base_values(model, base, train_full.true_parameters)
     floor = np.maximum(np.abs(truth), 1e-3 * np.abs(truth).max())
     nrows = model.n
     vt = args.velocity_threshold

@@ -323,17 +323,90 @@ def check_residual_noise(labels, residual_rms, noise, signal_rms=None):
     return out
 
 
+def _names(names, limit=8):
+    names = list(names)
+    more = f" and {len(names) - limit} more" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
+
+
+def check_truth_coverage(missing, extra, unknown_base, n_base):
+    """Simulated data whose true parameters do not match the model one to one:
+    ``truth_incomplete``.
+
+    Parameters
+    ----------
+    missing : list of str
+        Standard parameters of the model without a true value.
+    extra : dict
+        True parameters ``{name: value}`` that name no parameter of the model (data
+        simulated for another robot or drive configuration).
+    unknown_base : list of str
+        Base parameters whose true value is therefore unknown (NaN: left out of the
+        normalised mean error and of ``far_from_truth``/``std_understates_error``).
+    n_base : int
+        Number of base parameters.
+
+    Severity: warning when base parameters lose their truth or unmatched true values are
+    non-zero (the data hold effects the model cannot represent); info when only
+    parameters that no base parameter depends on are missing or the unmatched values are 0.
+    """
+    out = []
+    if missing:
+        if unknown_base:
+            also = ("no base parameter has a known true value: no comparison with the truth"
+                    if len(unknown_base) == n_base else
+                    f"the true value of {len(unknown_base)} of {n_base} base parameters is "
+                    f"unknown ({_names(unknown_base)}) and left out of the normalised mean "
+                    f"error and the truth checks")
+        else:
+            also = "no base parameter depends on them"
+        out.append(Diagnostic(
+            "truth_incomplete", "warning" if unknown_base else "info",
+            f"the data's true parameters lack {len(missing)} model parameter(s) "
+            f"({_names(missing)}): {also}", "true_parameters"))
+    if extra:
+        nonzero = {}
+        for k, v in extra.items():
+            try:
+                if float(v) != 0.0:
+                    nonzero[k] = v
+            except (TypeError, ValueError):
+                nonzero[k] = v
+        msg = (f"the data's true parameters name {len(extra)} parameter(s) the model does "
+               f"not have ({_names(extra)}); ")
+        msg += ("the data were simulated with effects this model cannot represent (another "
+                "robot or drive configuration?): estimates and truth are not comparable "
+                f"one to one ({len(nonzero)} non-zero)" if nonzero else
+                "all are 0, so the model's assumption that they are absent holds")
+        out.append(Diagnostic("truth_incomplete", "warning" if nonzero else "info", msg,
+                              "true_parameters"))
+    return out
+
+
 def check_truth(nme, values, true_values, std, names=None, relative_std=None):
     """Simulated data: ``far_from_truth`` (normalised mean error above
     :data:`TRUTH_NME_LIMIT`: warning, above :data:`TRUTH_NME_TARGET`: info), naming the base
     parameters that dominate it with their error in standard deviations, and the error of
     the well-identified ones (relative std < :data:`POORLY_IDENTIFIED_PERCENT`): biased
     (pre-processing) or not (the error sits in poorly excited parameters); and
-    ``std_understates_error`` (median |error| / std > 10: a bias, not noise)."""
+    ``std_understates_error`` (median |error| / std > 10: a bias, not noise).
+
+    Base parameters whose true value is NaN (unknown, :func:`check_truth_coverage`) are
+    left out of both."""
     out = []
     if nme is None or true_values is None:
         return out
-    est, tru = np.asarray(values, dtype=float), np.asarray(true_values, dtype=float)
+    tru = np.asarray(true_values, dtype=float)
+    keep = ~np.isnan(tru)
+    if not keep.any():
+        return out
+    if not keep.all():
+        idx = np.flatnonzero(keep)
+        names = None if names is None else [names[i] for i in idx]
+        relative_std = None if relative_std is None else np.asarray(relative_std)[idx]
+        return check_truth(nme, np.asarray(values, dtype=float)[idx], tru[idx],
+                           np.asarray(std, dtype=float)[idx], names, relative_std)
+    est = np.asarray(values, dtype=float)
     err = np.abs(est - tru)
     rel = err.copy()
     nz = np.abs(tru) > 1e-12
@@ -621,6 +694,66 @@ def check_time_jumps(t, source="", steps=TIME_JUMP_STEPS):
                        f"{step:.3g} s): split the recording there", source)]
 
 
+def check_recording_counts(recording, source=""):
+    """``messages_lost`` and ``samples_missing``: the recorder's counts of a bag
+    (``Dataset.metadata['recording']``, written by the recorder node: per topic ``recorded``,
+    ``lost`` and for state topics ``expected``/``missing`` at ``expected_rate_hz`` and the
+    arrival rate against the wall clock).
+
+    - ``messages_lost`` (warning): messages a publisher sent during the recording (DDS
+      publication sequence numbers) that never reached the recorder.
+    - ``samples_missing``: state samples absent from the header stamps at the expected rate
+      (never published - the robot's loop skipped them - or lost); warning above 1 %, info
+      below. Info when the stamps are complete but arrived slower than the expected rate
+      against the wall clock (a publisher whose clock runs slower than real time, e.g. a
+      simulator that cannot keep up: the data are consistent in its own time).
+
+    Parameters
+    ----------
+    recording : dict
+        Topic -> counts (:meth:`robot_identification.nodes.recorder.TopicCount.summary`).
+    """
+    out = []
+    if not isinstance(recording, dict):
+        return out
+    for topic, c in sorted(recording.items()):
+        if not isinstance(c, dict):
+            continue
+        recorded, lost = int(c.get("recorded") or 0), c.get("lost")
+        if lost:
+            total = recorded + int(lost)
+            out.append(Diagnostic(
+                "messages_lost", "warning",
+                f"{topic}: {lost} of {total} messages published during the recording "
+                f"({100 * lost / total:.1f} %) never reached the recorder (gaps in the "
+                f"publishers' sequence numbers)", f"{source}:{topic}" if source else topic))
+        expected, missing = c.get("expected"), c.get("missing")
+        rate = c.get("expected_rate_hz")
+        if not expected or missing is None or not rate:
+            continue
+        subject = f"{source}:{topic}" if source else topic
+        if missing > 0:
+            share = missing / expected
+            origin = (f"{lost} of them lost in transport, the rest never published"
+                      if lost else "never published (e.g. periods the robot's loop skipped)")
+            out.append(Diagnostic(
+                "samples_missing", "warning" if share > 0.01 else "info",
+                f"{topic}: {missing} of {expected} samples at {rate:g} Hz "
+                f"({100 * share:.1f} %) are absent from the header stamps "
+                f"({c.get('stamp_span_s', 0):.3f} s): {origin}", subject))
+        arrival = c.get("arrival_rate_hz")
+        if missing == 0 and arrival and arrival < 0.9 * rate:
+            out.append(Diagnostic(
+                "samples_missing", "info",
+                f"{topic}: stamps complete at {rate:g} Hz ({recorded} samples over "
+                f"{c.get('stamp_span_s', 0):.3f} s of stamps) but they arrived at "
+                f"{arrival:.0f} Hz over {c.get('arrival_span_s', 0):.2f} s of wall clock: "
+                f"the publisher's clock ran at {arrival / rate:.2f} x real time; "
+                f"{round(c.get('arrival_span_s', 0) * rate) + 1 - recorded} fewer samples "
+                f"than real time at {rate:g} Hz", subject))
+    return out
+
+
 def recording_summary(model, dataset, label=None):
     """What the checks need from one recording, computed from the raw data (cheap, O(N)).
 
@@ -648,6 +781,7 @@ def recording_summary(model, dataset, label=None):
     diags += check_saturation(model.joint_names, ds.tau,
                               [j.limits.effort for j in model.config.joints], src)
     diags += check_time_jumps(ds.t, src)
+    diags += check_recording_counts(ds.metadata.get("recording"), src)
     malformed = ds.metadata.get("malformed_rows") or []
     if malformed:
         diags += check_samples_dropped(0, 0, 0.0, malformed=len(malformed), source=src)
@@ -725,8 +859,10 @@ def collect_diagnostics(model, result, recordings=()):
 def physical_diagnostics(model, physical):
     """Checks of a physically consistent estimate
     (:class:`~robot_identification.estimation.PhysicalEstimate`): ``body_on_bound``,
-    ``mass_far_from_nominal`` (:func:`check_bodies`) and ``prior_distance`` (info: the
-    log-det divergence of the bodies from the URDF, total and largest)."""
+    ``mass_far_from_nominal`` (:func:`check_bodies`), ``prior_distance`` (info: the
+    log-det divergence of the bodies from the URDF, total and largest) and
+    ``null_space_unrefined`` (warning: the second, prior-only solve over the directions the
+    data do not determine failed, so those directions are not pulled toward the prior)."""
     pi = np.asarray(physical.standard)
     pi0 = model.nominal_parameters()
     masses = pi[0: 10 * model.n: 10]
@@ -739,4 +875,10 @@ def physical_diagnostics(model, physical):
                               f"log-det divergence of the bodies from the URDF: total "
                               f"{float(np.sum(dist)):.3g}, largest {float(dist[k]):.3g} "
                               f"({model.body_names[k]})", "physical"))
+    if "unrefined" in str(physical.status):
+        out.append(Diagnostic("null_space_unrefined", "warning",
+                              "the prior-only solve over the parameter directions the data do "
+                              "not determine failed: the standard parameters (export-urdf) may "
+                              "be far from the URDF there although the base parameters fit",
+                              "physical"))
     return out

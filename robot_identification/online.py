@@ -8,8 +8,22 @@ Lomakin & Deutscher (Fig. 1, :class:`~robot_identification.estimation.MRLS`, one
 pushed block) with its identifiability flags (1 identified, 0 not excited, -1 linearly
 dependent). Fed the samples of a recording in any pieces, the estimate equals
 :func:`~robot_identification.streaming.identify_streaming` with ``estimator='mrls'`` on that
-recording (to rounding). Not applied here: the engine's automatic settings resolved on a
-whole recording (``cutoff_hz``/``friction_deadband`` ``'auto'``) and reversal dropping.
+recording (to rounding) when the recording holds positions and torques only (no measured
+velocities: the filters differentiate positions) and is no longer than the settings window
+(below), or when the config's settings are not automatic.
+Not applied here: reversal dropping (the batch engine applies it to its Butterworth filter).
+
+Automatic settings (``cutoff_hz``/``friction_deadband: auto``, the defaults of a robot config
+without an ``identification`` section) are resolved as the batch engine resolves them
+(:func:`~robot_identification.identification.resolve_settings` on
+:func:`~robot_identification.identification.recording_summaries`), measured on the first
+``settings_window`` seconds of samples: those samples are held back until the window is full
+(or :meth:`OnlineIdentification.resolve` is called, e.g. when the stream pauses), then fed
+to the filters; nothing is dropped. The resolved values are in ``settings`` and the
+``automatic_settings`` diagnostic of every estimate. On line the polynomial-approximation
+filters are used, so of the two only the Coulomb sign deadband enters the equations (the
+cut-off scales the velocity noise left after filtering, as in the batch engine): a model
+without sign-based (Coulomb) friction holds nothing back.
 
 A gap in the samples (a lost message: a step more than ``gap_tolerance`` sample periods off)
 restarts the filters: the equations of the samples on both sides are kept (they are
@@ -27,7 +41,11 @@ from robot_identification.errors import DataError
 from robot_identification.estimation import MRLS, NormalEquations
 from robot_identification.identifiability import base_parameters
 from robot_identification.identification import (
-    FIRStates, IdentificationResult, accumulate_states, estimate_from, make_bank, row_labels)
+    FIRStates, IdentificationResult, accumulate_states, estimate_from, make_bank,
+    needs_resolving, recording_summaries, resolve_settings, row_labels)
+
+#: Default length [s] of the first window of samples the automatic settings are measured on.
+SETTINGS_WINDOW = 5.0
 
 
 class OnlineIdentification:
@@ -56,24 +74,34 @@ class OnlineIdentification:
         ``sigma2``, ``excitation_tol``, ``dependence_tol``, ``update`` of :class:`MRLS`.
     gap_tolerance : float
         A step differing from 1/fs by more than this many periods is a gap.
+    settings : IdentificationSettings, optional
+        Default: the robot config's ``identification`` section; ``velocity_threshold`` and
+        ``friction_deadband`` (a number, per-joint numbers or ``'auto'``) are used.
+    settings_window : float
+        Automatic settings: measured on the first this many seconds of samples [s]
+        (at least 20 samples), which are held back until then.
 
     Raises
     ------
     DataError
-        Bad filter settings or effort lag.
+        Bad filter settings, effort lag or settings window.
     """
 
     def __init__(self, model, fs, *, pa=None, decimate=1, velocity_threshold=None,
-                 effort_lag=0.0, theta0=None, mrls_options=None, gap_tolerance=0.5):
+                 effort_lag=0.0, theta0=None, mrls_options=None, gap_tolerance=0.5,
+                 settings=None, settings_window=SETTINGS_WINDOW):
         if not 0 <= effort_lag < 1:
             raise DataError(f"effort_lag must lie in [0, 1) sample periods, got {effort_lag}")
+        if not settings_window > 0:
+            raise DataError(f"settings_window must be positive [s], got {settings_window}")
         self.model = model
         self.fs = float(fs)
         kw = {"window": 0.044, "N": 1, "alpha": 3.0, "beta": 3.0}
         kw.update(pa or {})
         self.bank = make_bank("pa", self.fs, **kw)
         self.decimate = int(decimate)
-        self.threshold = (model.config.identification.velocity_threshold
+        settings = settings or model.config.identification
+        self.threshold = (settings.velocity_threshold
                           if velocity_threshold is None else float(velocity_threshold))
         self.effort_lag = float(effort_lag)
         self.gap_tolerance = float(gap_tolerance)
@@ -84,11 +112,21 @@ class OnlineIdentification:
         self.mrls = MRLS(p, theta0=np.asarray(theta0, dtype=float), names=self.base.names,
                          **(mrls_options or {}))
         self.neq = NormalEquations(p, model.rows_per_sample)
-        # the engine's accumulation step: this threshold, plain sign(v) (no 'auto' deadband)
-        self._settings = replace(model.config.identification, velocity_threshold=self.threshold,
-                                 friction_deadband=0.0)
+        self.requested = replace(settings, velocity_threshold=self.threshold)
+        #: the settings in use (``'auto'`` resolved); None while the first window is collected
+        self.settings = self.requested
+        if needs_resolving(self.requested):
+            # only the Coulomb deadband enters the on-line equations: without sign-based
+            # friction there is nothing to measure and no sample is held back
+            sign = any(k in ("coulomb", "fc") for k in model.drive_parameter_keys())
+            automatic = isinstance(self.requested.friction_deadband, str) and sign
+            self.settings = None if automatic else resolve_settings(model, self.requested, [])
+        self.window_samples = max(int(round(settings_window * self.fs)), 20)
+        self.auto_samples = 0       # samples the automatic settings were measured on
+        self._held = []             # (t, q, tau, theta) pieces of the first window
+        self._window_diagnostics = []
         self.fir = FIRStates(model, self.bank, self.decimate)
-        self.n_input = 0            # samples pushed
+        self.n_input = 0            # samples fed to the filters
         self.n_samples = 0          # filtered samples in the equations
         self.gaps = 0
         self.t_last = None
@@ -121,6 +159,89 @@ class OnlineIdentification:
         t = np.asarray(t, dtype=float)
         q, tau = np.asarray(q, dtype=float), np.asarray(tau, dtype=float)
         theta = None if theta is None else np.asarray(theta, dtype=float)
+        if self.settings is None:
+            return self._hold(t, q, tau, theta)
+        return self._push(t, q, tau, theta)
+
+    @property
+    def held(self):
+        """Samples held back until the automatic settings are resolved."""
+        return sum(piece[0].size for piece in self._held)
+
+    def _hold(self, t, q, tau, theta):
+        if t.size == 0:
+            return 0
+        last = self._held[-1][0][-1] if self._held else -np.inf
+        prev = np.concatenate([[last], t[:-1]])
+        if np.any(t <= prev):
+            i = int(np.argmax(t <= prev))
+            raise DataError(f"samples must arrive in time order: t = {t[i]:.9f} s after "
+                            f"{prev[i]:.9f} s")
+        self._held.append((t, q, tau, theta))
+        if self.held < self.window_samples:
+            return 0
+        return self.resolve()
+
+    def resolve(self):
+        """Resolve the automatic settings now, on the samples held back so far (fewer than
+        ``settings_window`` s: a short recording, a stream that paused), and feed those
+        samples to the filters. Nothing to do once resolved.
+
+        Returns
+        -------
+        int
+            Filtered samples added to the equations.
+
+        Raises
+        ------
+        DataError
+            Held samples of inconsistent shapes (see :meth:`push`).
+        """
+        from robot_identification.diagnostics import Diagnostic
+        if self.settings is not None:
+            return 0
+        held, self._held = self._held, []
+        if not held:
+            return 0
+        t = np.concatenate([h[0] for h in held])
+        q = np.concatenate([h[1] for h in held])
+        tau = np.concatenate([h[2] for h in held])
+        theta = None if any(h[3] is None for h in held) else np.concatenate(
+            [h[3] for h in held])
+        # the batch engine's measurement of one recording (positions only: the filters
+        # differentiate them) and its resolution of 'auto'
+        window = Dataset(t=t, q=q, tau=tau, theta=theta, joint_names=list(self.model.joint_names),
+                         metadata={"source": "first window"})
+        summaries = recording_summaries(self.model, [window])
+        self.settings = resolve_settings(self.model, self.requested, summaries)
+        self.auto_samples = int(t.size)
+        self._window_diagnostics = [d for s in summaries if s for d in s["diagnostics"]]
+        self._window_diagnostics.append(Diagnostic(
+            "automatic_settings", "info", self.describe_settings(), "settings"))
+        return self._push(t, q, tau, theta)
+
+    def describe_settings(self):
+        """One line: the resolved automatic settings and what they were measured on (a
+        node logs it once)."""
+        s, r = self.settings, self.requested
+        if s is None:
+            return (f"automatic settings: collecting the first {self.window_samples} samples "
+                    f"({self.held} so far)")
+        parts = []
+        if isinstance(r.friction_deadband, str):
+            dead = np.broadcast_to(s.friction_deadband, (self.model.n,))
+            parts.append("friction_deadband [" + ", ".join(f"{v:.3g}" for v in dead)
+                         + "] rad/s")
+        if r.cutoff_hz == "auto":
+            parts.append(f"cutoff_hz {s.cutoff_hz} Hz (the deadband's noise measure; "
+                         f"on line the polynomial-approximation filters are used)")
+        if not parts:
+            return "no automatic settings"
+        return (f"automatic settings measured on the first {self.auto_samples} samples "
+                f"({self.auto_samples / self.fs:.3g} s), as the batch engine: "
+                + "; ".join(parts))
+
+    def _push(self, t, q, tau, theta):
         if self._carry is not None:
             ct, cq, ctau, cth = self._carry
             t, q, tau = np.concatenate([ct, t]), np.concatenate([cq, q]), np.concatenate(
@@ -175,7 +296,7 @@ class OnlineIdentification:
             if mask is not None:
                 W, y = W * mask[:, :, None], y * mask
             self.mrls.update(W, y)
-        accumulate_states(self.model, self.base, self.neq, st, self._settings,
+        accumulate_states(self.model, self.base, self.neq, st, self.settings,
                           block=max(m, 1), on_block=update)
         self.n_samples += m
         return m
@@ -188,21 +309,29 @@ class OnlineIdentification:
         IdentificationResult
             Method ``mrls``; ``settings['flags']`` (1 identified, 0 not excited, -1 linearly
             dependent), standard deviations NaN for parameters not identified, ``gaps``,
-            ``n_input``.
+            ``n_input``, ``friction_deadband`` (per joint [rad/s]), ``auto_samples`` (samples
+            'auto' was measured on; 0: nothing automatic). Diagnostics: ``automatic_settings``
+            (info, the resolved values), those of the first window (joint limits, torque
+            outliers, saturation, time jumps) and ``no_velocity_threshold``, as the batch
+            engine gives them.
 
         Raises
         ------
         DataError
-            No equations yet.
+            No equations yet (too few samples, or the first window still being collected).
         """
-        from robot_identification.diagnostics import Diagnostic
+        from robot_identification.diagnostics import Diagnostic, check_velocity_threshold
         if self.n_samples == 0:
+            if self.settings is None:
+                raise DataError(f"no equations yet: collecting the first {self.window_samples}"
+                                f" samples for the automatic settings ({self.held} so far)")
             raise DataError(f"no equations yet: {self.n_input} samples pushed, the filter "
                             f"needs {self.bank.L + 1}")
         r = self.mrls.result()
         est = estimate_from(self.neq, r.values, r.K_inv, "mrls", flags=r.flags)
         b = self.bank
-        diagnostics = []
+        diagnostics = list(self._window_diagnostics) + check_velocity_threshold(
+            self.threshold, self.settings.friction_deadband, self.model.drive_parameter_keys())
         missing = [n for n, f in zip(self.base.names, r.flags) if f != 1]
         if missing:
             diagnostics.append(Diagnostic(
@@ -221,6 +350,9 @@ class OnlineIdentification:
             settings={"estimator": "mrls", "flags": [int(f) for f in r.flags],
                       "filter": type(b).__name__, "window": b.window, "delay": b.delay,
                       "decimate": self.decimate, "velocity_threshold": self.threshold,
+                      "friction_deadband": [float(v) for v in np.broadcast_to(
+                          self.settings.friction_deadband, (self.model.n,))],
+                      "auto_samples": self.auto_samples,
                       "gaps": self.gaps, "n_input": self.n_input},
             units=[self.model.layout.units[i] for i in self.base.independent],
             normal_equations=self.neq, diagnostics=diagnostics)

@@ -116,6 +116,20 @@ def test_bodies_on_bound_and_far_masses():
     assert [x.subject for x in d] == ["b1", "b2"]
 
 
+def test_physical_estimate_with_an_unrefined_null_space():
+    from robot_identification.estimation import PhysicalEstimate
+    from robot_identification.model import load_robot
+    model = load_robot("szabo_3dof")
+    pi = model.nominal_parameters()
+    est = PhysicalEstimate(standard=pi, base=pi[:1], min_eigenvalues=np.full(3, 0.1),
+                           cost_increase=0.0, status="optimal (null space unrefined)",
+                           prior_distance=np.zeros(3))
+    d = dg.physical_diagnostics(model, est)
+    assert codes(d) == ["prior_distance", "null_space_unrefined"]
+    est.status = "optimal"
+    assert "null_space_unrefined" not in codes(dg.physical_diagnostics(model, est))
+
+
 @pytest.fixture(scope="module")
 def planar_spiked(tmp_path_factory):
     from robot_identification.model import load_robot

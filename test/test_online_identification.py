@@ -76,3 +76,66 @@ def test_effort_lag_across_pieces(rigid_run):
     assert lagged.n_input == shifted.n_input == ds.n_samples - 1
     np.testing.assert_allclose(lagged.estimate().estimate.values,
                                shifted.estimate().estimate.values, rtol=1e-10, atol=1e-12)
+
+
+@pytest.fixture(scope="module")
+def arm7_run():
+    """A config without an identification section (cutoff_hz and friction_deadband 'auto',
+    Coulomb friction, velocity threshold 0); positions and torques only, 60 dB noise."""
+    from pathlib import Path
+
+    from robot_identification.data import Dataset
+    from robot_identification.model import RobotModel, load_robot_config
+    from robot_identification.simulation import add_measurement_noise, simulate
+    model = RobotModel(load_robot_config(Path(__file__).resolve().parent / "arm7.yaml"))
+    assert model.config.identification.friction_deadband == "auto"
+    run = add_measurement_noise(simulate(model, duration=3.0, seed=0), 60.0, seed=1)
+    return model, Dataset(t=run.t, q=run.q, tau=run.tau, joint_names=run.joint_names)
+
+
+def test_automatic_settings_are_the_batch_engines(arm7_run):
+    """'auto' resolved on the held-back samples as the batch engine resolves it on the
+    recording: same deadband, same estimate; nothing is identified before."""
+    from robot_identification.streaming import identify_streaming, iter_dataset_chunks
+    model, ds = arm7_run
+    ref = identify_streaming(model, iter_dataset_chunks(ds, 1000), estimator="mrls")
+    online = OnlineIdentification(model, ds.sample_rate, settings_window=10.0)
+    push_pieces(online, ds, [500, 1, 999])
+    assert online.settings is None and online.held == ds.n_samples and online.n_input == 0
+    with pytest.raises(DataError, match="collecting the first 10000 samples"):
+        online.estimate()
+    online.resolve()                   # the recording ended before the window was full
+    est = online.estimate()
+    assert est.settings["friction_deadband"] == ref.settings["friction_deadband"]
+    assert all(d > 0 for d in est.settings["friction_deadband"])     # not plain sign(v)
+    assert est.settings["auto_samples"] == online.n_input == ds.n_samples
+    np.testing.assert_allclose(est.estimate.values, ref.estimate.values, rtol=1e-9,
+                               atol=1e-9 * np.abs(ref.estimate.values).max())
+    auto = [d for d in est.diagnostics if d.code == "automatic_settings"]
+    assert len(auto) == 1 and "friction_deadband" in auto[0].message
+    assert "no_velocity_threshold" not in [d.code for d in est.diagnostics]
+
+
+def test_the_first_window_resolves_and_is_not_lost(arm7_run):
+    """With a 1 s window the settings come from the first second (the pushes that fill it);
+    the held samples then enter the equations exactly as if those settings had been given."""
+    from dataclasses import replace
+
+    from robot_identification.data import Dataset
+    from robot_identification.identification import recording_summaries, resolve_settings
+    model, ds = arm7_run
+    online = OnlineIdentification(model, ds.sample_rate, settings_window=1.0)
+    push_pieces(online, ds, [400, 400, 400])
+    k = online.auto_samples
+    assert k == 1200 and online.n_input == ds.n_samples
+    head = Dataset(t=ds.t[:k], q=ds.q[:k], tau=ds.tau[:k], joint_names=ds.joint_names)
+    cfg = model.config.identification
+    resolved = resolve_settings(model, cfg, recording_summaries(model, [head]))
+    assert online.settings.friction_deadband == resolved.friction_deadband
+    given = OnlineIdentification(model, ds.sample_rate, settings=replace(
+        cfg, friction_deadband=resolved.friction_deadband))
+    assert given.settings is not None
+    given.push(ds.t, ds.q, ds.tau)
+    ref = given.estimate().estimate.values
+    np.testing.assert_allclose(online.estimate().estimate.values, ref, rtol=1e-8,
+                               atol=1e-9 * np.abs(ref).max())      # other blocks: rounding

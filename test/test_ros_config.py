@@ -98,3 +98,24 @@ def test_identifier_ends_its_trigger_thread_on_destroy(context, tmp_path):
     assert thread.is_alive()
     node.destroy_node()
     assert not thread.is_alive()
+
+
+def test_identifier_optional_parameters_checked_at_start_and_on_change(context, tmp_path):
+    """The identifier's estimator / velocity_threshold use the shared declare_optional: unset
+    = the robot config's (None), bad values refused at start (one line) and on change."""
+    from robot_identification.nodes.identifier import Identifier
+    where = Parameter("data_directory", value=str(tmp_path))
+    node = Identifier(context=context, parameter_overrides=[where])
+    try:
+        assert node.estimator is None and node.threshold is None
+        for name, bad in (("estimator", "magic"), ("velocity_threshold", -1.0)):
+            result = node.set_parameters([Parameter(name, value=bad)])[0]
+            assert not result.successful and name in result.reason
+        assert node.set_parameters([Parameter("estimator", value="wls")])[0].successful
+        node._refresh()
+        assert node.estimator == "wls" and node.threshold is None
+    finally:
+        node.destroy_node()
+    with pytest.raises(ValueError, match=r"velocity_threshold.*\[0.0, 100.0\]"):
+        Identifier(context=context, parameter_overrides=[
+            where, Parameter("velocity_threshold", value=101.0)])

@@ -46,4 +46,10 @@ def run(args):
     check_output_argument(args, model)
     out = export_from_results(model, args.results, args.output, input_paths(args, model))
     print(f"wrote {Path(out).resolve()}")
+    extra = [k for k in ("stiction", "stribeck", "stiffness", "damping")
+             if k in model.drive_parameter_keys()]
+    if extra:
+        print(f"note: URDF has no element for {', '.join(extra)}: their identified values are "
+              f"in a comment at the top of the file, and a simulator reading only the URDF "
+              f"will not apply them")
     return 0

@@ -387,6 +387,7 @@ class BagWriter:
         store = _typestore()
         self._writer = Writer(self.path, version=METADATA_VERSION,
                               storage_plugin=StoragePlugin.MCAP)
+        self._custom = dict(custom_data or {})
         if custom_data:
             self._writer.set_custom_data(_CUSTOM_KEY, json.dumps(custom_data))
         self._writer.open()
@@ -414,6 +415,13 @@ class BagWriter:
             storage.close_chunk()
             storage.bio.flush()
         self._last_flush = time.monotonic()
+
+    def set_metadata(self, metadata: dict):
+        """Add entries to the bag's ``Dataset.metadata`` (metadata.yaml ``custom_data``,
+        JSON-serialisable values), written by :meth:`close`; readers return them in
+        ``Dataset.metadata``."""
+        self._custom["metadata"] = {**self._custom.get("metadata", {}), **metadata}
+        self._writer.set_custom_data(_CUSTOM_KEY, json.dumps(self._custom))
 
     def close(self):
         """Write the MCAP summary and metadata.yaml."""

@@ -30,7 +30,10 @@ class Dataset:
     dq, ddq, dtheta, ddtheta : ndarray (N, n) or None
         Measured derivatives; when absent they are computed numerically.
     true_parameters : dict or None
-        Standard parameter name -> value, for simulated data with known parameters.
+        Standard parameter name -> value, for simulated data with known parameters. Old
+        drive keys (``joint1.fv``, datasets written before the drive parameters were
+        named by field terms) are renamed on construction (``joint1.viscous``,
+        :func:`~robot_identification.model.current_parameter_names`).
     metadata : dict
         Free-form provenance (robot, seed, SNR, source file, ...).
     """
@@ -48,7 +51,10 @@ class Dataset:
     metadata: dict = field(default_factory=dict)
 
     def __post_init__(self):
+        from robot_identification.model._config import current_parameter_names
         self.joint_names = tuple(self.joint_names)
+        if self.true_parameters:
+            self.true_parameters = current_parameter_names(self.true_parameters)
         self.t = np.asarray(self.t, dtype=float)
         for name in _ARRAYS:
             v = getattr(self, name)
@@ -135,7 +141,7 @@ class Dataset:
     # ------------------------------------------------------------------ NPZ
     def save_npz(self, path, inputs=()):
         """Write the dataset to a ``.npz`` file atomically (format documented in
-        docs/data-formats.md).
+        docs/simulation.md).
 
         Raises
         ------

@@ -12,8 +12,18 @@ of the physically consistent set: every body ends strictly inside (strict triang
 inequalities, positive mass) and no longer on the LMI margin, and directions the data do
 not determine are pulled toward the URDF/CAD body instead of a degenerate one (line or
 point masses). Drive parameters keep the Gaussian prior below; stiffness, damping, rotor
-inertia, viscous and Coulomb friction are >= 0. ``prior='gaussian'`` is the earlier
-formulation only:
+inertia, viscous and Coulomb friction are >= 0.
+
+The problem is solved in two stages. Stage 1 minimises data term + prior, scaled to O(1)
+for the conic solver; with nearly noise-free data the data term is ~1e12 times the prior,
+which then falls below the solver's tolerance everywhere -- also in the null space of K,
+where nothing else decides (a body turning about the gravity axis ended at 400x its URDF
+mass). Stage 2 minimises the prior alone over the standard parameters whose base
+parameters equal stage 1's (K pi = K pi_1) under the same constraints: the lexicographic
+optimum "best fit, then closest to the prior". If stage 2 fails, stage 1 is kept and the
+status says ``(null space unrefined)`` (diagnostic ``null_space_unrefined``).
+
+``prior='gaussian'`` is the earlier formulation only:
 
 Semidefinite program (Wensing, Kim & Slotine 2018, "Linear matrix inequalities for
 physically consistent inertial parameter identification", IEEE RA-L 3(1), eq. 8-12;
@@ -220,45 +230,58 @@ def physically_consistent(model, base, information, beta_ls, *, nominal=None,
     R = L.T * d[None, :]
     K = base.grouping
     P = model.n_parameters
-    x = cp.Variable(P)
-    data = cp.sum_squares(R @ (K @ x) - R @ b)
     if prior not in ("bregman", "gaussian"):
         raise DataError(f"prior must be 'bregman' or 'gaussian', not {prior!r}")
     inertial = np.array([k == "inertial" for k in model.layout.kinds])
     keep = np.ones(P, dtype=bool) if prior == "gaussian" else ~inertial
-    cost = data
-    if keep.any():
-        idx = np.flatnonzero(keep)
-        cost = cost + cp.sum_squares(cp.multiply(1.0 / s[idx], x[idx] - pi0[idx]))
-    cons = []
+    keep &= np.isfinite(s)
     A = _pseudo_basis()
     J0 = nominal_pseudo_inertias(model, pi0)
-    for k in range(model.n):
-        J = sum(x[10 * k + i] * A[i] for i in range(10))
-        cons.append(J - epsilon * np.eye(4) >> 0)
-        if prior == "bregman":
-            J0inv = np.linalg.inv(J0[k])
-            cost = cost + weight * (-cp.log_det(J) + cp.trace(J0inv @ J)
-                                    - np.linalg.slogdet(J0inv)[1] - 4.0)
-    for i, kind in enumerate(model.layout.kinds):
-        if kind in nonnegative:
-            cons.append(x[i] >= 0)
+
+    def constraints_and_prior(x):
+        """LMIs, sign constraints and the prior term of the standard parameters ``x``."""
+        cons, reg = [], 0.0
+        if keep.any():
+            idx = np.flatnonzero(keep)
+            reg = cp.sum_squares(cp.multiply(1.0 / s[idx], x[idx] - pi0[idx]))
+        for k in range(model.n):
+            J = sum(x[10 * k + i] * A[i] for i in range(10))
+            cons.append(J - epsilon * np.eye(4) >> 0)
+            if prior == "bregman":
+                J0inv = np.linalg.inv(J0[k])
+                reg = reg + weight * (-cp.log_det(J) + cp.trace(J0inv @ J)
+                                      - np.linalg.slogdet(J0inv)[1] - 4.0)
+        for i, kind in enumerate(model.layout.kinds):
+            if kind in nonnegative:
+                cons.append(x[i] >= 0)
+        return cons, reg
+
+    x = cp.Variable(P)
+    data = cp.sum_squares(R @ (K @ x) - R @ b)
+    cons, reg = constraints_and_prior(x)
     # the same minimiser, scaled to O(1) for the conic solver (the information matrix of
     # nearly noise-free data makes the data term ~1e12 beside log-det terms ~1)
     scale = max(1.0, float(np.sum((R @ b) ** 2)) / max(p, 1))
-    problem = cp.Problem(cp.Minimize(cost / scale), cons)
-    errors = []
-    for name in dict.fromkeys((solver, "SCS")):   # the interior-point solver, then SCS
+    status = _solve(cp.Problem(cp.Minimize((data + reg) / scale), cons), x, solver,
+                    "physical-consistency SDP")
+    refined = False
+    if prior == "bregman" or keep.any():
+        # Stage 2, the null space of K: after the scaling above the prior is below the
+        # solver's tolerance wherever the data are informative, and so it is also lost
+        # in the directions the data do not see at all (e.g. the mass of a body that
+        # only rotates about the gravity axis ended at 383x its URDF value). With the base
+        # parameters held at the stage-1 values, the prior alone picks the standard
+        # parameters among those that fit the data equally well.
+        x2 = cp.Variable(P)
+        cons2, reg2 = constraints_and_prior(x2)
+        beta1 = K @ np.asarray(x.value, dtype=float)
         try:
-            problem.solve(solver=name)
-        except (cp.error.SolverError, cp.error.DCPError) as exc:
-            errors.append(f"{name}: {exc}")
-            continue
-        if x.value is not None and problem.status in ("optimal", "optimal_inaccurate"):
-            break
-        errors.append(f"{name}: status {problem.status}")
-    else:
-        raise IdentificationError("physical-consistency SDP failed: " + "; ".join(errors))
+            _solve(cp.Problem(cp.Minimize(reg2), cons2 + [K @ x2 == beta1]), x2, solver,
+                   "null-space refinement")
+            refined = True
+            x = x2
+        except IdentificationError:
+            pass          # keep stage 1 (still consistent, the null space unregularised)
     pi = np.asarray(x.value, dtype=float)
     beta = K @ pi
     r_opt = R @ (beta - b)
@@ -267,7 +290,26 @@ def physically_consistent(model, base, information, beta_ls, *, nominal=None,
     eig = np.array([np.linalg.eigvalsh(J)[0] for J in Js])
     dist = np.array([log_det_divergence(J, J0[k]) for k, J in enumerate(Js)])
     return PhysicalEstimate(standard=pi, base=beta, min_eigenvalues=eig,
-                            cost_increase=float(r_opt @ r_opt) / ref, status=problem.status,
+                            cost_increase=float(r_opt @ r_opt) / ref,
+                            status=status + ("" if refined else " (null space unrefined)"),
                             prior_distance=dist,
                             on_bound=[k for k in range(model.n) if eig[k] <= 1.01 * epsilon],
                             epsilon=epsilon, prior=prior)
+
+
+def _solve(problem, x, solver, what):
+    """Solve with the interior-point ``solver``, then SCS; returns the solver status.
+
+    Raises IdentificationError when neither finds an (inaccurate) optimum."""
+    import cvxpy as cp
+    errors = []
+    for name in dict.fromkeys((solver, "SCS")):
+        try:
+            problem.solve(solver=name)
+        except (cp.error.SolverError, cp.error.DCPError) as exc:
+            errors.append(f"{name}: {exc}")
+            continue
+        if x.value is not None and problem.status in ("optimal", "optimal_inaccurate"):
+            return problem.status
+        errors.append(f"{name}: status {problem.status}")
+    raise IdentificationError(f"{what} failed: " + "; ".join(errors))

@@ -45,15 +45,72 @@ def row_labels(model):
     return list(model.joint_names)
 
 
-def true_base_values(model, base, true_parameters):
-    """Base parameters (p,) of known standard parameters {name: value}; None when unknown.
+def match_true_parameters(model, true_parameters):
+    """The model's standard parameters from a dataset's true parameters ``{name: value}``.
 
-    Standard parameters missing from the mapping count as 0.
+    Old drive keys are renamed first (``joint1.fv`` -> ``joint1.viscous``,
+    :func:`~robot_identification.model.current_parameter_names`).
+
+    Returns
+    -------
+    pi : ndarray (P,)
+        In :attr:`RobotModel.parameter_names` order; NaN where the mapping has no finite
+        number for the parameter (its truth is unknown, never taken as 0).
+    missing : list of str
+        Model parameters without a true value.
+    extra : dict
+        Entries that name no parameter of the model (another robot or drive
+        configuration), ``{name: value}``.
+    """
+    from robot_identification.model import current_parameter_names
+    truth = current_parameter_names(dict(true_parameters or {}))
+    pi = np.full(model.n_parameters, np.nan)
+    for i, name in enumerate(model.parameter_names):
+        try:
+            pi[i] = float(truth[name])
+        except (KeyError, TypeError, ValueError):
+            continue
+    pi[~np.isfinite(pi)] = np.nan
+    known = set(model.parameter_names)
+    missing = [nm for nm, v in zip(model.parameter_names, pi) if np.isnan(v)]
+    extra = {k: v for k, v in truth.items() if k not in known}
+    return pi, missing, extra
+
+
+def true_base_values(model, base, true_parameters):
+    """Base parameters (p,) of a dataset's true standard parameters ``{name: value}``.
+
+    A base parameter whose expression involves a standard parameter without a true value
+    (:func:`match_true_parameters`) is NaN: unknown, left out of the normalised mean error
+    and the truth checks (a missing value is never taken as 0). Returns None without true
+    parameters or when no base parameter has a known truth.
     """
     if not true_parameters:
         return None
-    pi = np.array([true_parameters.get(nm, 0.0) for nm in model.parameter_names])
-    return base.base_values(pi)
+    pi, _, _ = match_true_parameters(model, true_parameters)
+    return _base_truth(base, pi)
+
+
+def _base_truth(base, pi):
+    unknown = np.isnan(pi)
+    G = np.asarray(base.grouping, dtype=float)
+    values = G[:, ~unknown] @ pi[~unknown]
+    values[(G[:, unknown] != 0).any(axis=1)] = np.nan
+    return None if np.isnan(values).all() else values
+
+
+def truth_diagnostics(model, base, true_parameters):
+    """``truth_incomplete`` diagnostics of a dataset's true parameters (empty when they
+    are absent or match the model's standard parameters one to one); see
+    :func:`~robot_identification.diagnostics.check_truth_coverage`."""
+    from robot_identification.diagnostics import check_truth_coverage
+    if not true_parameters:
+        return []
+    pi, missing, extra = match_true_parameters(model, true_parameters)
+    values = _base_truth(base, pi)
+    unknown = list(base.names) if values is None else [
+        nm for nm, v in zip(base.names, values) if np.isnan(v)]
+    return check_truth_coverage(missing, extra, unknown, len(base))
 
 
 #: The automatic cut-off is at least this factor x the excitation band (99 % of the motion's
@@ -503,7 +560,8 @@ def _accumulate(model, base, neq, states, s, block, robust, drop_reversals=False
 def load_prior(model, prior):
     """Standard parameters (P,) of a prior: ``'nominal'`` (the robot config's), ``'none'``
     (None), or a YAML file with ``standard_parameters: {name: value}`` (top level, or under
-    ``estimates: physical:`` of a results.yaml).
+    ``estimates: physical:`` of a results.yaml; old drive keys such as ``joint1.fv`` are
+    renamed).
 
     Raises
     ------
@@ -528,6 +586,8 @@ def load_prior(model, prior):
     if not isinstance(values, dict):
         raise ConfigError(f"{path}: expected 'standard_parameters: {{name: value}}' (or a "
                           f"results.yaml with a physical estimate)")
+    from robot_identification.model import current_parameter_names
+    values = current_parameter_names(values)        # files of earlier versions: joint1.fv
     names = model.parameter_names
     missing = [n for n in names if n not in values]
     unknown = [n for n in values if n not in names]
@@ -619,11 +679,13 @@ def solve(model, neq, settings=None, *, base=None, estimators=None, prior=None,
             diagnostics.append(Diagnostic("estimator_failed", "warning",
                                           f"estimator '{name}' failed: {exc}", name))
     true = true_base_values(model, base, neq.true_parameters)
+    diagnostics += truth_diagnostics(model, base, neq.true_parameters)
     prior_label = prior_spec if isinstance(prior_spec, str) else "given"
     if true is not None and ctx.prior is not None and neq.true_parameters and any(
             e in estimates for e in ("mrls", "bounded", "physical")):
-        truth = np.array([neq.true_parameters.get(n, 0.0) for n in model.parameter_names])
-        if np.allclose(truth, ctx.prior, rtol=1e-9, atol=1e-12):
+        truth = match_true_parameters(model, neq.true_parameters)[0]
+        known = ~np.isnan(truth)
+        if np.allclose(truth[known], np.asarray(ctx.prior)[known], rtol=1e-9, atol=1e-12):
             diagnostics.append(Diagnostic(
                 "prior_is_truth", "warning",
                 f"the prior ({prior_label}) equals the simulator's true parameters: "

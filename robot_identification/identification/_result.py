@@ -19,7 +19,9 @@ class IdentificationResult:
         The primary estimate (``settings['estimator']``).
     base : BaseParameters
     true_values : ndarray (p,) or None
-        Base parameters of the dataset's true standard parameters, when known.
+        Base parameters of the dataset's true standard parameters, when known; NaN for a
+        base parameter involving a standard parameter the dataset gives no true value for
+        (diagnostic ``truth_incomplete``).
     row_labels : list of str
         Label of each regressor row group (``joint1`` or ``joint1 link``/``joint1 motor``).
     n_samples, n_used_rows : int
@@ -59,12 +61,16 @@ class IdentificationResult:
         The error measure of Zollo et al. (2014), Sec. 6 (reverse-engineered in the
         notes: reproduces their 0.103). ``exclude`` lists drive keys (e.g. ``("coulomb",)``)
         whose base parameters are left out; ``estimator`` picks an estimate of
-        :attr:`estimates` (default the primary one).
+        :attr:`estimates` (default the primary one). Base parameters with an unknown (NaN)
+        true value are left out; None when no true value is known.
         """
         if self.true_values is None:
             return None
         est = self.estimate if estimator is None else self.estimates[estimator]
-        keep = [i for i, nm in enumerate(self.names) if nm.rsplit(".", 1)[-1] not in exclude]
+        keep = [i for i, nm in enumerate(self.names) if nm.rsplit(".", 1)[-1] not in exclude
+                and not np.isnan(self.true_values[i])]
+        if not keep:
+            return None
         values, tru = est.values[keep], self.true_values[keep]
         err = np.abs(values - tru)
         nz = np.abs(tru) > 1e-12

@@ -34,6 +34,42 @@ RENAMED_DRIVE_PARAMETERS = {"K": "stiffness", "D": "damping", "fv": "viscous",
                             "fc": "coulomb", "fs": "stiction", "fsc": "stribeck",
                             "fo": "offset"}
 
+
+def current_parameter_name(name: str) -> str:
+    """A standard parameter name with an old drive key replaced by its field term.
+
+    ``'joint1.fv'`` -> ``'joint1.viscous'`` (:data:`RENAMED_DRIVE_PARAMETERS`); any other
+    name (``'link1.m'``, ``'joint1.viscous'``) is returned unchanged. Datasets and bags
+    written before the renaming carry the old names in their true parameters.
+    """
+    head, sep, key = str(name).rpartition(".")
+    if sep and key in RENAMED_DRIVE_PARAMETERS:
+        return f"{head}.{RENAMED_DRIVE_PARAMETERS[key]}"
+    return str(name)
+
+
+def current_parameter_names(values: dict | None) -> dict | None:
+    """``{name: value}`` with old drive keys renamed (:func:`current_parameter_name`).
+
+    When a mapping holds both the old and the new name of a parameter, the new one is
+    kept; the old one is dropped when it holds the same value, else kept under its old
+    name (so it is reported as a parameter the model does not know, never silently
+    merged). ``None`` stays ``None``.
+    """
+    if values is None:
+        return None
+    out = {k: v for k, v in values.items() if current_parameter_name(k) == k}
+    for k, v in values.items():
+        new = current_parameter_name(k)
+        if new == k:
+            continue
+        if new not in out:
+            out[new] = v
+        elif out[new] != v:
+            out[k] = v
+    return out
+
+
 DRIVE_PARAMETER_UNITS = {
     "rotor_inertia": "kg*m^2", "stiffness": "N*m/rad", "damping": "N*m*s/rad",
     "viscous": "N*m*s/rad", "coulomb": "N*m", "stiction": "N*m", "stribeck": "N*m",

@@ -31,21 +31,21 @@ def declare(node, name, default, description, *, low=None, high=None, read_only=
                                                          to_value=float(high), step=0.0)]
     value = node.declare_parameter(name, default, d).value
     if choices is not None:
-        _choices = getattr(node, "_param_choices", {})
-        _choices[name] = tuple(choices)
-        node._param_choices = _choices
-        if value not in choices:
-            raise ValueError(f"parameter '{name}' = {value!r}; expected one of {list(choices)}")
-        if len(_choices) == 1:
-            node.add_on_set_parameters_callback(lambda ps: _check_choices(node, ps))
+        allowed = tuple(choices)
+        _add_check(node, name, lambda v: None if v in allowed
+                   else f"{name} must be one of {list(allowed)}")
+        if value not in allowed:
+            raise ValueError(f"parameter '{name}' = {value!r}; expected one of {list(allowed)}")
     return value
 
 
 def declare_optional(node, name, ptype, description, *, low=None, high=None, length=None,
-                     read_only=False):
+                     choices=None, read_only=False):
     """Declare a typed parameter with no default; its value, or ``None`` when not given.
 
     "Not given" means the robot config's value: no sentinel (``-1.0``, all-zero gains).
+    A given value is checked at declaration and on every later change (a bad change is
+    refused with the reason).
 
     Parameters
     ----------
@@ -55,36 +55,64 @@ def declare_optional(node, name, ptype, description, *, low=None, high=None, len
         Allowed range of the value (of every element of an array).
     length : int, optional
         Required length of an array value.
+    choices : sequence of str, optional
+        Allowed values.
 
     Raises
     ------
     ValueError
-        A given value outside ``[low, high]`` or of the wrong length (one line, naming it).
+        A given value outside ``[low, high]``, of the wrong length or not one of
+        ``choices`` (one line, naming it).
     """
-    from rclpy.exceptions import ParameterUninitializedException
     node.declare_parameter(name, ptype, ParameterDescriptor(description=description,
                                                             read_only=read_only))
-    try:
-        value = node.get_parameter(name).value
-    except ParameterUninitializedException:
+
+    def check(value):
+        if value is None:
+            return None
+        if choices is not None and value not in choices:
+            return f"parameter '{name}' = {value!r}; expected one of {list(choices)}"
+        values = list(value) if isinstance(value, (list, tuple)) or hasattr(value, "tolist") \
+            else [value]
+        if length is not None and len(values) != length:
+            return f"parameter '{name}' has {len(values)} values; expected {length}"
+        if low is not None and not all(low <= float(v) <= high for v in values):
+            return f"parameter '{name}' = {value!r}; expected values in [{low}, {high}]"
         return None
-    if value is None:
-        return None
-    values = list(value) if isinstance(value, (list, tuple)) or hasattr(value, "tolist") \
-        else [value]
-    if length is not None and len(values) != length:
-        raise ValueError(f"parameter '{name}' has {len(values)} values; expected {length}")
-    if low is not None and not all(low <= float(v) <= high for v in values):
-        raise ValueError(f"parameter '{name}' = {value!r}; expected values in [{low}, {high}]")
+    _add_check(node, name, check)
+    value = optional_value(node, name)
+    reason = check(value)
+    if reason is not None:
+        raise ValueError(reason)
     return value
 
 
-def _check_choices(node, params):
+def optional_value(node, name):
+    """A declared parameter's value, ``None`` while it is unset (a parameter declared with
+    :func:`declare_optional` and not given)."""
+    from rclpy.exceptions import ParameterUninitializedException
+    try:
+        return node.get_parameter(name).value
+    except ParameterUninitializedException:
+        return None
+
+
+def _add_check(node, name, check):
+    """Validate ``name`` on every change: ``check(value)`` -> reason or None (one
+    on-set-parameters callback per node)."""
+    checks = getattr(node, "_param_checks", None)
+    if checks is None:
+        checks = node._param_checks = {}
+        node.add_on_set_parameters_callback(lambda ps: _run_checks(checks, ps))
+    checks[name] = check
+
+
+def _run_checks(checks, params):
     for p in params:
-        allowed = node._param_choices.get(p.name)
-        if allowed and p.value not in allowed:
-            return SetParametersResult(successful=False,
-                                       reason=f"{p.name} must be one of {list(allowed)}")
+        check = checks.get(p.name)
+        reason = check(p.value) if check is not None else None
+        if reason:
+            return SetParametersResult(successful=False, reason=reason)
     return SetParametersResult(successful=True)
 
 

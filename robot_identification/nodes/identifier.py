@@ -33,10 +33,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
-from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.clock import Clock, ClockType
-from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from robot_identification_interfaces.action import Identify
@@ -47,7 +46,8 @@ from std_srvs.srv import Trigger
 from robot_identification.data import load_dataset
 from robot_identification.errors import IdentificationError
 from robot_identification.model import ESTIMATORS
-from robot_identification.nodes._common import QOS, declare, declare_robot, main_for
+from robot_identification.nodes._common import (QOS, declare, declare_optional, declare_robot,
+                                                main_for, optional_value)
 from robot_identification.nodes._messages import LATCHED, result_msg
 from robot_identification.outputs import check_output
 from robot_identification.pipeline import identify
@@ -96,20 +96,14 @@ class Identifier(Node):
         self.data_directory = Path(declare(
             self, "data_directory", "robot_identification_data", "directory of the bags"))
         # unset (not given) = the robot config's identification settings: no sentinel values
-        self.declare_parameter("estimator", Parameter.Type.STRING, ParameterDescriptor(
-            description=f"{' | '.join(ESTIMATORS)}; unset: the robot config's "
-                        f"identification.estimator"))
-        self.declare_parameter("velocity_threshold", Parameter.Type.DOUBLE, ParameterDescriptor(
-            description="friction-row velocity threshold [rad/s], >= 0; unset: the robot "
-                        "config's"))
-        given = {n: self._get_parameter_or_none(n) for n in ("estimator", "velocity_threshold")}
-        bad = self._check_optional([Parameter(n, value=v) for n, v in given.items()
-                                    if v is not None])
-        if bad is not None:
-            raise ValueError(bad)
-        self.estimator = self._get_parameter_or_none("estimator")
-        self.threshold = self._get_parameter_or_none("velocity_threshold")
-        self.add_on_set_parameters_callback(self._check_optional_callback)
+        self.estimator = declare_optional(
+            self, "estimator", Parameter.Type.STRING,
+            f"{' | '.join(ESTIMATORS)}; unset: the robot config's identification.estimator",
+            choices=tuple(ESTIMATORS))
+        self.threshold = declare_optional(
+            self, "velocity_threshold", Parameter.Type.DOUBLE,
+            "friction-row velocity threshold [rad/s], >= 0; unset: the robot config's",
+            low=0.0, high=100.0)
         self.results_file = declare(self, "results_file", "",
                                     "results.yaml path; '' = <data_directory>/<bag>_results.yaml")
         self.nominal_truth = declare(self, "compare_with_nominal", False,
@@ -162,28 +156,6 @@ class Identifier(Node):
         self._start_trigger_service()
 
     # ------------------------------------------------------------------ parameters
-    def _get_parameter_or_none(self, name):
-        """A parameter's value, None while it is unset."""
-        try:
-            return self.get_parameter(name).value
-        except ParameterUninitializedException:
-            return None
-
-    @staticmethod
-    def _check_optional(params):
-        for p in params:
-            if not p or p.value is None:
-                continue
-            if p.name == "estimator" and p.value not in ESTIMATORS:
-                return f"parameter 'estimator' = {p.value!r}; expected one of {list(ESTIMATORS)}"
-            if p.name == "velocity_threshold" and not 0.0 <= p.value <= 100.0:
-                return f"parameter 'velocity_threshold' = {p.value}; expected [0, 100] rad/s"
-        return None
-
-    def _check_optional_callback(self, params):
-        reason = self._check_optional(params)
-        return SetParametersResult(successful=reason is None, reason=reason or "")
-
     def _guard_results(self, params):
         if not self._internal and any(p.name.startswith("result.") for p in params):
             return SetParametersResult(successful=False, reason="result.* are outputs")
@@ -199,7 +171,7 @@ class Identifier(Node):
     def _refresh(self):
         """Re-read the settings, so that parameters changed at run time take effect."""
         for attr, name in self._SETTINGS.items():
-            setattr(self, attr, self._get_parameter_or_none(name))
+            setattr(self, attr, optional_value(self, name))
         self.data_directory = Path(self.get_parameter("data_directory").value)
 
     def resolve_bag(self, name=None) -> Path:

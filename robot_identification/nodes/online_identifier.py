@@ -10,10 +10,18 @@ estimate goes out latched on ``~/estimates`` (robot_identification_interfaces/ms
 IdentificationResult, ``final`` false; each parameter's ``identified`` is its MRLS flag, std
 NaN until identified). ``~/reset`` (std_srvs/Trigger) starts over; so does a header stamp that
 goes back (a restarted simulation or replay). The sample rate is measured on the first block.
+
+Automatic identification settings (``friction_deadband: auto``, the default of a robot config
+without an ``identification`` section, with Coulomb friction) are resolved as the batch engine
+resolves them, on the first ``settings_window`` seconds of samples (held back until then, or
+until no sample has arrived for ``idle_timeout`` s of steady time: a short replay), logged once
+and reported in the ``automatic_settings`` diagnostic of every estimate
+(:class:`~robot_identification.online.OnlineIdentification`).
 """
 from __future__ import annotations
 
 import numpy as np
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from robot_identification_interfaces.msg import IdentificationResult as ResultMsg
@@ -24,7 +32,7 @@ from robot_identification.errors import IdentificationError
 from robot_identification.nodes._common import (QOS, declare, declare_optional, declare_robot,
                                                 main_for)
 from robot_identification.nodes._messages import LATCHED, result_msg
-from robot_identification.online import OnlineIdentification
+from robot_identification.online import SETTINGS_WINDOW, OnlineIdentification
 
 
 class OnlineIdentifier(Node):
@@ -51,6 +59,14 @@ class OnlineIdentifier(Node):
                               "polynomial-approximation window T [s]", low=0.001, high=10.0)
         self.nominal = declare(self, "compare_with_nominal", False,
                                "simulation: report the nominal parameters as true values")
+        self.settings_window = declare(
+            self, "settings_window", SETTINGS_WINDOW, "automatic settings (friction_deadband: "
+            "auto) are measured on the first this many seconds of samples [s]",
+            low=0.02, high=3600.0)
+        self.idle_timeout = declare(
+            self, "idle_timeout", 1.0, "no sample for this long (steady time) [s]: resolve the "
+            "automatic settings on the samples so far (a replay shorter than settings_window)",
+            low=0.05, high=3600.0)
         self.pub = self.create_publisher(ResultMsg, "~/estimates", LATCHED)
         self.subs = [self.create_subscription(
             JointState, joint_topic, lambda m: self.on_state(m, 0), QOS)]
@@ -59,12 +75,18 @@ class OnlineIdentifier(Node):
                 JointState, motor_topic, lambda m: self.on_state(m, 1), QOS))
         self.create_service(Trigger, "~/reset", self.on_reset)
         self.create_timer(1.0 / self.rate, self.on_publish)
+        # steady time: a replay's /clock stops with it, and the samples it left held back
+        # must still be identified
+        self.create_timer(self.idle_timeout, self.on_idle,
+                          clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.engine = None
         self.received = 0           # state messages taken (both topics)
+        self._received_at_idle = 0
         self.reset()
 
     def reset(self):
         self.engine = None
+        self._settings_logged = False
         self.rows = []              # (t, q, tau, theta) waiting for the next block
         self.pending = ({}, {})     # stamp [ns] -> message, per side, waiting for its partner
         self.last_stamp = None
@@ -137,12 +159,44 @@ class OnlineIdentifier(Node):
                 self.engine = OnlineIdentification(
                     self.model, fs, pa={"window": self.window},
                     velocity_threshold=self.threshold,
-                    effort_lag=self.effort_lag)
+                    effort_lag=self.effort_lag, settings_window=self.settings_window)
                 self.get_logger().info(f"identifying on line at {fs:.6g} Hz")
+                if self.engine.settings is None:
+                    self.get_logger().info(self.engine.describe_settings())
             self.engine.push(t, q, tau, theta)
         except IdentificationError as exc:
             self.get_logger().error(f"on-line identification: {exc}; starting over")
             self.reset()
+            return
+        self._log_settings()
+
+    def _log_settings(self):
+        if (not self._settings_logged and self.engine is not None
+                and self.engine.settings is not None and self.engine.auto_samples):
+            self._settings_logged = True
+            self.get_logger().info(self.engine.describe_settings())
+
+    def on_idle(self):
+        """No sample since the last tick while samples are held back for the automatic
+        settings: resolve them on what arrived (a replay shorter than settings_window)."""
+        idle = self.received == self._received_at_idle
+        self._received_at_idle = self.received
+        if not idle or (self.engine is None and len(self.rows) < 2):
+            return
+        if self.engine is not None and self.engine.settings is not None:
+            return
+        if self.rows:
+            self._push()
+        if self.engine is None or self.engine.settings is not None:
+            return
+        try:
+            self.engine.resolve()
+        except IdentificationError as exc:
+            self.get_logger().error(f"on-line identification: {exc}; starting over")
+            self.reset()
+            return
+        self._log_settings()
+        self.on_publish()
 
     def on_publish(self):
         if self.rows and (self.engine is not None or len(self.rows) >= 2):

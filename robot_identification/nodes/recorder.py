@@ -1,16 +1,31 @@
 """recorder: records link/motor states, commands and references of a run into a rosbag2 (MCAP).
 
-Raw subscriptions (exact CDR bytes) -> :class:`robot_identification.data._bag.BagWriter`, which
-flushes every ``flush_period`` s. Header stamps of the state topics are checked for gaps
-(missed samples at ``expected_rate_hz``) and out-of-order/duplicate messages.
+Raw subscriptions (exact CDR bytes) -> a queue -> a writer thread
+(:class:`QueuedBagWriter`) -> :class:`robot_identification.data._bag.BagWriter`, which flushes
+every ``flush_period`` s: the subscription callback never waits for the disk. The subscriptions
+keep all messages (reliable, KEEP_ALL): DDS holds whatever arrived until the callback takes it,
+so a briefly stalled executor loses nothing (a keep-last history drops the oldest messages once
+it is full).
+
+Per recorded topic (:class:`TopicCount`): messages recorded; messages **lost** (published by a
+matched publisher - a gap in its DDS publication sequence numbers - but never received);
+out-of-order/duplicate sequence numbers. Per state topic (``joint_states``, ``motor_states``):
+samples **missing** from the header stamps at ``expected_rate_hz`` (never published, e.g. a
+control loop that skipped periods, or lost) and the publisher's rate against the wall clock.
+The counts are logged, returned by ``~/stop`` and ``~/status`` and stored in the bag
+(metadata.yaml ``custom_data``, read back as ``Dataset.metadata['recording']``; the identifier
+turns them into ``messages_lost`` / ``samples_missing`` diagnostics).
 """
 from __future__ import annotations
 
+import queue
 import struct
+import threading
 import time
 from pathlib import Path
 
 from rclpy.node import Node
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
@@ -18,11 +33,176 @@ from trajectory_msgs.msg import JointTrajectory
 
 from robot_identification.data._bag import BagWriter
 from robot_identification.errors import DataError
-from robot_identification.nodes._common import QOS, declare, main_for
+from robot_identification.nodes._common import declare, main_for
 
 _TYPES = {JointState: "sensor_msgs/msg/JointState",
           Float64MultiArray: "std_msgs/msg/Float64MultiArray",
           JointTrajectory: "trajectory_msgs/msg/JointTrajectory"}
+#: the recorder's subscriptions: reliable, keep all (nothing dropped on the recorder's side)
+RECORD_QOS = QoSProfile(history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPolicy.RELIABLE)
+
+
+class TopicCount:
+    """Counts of one recorded topic.
+
+    Parameters
+    ----------
+    rate_hz : float, optional
+        Expected sample rate [Hz] of a state topic: its header stamps are checked for missing
+        samples; ``None``: no stamp check (commands, references).
+    """
+
+    def __init__(self, rate_hz=None):
+        self.rate = rate_hz
+        self.recorded = 0
+        self.lost = 0                 # gaps in the publishers' sequence numbers
+        self.out_of_order = 0         # sequence number not after its publisher's last one
+        self.sequenced = True         # the middleware reports sequence numbers
+        self._last_seq = {}           # publisher gid -> last sequence number
+        self.first_stamp = self.last_stamp = None   # [s] header stamps (state topics)
+        self.missing = 0              # samples absent from the stamps at rate_hz
+        self.repeated_stamps = 0      # stamps not after the previous one
+        self.first_arrival = self.last_arrival = None   # [s] steady clock
+
+    def add(self, sequence=None, publisher=None, stamp=None, arrival=None):
+        """Count one recorded message: its publisher's DDS publication ``sequence`` number
+        (``None``: not reported), the ``publisher`` (any hashable id), the header ``stamp``
+        [s] and the ``arrival`` time [s] (steady clock)."""
+        self.recorded += 1
+        if arrival is not None:
+            self.first_arrival = arrival if self.first_arrival is None else self.first_arrival
+            self.last_arrival = arrival
+        if sequence is None:
+            self.sequenced = False
+        else:
+            last = self._last_seq.get(publisher)
+            if last is not None and sequence > last + 1:
+                self.lost += sequence - last - 1
+            elif last is not None and sequence <= last:
+                self.out_of_order += 1
+            self._last_seq[publisher] = sequence if last is None else max(last, sequence)
+        if stamp is None or self.rate is None:
+            return
+        last = self.last_stamp
+        self.first_stamp = stamp if self.first_stamp is None else self.first_stamp
+        self.last_stamp = stamp if last is None else max(stamp, last)
+        if last is None:
+            return
+        if stamp <= last:
+            self.repeated_stamps += 1
+        elif stamp - last > 1.5 / self.rate:
+            self.missing += round((stamp - last) * self.rate) - 1
+
+    def summary(self) -> dict:
+        """The counts as plain values (bag metadata): ``recorded``, ``lost`` (``None`` without
+        sequence numbers), ``out_of_order``; state topics also ``expected_rate_hz``,
+        ``stamp_span_s``, ``expected`` (samples at the rate over the stamp span), ``missing``,
+        ``repeated_stamps``, ``arrival_span_s`` (wall clock) and ``arrival_rate_hz``."""
+        out = {"recorded": self.recorded, "lost": self.lost if self.sequenced else None,
+               "out_of_order": self.out_of_order}
+        if self.rate is not None and self.first_stamp is not None:
+            span = self.last_stamp - self.first_stamp
+            wall = self.last_arrival - self.first_arrival if self.first_arrival is not None \
+                else None
+            out.update(expected_rate_hz=self.rate, stamp_span_s=round(span, 9),
+                       expected=int(round(span * self.rate)) + 1, missing=self.missing,
+                       repeated_stamps=self.repeated_stamps,
+                       arrival_span_s=None if wall is None else round(wall, 6),
+                       arrival_rate_hz=(round((self.recorded - 1) / wall, 3)
+                                        if wall else None))
+        return out
+
+    def text(self) -> str:
+        """One line: recorded, lost and, for a state topic, missing samples and rates."""
+        s = self.summary()
+        lost = "lost ?" if s["lost"] is None else f"lost {s['lost']}"
+        line = f"{s['recorded']} recorded, {lost}"
+        if "expected" in s:
+            line += (f", stamps {s['stamp_span_s']:.3f} s: {s['missing']} of {s['expected']} "
+                     f"samples at {s['expected_rate_hz']:g} Hz missing")
+            if s["arrival_rate_hz"]:
+                line += (f", arrived at {s['arrival_rate_hz']:.0f} Hz over "
+                         f"{s['arrival_span_s']:.2f} s")
+        return line
+
+
+class QueuedBagWriter:
+    """A :class:`~robot_identification.data._bag.BagWriter` fed through an unbounded queue by a
+    writer thread: :meth:`write` only enqueues, so a slow or stalled disk never blocks the
+    subscription callback. The pending chunk is flushed every ``flush_period`` s also while no
+    message comes. A write error (e.g. disk full) is kept in :attr:`error` (the messages after
+    it are counted in :attr:`unwritten`) and reported by :meth:`close`.
+
+    Parameters
+    ----------
+    writer : BagWriter
+    on_error : callable, optional
+        Called once with the error text (from the writer thread).
+    """
+
+    _END = object()
+
+    def __init__(self, writer, on_error=None):
+        self.writer = writer
+        self.path = writer.path
+        self.error = None
+        self.unwritten = 0
+        self._on_error = on_error
+        self._queue = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="bag writer", daemon=True)
+        self._thread.start()
+
+    @property
+    def counts(self) -> dict:
+        return self.writer.counts
+
+    def write(self, topic: str, data: bytes, t_ns: int):
+        """Enqueue one serialized message with log time ``t_ns`` [ns] (never blocks)."""
+        self._queue.put((topic, data, t_ns))
+
+    def backlog(self) -> int:
+        """Messages waiting for the writer thread."""
+        return self._queue.qsize()
+
+    def _run(self):
+        while True:
+            try:
+                item = self._queue.get(timeout=self.writer.flush_period)
+            except queue.Empty:
+                item = None
+            if item is self._END:
+                return
+            if self.error is not None:
+                self.unwritten += item is not None
+                continue
+            try:
+                if item is None:
+                    self.writer.flush()
+                else:
+                    self.writer.write(*item)
+            except Exception as exc:  # noqa: BLE001 - any storage failure: reported, not raised
+                self.error = f"cannot write bag '{self.path}': {exc}"
+                self.unwritten += item is not None
+                if self._on_error is not None:
+                    self._on_error(self.error)
+
+    def close(self):
+        """Write the queued messages, then the MCAP summary and metadata.yaml.
+
+        Raises
+        ------
+        DataError
+            A write failed (the bag holds the messages before the failure).
+        """
+        self._queue.put(self._END)
+        self._thread.join()
+        if self.error is None:
+            try:
+                self.writer.close()
+            except Exception as exc:  # noqa: BLE001
+                self.error = f"cannot close bag '{self.path}': {exc}"
+        if self.error is not None:
+            raise DataError(f"{self.error} ({self.unwritten} message(s) not written)")
 
 
 class Recorder(Node):
@@ -35,26 +215,32 @@ class Recorder(Node):
         self.flush_period = declare(self, "flush_period", 1.0, "seconds between flushes to disk",
                                     low=0.01, high=60.0)
         self.rate = declare(self, "expected_rate_hz", 1000.0,
-                            "state rate for gap counting [Hz]", low=1.0, high=100000.0)
+                            "state rate for counting missing samples [Hz]", low=1.0,
+                            high=100000.0)
         topics = {
-            declare(self, "joint_states_topic", "joint_states", "link-side states"): JointState,
+            declare(self, "joint_states_topic", "joint_states", "link-side states"):
+                (JointState, True),
             declare(self, "motor_states_topic", "motor_states",
-                    "motor-side states ('' for rigid arms)"): JointState,
+                    "motor-side states ('' for rigid arms)"): (JointState, True),
             declare(self, "command_topic", "effort_controller/commands", "torque commands"):
-                Float64MultiArray,
+                (Float64MultiArray, False),
             declare(self, "reference_topic", "reference", "excitation reference ('' to skip)"):
-                JointTrajectory}
-        self.topics, self.subs = {}, []
-        for topic, cls in topics.items():
+                (JointTrajectory, False)}
+        self.topics, self.states, self.subs = {}, set(), []
+        for topic, (cls, state) in topics.items():
             if topic:
-                info = {"stamped": cls is not Float64MultiArray}
-                sub = self.create_subscription(cls, topic, lambda data, i=info: self.on_message(
-                    i["name"], i["stamped"], data), QOS, raw=True)
+                info = {}
+                sub = self.create_subscription(
+                    cls, topic, lambda data, msg_info, i=info: self.on_message(
+                        i["name"], data, msg_info), RECORD_QOS, raw=True)
                 info["name"] = sub.topic_name
                 self.topics[sub.topic_name] = _TYPES[cls]
+                if state:
+                    self.states.add(sub.topic_name)
                 self.subs.append(sub)
         self.writer = None
         self.last_bag = None
+        self.counts = {}            # topic -> TopicCount of the current/last recording
         self.create_service(Trigger, "~/start", self.on_start)
         self.create_service(Trigger, "~/stop", self.on_stop)
         self.received = {}          # messages received per topic (recording or not)
@@ -62,24 +248,34 @@ class Recorder(Node):
         if declare(self, "autostart", False, "start recording at launch"):
             self.on_start(None, Trigger.Response())
 
-    def on_message(self, topic, stamped, data):
+    def on_message(self, topic, data, info=None):
         self.received[topic] = self.received.get(topic, 0) + 1
         if self.writer is None:
             return
         self.writer.write(topic, data, self.get_clock().now().nanoseconds)
-        if stamped and len(data) >= 12:  # CDR: 4-byte encapsulation, then header.stamp
+        stamp = None
+        if topic in self.states and len(data) >= 12:  # CDR: 4-byte encapsulation, header.stamp
             sec, nsec = struct.unpack_from("<iI" if data[1] == 1 else ">iI", data, 4)
-            self._check_stamp(topic, sec + 1e-9 * nsec)
+            stamp = sec + 1e-9 * nsec
+        info = info or {}
+        gid = info.get("publisher_gid")
+        self.counts[topic].add(info.get("publication_sequence_number"),
+                               None if gid is None else bytes(gid.get("data", b"")), stamp,
+                               time.monotonic())
 
-    def _check_stamp(self, topic, t):
-        last = self.last_stamp.get(topic)
-        self.last_stamp[topic] = t if last is None else max(t, last)
-        if last is None:
-            return
-        if t <= last:
-            self.stats["out_of_order"] += 1
-        elif t - last > 1.5 / self.rate:
-            self.stats["missed"] += round((t - last) * self.rate) - 1
+    def totals(self) -> dict:
+        """Sums over the topics: ``missed`` (state samples missing from the stamps),
+        ``out_of_order`` (sequence numbers and state stamps) and ``lost``."""
+        c = self.counts.values()
+        return {"missed": sum(x.missing for x in c),
+                "out_of_order": sum(x.out_of_order + x.repeated_stamps for x in c),
+                "lost": sum(x.lost for x in c)}
+
+    def counts_text(self) -> str:
+        t = self.totals()
+        per_topic = "; ".join(f"{name}: {c.text()}" for name, c in self.counts.items())
+        return (f"missed samples: {t['missed']}, out of order/duplicate: {t['out_of_order']}, "
+                f"lost messages: {t['lost']}; {per_topic}")
 
     def on_start(self, request, response):
         if self.writer is not None:
@@ -90,11 +286,13 @@ class Recorder(Node):
         while path.exists():          # never overwrite recorded data
             path, k = self.data_directory / f"{name}_{k}", k + 1
         try:
-            self.writer = BagWriter(path, self.topics, self.flush_period)
+            self.writer = QueuedBagWriter(BagWriter(path, self.topics, self.flush_period),
+                                          self.get_logger().error)
         except DataError as exc:
             response.success, response.message = False, str(exc)
             return response
-        self.last_stamp, self.stats = {}, {"missed": 0, "out_of_order": 0}
+        self.counts = {t: TopicCount(self.rate if t in self.states else None)
+                       for t in self.topics}
         self.get_logger().info(f"recording {sorted(self.topics)} to {path}")
         response.success, response.message = True, str(path.resolve())
         return response
@@ -104,22 +302,37 @@ class Recorder(Node):
             response.success, response.message = False, "not recording"
             return response
         writer, self.writer = self.writer, None
-        writer.close()
+        writer.writer.set_metadata({"recording": {t: c.summary()
+                                                  for t, c in self.counts.items()}})
+        try:
+            writer.close()
+        except DataError as exc:
+            response.success, response.message = False, f"{exc}; {self.counts_text()}"
+            self.get_logger().error(f"stopped recording: {response.message}")
+            return response
         self.last_bag = writer.path
         counts = ", ".join(f"{t}: {n}" for t, n in writer.counts.items())
-        msg = (f"{writer.path.resolve()} ({counts}; missed samples: {self.stats['missed']}, "
-               f"out of order/duplicate: {self.stats['out_of_order']})")
-        self.get_logger().info(f"stopped recording: {msg}")
+        msg = f"{writer.path.resolve()} ({counts}; {self.counts_text()})"
+        if self.totals()["lost"]:
+            self.get_logger().warning(f"stopped recording, messages lost: {msg}")
+        else:
+            self.get_logger().info(f"stopped recording: {msg}")
         response.success, response.message = True, msg
         return response
 
     def on_status(self, request, response):
-        """Whether the recorder is recording, and the messages received per topic so far
-        (a topic at 0 is not connected yet)."""
+        """Whether the recorder is recording, the messages received per topic so far (a
+        topic at 0 is not connected yet) and, while recording, the counts."""
         counts = ", ".join(f"{t}: {self.received.get(t, 0)}" for t in self.topics)
         state = f"recording {self.writer.path}" if self.writer is not None else "idle"
         response.success = all(self.received.get(t, 0) > 0 for t in self.topics)
         response.message = f"{state}; received {counts}"
+        if self.writer is not None:
+            response.message += (f"; {self.counts_text()}; waiting to be written: "
+                                 f"{self.writer.backlog()}")
+            if self.writer.error is not None:
+                response.success = False
+                response.message += f"; {self.writer.error}"
         return response
 
     def shutdown(self):

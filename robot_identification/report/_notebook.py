@@ -15,7 +15,8 @@ COLUMNS = ("name", "expression", "unit", "estimate", "std", "relative_std", "tru
 
 
 def records(result) -> list:
-    """One dict per base parameter: the :data:`COLUMNS` (``true`` None when unknown).
+    """One dict per base parameter: the :data:`COLUMNS` (``true`` None when unknown: no
+    true parameters, or an incomplete truth, diagnostic ``truth_incomplete``).
 
     ``relative_std`` is in %; ``trust`` is ``good``/``fair``/``poor``/``unidentified``
     (:data:`robot_identification.report._html.TRUST_LEVELS`).
@@ -29,6 +30,7 @@ def records(result) -> list:
                      "estimate": float(est.values[i]), "std": float(est.std[i]),
                      "relative_std": rel if np.isfinite(rel) else None,
                      "true": (None if result.true_values is None
+                              or np.isnan(result.true_values[i])
                               else float(result.true_values[i])),
                      "trust": trust_flag(rel)[0]})
     return rows
@@ -120,7 +122,8 @@ def repr_html(result) -> str:
         row = [str(i + 1), name, html.escape(r["unit"]), f"{r['estimate']:.6g}",
                f"{r['std']:.3g}",
                "-" if r["relative_std"] is None else f"{r['relative_std']:.3g}"]
-        row += [f"{r['true']:.6g}"] if has_true else []
+        if has_true:     # None: unknown truth (truth_incomplete)
+            row.append("-" if r["true"] is None else f"{r['true']:.6g}")
         row.append(f"<span style='background:{colour};padding:0 4px'>{r['trust']}</span>")
         cells.append("<tr>" + "".join(f"<td style='text-align:{'left' if k == 1 else 'right'}'>"
                                       f"{c}</td>" for k, c in enumerate(row)) + "</tr>")

@@ -12,13 +12,15 @@ Schema (version 1)::
         std: 0.0012             # standard deviation
         relative_std: 0.004     # [%]
         unit: kg
-        true: -30.8333          # only when the data came with true parameters
+        true: -30.8333          # only when the data came with true parameters (and this
+                                # base parameter's are all known: truth_incomplete)
     metrics:
       condition_number: ...
       residual_rms: {joint1 link: ..., joint1 motor: ...}
       normalised_mean_error: ...                      # when true values are known
       normalised_mean_error_without_static_friction: ...  # no Coulomb/stiction (paper: 0.00862)
       normalised_mean_error_without_friction: ...  # no friction or offset terms
+      true_values_known: 20     # base parameters with a known truth, when not all are
       n_samples: ..., n_equations: ..., elapsed_s: ...
     settings: {...}                # incl. preprocessing, estimators, prior
     estimates:                  # every estimate computed (identify --estimator A --estimator B)
@@ -53,7 +55,7 @@ def result_to_dict(result, model=None) -> dict:
              "estimate": float(est.values[i]), "std": float(est.std[i]),
              "relative_std": _f(est.relative_std[i]),
              "unit": result.units[i] if result.units else ""}
-        if result.true_values is not None:
+        if result.true_values is not None and not np.isnan(result.true_values[i]):
             e["true"] = float(result.true_values[i])
         entries.append(e)
     metrics = {"condition_number": _f(est.condition_number),
@@ -62,11 +64,16 @@ def result_to_dict(result, model=None) -> dict:
                "n_samples": int(result.n_samples), "n_equations": int(result.n_used_rows),
                "elapsed_s": round(float(result.elapsed), 4)}
     if result.true_values is not None:
-        metrics["normalised_mean_error"] = result.normalised_mean_error()
-        metrics["normalised_mean_error_without_static_friction"] = \
-            result.normalised_mean_error(exclude=_STATIC_FRICTION)
-        metrics["normalised_mean_error_without_friction"] = \
-            result.normalised_mean_error(exclude=_FRICTION)
+        for key, exclude in (("normalised_mean_error", ()),
+                             ("normalised_mean_error_without_static_friction",
+                              _STATIC_FRICTION),
+                             ("normalised_mean_error_without_friction", _FRICTION)):
+            nme = result.normalised_mean_error(exclude=exclude)
+            if nme is not None:
+                metrics[key] = nme
+        known = int(np.sum(~np.isnan(result.true_values)))
+        if known < len(result.true_values):
+            metrics["true_values_known"] = known
     out = {"robot": result.robot, "estimator": est.method, "base_parameters": entries,
            "metrics": metrics, "settings": dict(result.settings),
            "estimates": estimates_to_dict(getattr(result, "estimates", None) or {}),
@@ -290,8 +297,12 @@ def format_table(result, width: int | None = None) -> str:
         num = (f"{est.values[i]:>11.5g}  {est.std[i]:>9.3g}  {est.relative_std[i]:>8.3g}")
         if has_true:
             tv = result.true_values[i]
-            err = abs(est.values[i] - tv) / abs(tv) if abs(tv) > 1e-12 else abs(est.values[i])
-            num += f"  {tv:>11.5g}  {err:>8.2e}"
+            if np.isnan(tv):                     # unknown truth (truth_incomplete)
+                num += f"  {'-':>11}  {'-':>8}"
+            else:
+                err = abs(est.values[i] - tv) / abs(tv) if abs(tv) > 1e-12 \
+                    else abs(est.values[i])
+                num += f"  {tv:>11.5g}  {err:>8.2e}"
         if stacked:
             lines.append(f"{i + 1:>3}  {name:<{width - 7 - uw}}  {units[i]:<{uw}}")
             lines.append(num.rjust(width))
@@ -303,8 +314,15 @@ def format_table(result, width: int | None = None) -> str:
     tail = (f"condition number {est.condition_number:.4g}; residual RMS "
             + ", ".join(f"{lb}: {v:.3g}" for lb, v in zip(result.row_labels, est.residual_rms)))
     lines += textwrap.wrap(tail, width=width, subsequent_indent="  ")
-    if has_true:
-        lines.append(f"normalised mean error {result.normalised_mean_error():.4g} "
-                     f"(without Coulomb/static friction "
-                     f"{result.normalised_mean_error(exclude=_STATIC_FRICTION):.4g})")
+    nme = result.normalised_mean_error() if has_true else None
+    if nme is not None:
+        known = int(np.sum(~np.isnan(result.true_values)))
+        line = f"normalised mean error {nme:.4g}"
+        if known < len(result.true_values):
+            line += f" over the {known} of {len(result.true_values)} base parameters " \
+                "with a known true value"
+        static = result.normalised_mean_error(exclude=_STATIC_FRICTION)
+        if static is not None:
+            line += f" (without Coulomb/static friction {static:.4g})"
+        lines.append(line)
     return "\n".join(line.rstrip() for line in lines)

@@ -4,8 +4,9 @@ The inertial of the link moved by each configured joint is replaced by the ident
 body (mass, centre of mass, inertia about the centre of mass, link axes). Links welded
 to that body by fixed joints lose their inertial (the identified body includes them, as
 pinocchio merges them into one body). Identified viscous and Coulomb friction go into
-each joint's ``<dynamics damping= friction=>``; rotor inertia (armature) and torque
-offsets have no URDF element and are written into a comment and returned.
+each joint's ``<dynamics damping= friction=>``; rotor inertia (armature), torque offsets,
+static (stiction/Stribeck) friction and the elastic joints' stiffness and damping have no
+URDF element and are written into a comment (:func:`not_in_urdf`).
 """
 from __future__ import annotations
 
@@ -46,6 +47,35 @@ def body_inertias(model, standard):
             raise DataError(f"body '{body}' has mass {p10[0]:.4g} kg <= 0: export a "
                             f"physically consistent estimate")
         out.append(pin.Inertia.FromDynamicParameters(p10))
+    return out
+
+
+#: Drive parameters without a URDF element: (key, description with unit).
+_COMMENT_ONLY = (
+    ("rotor_inertia", "link-side rotor inertia (armature) [kg*m^2]"),
+    ("offset", "torque offsets [N*m]"),
+    ("stiction", "static friction (2/pi) atan(K_v v) amplitude, Szabo eq. 7-9 [N*m]"),
+    ("stribeck", "Stribeck (2/pi) atan(delta v) amplitude, Szabo eq. 7-9 [N*m]"),
+    ("stiffness", "joint stiffness [N*m/rad]"),
+    ("damping", "joint (spring) damping [N*m*s/rad]"),
+)
+
+
+def not_in_urdf(model, standard):
+    """The identified drive parameters a URDF cannot hold: [(description, values (n,))].
+
+    Rotor inertia and offsets always (0 where the model has none), stiction, Stribeck
+    friction, joint stiffness and damping when the model has them. URDF ``<dynamics>``
+    holds only viscous (``damping``) and Coulomb (``friction``) friction.
+    """
+    keys = set(model.drive_parameter_keys())
+    out = []
+    for key, what in _COMMENT_ONLY:
+        if key in ("rotor_inertia", "offset") or key in keys:
+            vals = drive_values(model, standard, key)
+            if key == "rotor_inertia":
+                vals = vals * model.gear_ratios ** 2
+            out.append((what, vals))
     return out
 
 
@@ -116,12 +146,9 @@ def export_urdf(model, standard, path, *, comment=None, inputs=()) -> Path:
             jt.remove(old)
         ET.SubElement(jt, "dynamics", damping=_fmt(max(fv[k], 0.0)),
                       friction=_fmt(max(fc[k], 0.0)))
-    arm = drive_values(model, standard, "rotor_inertia") * model.gear_ratios ** 2
-    fo = drive_values(model, standard, "offset")
-    arm_txt = ", ".join(f"{j}: {_fmt(a)}" for j, a in zip(model.joint_names, arm))
-    fo_txt = ", ".join(f"{j}: {_fmt(o)}" for j, o in zip(model.joint_names, fo))
-    note = (" Identified by robot_identification. Not in URDF: link-side rotor inertia "
-            f"(armature) [kg*m^2] {arm_txt}; torque offsets [N*m] {fo_txt}. ")
+    note = " Identified by robot_identification. Not in URDF: " + "; ".join(
+        f"{what} {', '.join(f'{j}: {_fmt(v)}' for j, v in zip(model.joint_names, vals))}"
+        for what, vals in not_in_urdf(model, standard)) + ". "
     root.insert(0, ET.Comment(note))
     if comment:
         root.insert(0, ET.Comment(f" {comment} "))
