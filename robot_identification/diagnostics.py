@@ -469,7 +469,7 @@ def check_coulomb_smear(cutoff_hz, velocity_threshold, parameter_kinds, reversal
                         dropped=False, window_s=None):
     """``coulomb_filter_smear``: sign-based friction, a low-pass filter and rows near velocity
     reversals or stops. The zero-phase filter spreads the Coulomb step of the measured torque
-    over ``window_s`` (its 1 % settling time, about 1.2 / f_c) on each side of a reversal
+    over ``window_s`` (its 5 % settling time, about 0.6 / f_c) on each side of a reversal
     while sign(v) of the filtered velocity stays a step, and at a stop the friction is
     anywhere in [-f_c, f_c]: those rows contradict the model (a bias no amount of data
     removes). Reported when more than 5 % of the used rows lie within that window (warning).
