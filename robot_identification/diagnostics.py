@@ -698,20 +698,21 @@ def check_recording_counts(recording, source=""):
     """``messages_lost`` and ``samples_missing``: the recorder's counts of a bag
     (``Dataset.metadata['recording']``, written by the recorder node: per topic ``recorded``,
     ``lost`` and for state topics ``expected``/``missing`` at ``expected_rate_hz`` and the
-    arrival rate against the wall clock).
+    arrival rate on the recorder's clock: the wall clock, or ``/clock`` with ``use_sim_time``).
 
     - ``messages_lost`` (warning): messages a publisher sent during the recording (DDS
       publication sequence numbers) that never reached the recorder.
     - ``samples_missing``: state samples absent from the header stamps at the expected rate
       (never published - the robot's loop skipped them - or lost); warning above 1 %, info
-      below. Info when the stamps are complete but arrived slower than the expected rate
-      against the wall clock (a publisher whose clock runs slower than real time, e.g. a
-      simulator that cannot keep up: the data are consistent in its own time).
+      below. Info when the stamps are complete but arrived below 0.9 x the expected rate on
+      the recorder's clock (a publisher whose clock runs slower than real time, e.g. a
+      free-running simulator that cannot keep up: the data are consistent in its own time; a
+      lockstep simulation recorded on its ``/clock`` is not reported).
 
     Parameters
     ----------
     recording : dict
-        Topic -> counts (:meth:`robot_identification.nodes.recorder.TopicCount.summary`).
+        Topic -> counts (:meth:`robot_identification.nodes._recording.TopicCount.summary`).
     """
     out = []
     if not isinstance(recording, dict):
@@ -747,8 +748,8 @@ def check_recording_counts(recording, source=""):
                 "samples_missing", "info",
                 f"{topic}: stamps complete at {rate:g} Hz ({recorded} samples over "
                 f"{c.get('stamp_span_s', 0):.3f} s of stamps) but they arrived at "
-                f"{arrival:.0f} Hz over {c.get('arrival_span_s', 0):.2f} s of wall clock: "
-                f"the publisher's clock ran at {arrival / rate:.2f} x real time; "
+                f"{arrival:.0f} Hz over {c.get('arrival_span_s', 0):.2f} s of the recorder's "
+                f"clock: the publisher's clock ran at {arrival / rate:.2f} x real time; "
                 f"{round(c.get('arrival_span_s', 0) * rate) + 1 - recorded} fewer samples "
                 f"than real time at {rate:g} Hz", subject))
     return out

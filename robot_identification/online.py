@@ -124,7 +124,8 @@ class OnlineIdentification:
         self.window_samples = max(int(round(settings_window * self.fs)), 20)
         self.auto_samples = 0       # samples the automatic settings were measured on
         self._held = []             # (t, q, tau, theta) pieces of the first window
-        self._window_diagnostics = []
+        self._summaries = []        # recording_summary of the first window ('auto' only)
+        self._auto = []             # the automatic_settings diagnostic
         self.fir = FIRStates(model, self.bank, self.decimate)
         self.n_input = 0            # samples fed to the filters
         self.n_samples = 0          # filtered samples in the equations
@@ -215,9 +216,9 @@ class OnlineIdentification:
         summaries = recording_summaries(self.model, [window])
         self.settings = resolve_settings(self.model, self.requested, summaries)
         self.auto_samples = int(t.size)
-        self._window_diagnostics = [d for s in summaries if s for d in s["diagnostics"]]
-        self._window_diagnostics.append(Diagnostic(
-            "automatic_settings", "info", self.describe_settings(), "settings"))
+        self._summaries = [r for r in summaries if r]
+        self._auto = [Diagnostic("automatic_settings", "info", self.describe_settings(),
+                                 "settings")]
         return self._push(t, q, tau, theta)
 
     def describe_settings(self):
@@ -301,8 +302,14 @@ class OnlineIdentification:
         self.n_samples += m
         return m
 
-    def estimate(self):
+    def estimate(self, true_values=None):
         """The current estimate.
+
+        Parameters
+        ----------
+        true_values : ndarray (p,), optional
+            Known base parameters (simulation): set on the result and checked
+            (``far_from_truth``, ``std_understates_error``).
 
         Returns
         -------
@@ -311,16 +318,19 @@ class OnlineIdentification:
             dependent), standard deviations NaN for parameters not identified, ``gaps``,
             ``n_input``, ``friction_deadband`` (per joint [rad/s]), ``auto_samples`` (samples
             'auto' was measured on; 0: nothing automatic). Diagnostics: ``automatic_settings``
-            (info, the resolved values), those of the first window (joint limits, torque
-            outliers, saturation, time jumps) and ``no_velocity_threshold``, as the batch
-            engine gives them.
+            (info, the resolved values), the batch engine's checks
+            (:func:`~robot_identification.diagnostics.collect_diagnostics`: condition, signs,
+            standard deviations, velocity threshold, dropped rows, truth; with the first
+            window's summary, when 'auto' was measured on it, also its joint limits, torque
+            outliers, saturation, time jumps and residual against the torque noise), then
+            ``not_identified`` and ``samples_lost``.
 
         Raises
         ------
         DataError
             No equations yet (too few samples, or the first window still being collected).
         """
-        from robot_identification.diagnostics import Diagnostic, check_velocity_threshold
+        from robot_identification.diagnostics import Diagnostic, collect_diagnostics
         if self.n_samples == 0:
             if self.settings is None:
                 raise DataError(f"no equations yet: collecting the first {self.window_samples}"
@@ -330,8 +340,7 @@ class OnlineIdentification:
         r = self.mrls.result()
         est = estimate_from(self.neq, r.values, r.K_inv, "mrls", flags=r.flags)
         b = self.bank
-        diagnostics = list(self._window_diagnostics) + check_velocity_threshold(
-            self.threshold, self.settings.friction_deadband, self.model.drive_parameter_keys())
+        diagnostics = []
         missing = [n for n, f in zip(self.base.names, r.flags) if f != 1]
         if missing:
             diagnostics.append(Diagnostic(
@@ -341,10 +350,11 @@ class OnlineIdentification:
             diagnostics.append(Diagnostic(
                 "samples_lost", "warning", f"{self.gaps} gap(s) in the samples: the filters "
                 f"restarted and the windows across the gaps were dropped"))
-        return IdentificationResult(
+        result = IdentificationResult(
             robot=self.model.config.name, names=list(self.base.names),
             expressions=self.base.expressions(), estimate=est, base=self.base,
-            true_values=None, row_labels=row_labels(self.model), n_samples=self.n_samples,
+            true_values=None if true_values is None else np.asarray(true_values, dtype=float),
+            row_labels=row_labels(self.model), n_samples=self.n_samples,
             n_used_rows=int(self.neq.count.sum()),
             elapsed=time.perf_counter() - self._t_start,
             settings={"estimator": "mrls", "flags": [int(f) for f in r.flags],
@@ -355,7 +365,10 @@ class OnlineIdentification:
                       "auto_samples": self.auto_samples,
                       "gaps": self.gaps, "n_input": self.n_input},
             units=[self.model.layout.units[i] for i in self.base.independent],
-            normal_equations=self.neq, diagnostics=diagnostics)
+            normal_equations=self.neq)
+        result.diagnostics = (self._auto + collect_diagnostics(self.model, result,
+                                                                self._summaries) + diagnostics)
+        return result
 
 
 __all__ = ["OnlineIdentification"]

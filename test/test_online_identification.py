@@ -139,3 +139,21 @@ def test_the_first_window_resolves_and_is_not_lost(arm7_run):
     ref = given.estimate().estimate.values
     np.testing.assert_allclose(online.estimate().estimate.values, ref, rtol=1e-8,
                                atol=1e-9 * np.abs(ref).max())      # other blocks: rounding
+
+
+def test_the_batch_engines_diagnostics_travel_with_the_live_estimate(arm7_run):
+    """A 1e9 N*m spike in the first window is reported (torque_outliers), a bad estimate on
+    simulated data is flagged against the truth (far_from_truth), as by the batch engine."""
+    from robot_identification.identification import true_base_values
+    from robot_identification.simulation import simulate
+    model, ds = arm7_run
+    tau = ds.tau.copy()
+    tau[500, 2] = 1e9
+    online = OnlineIdentification(model, ds.sample_rate, settings_window=1.0)
+    online.push(ds.t, ds.q, tau)
+    truth = true_base_values(model, online.base, simulate(model, duration=0.01).true_parameters)
+    est = online.estimate(true_values=truth)
+    codes = [d.code for d in est.diagnostics]
+    spike = [d for d in est.diagnostics if d.code == "torque_outliers"]
+    assert spike and "j3" in spike[0].message, codes
+    assert est.normalised_mean_error() > 0.2 and "far_from_truth" in codes

@@ -179,3 +179,25 @@ def test_recording_counts_reach_results_yaml(tmp_path):
     assert (d.code, d.severity) == ("samples_missing", "info") and "0.69 x real time" in d.message
     assert check_recording_counts({"/joint_states": dict(slow["/joint_states"],
                                                          arrival_rate_hz=990.0)}) == []
+
+
+def test_queued_writer_reports_a_write_failure(tmp_path):
+    """A disk error in the writer thread is reported (close raises DataError naming the bag and
+    the messages not written), never swallowed."""
+    pytest.importorskip("rclpy")
+    from robot_identification.data._bag import BagWriter
+    from robot_identification.errors import DataError
+    from robot_identification.nodes._recording import QueuedBagWriter
+    bag = BagWriter(tmp_path / "run", {"/joint_states": "sensor_msgs/msg/JointState"})
+    errors = []
+
+    def full(*args):
+        raise OSError(28, "No space left on device")
+    bag.write = full
+    writer = QueuedBagWriter(bag, errors.append)
+    for k in range(3):
+        writer.write("/joint_states", b"\x00\x01\x00\x00", k)
+    with pytest.raises(DataError, match=r"run.*No space left on device.*3 message\(s\) not "
+                                        r"written"):
+        writer.close()
+    assert len(errors) == 1 and "No space left" in errors[0]

@@ -119,3 +119,20 @@ def test_identifier_optional_parameters_checked_at_start_and_on_change(context, 
     with pytest.raises(ValueError, match=r"velocity_threshold.*\[0.0, 100.0\]"):
         Identifier(context=context, parameter_overrides=[
             where, Parameter("velocity_threshold", value=101.0)])
+
+
+def test_path_parameters_say_what_empty_means(context):
+    """'' is 'not given' for path parameters: their descriptions say what that means, and a
+    bag_player without a bag names the missing parameter (Path('') would be '.')."""
+    from robot_identification.errors import DataError
+    from robot_identification.nodes.bag_player import BagPlayer
+    from robot_identification.nodes.online_identifier import OnlineIdentifier
+    node = OnlineIdentifier(context=context)
+    try:
+        for name in ("robot_config", "urdf"):
+            described = node.describe_parameters([name])[0].description
+            assert "'' = not given" in described, (name, described)
+    finally:
+        node.destroy_node()
+    with pytest.raises(DataError, match="parameter 'bag' is not given"):
+        BagPlayer(context=context)

@@ -138,6 +138,7 @@ def test_lockstep_graph_records_and_identifies(client, tmp_path):
         stop = call(client, Trigger, "/recorder/stop")
         assert stop.success, stop.message
         assert "missed samples: 0," in stop.message, stop.message
+        assert ", lost messages: 0;" in stop.message, stop.message
         res = call(client, Trigger, "/identifier/identify", timeout=120.0)
         assert res.success, res.message + g.log("identifier")
 

@@ -115,6 +115,11 @@ def test_replayed_recording_gives_the_batch_estimates(context, tmp_path):
     with Reader(res.results[0].source) as reader:     # 3 s of stamps at 1 kHz, kept
         counts = {c.topic: c.msgcount for c in reader.connections}
     assert all(2995 <= k <= 3005 for k in counts.values()) and len(counts) == 2, counts
+    # the live source counts what it received and lost (DDS sequence numbers) into the bag
+    from robot_identification.data._bag import read_bag
+    kept = read_bag(res.results[0].source).metadata["recording"]
+    assert {t: (c["recorded"], c["lost"]) for t, c in kept.items()} == {
+        t: (k, 0) for t, k in counts.items()}, kept
     identifier.destroy_node()
     est = got[-1]
     assert online.engine.gaps == 0 and not est.final and est.estimator == "mrls"

@@ -121,9 +121,10 @@ def declare_robot(node):
     from robot_identification.model import load_robot
     robot = declare(node, "robot", "zollo_planar", "shipped robot (config/robots/<robot>.yaml)",
                     read_only=True)
-    config = declare(node, "robot_config", "", "robot config YAML path (overrides robot)",
-                     read_only=True)
-    urdf = declare(node, "urdf", "", "URDF/xacro path overriding the config's", read_only=True)
+    config = declare(node, "robot_config", "", "robot config YAML path (overrides robot); "
+                     "'' = not given: the shipped robot's", read_only=True)
+    urdf = declare(node, "urdf", "", "URDF/xacro path overriding the config's; '' = not given: "
+                   "the config's urdf", read_only=True)
     return load_robot(None if config else robot, config=config or None, urdf=urdf or None)
 
 
@@ -149,8 +150,13 @@ def main_for(node_cls, args=None):
     SingleThreadedExecutor (default) or EventsExecutor (about half the CPU time).
     Configuration errors (bad parameters of any value or type, robot, trajectory, topic names)
     end the process with a one-line message and exit code 1, never a traceback.
+    Ctrl-C / SIGINT ends the loop; ``node.shutdown()`` then runs to its end (exit code 0):
+    in a terminal Ctrl-C reaches every process of the group and ``ros2 launch`` forwards it
+    once more; that second SIGINT used to end the process with exit code -2 (during the
+    shutdown, e.g. of a recorder closing its bag, or during the interpreter's clean-up).
     """
     import argparse
+    import signal
     import sys
 
     from rclpy.utilities import remove_ros_args
@@ -158,6 +164,9 @@ def main_for(node_cls, args=None):
     parser = argparse.ArgumentParser(prog=node_cls.__name__)
     parser.add_argument("--executor", choices=("single", "events"), default="single")
     options = parser.parse_args(remove_ros_args(args=argv)[1:])
+    stopping = []
+    # installed before rclpy.init, whose handler shuts the context down and then calls this one
+    signal.signal(signal.SIGINT, lambda signum, frame: stopping.append(signum))
     try:
         with rclpy.init(args=argv):
             try:
@@ -173,10 +182,12 @@ def main_for(node_cls, args=None):
                 executor = SingleThreadedExecutor()
             executor.add_node(node)
             try:
-                while rclpy.ok():          # returns regularly: signals are handled
+                while rclpy.ok() and not stopping:     # returns regularly: signals handled
                     executor.spin_once(timeout_sec=0.2)
             finally:
                 if hasattr(node, "shutdown"):
                     node.shutdown()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    finally:                # exiting: a late SIGINT must not kill the interpreter's clean-up
+        signal.signal(signal.SIGINT, signal.SIG_IGN)

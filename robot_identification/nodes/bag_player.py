@@ -47,7 +47,9 @@ class BagPlayer(Node):
     def __init__(self, **kwargs):
         super().__init__("bag_player", **kwargs)
         from rosbags.rosbag2 import Reader
-        bag = Path(declare(self, "bag", "", "rosbag2 directory or .mcap to play", read_only=True))
+        given = declare(self, "bag", "", "rosbag2 directory or .mcap to play (required; '' = "
+                        "not given: refused)", read_only=True)
+        bag = Path(given)
         self.rate = declare(self, "rate", 1.0, "playback speed relative to the recording",
                             low=0.01, high=1000.0, read_only=True)
         self.clock_rate = declare(self, "clock_rate", 100.0,
@@ -57,7 +59,10 @@ class BagPlayer(Node):
             self, "wait_for_subscribers", 0, "start when every topic has this many subscribers",
             low=0, high=1000)
         topics = declare(self, "topics", [""], "topics to play ([''] = all)")
-        if not str(bag) or not bag.exists():
+        if not given:         # Path('') is '.', which exists: say what is missing instead
+            raise DataError("bag_player: parameter 'bag' is not given (a rosbag2 directory or "
+                            ".mcap file)")
+        if not bag.exists():
             raise DataError(f"bag_player: bag '{bag}' does not exist")
         try:
             self.reader = Reader(bag)

@@ -44,9 +44,9 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
 from robot_identification.data import load_dataset
-from robot_identification.errors import IdentificationError
+from robot_identification.errors import DataError, IdentificationError
 from robot_identification.model import ESTIMATORS
-from robot_identification.nodes._common import (QOS, declare, declare_optional, declare_robot,
+from robot_identification.nodes._common import (declare, declare_optional, declare_robot,
                                                 main_for, optional_value)
 from robot_identification.nodes._messages import LATCHED, result_msg
 from robot_identification.outputs import check_output
@@ -340,6 +340,8 @@ class Identifier(Node):
             self._finish(job, message="live source: duration must be > 0 s")
             return self._on_wake()
         from robot_identification.data._bag import BagWriter
+        from robot_identification.nodes._recording import (RECORD_QOS, QueuedBagWriter,
+                                                            TopicCount)
         name = "live_" + time.strftime("%Y%m%d_%H%M%S")
         path = self.data_directory / name
         n = 1
@@ -350,23 +352,30 @@ class Identifier(Node):
         if self.model.config.elastic:
             topics[self.motor_topic] = "sensor_msgs/msg/JointState"
         try:
-            writer = BagWriter(path, topics)
+            writer = QueuedBagWriter(BagWriter(path, topics), self.get_logger().error)
         except (IdentificationError, OSError) as exc:
             self._finish(job, message=f"live source: {exc}")
             return self._on_wake()
+        # as the recorder: nothing dropped (KEEP_ALL), the disk never blocks the callback, and
+        # messages lost on the way are counted (DDS sequence numbers) into the bag's metadata
         subs = [self.create_subscription(
-            JointState, topic, lambda data, tp=topic: self._on_live(tp, data), QOS, raw=True)
-            for topic in topics]
+            JointState, topic, lambda data, info, tp=topic: self._on_live(tp, data, info),
+            RECORD_QOS, raw=True) for topic in topics]
         # the window is measured in the link states' header stamps (the data's own time)
-        self._live = {"job": job, "writer": writer, "subs": subs, "path": path, "start": None}
+        self._live = {"job": job, "writer": writer, "subs": subs, "path": path, "start": None,
+                      "counts": {t: TopicCount() for t in topics}}
         job.feedback = ("collecting", 0.0, 0)
         self.get_logger().info(f"collecting {job.duration:g} s of {list(topics)} into {path}")
 
-    def _on_live(self, topic, data):
+    def _on_live(self, topic, data, info=None):
         live = self._live
         if live is None:
             return
         live["writer"].write(topic, data, self.get_clock().now().nanoseconds)
+        info = info or {}
+        gid = info.get("publisher_gid")
+        live["counts"][topic].add(info.get("publication_sequence_number"),
+                                  None if gid is None else bytes(gid.get("data", b"")))
         if topic != self.joint_topic or len(data) < 12:
             return
         # CDR: 4-byte encapsulation header, then header.stamp (int32 sec, uint32 nanosec)
@@ -375,7 +384,7 @@ class Identifier(Node):
         if live["start"] is None:
             live["start"] = stamp
         elapsed = stamp - live["start"]
-        n = live["writer"].counts[self.joint_topic]
+        n = live["counts"][self.joint_topic].recorded
         live["job"].feedback = ("collecting", 0.5 * min(elapsed / live["job"].duration, 1.0), n)
         if elapsed >= live["job"].duration:
             self._stop_live()
@@ -384,8 +393,19 @@ class Identifier(Node):
         live, self._live = self._live, None
         for sub in live["subs"]:
             self.destroy_subscription(sub)
-        live["writer"].close()          # recorded data are kept, cancelled or not
         job = live["job"]
+        counts = {t: c.summary() for t, c in live["counts"].items()}
+        live["writer"].writer.set_metadata({"recording": counts})
+        try:
+            live["writer"].close()      # recorded data are kept, cancelled or not
+        except DataError as exc:
+            self.get_logger().error(str(exc))
+            self._finish(job, message=f"live source: {exc}")
+            return self._on_wake()
+        lost = sum(c["lost"] or 0 for c in counts.values())
+        if lost:
+            self.get_logger().warning(f"live source: {lost} message(s) lost on the way to "
+                                      f"{live['path']} (DDS sequence numbers): {counts}")
         if cancelled:
             job.outcome = {"cancelled": True,
                            "message": f"cancelled while collecting; data kept in {live['path']}"}

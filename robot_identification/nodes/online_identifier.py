@@ -203,9 +203,8 @@ class OnlineIdentifier(Node):
             self._push()
         if self.engine is None or self.engine.n_samples == 0:
             return
-        result = self.engine.estimate()
-        if self.nominal:
-            result.true_values = result.base.base_values(self.model.nominal_parameters())
+        result = self.engine.estimate(true_values=self.engine.base.base_values(
+            self.model.nominal_parameters()) if self.nominal else None)
         source = "live:" + ",".join(s.topic_name for s in self.subs)
         self.pub.publish(result_msg(result, source=source, final=False,
                                     stamp=self.get_clock().now().to_msg()))

@@ -1,7 +1,7 @@
 """recorder: records link/motor states, commands and references of a run into a rosbag2 (MCAP).
 
-Raw subscriptions (exact CDR bytes) -> a queue -> a writer thread
-(:class:`QueuedBagWriter`) -> :class:`robot_identification.data._bag.BagWriter`, which flushes
+Raw subscriptions (exact CDR bytes) -> a queue -> a writer thread (:class:`QueuedBagWriter`,
+``nodes/_recording.py``) -> :class:`robot_identification.data._bag.BagWriter`, which flushes
 every ``flush_period`` s: the subscription callback never waits for the disk. The subscriptions
 keep all messages (reliable, KEEP_ALL): DDS holds whatever arrived until the callback takes it,
 so a briefly stalled executor loses nothing (a keep-last history drops the oldest messages once
@@ -11,21 +11,19 @@ Per recorded topic (:class:`TopicCount`): messages recorded; messages **lost** (
 matched publisher - a gap in its DDS publication sequence numbers - but never received);
 out-of-order/duplicate sequence numbers. Per state topic (``joint_states``, ``motor_states``):
 samples **missing** from the header stamps at ``expected_rate_hz`` (never published, e.g. a
-control loop that skipped periods, or lost) and the publisher's rate against the wall clock.
+control loop that skipped periods, or lost) and their arrival rate on the recorder's clock
+(the wall clock; ``/clock`` with ``use_sim_time``).
 The counts are logged, returned by ``~/stop`` and ``~/status`` and stored in the bag
 (metadata.yaml ``custom_data``, read back as ``Dataset.metadata['recording']``; the identifier
 turns them into ``messages_lost`` / ``samples_missing`` diagnostics).
 """
 from __future__ import annotations
 
-import queue
 import struct
-import threading
 import time
 from pathlib import Path
 
 from rclpy.node import Node
-from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
@@ -34,175 +32,13 @@ from trajectory_msgs.msg import JointTrajectory
 from robot_identification.data._bag import BagWriter
 from robot_identification.errors import DataError
 from robot_identification.nodes._common import declare, main_for
+from robot_identification.nodes._recording import RECORD_QOS, QueuedBagWriter, TopicCount
+
+__all__ = ["Recorder", "TopicCount", "QueuedBagWriter", "RECORD_QOS", "main"]
 
 _TYPES = {JointState: "sensor_msgs/msg/JointState",
           Float64MultiArray: "std_msgs/msg/Float64MultiArray",
           JointTrajectory: "trajectory_msgs/msg/JointTrajectory"}
-#: the recorder's subscriptions: reliable, keep all (nothing dropped on the recorder's side)
-RECORD_QOS = QoSProfile(history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPolicy.RELIABLE)
-
-
-class TopicCount:
-    """Counts of one recorded topic.
-
-    Parameters
-    ----------
-    rate_hz : float, optional
-        Expected sample rate [Hz] of a state topic: its header stamps are checked for missing
-        samples; ``None``: no stamp check (commands, references).
-    """
-
-    def __init__(self, rate_hz=None):
-        self.rate = rate_hz
-        self.recorded = 0
-        self.lost = 0                 # gaps in the publishers' sequence numbers
-        self.out_of_order = 0         # sequence number not after its publisher's last one
-        self.sequenced = True         # the middleware reports sequence numbers
-        self._last_seq = {}           # publisher gid -> last sequence number
-        self.first_stamp = self.last_stamp = None   # [s] header stamps (state topics)
-        self.missing = 0              # samples absent from the stamps at rate_hz
-        self.repeated_stamps = 0      # stamps not after the previous one
-        self.first_arrival = self.last_arrival = None   # [s] steady clock
-
-    def add(self, sequence=None, publisher=None, stamp=None, arrival=None):
-        """Count one recorded message: its publisher's DDS publication ``sequence`` number
-        (``None``: not reported), the ``publisher`` (any hashable id), the header ``stamp``
-        [s] and the ``arrival`` time [s] (steady clock)."""
-        self.recorded += 1
-        if arrival is not None:
-            self.first_arrival = arrival if self.first_arrival is None else self.first_arrival
-            self.last_arrival = arrival
-        if sequence is None:
-            self.sequenced = False
-        else:
-            last = self._last_seq.get(publisher)
-            if last is not None and sequence > last + 1:
-                self.lost += sequence - last - 1
-            elif last is not None and sequence <= last:
-                self.out_of_order += 1
-            self._last_seq[publisher] = sequence if last is None else max(last, sequence)
-        if stamp is None or self.rate is None:
-            return
-        last = self.last_stamp
-        self.first_stamp = stamp if self.first_stamp is None else self.first_stamp
-        self.last_stamp = stamp if last is None else max(stamp, last)
-        if last is None:
-            return
-        if stamp <= last:
-            self.repeated_stamps += 1
-        elif stamp - last > 1.5 / self.rate:
-            self.missing += round((stamp - last) * self.rate) - 1
-
-    def summary(self) -> dict:
-        """The counts as plain values (bag metadata): ``recorded``, ``lost`` (``None`` without
-        sequence numbers), ``out_of_order``; state topics also ``expected_rate_hz``,
-        ``stamp_span_s``, ``expected`` (samples at the rate over the stamp span), ``missing``,
-        ``repeated_stamps``, ``arrival_span_s`` (wall clock) and ``arrival_rate_hz``."""
-        out = {"recorded": self.recorded, "lost": self.lost if self.sequenced else None,
-               "out_of_order": self.out_of_order}
-        if self.rate is not None and self.first_stamp is not None:
-            span = self.last_stamp - self.first_stamp
-            wall = self.last_arrival - self.first_arrival if self.first_arrival is not None \
-                else None
-            out.update(expected_rate_hz=self.rate, stamp_span_s=round(span, 9),
-                       expected=int(round(span * self.rate)) + 1, missing=self.missing,
-                       repeated_stamps=self.repeated_stamps,
-                       arrival_span_s=None if wall is None else round(wall, 6),
-                       arrival_rate_hz=(round((self.recorded - 1) / wall, 3)
-                                        if wall else None))
-        return out
-
-    def text(self) -> str:
-        """One line: recorded, lost and, for a state topic, missing samples and rates."""
-        s = self.summary()
-        lost = "lost ?" if s["lost"] is None else f"lost {s['lost']}"
-        line = f"{s['recorded']} recorded, {lost}"
-        if "expected" in s:
-            line += (f", stamps {s['stamp_span_s']:.3f} s: {s['missing']} of {s['expected']} "
-                     f"samples at {s['expected_rate_hz']:g} Hz missing")
-            if s["arrival_rate_hz"]:
-                line += (f", arrived at {s['arrival_rate_hz']:.0f} Hz over "
-                         f"{s['arrival_span_s']:.2f} s")
-        return line
-
-
-class QueuedBagWriter:
-    """A :class:`~robot_identification.data._bag.BagWriter` fed through an unbounded queue by a
-    writer thread: :meth:`write` only enqueues, so a slow or stalled disk never blocks the
-    subscription callback. The pending chunk is flushed every ``flush_period`` s also while no
-    message comes. A write error (e.g. disk full) is kept in :attr:`error` (the messages after
-    it are counted in :attr:`unwritten`) and reported by :meth:`close`.
-
-    Parameters
-    ----------
-    writer : BagWriter
-    on_error : callable, optional
-        Called once with the error text (from the writer thread).
-    """
-
-    _END = object()
-
-    def __init__(self, writer, on_error=None):
-        self.writer = writer
-        self.path = writer.path
-        self.error = None
-        self.unwritten = 0
-        self._on_error = on_error
-        self._queue = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._run, name="bag writer", daemon=True)
-        self._thread.start()
-
-    @property
-    def counts(self) -> dict:
-        return self.writer.counts
-
-    def write(self, topic: str, data: bytes, t_ns: int):
-        """Enqueue one serialized message with log time ``t_ns`` [ns] (never blocks)."""
-        self._queue.put((topic, data, t_ns))
-
-    def backlog(self) -> int:
-        """Messages waiting for the writer thread."""
-        return self._queue.qsize()
-
-    def _run(self):
-        while True:
-            try:
-                item = self._queue.get(timeout=self.writer.flush_period)
-            except queue.Empty:
-                item = None
-            if item is self._END:
-                return
-            if self.error is not None:
-                self.unwritten += item is not None
-                continue
-            try:
-                if item is None:
-                    self.writer.flush()
-                else:
-                    self.writer.write(*item)
-            except Exception as exc:  # noqa: BLE001 - any storage failure: reported, not raised
-                self.error = f"cannot write bag '{self.path}': {exc}"
-                self.unwritten += item is not None
-                if self._on_error is not None:
-                    self._on_error(self.error)
-
-    def close(self):
-        """Write the queued messages, then the MCAP summary and metadata.yaml.
-
-        Raises
-        ------
-        DataError
-            A write failed (the bag holds the messages before the failure).
-        """
-        self._queue.put(self._END)
-        self._thread.join()
-        if self.error is None:
-            try:
-                self.writer.close()
-            except Exception as exc:  # noqa: BLE001
-                self.error = f"cannot close bag '{self.path}': {exc}"
-        if self.error is not None:
-            raise DataError(f"{self.error} ({self.unwritten} message(s) not written)")
 
 
 class Recorder(Node):
@@ -252,7 +88,8 @@ class Recorder(Node):
         self.received[topic] = self.received.get(topic, 0) + 1
         if self.writer is None:
             return
-        self.writer.write(topic, data, self.get_clock().now().nanoseconds)
+        now = self.get_clock().now().nanoseconds      # wall clock, or /clock (use_sim_time)
+        self.writer.write(topic, data, now)
         stamp = None
         if topic in self.states and len(data) >= 12:  # CDR: 4-byte encapsulation, header.stamp
             sec, nsec = struct.unpack_from("<iI" if data[1] == 1 else ">iI", data, 4)
@@ -261,7 +98,7 @@ class Recorder(Node):
         gid = info.get("publisher_gid")
         self.counts[topic].add(info.get("publication_sequence_number"),
                                None if gid is None else bytes(gid.get("data", b"")), stamp,
-                               time.monotonic())
+                               now * 1e-9)
 
     def totals(self) -> dict:
         """Sums over the topics: ``missed`` (state samples missing from the stamps),

@@ -1,0 +1,111 @@
+"""Ctrl-C on `ros2 launch identification_sim.launch.py`: every node exits cleanly (exit code 0,
+no traceback, no 'terminate called without an active exception'), results written before stay
+as they were and a recording still running is closed as a complete bag.
+
+In a terminal Ctrl-C sends SIGINT to the whole process group and `ros2 launch` forwards one more
+to each node; that second SIGINT used to end nodes with exit code -2 during their shutdown or
+the interpreter's clean-up. Only collected where the launch stack is installed (conftest.py).
+"""
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.qos import DurabilityPolicy, QoSProfile  # noqa: E402
+from std_msgs.msg import Bool  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
+
+from conftest import ros_domain_id  # noqa: E402
+
+pytestmark = pytest.mark.ros          # a plain pytest driving `ros2 launch` (not launch_pytest)
+DOMAIN_ID = ros_domain_id(146)
+ROS2 = Path(sys.executable).with_name("ros2")
+#: a short lockstep experiment: 1.5 s quintic B-spline excitation of zollo_planar
+EXCITATION = {"type": "bspline", "duration": 1.5, "segments": 4, "amplitude": [1.0, 1.0],
+              "seed": 2}
+
+
+def call(executor, node, name, timeout=120.0):
+    cli = node.create_client(Trigger, name)
+    assert cli.wait_for_service(timeout_sec=60.0), name
+    future = cli.call_async(Trigger.Request())
+    executor.spin_until_future_complete(future, timeout_sec=timeout)
+    assert future.done(), name
+    return future.result()
+
+
+def snapshot(directory):
+    return {p: p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.skipif(not ROS2.exists(), reason="the ros2 command line (ros2launch) is missing")
+def test_ctrl_c_ends_the_launch_cleanly(tmp_path):
+    from robot_identification.data._bag import read_bag
+    from robot_identification.excitation import save_trajectory, trajectory_from_config
+    from robot_identification.model import load_robot
+    data = tmp_path / "data"
+    trajectory = save_trajectory(trajectory_from_config(load_robot("zollo_planar"), EXCITATION),
+                                 tmp_path / "excitation.yaml")
+    root = str(Path(__file__).resolve().parents[1])   # the launch file imports this checkout
+    env = dict(os.environ, ROS_DOMAIN_ID=str(DOMAIN_ID), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
+               PYTHONUNBUFFERED="1", PYTHONPATH=os.pathsep.join(
+                   p for p in (root, os.environ.get("PYTHONPATH", "")) if p))
+    log = (tmp_path / "launch.log").open("w")
+    launch = subprocess.Popen(
+        [str(ROS2), "launch", "robot_identification", "identification_sim.launch.py",
+         "robot:=zollo_planar", f"data_directory:={data}", f"trajectory_file:={trajectory}",
+         "online:=true"], env=env, stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True)          # its own process group, as in a terminal
+    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=DOMAIN_ID)
+    node = rclpy.create_node("sigint_test_client", context=ctx)
+    ex = SingleThreadedExecutor(context=ctx)
+    ex.add_node(node)
+    try:
+        assert call(ex, node, "/recorder/start").success
+        assert call(ex, node, "/excitation_publisher/start").success
+        active = []
+        node.create_subscription(
+            Bool, "/excitation_publisher/active", lambda m: active.append(m.data),
+            QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+        deadline = time.monotonic() + 120.0               # the whole run (lockstep)
+        while not (active and active[-1] is False and True in active):
+            assert time.monotonic() < deadline, active
+            ex.spin_once(timeout_sec=0.1)
+        assert call(ex, node, "/recorder/stop").success
+        identified = call(ex, node, "/identifier/identify")
+        assert identified.success, identified.message
+        before = snapshot(data)
+        assert any(p.name.endswith("_results.yaml") for p in before)
+        started = call(ex, node, "/recorder/start")        # still recording at Ctrl-C
+        assert started.success, started.message
+    finally:
+        ex.shutdown()
+        node.destroy_node()
+        rclpy.shutdown(context=ctx)
+        os.killpg(launch.pid, signal.SIGINT)              # Ctrl-C in the launch's terminal
+        try:
+            code = launch.wait(timeout=60.0)
+        finally:
+            if launch.poll() is None:
+                os.killpg(launch.pid, signal.SIGKILL)
+            log.close()
+    text = (tmp_path / "launch.log").read_text()
+    problems = [line for line in text.splitlines()
+                if any(k in line for k in ("process has died", "Traceback", "terminate called",
+                                           "KeyboardInterrupt"))]
+    assert code == 0 and not problems, (code, problems)
+    assert text.count("process has finished cleanly") == 6, text[-3000:]
+    after = snapshot(data)
+    assert {p: b for p, b in after.items() if p in before} == before   # nothing rewritten
+    bags = sorted(p for p in data.iterdir() if p.is_dir())
+    assert len(bags) == 2 and (bags[-1] / "metadata.yaml").is_file()  # closed at Ctrl-C
+    read_bag(bags[0])
