@@ -284,13 +284,17 @@ class IdentificationSettings:
 
     filter_order: int = 5               # Butterworth order (zero-phase)
     cutoff_hz: float | str | None = "auto"   # Butterworth cut-off [Hz]; None: no filtering;
-    #                                   'auto': 5 x the excitation band (pipeline.resolve_settings)
+    #                                   'auto': from the data's spectra (resolve_settings)
     differentiation: str = "central"    # central | savgol
     savgol_window: float = 0.05         # Savitzky-Golay window [s]
     savgol_order: int = 3
     velocity_threshold: float = 0.0     # reject samples with |velocity| below [rad/s]
-    drop_reversals: bool = True         # Coulomb friction + filter: drop friction rows within
-    #                                   1 / (2 f_c) of a velocity reversal (filter smear)
+    drop_reversals: bool = True         # Coulomb friction + filter: drop friction rows where
+    #                                   the filtered Coulomb step of a reversal or stop has
+    #                                   not settled (identification.reversal_window)
+    stop_velocity: tuple | str = "auto"  # |filtered v| below it [rad/s] is a stop (dropped
+    #                                   like a reversal); 'auto': resolve_settings; not a
+    #                                   config key
     friction_deadband: float | str = "auto"  # |v| below: Coulomb term ramps linearly to 0
     #                                   [rad/s]; 'auto': 3 x the measured velocity noise
     estimator: str = "ols"              # one of ESTIMATORS
