@@ -78,13 +78,20 @@ CONDITION_LIMIT = 1.0e3
 RESIDUAL_NOISE_RATIO = 10.0
 #: Cut-off / excitation band above which the filter passes mostly noise.
 CUTOFF_BAND_RATIO = 10.0
+#: Power ratio signal / white-noise floor that bounds the signal band (:func:`signal_band`).
+SIGNAL_NOISE_RATIO = 10.0
 #: Cut-off / sampling rate above which the cut-off is near the Nyquist frequency (0.5).
 CUTOFF_NYQUIST_FRACTION = 0.4
 #: A sample is an outlier when it deviates from its neighbours by more than this many robust
 #: standard deviations (MAD of the second differences).
 OUTLIER_SIGMAS = 50.0
-#: Normalised mean error (simulated data) above which the estimate is far from the truth.
+#: Normalised mean error (simulated data) above which the estimate is far from the truth
+#: (warning) ...
 TRUTH_NME_LIMIT = 0.2
+#: ... and above which it misses the accuracy target of noise-free data (info).
+TRUTH_NME_TARGET = 0.05
+#: Error / std of the parameters that carry the error above which it is a bias, not scatter.
+BIAS_STD_RATIO = 3.0
 
 _STIFFNESS = ("K", "stiffness")
 _ROTOR = ("rotor_inertia",)
@@ -149,6 +156,62 @@ def excitation_band(t, q, power=0.99):
             continue
         best = max(best, float(f[np.searchsorted(c, power * c[-1])]))
     return best
+
+
+def signal_band(t, x, noise, band_hz=0.0, ratio=SIGNAL_NOISE_RATIO):
+    """Frequency [Hz] up to which the recorded signal stands above its white-noise floor.
+
+    Per column of ``x`` (N, n) (positions [rad], or measured velocities [rad/s]): the
+    detrended, Hann-windowed periodogram, smoothed by its median over 200 logarithmic
+    frequency bins (/ ln 2: the mean of exponentially distributed periodogram ordinates),
+    against the periodogram level of white noise of std ``noise[j]`` (sigma^2 sum(w^2),
+    :func:`noise_std`); the signal band ends at the first bin above
+    ``band_hz`` whose level falls below ``ratio`` x that floor. Differentiation multiplies
+    signal and noise alike (by (2 pi f)^k), so this is also where the accelerations computed
+    from ``x`` turn from signal to noise: the highest useful low-pass cut-off (where signal
+    and noise spectra cross, the reading of optimal (Wiener) filtering in Press et al.,
+    Numerical Recipes, 2nd ed., Sec. 13.3, fig. 13.3.1). The lowest over joints that move
+    (range > 1e-6) is returned; the Nyquist frequency when no joint reaches its floor, 0.0
+    when nothing moves.
+
+    Parameters
+    ----------
+    t : ndarray (N,)
+        [s].
+    x : ndarray (N, n)
+    noise : ndarray (n,)
+        White-noise std of each column, unit of ``x``.
+    band_hz : float
+        Excitation band [Hz] (:func:`excitation_band`): the search starts above it.
+    ratio : float
+        Power ratio signal / noise floor.
+    """
+    x = np.asarray(x, dtype=float)
+    t = np.asarray(t, dtype=float)
+    N = x.shape[0]
+    if N < 8:
+        return 0.0
+    fs = 1.0 / np.median(np.diff(t))
+    f = np.fft.rfftfreq(N, 1.0 / fs)
+    w = np.hanning(N)
+    k = np.arange(N)
+    edges = np.unique(np.round(np.geomspace(1, f.size - 1, 201)).astype(int))
+    best = None
+    for j in range(x.shape[1]):
+        xj = x[:, j]
+        if np.ptp(xj) < 1e-6:
+            continue
+        xj = xj - np.polyval(np.polyfit(k, xj, 1), k)
+        P = np.abs(np.fft.rfft(xj * w)) ** 2
+        floor = ratio * float(noise[j]) ** 2 * np.sum(w ** 2)
+        end = fs / 2
+        for a, b in zip(edges[:-1], edges[1:]):
+            # median / ln 2: the mean of periodogram ordinates (exponentially distributed)
+            if f[b] > band_hz and np.median(P[a:b]) / np.log(2.0) < floor:
+                end = float(f[a])
+                break
+        best = end if best is None else min(best, end)
+    return 0.0 if best is None else max(best, 0.0)
 
 
 def check_parameter_std(names, values, relative_std):
@@ -322,8 +385,10 @@ def check_truth_coverage(missing, extra, unknown_base, n_base):
 
 def check_truth(nme, values, true_values, std, names=None, relative_std=None):
     """Simulated data: ``far_from_truth`` (normalised mean error above
-    :data:`TRUTH_NME_LIMIT`, naming the base parameters that dominate it and the error of
-    the well-identified ones, relative std < :data:`POORLY_IDENTIFIED_PERCENT`) and
+    :data:`TRUTH_NME_LIMIT`: warning, above :data:`TRUTH_NME_TARGET`: info), naming the base
+    parameters that dominate it with their error in standard deviations, and the error of
+    the well-identified ones (relative std < :data:`POORLY_IDENTIFIED_PERCENT`): biased
+    (pre-processing) or not (the error sits in poorly excited parameters); and
     ``std_understates_error`` (median |error| / std > 10: a bias, not noise).
 
     Base parameters whose true value is NaN (unknown, :func:`check_truth_coverage`) are
@@ -346,32 +411,40 @@ def check_truth(nme, values, true_values, std, names=None, relative_std=None):
     rel = err.copy()
     nz = np.abs(tru) > 1e-12
     rel[nz] /= np.abs(tru[nz])
-    if nme > TRUTH_NME_LIMIT:
+    sd = np.asarray(std, dtype=float)
+    if nme > TRUTH_NME_TARGET:
+        limit = TRUTH_NME_LIMIT if nme > TRUTH_NME_LIMIT else TRUTH_NME_TARGET
         msg = (f"normalised mean error {nme:.3g} against the simulator's true parameters "
-               f"(> {TRUTH_NME_LIMIT})")
+               f"(> {limit})")
         if names is not None:
             top = np.argsort(-rel)[:3]
             share = rel[top].sum() / max(rel.sum(), 1e-300)
             parts = [f"{names[i]} (true {tru[i]:.3g}, estimate {est[i]:.3g}"
                      + (f", relative std {relative_std[i]:.0f} %" if relative_std is not None
+                        else "")
+                     + (f", error {err[i] / sd[i]:.1f} std" if np.isfinite(sd[i]) and sd[i] > 0
                         else "") + ")" for i in top]
             msg += f"; {100 * share:.0f} % of it from " + ", ".join(parts)
+            sds = [err[i] / sd[i] for i in top if np.isfinite(sd[i]) and sd[i] > 0]
+            k = float(np.median(sds)) if sds else 0.0
             if relative_std is not None:
                 good = np.asarray(relative_std) < POORLY_IDENTIFIED_PERCENT
                 if good.any():
                     gm = rel[good].mean()
                     msg += (f"; the {int(good.sum())} well-identified parameters (relative "
                             f"std < {POORLY_IDENTIFIED_PERCENT:.0f} %) have mean error "
-                            f"{gm:.3g}: "
-                            + ("a bias of the pre-processing (cut-off, derivatives of noisy "
-                               "positions, friction at reversals)" if gm > TRUTH_NME_LIMIT
-                               else "the error sits in poorly excited parameters (excite "
-                                    "more)"))
-        out.append(Diagnostic("far_from_truth", "warning", msg))
-    s = np.asarray(std)
-    ok = np.isfinite(s) & (s > 0)
+                            f"{gm:.3g}: ")
+                    if gm > TRUTH_NME_LIMIT or k > BIAS_STD_RATIO:
+                        msg += ("a bias of the pre-processing (cut-off, derivatives of noisy "
+                                "positions, friction at reversals and stops)")
+                    else:
+                        msg += ("the error sits in poorly excited parameters, within "
+                                f"{BIAS_STD_RATIO:g} std (excite more or longer)")
+        out.append(Diagnostic("far_from_truth",
+                              "warning" if nme > TRUTH_NME_LIMIT else "info", msg))
+    ok = np.isfinite(sd) & (sd > 0)
     if ok.any():
-        ratio = float(np.median(err[ok] / s[ok]))
+        ratio = float(np.median(err[ok] / sd[ok]))
         if ratio > 10.0:
             out.append(Diagnostic("std_understates_error", "warning",
                                   f"the true errors are typically {ratio:.0f}x the printed "
@@ -393,52 +466,59 @@ def near_reversal(velocity, window):
 
 
 def check_coulomb_smear(cutoff_hz, velocity_threshold, parameter_kinds, reversal_fraction,
-                        dropped=False):
+                        dropped=False, window_s=None):
     """``coulomb_filter_smear``: sign-based friction, a low-pass filter and rows near velocity
-    reversals. The zero-phase filter spreads the Coulomb step of the measured torque over
-    about 1 / (2 f_c) on each side of a reversal while sign(v) of the filtered velocity stays
-    a step: those rows contradict the model (a bias no amount of data removes). Reported
-    when more than 5 % of the used rows lie within that window (warning).
+    reversals or stops. The zero-phase filter spreads the Coulomb step of the measured torque
+    over ``window_s`` (its 5 % settling time, about 0.6 / f_c) on each side of a reversal
+    while sign(v) of the filtered velocity stays a step, and at a stop the friction is
+    anywhere in [-f_c, f_c]: those rows contradict the model (a bias no amount of data
+    removes). Reported when more than 5 % of the used rows lie within that window (warning).
 
     Parameters
     ----------
     reversal_fraction : float
-        Fraction of the used friction rows within 1 / (2 f_c) of a velocity sign change.
+        Fraction of the used friction rows within ``window_s`` of a velocity sign change or
+        a stop.
     dropped : bool
         Those rows were dropped (``identification.drop_reversals``): info only.
+    window_s : float, optional
+        [s]; default 1 / (2 f_c).
     """
     if cutoff_hz is None or not any(k in _SIGN_FRICTION for k in parameter_kinds):
         return []
     if reversal_fraction <= 0.05:
         return []
+    ms = 1e3 * (window_s if window_s is not None else 1.0 / (2 * cutoff_hz))
     if dropped:
         return [Diagnostic("samples_dropped", "info",
                            f"{100 * reversal_fraction:.0f} % of the friction rows lie within "
-                           f"{1e3 / (2 * cutoff_hz):.0f} ms of a velocity reversal, where the "
+                           f"{ms:.0f} ms of a velocity reversal or stop, where the "
                            f"{cutoff_hz:g} Hz filter smears the Coulomb step: dropped",
                            "drop_reversals")]
     return [Diagnostic("coulomb_filter_smear", "warning",
                        f"{100 * reversal_fraction:.0f} % of the friction rows lie within "
-                       f"{1e3 / (2 * cutoff_hz):.0f} ms of a velocity reversal, where the "
+                       f"{ms:.0f} ms of a velocity reversal or stop, where the "
                        f"{cutoff_hz:g} Hz filter smears the Coulomb step of the torque: raise "
                        f"velocity_threshold (now {velocity_threshold or 0:g} rad/s), raise the "
                        f"cut-off or use the static (smooth) friction model", "cutoff_hz")]
 
 
-def check_cutoff(cutoff_hz, sample_rate, band_hz):
+def check_cutoff(cutoff_hz, sample_rate, band_hz, signal_hz=None):
     """``cutoff_above_excitation`` (info: cut-off > :data:`CUTOFF_BAND_RATIO` x the
-    excitation band, the filter passes mostly noise — unless torque steps such as Coulomb
-    friction need it; ``identify --select`` decides on left-out data) and
-    ``cutoff_near_nyquist`` (warning: cut-off above :data:`CUTOFF_NYQUIST_FRACTION` x the
-    sampling rate)."""
+    excitation band and above the signal band ``signal_hz`` (:func:`signal_band`, when
+    known), the filter passes mostly noise — unless torque steps such as Coulomb friction
+    need it; ``identify --select`` decides on left-out data) and ``cutoff_near_nyquist``
+    (warning: cut-off above :data:`CUTOFF_NYQUIST_FRACTION` x the sampling rate)."""
     out = []
     if cutoff_hz is None:
         return out
-    if band_hz and band_hz > 0 and cutoff_hz > CUTOFF_BAND_RATIO * band_hz:
+    if band_hz and band_hz > 0 and cutoff_hz > CUTOFF_BAND_RATIO * band_hz and (
+            signal_hz is None or cutoff_hz > 1.05 * signal_hz):
         out.append(Diagnostic("cutoff_above_excitation", "info",
                               f"cut-off {cutoff_hz:.3g} Hz is {cutoff_hz / band_hz:.0f}x the "
                               f"excitation band {band_hz:.3g} Hz (99 % of the motion's power): "
-                              f"the filter passes mostly noise; try {5 * band_hz:.2g} Hz",
+                              f"the filter passes mostly noise; try "
+                              f"{max(5 * band_hz, signal_hz or 0.0):.2g} Hz",
                               "cutoff_hz"))
     if sample_rate and cutoff_hz > CUTOFF_NYQUIST_FRACTION * sample_rate:
         out.append(Diagnostic("cutoff_near_nyquist", "warning",
@@ -618,20 +698,21 @@ def check_recording_counts(recording, source=""):
     """``messages_lost`` and ``samples_missing``: the recorder's counts of a bag
     (``Dataset.metadata['recording']``, written by the recorder node: per topic ``recorded``,
     ``lost`` and for state topics ``expected``/``missing`` at ``expected_rate_hz`` and the
-    arrival rate against the wall clock).
+    arrival rate on the recorder's clock: the wall clock, or ``/clock`` with ``use_sim_time``).
 
     - ``messages_lost`` (warning): messages a publisher sent during the recording (DDS
       publication sequence numbers) that never reached the recorder.
     - ``samples_missing``: state samples absent from the header stamps at the expected rate
       (never published - the robot's loop skipped them - or lost); warning above 1 %, info
-      below. Info when the stamps are complete but arrived slower than the expected rate
-      against the wall clock (a publisher whose clock runs slower than real time, e.g. a
-      simulator that cannot keep up: the data are consistent in its own time).
+      below. Info when the stamps are complete but arrived below 0.9 x the expected rate on
+      the recorder's clock (a publisher whose clock runs slower than real time, e.g. a
+      free-running simulator that cannot keep up: the data are consistent in its own time; a
+      lockstep simulation recorded on its ``/clock`` is not reported).
 
     Parameters
     ----------
     recording : dict
-        Topic -> counts (:meth:`robot_identification.nodes.recorder.TopicCount.summary`).
+        Topic -> counts (:meth:`robot_identification.nodes._recording.TopicCount.summary`).
     """
     out = []
     if not isinstance(recording, dict):
@@ -667,8 +748,8 @@ def check_recording_counts(recording, source=""):
                 "samples_missing", "info",
                 f"{topic}: stamps complete at {rate:g} Hz ({recorded} samples over "
                 f"{c.get('stamp_span_s', 0):.3f} s of stamps) but they arrived at "
-                f"{arrival:.0f} Hz over {c.get('arrival_span_s', 0):.2f} s of wall clock: "
-                f"the publisher's clock ran at {arrival / rate:.2f} x real time; "
+                f"{arrival:.0f} Hz over {c.get('arrival_span_s', 0):.2f} s of the recorder's "
+                f"clock: the publisher's clock ran at {arrival / rate:.2f} x real time; "
                 f"{round(c.get('arrival_span_s', 0) * rate) + 1 - recorded} fewer samples "
                 f"than real time at {rate:g} Hz", subject))
     return out
@@ -681,7 +762,10 @@ def recording_summary(model, dataset, label=None):
     -------
     dict
         ``source`` (label), ``sample_rate`` [Hz], ``band_hz`` (:func:`excitation_band` of
-        q), ``torque_noise`` (n,) (:func:`noise_std` of the measured torque) and
+        q), ``signal_hz`` (:func:`signal_band` of the signals the regressor differentiates:
+        measured velocities when recorded, else positions), ``velocity_noise``,
+        ``velocity_rms`` (n,) (of the motor velocity for elastic joints), ``torque_noise``
+        (n,) (:func:`noise_std` of the measured torque) and
         ``diagnostics`` (joint limits, torque outliers, malformed rows of this recording).
 
     Raises
@@ -705,7 +789,15 @@ def recording_summary(model, dataset, label=None):
     measured = ds.dtheta if model.config.elastic else ds.dq
     pos = ds.theta if model.config.elastic else ds.q
     vel = measured if measured is not None else np.gradient(pos, ds.t, axis=0)
-    return {"source": src, "sample_rate": ds.sample_rate, "band_hz": excitation_band(ds.t, ds.q),
+    band = excitation_band(ds.t, ds.q)
+    # the signals the regressor differentiates: measured velocities when recorded, else
+    # positions (link and, for elastic joints, motor)
+    diff = [ds.dq if ds.dq is not None else ds.q]
+    if model.config.elastic:
+        diff.append(ds.dtheta if ds.dtheta is not None else ds.theta)
+    signal_hz = min(signal_band(ds.t, x, noise_std(x), band) for x in diff)
+    return {"source": src, "sample_rate": ds.sample_rate, "band_hz": band,
+            "signal_hz": signal_hz,
             "velocity_noise": noise_std(vel), "velocity_measured": measured is not None,
             "velocity_rms": np.sqrt(np.mean(vel ** 2, axis=0)),
             "torque_noise": noise_std(ds.tau),
@@ -746,11 +838,14 @@ def collect_diagnostics(model, result, recordings=()):
         out += check_residual_noise(result.row_labels, est.residual_rms, noise, rms)
         band = max(r["band_hz"] for r in recordings)
         fs = min(r["sample_rate"] for r in recordings)
-        out += check_cutoff(s.get("cutoff_hz"), fs, band)
+        signal = min(r.get("signal_hz", np.inf) for r in recordings)
+        out += check_cutoff(s.get("cutoff_hz"), fs, band,
+                            None if not np.isfinite(signal) else signal)
     kinds = set(model.drive_parameter_keys())
     if "reversal_fraction" in s:
         out += check_coulomb_smear(s.get("cutoff_hz"), s.get("velocity_threshold"), kinds,
-                                   s["reversal_fraction"], bool(s.get("drop_reversals")))
+                                   s["reversal_fraction"], bool(s.get("drop_reversals")),
+                                   s.get("reversal_window_s"))
     out += check_velocity_threshold(s.get("velocity_threshold"), s.get("friction_deadband"),
                                     kinds)
     if neq is not None and s.get("velocity_threshold"):

@@ -212,10 +212,10 @@ def _text(urdf, output, chosen, info, name, urdf_xml, inertia):
         *comment,
         "identification:                    # defaults of `identify` and the identifier node",
         "  filter_order: 4                  # zero-phase Butterworth order",
-        "  cutoff_hz: 10.0                  # Hz; null: no filter; auto: 5 x the excitation "
-        "band (~3 Hz here):",
-        "                                   # better on noisy recordings, biased on the "
-        "simulator's noise-free data",
+        "  cutoff_hz: 10.0                  # Hz; null: no filter; auto: where the recorded "
+        "signal meets its",
+        "                                   # noise floor, at least 5 x the excitation band "
+        "(docs/diagnostics.md)",
         "  friction_deadband: auto          # rad/s; Coulomb sign(v) ramps to 0 below it "
         "(auto: from the noise)",
         "  differentiation: central         # central | savgol",

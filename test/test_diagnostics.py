@@ -135,7 +135,8 @@ def planar_spiked(tmp_path_factory):
     from robot_identification.model import load_robot
     from robot_identification.simulation import simulate
     model = load_robot("zollo_planar")
-    ds = simulate(model, duration=4.0, seed=0)
+    # 60 dB position noise: the positions' spectrum meets its noise floor near 3 Hz
+    ds = simulate(model, duration=4.0, seed=0, snr_db=60.0)
     ds.tau[1500, 1] = 1e9
     path = tmp_path_factory.mktemp("spike") / "spiked.npz"
     ds.save_npz(path)
@@ -152,7 +153,8 @@ def test_result_carries_diagnostics_to_results_yaml_and_cli(planar_spiked, tmp_p
     doc = yaml.safe_load(out.read_text())
     found = [Diagnostic.from_dict(d) for d in doc["diagnostics"]]
     assert "torque_outliers" in codes(found)
-    assert "cutoff_above_excitation" in codes(found)   # the paper's 20 Hz vs a slow trajectory
+    # the paper's 20 Hz vs a slow trajectory whose noisy positions carry signal to ~3 Hz
+    assert "cutoff_above_excitation" in codes(found)
     for d in found:
         assert str(d) in printed
 
@@ -185,3 +187,41 @@ def test_noise_of_a_quantised_signal_is_not_zero():
     v[:300] = np.round(3e-5 * rng.standard_normal(300) / 1e-4) * 1e-4   # at rest: flicker
     assert np.median(np.abs(np.diff(v[:300], n=3))) == 0                # the MAD sees nothing
     assert dg.noise_std(v[:300, None])[0] > 1e-5
+
+
+def test_signal_band_where_a_random_walk_meets_white_noise():
+    """Random walk (spectrum sigma_w^2 / (4 sin^2(pi f / fs))) plus white noise sigma_n: the
+    spectra meet at 10 x the noise floor where sin(pi f / fs) = sigma_w / (2 sqrt(10)
+    sigma_n)."""
+    rng = np.random.default_rng(4)
+    fs, n = 1000.0, 200_000
+    t = np.arange(n) / fs
+    sw, sn = 1e-4, 2e-4
+    x = np.cumsum(sw * rng.standard_normal((n, 2)), axis=0) + sn * rng.standard_normal((n, 2))
+    expected = fs / np.pi * np.arcsin(sw / (2 * np.sqrt(10.0) * sn))
+    found = dg.signal_band(t, x, np.full(2, sn), band_hz=0.1)
+    assert found == pytest.approx(expected, rel=0.2)
+    assert dg.signal_band(t, np.zeros((n, 2)), np.full(2, sn)) == 0.0     # nothing moves
+
+
+def test_reversal_window_marks_stops_and_settles_the_step():
+    from scipy.signal import butter, sosfiltfilt
+
+    from robot_identification.identification import ReversalWindow, reversal_window
+    from robot_identification.model import load_robot
+    fs, fc = 1000.0, 10.0
+    w = reversal_window(fs, fc, 5, tolerance=0.05)
+    step = np.r_[np.zeros(2000), np.ones(2000)]
+    err = np.abs(sosfiltfilt(butter(5, fc, fs=fs, output="sos"), step) - step)
+    assert err[2000 + w] <= 0.05 < max(err[2000 + w - 1], err[2000 - w])
+    model = load_robot("szabo_3dof")
+    v = np.ones((400, 3))
+    v[100:110, 0] = 1e-4                   # joint 1 stops (no sign change), joint 2 reverses
+    v[250:, 1] = -1.0
+    rev = ReversalWindow(model, 5, stop=0.01)
+    parts = [rev.push({"dq": v[:150]}), rev.push({"dq": v[150:]}), rev.finish()]
+    near = np.concatenate([p["near_reversal"] for p in parts if p is not None])
+    assert near.shape == v.shape
+    np.testing.assert_array_equal(np.flatnonzero(near[:, 0]), np.arange(95, 115))
+    np.testing.assert_array_equal(np.flatnonzero(near[:, 1]), np.arange(245, 256))
+    assert not near[:, 2].any()

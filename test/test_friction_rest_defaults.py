@@ -66,6 +66,21 @@ def test_automatic_cutoff_and_deadband_from_the_recordings():
     np.testing.assert_allclose(s2.friction_deadband, 0.1)    # capped at 0.1 x velocity RMS
     static = dict(rec, band_hz=0.0)
     assert resolve_settings(model, model.config.identification, [static]).cutoff_hz == 50.0
+    # stop velocity: 2 % of the velocity RMS, at least the deadband
+    np.testing.assert_allclose(s.stop_velocity, 0.02)
+    np.testing.assert_allclose(s2.stop_velocity, 0.1)
+
+
+def test_automatic_cutoff_follows_the_signal_band_of_the_noisiest_recording():
+    model = make_model("rigid")
+    rec = {"sample_rate": 1000.0, "band_hz": 0.5, "signal_hz": 30.0, "velocity_measured": True,
+           "velocity_noise": np.full(5, 0.01), "velocity_rms": np.ones(5)}
+    auto = model.config.identification
+    assert resolve_settings(model, auto, [rec]).cutoff_hz == 30.0
+    noisy = dict(rec, signal_hz=1.0)            # buried in noise: 5 x the excitation band
+    assert resolve_settings(model, auto, [rec, noisy]).cutoff_hz == 2.5
+    clean = dict(rec, signal_hz=500.0)          # at most 0.2 x the sampling rate
+    assert resolve_settings(model, auto, [clean]).cutoff_hz == 200.0
 
 
 def test_deadband_is_the_same_in_identification_and_prediction():

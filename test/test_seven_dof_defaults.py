@@ -26,17 +26,31 @@ def test_default_settings_meet_the_target_or_say_why(arm7_run, snr_db, limit):
     data = run if snr_db is None else add_measurement_noise(run, snr_db, seed=1)
     result = identify(model, data)
     s = result.settings
-    assert s["cutoff_hz"] == pytest.approx(3.0)            # 5 x the 0.6 Hz excitation band
+    # the 10 s Fourier excitation has 99 % of its power below 0.6 Hz; the cut-off follows the
+    # noise: noise-free (quantised) positions carry the stick-slip transients of the PD-driven
+    # arm far above that band, 60 dB noise buries them, and the cut-off falls back to 5 x the
+    # excitation band
+    if snr_db is None:
+        assert 10.0 < s["cutoff_hz"] <= 0.2 * 1000.0
+    else:
+        assert s["cutoff_hz"] == pytest.approx(3.0)
     assert all(0 < d < 0.1 for d in s["friction_deadband"])
+    assert all(v > 0 for v in s["stop_velocity"])             # stops are dropped too
     codes = {d.code: d for d in result.diagnostics}
     assert "no_velocity_threshold" not in codes               # the deadband is automatic
     nme = result.normalised_mean_error()
     if nme <= limit:
         return
     far = codes["far_from_truth"]
-    # the cause is named: the parameters that carry the error and whether the well-identified
-    # ones are biased (pre-processing) or not (excitation)
+    # the cause is named: the parameters that carry the error (with their error in std) and
+    # whether the well-identified ones are biased (pre-processing) or not (excitation)
     top = far.message.split("% of it from ")[1]
-    assert sum(nm in top for nm in result.names) >= 3
+    assert sum(nm in top for nm in result.names) >= 3 and " std)" in top
     assert "well-identified parameters" in far.message
-    assert ("bias of the pre-processing" in far.message or "poorly excited" in far.message)
+    if snr_db is None:
+        # noise-free: the well-identified parameters are unbiased, the error sits in the
+        # poorly excited small products of inertia and lies within their standard deviations
+        assert far.severity == "info" and "poorly excited" in far.message
+        assert "residual_above_noise" not in codes
+    else:
+        assert "bias of the pre-processing" in far.message

@@ -20,10 +20,12 @@ The CLI (``identify``, ``identify-stream``), :func:`robot_identification.pipelin
 identifier node all call these.
 """
 from robot_identification.identification._engine import (  # noqa: F401
-    CUTOFF_BAND_FACTOR, DEADBAND_NOISE_FACTOR, SUMMARY_SAMPLES, HuberWeights,
-    accumulate_states, identify, match_true_parameters, truth_diagnostics,
+    CUTOFF_BAND_FACTOR, DEADBAND_NOISE_FACTOR, SETTLE_TOLERANCE, STOP_VELOCITY_FRACTION,
+    SUMMARY_SAMPLES, HuberWeights, ReversalWindow, accumulate_states, identify,
+    match_true_parameters, truth_diagnostics,
     load_prior, needs_resolving, recording_normal_equations, recording_summaries,
-    resolve_settings, row_labels, row_mask, solve, true_base_values, with_overrides)
+    resolve_settings, reversal_window, row_labels, row_mask, solve, true_base_values,
+    with_overrides)
 from robot_identification.identification._drive_gains import (  # noqa: F401
     DriveGainResult, identify_drive_gains, payload_parameters)
 from robot_identification.identification._estimators import (  # noqa: F401

@@ -113,8 +113,15 @@ def truth_diagnostics(model, base, true_parameters):
     return check_truth_coverage(missing, extra, unknown, len(base))
 
 
-#: Automatic cut-off = this factor x the excitation band (99 % of the motion's power).
+#: The automatic cut-off is at least this factor x the excitation band (99 % of the motion's
+#: power).
 CUTOFF_BAND_FACTOR = 5.0
+#: Automatic stop velocity = this fraction of the velocity RMS (per joint).
+STOP_VELOCITY_FRACTION = 0.02
+#: Friction rows are dropped until the filtered Coulomb step of a reversal or a stop has
+#: settled to this fraction of the step: 0.6 / f_c (a longer window lowers the bias on
+#: noise-free data but drops most rows of slow motion at a low cut-off; docs/diagnostics.md).
+SETTLE_TOLERANCE = 0.05
 #: Automatic Coulomb deadband = this factor x the velocity noise std.
 DEADBAND_NOISE_FACTOR = 3.0
 #: Samples at the start of a streamed recording summarised for the diagnostics and the
@@ -124,22 +131,31 @@ SUMMARY_SAMPLES = 20_000
 
 def needs_resolving(settings) -> bool:
     """Whether ``settings`` still hold ``'auto'`` values (see :func:`resolve_settings`)."""
-    return settings.cutoff_hz == "auto" or isinstance(settings.friction_deadband, str)
+    return (settings.cutoff_hz == "auto" or isinstance(settings.friction_deadband, str)
+            or isinstance(settings.stop_velocity, str))
 
 
 def resolve_settings(model, settings, recordings):
     """Settings with ``'auto'`` replaced by values measured on the recordings.
 
-    - ``cutoff_hz: auto`` -> :data:`CUTOFF_BAND_FACTOR` x the widest excitation band
+    - ``cutoff_hz: auto`` -> the signal band of the noisiest recording
+      (:func:`~robot_identification.diagnostics.signal_band`: where the spectrum of the
+      signals the regressor differentiates falls to 10 x their white-noise floor), but at
+      least :data:`CUTOFF_BAND_FACTOR` x the widest excitation band
       (:func:`~robot_identification.diagnostics.excitation_band`, 99 % of the motion's
-      spectral power), at least 0.5 Hz and at most 0.2 x the lowest sampling rate
-      (static recordings only: 0.05 x the sampling rate);
+      spectral power) and 0.5 Hz, at most 0.2 x the lowest sampling rate (static
+      recordings only: 0.05 x the sampling rate). Low noise: a high cut-off that keeps the
+      fast torque transients of friction (stick-slip, reversals) which a filter near the
+      excitation band smears into the whole fit; noisy data: the excitation band;
     - ``friction_deadband: auto`` -> per joint :data:`DEADBAND_NOISE_FACTOR` x the std of
       the velocity noise left after the low-pass filter: the raw noise std
       (:func:`~robot_identification.diagnostics.noise_std`) x sqrt(2 f_c / f_s) for a
       measured velocity (white noise) or x (2 f_c / f_s)^1.5 for differentiated positions
       (noise spectrum ~ f^2); median over recordings, at least 1e-6 rad/s and at most
-      0.1 x the velocity RMS (the Coulomb term must stay distinguishable from viscous).
+      0.1 x the velocity RMS (the Coulomb term must stay distinguishable from viscous);
+    - ``stop_velocity: auto`` -> per joint :data:`STOP_VELOCITY_FRACTION` x the velocity RMS
+      (median over recordings), at least the deadband: below it the joint stops or sticks,
+      its friction is anywhere in [-f_c, f_c] (see :class:`ReversalWindow`).
 
     Parameters
     ----------
@@ -161,11 +177,15 @@ def resolve_settings(model, settings, recordings):
     if not recordings:   # too short to measure anything: the filter refuses it later
         return replace(s, cutoff_hz=None if s.cutoff_hz == "auto" else s.cutoff_hz,
                        friction_deadband=0.0 if isinstance(s.friction_deadband, str)
-                       else s.friction_deadband)
+                       else s.friction_deadband,
+                       stop_velocity=0.0 if isinstance(s.stop_velocity, str)
+                       else s.stop_velocity)
     fs = min(r["sample_rate"] for r in recordings)
     if s.cutoff_hz == "auto":
         band = max(r["band_hz"] for r in recordings)
-        cut = 0.05 * fs if band <= 0 else min(max(CUTOFF_BAND_FACTOR * band, 0.5), 0.2 * fs)
+        signal = min(r.get("signal_hz", 0.0) for r in recordings)
+        cut = 0.05 * fs if band <= 0 else min(max(CUTOFF_BAND_FACTOR * band, signal, 0.5),
+                                              0.2 * fs)
         s = replace(s, cutoff_hz=float(f"{cut:.3g}"))
     if isinstance(s.friction_deadband, str):
         left = []
@@ -179,7 +199,41 @@ def resolve_settings(model, settings, recordings):
         vrms = np.median(np.stack([r["velocity_rms"] for r in recordings]), axis=0)
         dead = np.clip(dead, 1e-6, np.maximum(0.1 * vrms, 1e-6))
         s = replace(s, friction_deadband=tuple(float(f"{v:.3g}") for v in dead))
+    if isinstance(s.stop_velocity, str):
+        vrms = np.median(np.stack([r["velocity_rms"] for r in recordings]), axis=0)
+        stop = np.maximum(STOP_VELOCITY_FRACTION * vrms,
+                          np.broadcast_to(s.friction_deadband, vrms.shape))
+        s = replace(s, stop_velocity=tuple(float(f"{v:.3g}") for v in stop))
     return s
+
+
+def reversal_window(fs, cutoff_hz, order, tolerance=SETTLE_TOLERANCE):
+    """Samples on each side of a torque step that the zero-phase Butterworth filter leaves
+    unsettled: the largest |t| where the forward-backward (``sosfiltfilt``) step response
+    differs from the step by more than ``tolerance`` x its height.
+
+    About 0.6 / f_c for orders 4-5 at 5 %, 1.0 / f_c at 2 %, 1.2 / f_c at 1 %.
+
+    Parameters
+    ----------
+    fs, cutoff_hz : float
+        [Hz].
+    order : int
+    tolerance : float
+        Fraction of the step.
+
+    Returns
+    -------
+    int
+    """
+    import scipy.signal
+    half = int(np.ceil(20.0 * fs / cutoff_hz))
+    x = np.zeros(2 * half)
+    x[half:] = 1.0
+    sos = scipy.signal.butter(order, cutoff_hz, fs=fs, output="sos")
+    e = np.abs(scipy.signal.sosfiltfilt(sos, x) - x)
+    bad = np.flatnonzero(e > tolerance)
+    return int(max(half - bad.min(), bad.max() - half + 1)) if bad.size else 0
 
 
 def _concat(chunks):
@@ -230,18 +284,32 @@ def recording_summaries(model, recordings):
 
 class ReversalWindow:
     """Streamed marking of the samples within ``window`` samples of a velocity sign change
-    (:func:`robot_identification.diagnostics.near_reversal` over the whole recording, with
-    the same zero padding at its ends), so that chunking does not change which rows are
-    dropped. States are held back until ``window`` later samples have arrived.
+    or a stop (:func:`robot_identification.diagnostics.near_reversal` over the whole
+    recording, with the same zero padding at its ends), so that chunking does not change
+    which rows are dropped. States are held back until ``window`` later samples have
+    arrived.
 
-    The zero-phase filter spreads the Coulomb step of the measured torque over about
-    1 / (2 f_c) on each side of a reversal while sign(v) of the filtered velocity stays a
-    step; with ``drop_reversals`` those friction rows are not used.
+    The zero-phase filter spreads the Coulomb step of the measured torque over
+    :func:`reversal_window` samples on each side of a reversal while sign(v) of the filtered
+    velocity stays a step. Where |v| < ``stop`` the joint stops or sticks (stick-slip of a
+    slowly driven joint, a hold): its friction is anywhere in [-f_c, f_c], not f_c sign(v),
+    and the filter spreads the stick-slip torque transients just as far. With
+    ``drop_reversals`` those friction rows are not used.
+
+    Parameters
+    ----------
+    model : RobotModel
+    window : int
+        Samples on each side.
+    stop : float or array_like (n,)
+        Stop velocity [rad/s] (link velocity, motor velocity for elastic joints); 0: sign
+        changes only.
     """
 
-    def __init__(self, model, window):
+    def __init__(self, model, window, stop=0.0):
         self.key = "dtheta" if model.config.elastic else "dq"
         self.w = int(window)
+        self.stop = np.broadcast_to(np.asarray(stop, dtype=float), (model.n,))
         self.pending = None          # states not yet emitted
         self.flips = np.zeros((0, model.n), dtype=np.uint8)   # flips of pending samples
         self.hist = np.zeros((0, model.n), dtype=np.uint8)    # flips of the last w emitted
@@ -249,9 +317,10 @@ class ReversalWindow:
 
     def _flips(self, v):
         prev = v[:1] if self.last_v is None else self.last_v
-        f = (np.signbit(v) != np.signbit(np.concatenate([prev, v[:-1]]))).astype(np.uint8)
+        f = (np.signbit(v) != np.signbit(np.concatenate([prev, v[:-1]])))
+        f |= np.abs(v) < self.stop
         self.last_v = v[-1:]
-        return f
+        return f.astype(np.uint8)
 
     def _emit(self, k):
         from scipy.ndimage import maximum_filter1d
@@ -387,9 +456,11 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
     pre = make_preprocessor(model, s, fs, bank=bank,
                             use_measured_derivatives=use_measured_derivatives)
     # zero-phase filter + Coulomb friction: mark (and drop) rows near velocity reversals
+    # and stops
     rev = None
     if pre.name == "butterworth" and s.cutoff_hz is not None:
-        rev = ReversalWindow(model, int(round(fs / s.decimate / (2.0 * s.cutoff_hz))))
+        window = reversal_window(fs, s.cutoff_hz, s.filter_order)
+        rev = ReversalWindow(model, int(np.ceil(window / s.decimate)), s.stop_velocity)
     drop = bool(s.drop_reversals) and "coulomb" in model.drive_parameter_keys()
 
     def take(states):
@@ -419,6 +490,10 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
                         f"{pre.min_samples}")
     neq.preprocessing = dict(pre.describe(), friction_deadband=[
         float(v) for v in np.broadcast_to(s.friction_deadband, (model.n,))])
+    if rev is not None:
+        neq.preprocessing.update(
+            stop_velocity=[float(v) for v in rev.stop],
+            reversal_window_s=round(rev.w * s.decimate / fs, 6))
     return neq
 
 

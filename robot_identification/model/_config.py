@@ -28,6 +28,10 @@ FRICTION_MODELS = ("none", "viscous", "coulomb_viscous", "static")
 DRIVE_PARAMETERS = ("rotor_inertia", "stiffness", "damping", "viscous", "coulomb", "stiction",
                     "stribeck", "offset")
 
+#: Drive parameters that are physically >= 0 (``stiffness`` must be > 0); stiction, stribeck
+#: and offset may have either sign.
+NON_NEGATIVE_DRIVE_PARAMETERS = ("rotor_inertia", "damping", "viscous", "coulomb")
+
 #: Drive keys of earlier versions -> their field-term names (an old key is a ConfigError
 #: naming the new one).
 RENAMED_DRIVE_PARAMETERS = {"K": "stiffness", "D": "damping", "fv": "viscous",
@@ -280,13 +284,17 @@ class IdentificationSettings:
 
     filter_order: int = 5               # Butterworth order (zero-phase)
     cutoff_hz: float | str | None = "auto"   # Butterworth cut-off [Hz]; None: no filtering;
-    #                                   'auto': 5 x the excitation band (pipeline.resolve_settings)
+    #                                   'auto': from the data's spectra (resolve_settings)
     differentiation: str = "central"    # central | savgol
     savgol_window: float = 0.05         # Savitzky-Golay window [s]
     savgol_order: int = 3
     velocity_threshold: float = 0.0     # reject samples with |velocity| below [rad/s]
-    drop_reversals: bool = True         # Coulomb friction + filter: drop friction rows within
-    #                                   1 / (2 f_c) of a velocity reversal (filter smear)
+    drop_reversals: bool = True         # Coulomb friction + filter: drop friction rows where
+    #                                   the filtered Coulomb step of a reversal or stop has
+    #                                   not settled (identification.reversal_window)
+    stop_velocity: tuple | str = "auto"  # |filtered v| below it [rad/s] is a stop (dropped
+    #                                   like a reversal); 'auto': resolve_settings; not a
+    #                                   config key
     friction_deadband: float | str = "auto"  # |v| below: Coulomb term ramps linearly to 0
     #                                   [rad/s]; 'auto': 3 x the measured velocity noise
     estimator: str = "ols"              # one of ESTIMATORS
@@ -372,7 +380,9 @@ def _load_joint(item, where) -> JointConfig:
                               f"'{RENAMED_DRIVE_PARAMETERS[old]}'")
     drive = {}
     for key in DRIVE_PARAMETERS:
-        value = drv.number(key, unit=DRIVE_PARAMETER_UNITS[key])
+        value = drv.number(key, unit=DRIVE_PARAMETER_UNITS[key],
+                           minimum=0.0 if key in NON_NEGATIVE_DRIVE_PARAMETERS else None,
+                           positive=key == "stiffness")
         if value is not None:
             drive[key] = value
     drv.finish()

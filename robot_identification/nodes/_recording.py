@@ -33,12 +33,12 @@ class TopicCount:
         self.first_stamp = self.last_stamp = None   # [s] header stamps (state topics)
         self.missing = 0              # samples absent from the stamps at rate_hz
         self.repeated_stamps = 0      # stamps not after the previous one
-        self.first_arrival = self.last_arrival = None   # [s] steady clock
+        self.first_arrival = self.last_arrival = None   # [s] recorder's clock
 
     def add(self, sequence=None, publisher=None, stamp=None, arrival=None):
         """Count one recorded message: its publisher's DDS publication ``sequence`` number
         (``None``: not reported), the ``publisher`` (any hashable id), the header ``stamp``
-        [s] and the ``arrival`` time [s] (steady clock)."""
+        [s] and the ``arrival`` time [s] (the recorder's clock)."""
         self.recorded += 1
         if arrival is not None:
             self.first_arrival = arrival if self.first_arrival is None else self.first_arrival
@@ -68,7 +68,7 @@ class TopicCount:
         """The counts as plain values (bag metadata): ``recorded``, ``lost`` (``None`` without
         sequence numbers), ``out_of_order``; state topics also ``expected_rate_hz``,
         ``stamp_span_s``, ``expected`` (samples at the rate over the stamp span), ``missing``,
-        ``repeated_stamps``, ``arrival_span_s`` (wall clock) and ``arrival_rate_hz``."""
+        ``repeated_stamps``, ``arrival_span_s`` (recorder's clock) and ``arrival_rate_hz``."""
         out = {"recorded": self.recorded, "lost": self.lost if self.sequenced else None,
                "out_of_order": self.out_of_order}
         if self.rate is not None and self.first_stamp is not None:

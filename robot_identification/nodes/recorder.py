@@ -11,7 +11,8 @@ Per recorded topic (:class:`TopicCount`): messages recorded; messages **lost** (
 matched publisher - a gap in its DDS publication sequence numbers - but never received);
 out-of-order/duplicate sequence numbers. Per state topic (``joint_states``, ``motor_states``):
 samples **missing** from the header stamps at ``expected_rate_hz`` (never published, e.g. a
-control loop that skipped periods, or lost) and the publisher's rate against the wall clock.
+control loop that skipped periods, or lost) and their arrival rate on the recorder's clock
+(the wall clock; ``/clock`` with ``use_sim_time``).
 The counts are logged, returned by ``~/stop`` and ``~/status`` and stored in the bag
 (metadata.yaml ``custom_data``, read back as ``Dataset.metadata['recording']``; the identifier
 turns them into ``messages_lost`` / ``samples_missing`` diagnostics).
@@ -87,7 +88,8 @@ class Recorder(Node):
         self.received[topic] = self.received.get(topic, 0) + 1
         if self.writer is None:
             return
-        self.writer.write(topic, data, self.get_clock().now().nanoseconds)
+        now = self.get_clock().now().nanoseconds      # wall clock, or /clock (use_sim_time)
+        self.writer.write(topic, data, now)
         stamp = None
         if topic in self.states and len(data) >= 12:  # CDR: 4-byte encapsulation, header.stamp
             sec, nsec = struct.unpack_from("<iI" if data[1] == 1 else ">iI", data, 4)
@@ -96,15 +98,17 @@ class Recorder(Node):
         gid = info.get("publisher_gid")
         self.counts[topic].add(info.get("publication_sequence_number"),
                                None if gid is None else bytes(gid.get("data", b"")), stamp,
-                               time.monotonic())
+                               now * 1e-9)
 
     def totals(self) -> dict:
         """Sums over the topics: ``missed`` (state samples missing from the stamps),
-        ``out_of_order`` (sequence numbers and state stamps) and ``lost``."""
+        ``out_of_order`` (sequence numbers and state stamps) and ``lost`` (``'unknown'`` when
+        the middleware reported no sequence numbers for a topic)."""
         c = self.counts.values()
         return {"missed": sum(x.missing for x in c),
                 "out_of_order": sum(x.out_of_order + x.repeated_stamps for x in c),
-                "lost": sum(x.lost for x in c)}
+                "lost": (sum(x.lost for x in c) if all(x.sequenced for x in c)
+                         else "unknown")}
 
     def counts_text(self) -> str:
         t = self.totals()
@@ -148,7 +152,7 @@ class Recorder(Node):
         self.last_bag = writer.path
         counts = ", ".join(f"{t}: {n}" for t, n in writer.counts.items())
         msg = f"{writer.path.resolve()} ({counts}; {self.counts_text()})"
-        if self.totals()["lost"]:
+        if self.totals()["lost"] not in (0, "unknown"):
             self.get_logger().warning(f"stopped recording, messages lost: {msg}")
         else:
             self.get_logger().info(f"stopped recording: {msg}")
