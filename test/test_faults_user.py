@@ -197,6 +197,26 @@ def test_link_without_inertial_is_refused_not_simulated_forever(tmp_path, capsys
     assert_one_line(rc, err, "arm.urdf", "RK4 sub-steps", "almost no inertia")
 
 
+URDF = (REPO / "urdf" / "szabo_3dof.urdf").read_text()
+J3 = '<joint name="joint3" type="revolute">'
+
+
+@pytest.mark.parametrize("label,text,message", [
+    ("mimic joint", URDF.replace(J3, J3 + '<mimic joint="joint2" multiplier="1"/>'),
+     "joint 'joint3' mimics 'joint2'"),
+    ("off-diagonal inertia", URDF.replace('ixy="0" ixz="0" iyy="0.0075"',
+                                          'ixy="5" ixz="0" iyy="0.0075"', 1),
+     "link 'link1': <inertia>"),
+])
+def test_urdf_models_no_body_can_have(tmp_path, capsys, label, text, message):
+    assert text != URDF
+    (tmp_path / "arm.urdf").write_text(text)
+    rc, err = run_cli(["simulate", "--robot", "szabo_3dof", "--urdf", tmp_path / "arm.urdf",
+                       "--duration", "0.1", "--output", tmp_path / "o" / "x.npz"], capsys,
+                      tmp_path)
+    assert_one_line(rc, err, "arm.urdf", message)
+
+
 def test_noise_free_fit_has_finite_wls():
     """Torques that the model fits exactly (zero residual on every joint): WLS is OLS, not a
     division by zero."""

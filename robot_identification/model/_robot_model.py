@@ -60,7 +60,8 @@ def check_urdf_tree(urdf_xml: str, source: str = "the URDF"):
         Not XML / no ``<robot>``; duplicate or missing link/joint names; a joint naming an
         undefined link; a link that is the child
         of several joints or a chain of joints that closes on itself (a kinematic loop); more
-        than one root link; a negative or non-finite mass or inertia.
+        than one root link; a negative or non-finite mass or inertia; an inertia tensor
+        with a negative principal moment.
     """
     import xml.etree.ElementTree as ET
     try:
@@ -125,6 +126,56 @@ def check_urdf_tree(urdf_xml: str, source: str = "the URDF"):
             if not np.isfinite(v) or v < 0:
                 raise ModelError(f"{source}: link '{lk.get('name')}' has {key} {v:g}; "
                                  f"masses and principal moments of inertia are >= 0")
+        if inertia is not None:
+            _check_inertia_tensor(inertia, f"{source}: link '{lk.get('name')}'")
+
+
+def _check_inertia_tensor(elem, where):
+    """The <inertia> element is positive semi-definite (principal moments >= 0 within 1e-6
+    of the largest). The triangle inequality is not required: published arm parameters (the
+    PUMA 560 of Corke & Armstrong-Helouvry) violate it.
+
+    Raises
+    ------
+    ModelError
+        A non-number entry or a tensor with a negative principal moment (e.g. ``ixy``
+        larger than ``ixx``, ``iyy``: a sign or unit slip).
+    """
+    try:
+        v = {k: float(elem.get(k, "0")) for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")}
+    except (TypeError, ValueError):
+        raise ModelError(f"{where}: <inertia> has an entry that is not a number") from None
+    if not all(np.isfinite(x) for x in v.values()):
+        raise ModelError(f"{where}: <inertia> has a non-finite entry {v}")
+    inertia = np.array([[v["ixx"], v["ixy"], v["ixz"]], [v["ixy"], v["iyy"], v["iyz"]],
+                        [v["ixz"], v["iyz"], v["izz"]]])
+    with np.errstate(all="ignore"):
+        ev = np.linalg.eigvalsh(inertia)
+    tol = 1e-6 * max(abs(ev).max(), 1e-12)
+    if not ev[0] >= -tol:                              # also NaN (overflow of 1e308 entries)
+        raise ModelError(f"{where}: <inertia> {v} is no rigid body's inertia: its principal "
+                         f"moments {np.round(ev, 9).tolist()} must be >= 0 (an off-diagonal "
+                         f"entry too large: a sign or unit slip?)")
+
+
+def _check_mimic(urdf_xml, config):
+    """Refuse identifying a joint that the URDF declares a ``<mimic>`` of another: the model
+    would move it independently (pinocchio ignores mimic tags), a silently wrong model.
+
+    Raises
+    ------
+    ModelError
+        A configured joint with a ``<mimic>`` element.
+    """
+    import xml.etree.ElementTree as ET
+    for jt in ET.fromstring(urdf_xml).findall("joint"):
+        mimic = jt.find("mimic")
+        if mimic is not None and jt.get("name") in config.joint_names:
+            src = config.urdf_path or config.name
+            raise ModelError(f"URDF '{src}': joint '{jt.get('name')}' mimics "
+                             f"'{mimic.get('joint')}' (<mimic>): a coupled joint cannot be "
+                             f"identified as an independent one; leave it out of the config's "
+                             f"joints (it is then locked at 0)")
 
 
 @dataclass(frozen=True)
@@ -207,6 +258,7 @@ class RobotModel:
             movable = [full.names[i] for i in range(1, full.njoints)]
             raise ModelError(f"URDF of '{config.name}' has no joint(s) {missing}; "
                              f"its movable joints are {movable}")
+        _check_mimic(urdf_xml, config)
         lock = [i for i in range(1, full.njoints) if full.names[i] not in config.joint_names]
         model = (pin.buildReducedModel(full, lock, pin.neutral(full)) if lock else full)
         model.gravity = pin.Motion(np.array(config.gravity), np.zeros(3))
