@@ -6,6 +6,38 @@ from pathlib import Path
 import yaml
 
 
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key given twice in one mapping (PyYAML keeps the last one
+    silently: a pasted ``rate_hz`` or a second ``model:`` line would override the first)."""
+
+
+def _construct_mapping(loader, node, deep=False):
+    seen = {}
+    for key_node, _ in node.value:        # the file's own keys: '<<' merges may override
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            first = seen.setdefault(key, key_node.start_mark.line + 1)
+        except TypeError:                       # unhashable key: SafeLoader reports it
+            continue
+        if first != key_node.start_mark.line + 1:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r} (first at line {first})",
+                key_node.start_mark)
+    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+                              _construct_mapping)
+
+
+def load_yaml_text(text):
+    """``yaml.safe_load`` that raises :class:`yaml.YAMLError` on a key given twice in a
+    mapping."""
+    return yaml.load(text, Loader=_StrictLoader)
+
+
 def read_yaml_file(path, what, error):
     """Parsed content of the YAML file ``path``.
 
@@ -20,14 +52,15 @@ def read_yaml_file(path, what, error):
     Raises
     ------
     error
-        File missing, unreadable, not text (binary) or not valid YAML; the message is one
-        line naming the file (and the line and column of a syntax error).
+        File missing, unreadable, not text (binary) or not valid YAML (including a key given
+        twice in one mapping); the message is one line naming the file (and the line and
+        column of a syntax error).
     """
     path = Path(path)
     if not path.is_file():
         raise error(f"{what} '{path}' does not exist")
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return load_yaml_text(path.read_text(encoding="utf-8-sig"))
     except UnicodeDecodeError as exc:
         raise error(f"{what} '{path}' is not a text file (byte {exc.start} is not UTF-8)") \
             from None

@@ -1,6 +1,8 @@
 """Argument helpers shared by the CLI sub-commands."""
 from __future__ import annotations
 
+import numpy as np
+
 
 def add_robot_arguments(parser, required=True):
     """``--robot NAME`` or ``--config YAML [--urdf URDF|XACRO]``."""
@@ -62,13 +64,63 @@ def add_effort_lag_argument(parser):
 
 def load_data(path, model, effort_lag=0.0):
     """Dataset of ``path`` (:func:`robot_identification.data.load_dataset`); a non-zero
-    ``effort_lag`` [periods] shifts a bag's efforts.
+    ``effort_lag`` [periods] shifts a bag's efforts. The dataset is restricted to the model's
+    joints and validated at once, so that every problem names the file.
 
     Raises
     ------
     ConfigError
         An effort lag outside (0, 10) periods, or for a file that is not a rosbag2.
+    DataError
+        Unreadable or invalid data (:meth:`Dataset.validate`), joints of the model missing,
+        or a joint whose torque is 0 in every sample (torques not recorded); the message
+        starts with the file.
     """
+    from robot_identification.errors import DataError
+    ds = _load(path, model, effort_lag)
+    try:
+        ds = ds.select_joints(model.joint_names).validate(min_samples=20,
+                                                           elastic=model.config.elastic)
+        silent = [j for j, col in zip(ds.joint_names, ds.tau.T) if not np.any(col)]
+        if silent:
+            raise DataError(f"the torque of joint(s) {silent} is 0 in every sample: torques "
+                            f"not recorded (check the csv: torque/current columns, the bag's "
+                            f"effort field)")
+    except DataError as exc:
+        if str(path) in str(exc):
+            raise
+        raise type(exc)(f"'{path}': {exc}") from None
+    return ds
+
+
+def load_datasets(paths, model, effort_lag=0.0):
+    """:func:`load_data` of each of ``paths``.
+
+    Raises
+    ------
+    ConfigError
+        A file given twice (its samples would count twice and the standard deviations shrink
+        by sqrt(2)), also through another name (symlink, hard link).
+    """
+    import os
+
+    from robot_identification.errors import ConfigError
+    seen = []
+    for p in paths:
+        for q in seen:
+            try:
+                same = os.path.samefile(p, q)
+            except OSError:
+                same = os.path.abspath(p) == os.path.abspath(q)
+            if same:
+                raise ConfigError(f"--data names '{p}' twice"
+                                  + (f" (as '{q}')" if str(p) != str(q) else "")
+                                  + ": give each recording once")
+        seen.append(p)
+    return [load_data(p, model, effort_lag) for p in paths]
+
+
+def _load(path, model, effort_lag):
     from pathlib import Path
 
     from robot_identification.data import load_dataset

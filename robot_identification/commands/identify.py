@@ -7,7 +7,7 @@ from pathlib import Path
 
 from robot_identification.commands._common import (
     add_effort_lag_argument, add_robot_arguments, check_output_argument, input_paths,
-    load_data, robot_from_args)
+    load_datasets, robot_from_args)
 from robot_identification.choices import ESTIMATORS, PREPROCESSING
 
 NAME = "identify"
@@ -75,7 +75,7 @@ def run(args):
                               velocity_threshold=args.velocity_threshold,
                               cutoff_hz=args.cutoff, preprocessing=args.preprocessing,
                               prior=args.prior)
-    datasets = [load_data(p, model, args.effort_lag) for p in args.data]
+    datasets = load_datasets(args.data, model, args.effort_lag)
     table = None
     if args.select:
         from robot_identification.selection import format_selection, select

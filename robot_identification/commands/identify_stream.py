@@ -71,6 +71,7 @@ def run(args):
     dt = float(np.median(np.diff(first.t)))
     if not dt > 0:
         raise DataError(f"time stamps of '{args.data}' do not increase (median step {dt} s)")
+    first.validate(min_samples=2)                      # names the file; time in seconds
     fs = round(1.0 / dt, 6)
     if args.filter == "pa":
         bank = make_bank("pa", fs, window=args.window, N=args.degree, alpha=args.alpha,

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from robot_identification.commands._common import (
     add_effort_lag_argument, add_robot_arguments, check_output_argument, input_paths,
-    load_data, robot_from_args)
+    load_datasets, robot_from_args)
 
 NAME = "report"
 HELP = ("write an HTML report: diagnostics, base parameters with unit, nominal, every "
@@ -32,7 +32,7 @@ def run(args):
     if args.urdf_out:
         check_output_argument(args, model, "urdf-out")
     base, models, doc = load_estimates(args.results, model)
-    datasets = [load_data(p, model, args.effort_lag) for p in args.data]
+    datasets = load_datasets(args.data, model, args.effort_lag)
     files = validate(model, base, models, datasets, settings_from_results(model, doc),
                      labels=list(args.data), keep_signals=True) if datasets else []
     excitation = []

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from robot_identification.commands._common import (
     add_effort_lag_argument, add_robot_arguments, check_output_argument, input_paths,
-    load_data, robot_from_args)
+    load_datasets, robot_from_args)
 
 NAME = "validate"
 HELP = ("compare the torque predicted by the nominal URDF and each identified estimate "
@@ -39,7 +39,7 @@ def run(args):
     base, models, doc = load_estimates(args.results, model)
     if args.primary and args.primary not in models:
         raise DataError(f"--primary {args.primary}: '{args.results}' has {list(models)}")
-    datasets = [load_data(p, model, args.effort_lag) for p in args.data]
+    datasets = load_datasets(args.data, model, args.effort_lag)
     files = validate(model, base, models, datasets, settings_from_results(model, doc),
                      labels=list(args.data), rest_velocity=args.rest_velocity)
     out = write_validation(args.output, model.config.name, files, args.primary,

@@ -196,7 +196,7 @@ def _iter_truncated_mcap(files, topics):
                                     f"{size} ({type(e).__name__})") from None
 
 
-def _name_index(msg_names, names):
+def _name_index(msg_names, names, path=None):
     """Index of ``names`` in a message's joint names (slice when identical).
 
     Raises
@@ -209,12 +209,13 @@ def _name_index(msg_names, names):
         return slice(None)
     missing = [j for j in names if j not in msg_names]
     if missing:
-        raise DataError(f"JointState message lacks joint(s) {missing}: it names {msg_names}, "
-                        f"the recording started with {names}")
+        raise DataError(f"{f'bag {str(path)!r}: ' if path else ''}JointState message lacks "
+                        f"joint(s) {missing}: it names {msg_names}, the recording started "
+                        f"with {names}")
     return [msg_names.index(j) for j in names]
 
 
-def _joint_arrays(msgs, names):
+def _joint_arrays(msgs, names, path=None):
     """Stamps (N,) and position/velocity/effort (N, n) of JointState messages (``names`` order)."""
     t = np.array([m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for m in msgs])
     out = {}
@@ -224,7 +225,7 @@ def _joint_arrays(msgs, names):
             v = np.asarray(getattr(m, field), dtype=float)
             if v.size != len(m.name):
                 break
-            idx = _name_index(list(m.name), names)
+            idx = _name_index(list(m.name), names, path)
             rows.append(v[idx])
         out[field] = np.array(rows) if len(rows) == len(msgs) else None
     return t, out
@@ -276,7 +277,7 @@ def read_bag(path, *, joint_topic: str = JOINT_TOPIC, motor_topic: str = MOTOR_T
     if not msgs[joint_topic]:
         raise DataError(f"bag '{path}' has no messages on '{joint_topic}'")
     names = list(msgs[joint_topic][0].name)
-    t, link = _joint_arrays(msgs[joint_topic], names)
+    t, link = _joint_arrays(msgs[joint_topic], names, path)
     if link["position"] is None:
         raise DataError(f"'{joint_topic}' messages in '{path}' have fewer positions than names")
     order, keep, dropped = _order(t)
@@ -291,7 +292,7 @@ def read_bag(path, *, joint_topic: str = JOINT_TOPIC, motor_topic: str = MOTOR_T
     if elastic:
         if not msgs[motor_topic]:
             raise DataError(f"bag '{path}' has no messages on '{motor_topic}' (elastic arm)")
-        tm, motor = _joint_arrays(msgs[motor_topic], names)
+        tm, motor = _joint_arrays(msgs[motor_topic], names, path)
         if motor["position"] is None or motor["effort"] is None:
             raise DataError(f"'{motor_topic}' messages in '{path}' lack positions or efforts")
         o, k, _ = _order(tm)
@@ -322,6 +323,7 @@ def read_bag(path, *, joint_topic: str = JOINT_TOPIC, motor_topic: str = MOTOR_T
             "out_of_order": int(np.sum(np.diff(order) < 0))}
     custom = _custom_data(path)
     meta.update(custom.get("metadata", {}))
+    meta["file"] = str(path)
     return Dataset(t=t - t[0], q=q, dq=dq, tau=tau, theta=theta, dtheta=dtheta, joint_names=names,
                    true_parameters=custom.get("true_parameters"), metadata=meta)
 
@@ -351,6 +353,9 @@ def _custom_data(path: Path) -> dict:
             or not isinstance(out.get("true_parameters") or {}, dict):
         raise DataError(f"'{meta}': custom_data.{_CUSTOM_KEY} must map 'metadata' and "
                         f"'true_parameters' to mappings")
+    for k, v in (out.get("true_parameters") or {}).items():
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            raise DataError(f"'{meta}': true parameter '{k}' must be a number, got {v!r}")
     return out
 
 
@@ -472,7 +477,7 @@ def iter_bag_chunks(path, chunk: int = 200_000, *, joint_topic=None, motor_topic
     custom = _custom_data(path)
     true = custom.get("true_parameters") or {}
     meta0 = dict(custom.get("metadata", {}))
-    meta0.update(source=str(path), effort_lag=effort_lag)
+    meta0.update(source=str(path), file=str(path), effort_lag=effort_lag)
     state = {"names": None, "t0": None, "last": -np.inf, "unpaired": 0, "elastic": elastic,
              "carry": None}
     pend = {jt: {}, mt: {}}
@@ -482,7 +487,7 @@ def iter_bag_chunks(path, chunk: int = 200_000, *, joint_topic=None, motor_topic
         names = list(m.name)
         if state["names"] is None:
             state["names"] = names
-        idx = _name_index(names, state["names"])
+        idx = _name_index(names, state["names"], path)
         pos = np.asarray(m.position, dtype=float)
         eff = np.asarray(m.effort, dtype=float)
         return (pos[idx] if pos.size == len(names) else None,

@@ -9,8 +9,9 @@ Mikhel 2020) or a robot config's ``csv:`` section (:func:`csv_options`).
 
 Processing order (each step is recorded in ``Dataset.metadata``):
 
-1. parse: rows with the wrong number of fields, non-numeric or non-finite fields, or a
-   time not strictly above the previous good row are dropped and reported
+1. parse: rows with the wrong number of fields, non-numeric or non-finite fields in a mapped
+   column (unmapped columns may hold anything), or a time not strictly above the previous
+   good row are dropped and reported
    (``metadata['malformed_rows']``, one ``(line, reason)`` per row, plus a
    :class:`UserWarning`); more than ``max_malformed`` (fraction) raises :class:`DataError`;
 2. torque: ``tau_k = gain_k * i_k`` (drive gain [N*m/A], link side);
@@ -104,36 +105,94 @@ def _columns(spec, n, key, n_fields):
     return cols
 
 
-def _parse(path, delimiter, n_columns):
-    """Numeric rows of a CSV file and the list of malformed (line, reason)."""
-    rows, lines, bad = [], [], []
+def _read_text(path):
+    """Text of a CSV file: UTF-8 (a byte-order mark is dropped) or UTF-16 with its BOM.
+
+    Raises
+    ------
+    DataError
+        Unreadable, compressed or not text.
+    """
     try:
-        text = Path(path).read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"cannot read CSV '{path}': {exc}") from None
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise DataError(f"cannot read CSV '{path}': {exc.strerror or exc}") from None
+    if raw[:2] == b"\x1f\x8b":
+        raise DataError(f"CSV '{path}' is gzip-compressed; decompress it first (gunzip)")
+    try:
+        if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
+            return raw.decode("utf-16")
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"CSV '{path}' is not UTF-8 text (byte {exc.start} is "
+                        f"0x{raw[exc.start]:02x}); save it as UTF-8") from None
+
+
+def _delimiter_hint(line, delimiter):
+    """Why a line does not split into numbers, when the cause is visible (else '')."""
+    for sep, name in ((";", "';'"), ("\t", "tabs"), ("|", "'|'")):
+        if sep != delimiter and sep in line:
+            return f" (the lines hold {name} but the delimiter is {delimiter!r}: set the " \
+                   f"csv: section's delimiter)"
+    if delimiter not in line and " " in line.strip():
+        return f" (the lines hold spaces but no {delimiter!r}: set the csv: section's " \
+               f"delimiter)"
+    if delimiter != "," and any(c.isdigit() and n == "," for c, n in zip(line, line[1:])):
+        return " (decimal commas? numbers need a decimal point)"
+    return ""
+
+
+def _parse(path, delimiter, n_columns, needed=None):
+    """Numeric rows of a CSV file and the list of malformed (line, reason).
+
+    Only the ``needed`` columns (0-based; default all) must be numbers and finite; the others
+    may hold anything (text, empty fields of a trailing delimiter, NaN). Fields may be quoted.
+    Unparsed columns are NaN in the returned rows.
+    """
+    rows, lines, bad = [], [], []
+    text = _read_text(path)
+    first_line = None
     for lineno, line in enumerate(text.splitlines(), start=1):
         s = line.strip()
         if not s or s.startswith("#"):
             continue
+        if first_line is None:
+            first_line = lineno
         fields = s.split(delimiter)
+        cols = range(len(fields)) if needed is None else needed
+        if n_columns is not None and len(fields) != n_columns:
+            bad.append((lineno, f"{len(fields)} fields, expected {n_columns}"))
+            continue
         try:
-            vals = [float(f) for f in fields]
-        except ValueError:
-            if not rows and not bad and lineno == 1:
+            vals = [float(fields[c].strip().strip('"').strip("'")) for c in cols]
+        except (ValueError, IndexError) as exc:
+            if not rows and not bad and lineno == first_line:
                 continue                                  # header line
-            bad.append((lineno, "non-numeric field"))
+            why = (f"{len(fields)} field(s), the column mapping needs "
+                   f"{max(cols) + 1}" if isinstance(exc, IndexError) else "non-numeric field")
+            bad.append((lineno, why + _delimiter_hint(s, delimiter)))
             continue
         if n_columns is None:
-            n_columns = len(vals)
-        if len(vals) != n_columns:
-            bad.append((lineno, f"{len(vals)} fields, expected {n_columns}"))
-            continue
+            n_columns = len(fields)
         if not all(np.isfinite(vals)):
             bad.append((lineno, "NaN/inf field"))
             continue
-        rows.append(vals)
+        row = np.full(n_columns, np.nan)
+        row[list(cols)] = vals
+        rows.append(row)
         lines.append(lineno)
     return rows, lines, bad, n_columns
+
+
+def _needed_columns(opts, n):
+    """0-based columns the mapping reads (range-checked later against the file)."""
+    big = 1 << 30
+    cols = set(_columns(opts["time"], 1, "time", big))
+    torque_key = "torque" if opts.get("torque") is not None else "current"
+    for key, width in (("position", n), ("velocity", n), (torque_key, n)):
+        c = _columns(opts.get(key), width, key, big)
+        cols.update(c or ())
+    return sorted(cols)
 
 
 def read_csv(path, *, preset=None, time=None, position=None, velocity=None, torque=None,
@@ -231,10 +290,14 @@ def read_csv(path, *, preset=None, time=None, position=None, velocity=None, torq
     if len(names) != n:
         raise ConfigError(f"CSV '{path}': {len(names)} joint names for {n} joints")
 
-    rows, lines, bad, n_fields = _parse(path, opts["delimiter"], opts.get("n_columns"))
+    needed = _needed_columns(opts, n)
+    if opts.get("n_columns") is not None:             # a declared layout: check it first
+        _columns([c + 1 for c in needed], len(needed), "column mapping", opts["n_columns"])
+    rows, lines, bad, n_fields = _parse(path, opts["delimiter"], opts.get("n_columns"), needed)
     if not rows:
         raise DataError(f"CSV '{path}' holds no numeric data rows"
-                        + (f" ({len(bad)} malformed)" if bad else ""))
+                        + (f" ({len(bad)} malformed; first: line {bad[0][0]}: {bad[0][1]})"
+                           if bad else ""))
     data = np.array(rows)
     lines = np.array(lines)
     tcol = _columns(opts["time"], 1, "time", n_fields)[0]
@@ -315,7 +378,8 @@ def read_csv(path, *, preset=None, time=None, position=None, velocity=None, torq
         resampled = {"step_s": step, "min_step_s": float(dt.min()),
                      "max_step_s": float(dt.max())}
         t = tu
-    meta = {"source": str(path), "format": "csv", "malformed_rows": [list(b) for b in bad],
+    meta = {"source": str(path), "file": str(path), "format": "csv",
+            "malformed_rows": [list(b) for b in bad],
             "trimmed_s": list(trimmed), "resampled": resampled, "moving": is_moving,
             "drive_gains": None if gains is None else gains.tolist()}
     return Dataset(t=t - t[0], q=q, tau=tau, dq=dq, joint_names=names, metadata=meta)

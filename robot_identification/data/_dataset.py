@@ -10,6 +10,9 @@ import numpy as np
 from robot_identification.errors import DataError
 
 _ARRAYS = ("q", "dq", "ddq", "theta", "dtheta", "ddtheta", "tau")
+#: Largest median time step [s] of a recording (below 2 Hz the time column is not in seconds:
+#: milliseconds, microseconds or sample numbers).
+MAX_TIME_STEP = 0.5
 
 
 @dataclass
@@ -76,13 +79,27 @@ class Dataset:
         Raises
         ------
         DataError
-            Mismatched lengths or joint counts, NaN/inf values, non-increasing time,
-            fewer than ``min_samples`` samples, or missing motor positions for an
-            elastic arm.
+            Mismatched lengths or joint counts, a joint name given twice, NaN/inf values,
+            non-increasing time, a median time step above :data:`MAX_TIME_STEP` (time not
+            in seconds), fewer than ``min_samples`` samples, or missing motor positions for
+            an elastic arm. The message starts with the file (``metadata['file']``) when
+            the dataset was read from one.
         """
+        try:
+            return self._validate(min_samples, elastic)
+        except DataError as exc:
+            where = self.metadata.get("file") if isinstance(self.metadata, dict) else None
+            if where and str(where) not in str(exc):
+                raise DataError(f"'{where}': {exc}") from None
+            raise
+
+    def _validate(self, min_samples, elastic):
         N = self.t.shape[0] if self.t.ndim == 1 else -1
         if self.t.ndim != 1:
             raise DataError(f"time vector t must be 1-D, got shape {self.t.shape}")
+        dup = sorted({n for n in self.joint_names if self.joint_names.count(n) > 1})
+        if dup:
+            raise DataError(f"joint name(s) {dup} appear twice in {list(self.joint_names)}")
         if N < min_samples:
             raise DataError(f"dataset has {N} samples; at least {min_samples} are needed")
         n = len(self.joint_names)
@@ -91,8 +108,9 @@ class Dataset:
             if v is None:
                 continue
             if v.ndim != 2 or v.shape[1] != n:
+                hint = " (transposed?)" if v.shape == (n, N) else ""
                 raise DataError(f"'{name}' has shape {v.shape}; expected ({N}, {n}) for "
-                                f"joints {list(self.joint_names)}")
+                                f"joints {list(self.joint_names)}{hint}")
             if v.shape[0] != N:
                 raise DataError(f"'{name}' has {v.shape[0]} samples but t has {N} "
                                 f"(mismatched lengths)")
@@ -109,6 +127,12 @@ class Dataset:
             i = int(np.flatnonzero(dt <= 0)[0])
             raise DataError(f"time is not strictly increasing at sample {i + 1} "
                             f"(t = {self.t[i]:.6g} -> {self.t[i + 1]:.6g} s)")
+        step = float(np.median(dt)) if dt.size else 0.0
+        if step > MAX_TIME_STEP:
+            raise DataError(f"median time step {step:.6g} s ({1 / step:.3g} Hz): time stamps "
+                            f"in milliseconds, microseconds or sample numbers instead of "
+                            f"seconds? (robot recordings are sampled at > "
+                            f"{1 / MAX_TIME_STEP:.3g} Hz)")
         if elastic and self.theta is None:
             raise DataError("the robot has elastic joints but the dataset has no motor "
                             "positions (theta / motor_states)")
@@ -125,7 +149,9 @@ class Dataset:
         names = tuple(names)
         missing = [n for n in names if n not in self.joint_names]
         if missing:
-            raise DataError(f"dataset has no joint(s) {missing}; it has {list(self.joint_names)}")
+            where = self.metadata.get("file") if isinstance(self.metadata, dict) else None
+            raise DataError(f"{f'{where!r}: ' if where else ''}dataset has no joint(s) "
+                            f"{missing}; it has {list(self.joint_names)}")
         if names == self.joint_names:
             return self
         idx = [self.joint_names.index(n) for n in names]
@@ -192,15 +218,53 @@ class Dataset:
             why = f"no array {exc}" if isinstance(exc, KeyError) else \
                 f"{type(exc).__name__}: {str(exc)[:160]}"
             raise DataError(f"'{path}' is not a robot_identification dataset: {why}") from None
-        names = meta.get("joint_names") if isinstance(meta, dict) else None
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-            raise DataError(f"'{path}': metadata lacks 'joint_names' (a list of joint names)")
-        if not isinstance(meta.get("metadata") or {}, dict) or not isinstance(
-                meta.get("true_parameters") or {}, dict):
-            raise DataError(f"'{path}': metadata 'metadata' and 'true_parameters' must be "
-                            f"mappings")
-        return cls(t=t, joint_names=names, true_parameters=meta.get("true_parameters"),
-                   metadata=meta.get("metadata") or {}, **kw)
+        meta = check_meta(meta, path)
+        for name, a in dict(kw, t=t).items():
+            check_float_dtype(a.dtype, f"'{path}' array '{name}'")
+        return cls(t=t, joint_names=meta["joint_names"],
+                   true_parameters=meta.get("true_parameters"),
+                   metadata=dict(meta.get("metadata") or {}, file=str(path)), **kw)
+
+
+def check_meta(meta, source):
+    """The metadata mapping of a dataset file (npz ``meta``, npy directory ``meta.json``),
+    checked: ``joint_names`` a non-empty list of distinct strings, ``metadata`` and
+    ``true_parameters`` mappings, true parameter values numbers.
+
+    Raises
+    ------
+    DataError
+        Naming ``source`` and the first problem.
+    """
+    names = meta.get("joint_names") if isinstance(meta, dict) else None
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        raise DataError(f"'{source}': metadata lacks 'joint_names' (a list of joint names)")
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise DataError(f"'{source}': metadata names joint(s) {dup} twice in {names}")
+    if not isinstance(meta.get("metadata") or {}, dict) or not isinstance(
+            meta.get("true_parameters") or {}, dict):
+        raise DataError(f"'{source}': metadata 'metadata' and 'true_parameters' must be "
+                        f"mappings")
+    for k, v in (meta.get("true_parameters") or {}).items():
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            raise DataError(f"'{source}': true parameter '{k}' must be a number, got {v!r}")
+    return meta
+
+
+def check_float_dtype(dtype, name):
+    """Refuse integer and boolean arrays: samples are floating-point SI values.
+
+    Raises
+    ------
+    DataError
+        ``dtype`` is not a floating-point type (integers look like raw encoder counts or
+        milli-units).
+    """
+    if np.dtype(dtype).kind != "f":
+        raise DataError(f"{name} has dtype {np.dtype(dtype)}; expected floating-point values "
+                        f"in SI units (rad, N*m, s): integers look like raw encoder counts or "
+                        f"milli-units")
 
 
 def read_npy_header(fp, size=None, name="array", numeric=True):

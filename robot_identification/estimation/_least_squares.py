@@ -257,7 +257,9 @@ def wls(neq: NormalEquations, sigma=None, floor=1e-12) -> Estimate:
     sigma : array_like (n_groups,), optional
         Known noise standard deviation per group (same unit as y).
     floor : float
-        Lower bound on sigma_j^2 relative to the largest, for groups fitted exactly.
+        Lower bound on sigma_j^2 relative to the largest, for groups fitted exactly. When
+        every group is fitted exactly (all residuals 0), the estimate is the OLS one with
+        zero covariance.
     """
     M = int(neq.count.sum())
     if M <= neq.p:
@@ -270,6 +272,9 @@ def wls(neq: NormalEquations, sigma=None, floor=1e-12) -> Estimate:
         s2 = np.asarray(sigma, dtype=float) ** 2
         if s2.shape != (neq.groups,) or np.any(s2 <= 0):
             raise DataError(f"sigma must hold {neq.groups} positive values, got {sigma!r}")
+    if not s2.max() > 0:          # every group fitted exactly (noise-free data): WLS = OLS
+        x, inv = _solve(neq.gram, neq.b.sum(axis=0))
+        return _finish(neq, x, inv * 0.0, s2, "wls", np.ones(neq.groups), neq.gram)
     s2 = np.maximum(s2, floor * s2.max())
     w = 1.0 / s2
     Gw = np.einsum("j,jik->ik", w, neq.G)

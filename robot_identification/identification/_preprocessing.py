@@ -90,9 +90,13 @@ def _chunk_arrays(model, ds, use_measured):
     out = {"t": np.asarray(ds.t, dtype=float)}
     for k in keys:
         v = np.asarray(getattr(ds, k), dtype=float)
-        if not np.all(np.isfinite(v)):
-            raise DataError(f"{k}: non-finite value (NaN/inf) in the chunk starting at "
-                            f"t = {out['t'][0]:.6g} s")
+        bad = ~np.isfinite(v)
+        if bad.any():
+            i, j = np.argwhere(bad)[0]
+            where = ds.metadata.get("file") if isinstance(ds.metadata, dict) else None
+            raise DataError(f"{f'{where!r}: ' if where else ''}'{k}' has a non-finite "
+                            f"value (NaN/inf) at t = {out['t'][i]:.6g} s, joint "
+                            f"'{ds.joint_names[j]}'")
         out[k] = v
     return out
 

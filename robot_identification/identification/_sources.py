@@ -39,10 +39,11 @@ def _npy_member_reader(fp, size=None, name="array"):
     Raises
     ------
     DataError
-        Not a .npy header, non-numeric dtype, Fortran order, or a size mismatch.
+        Not a .npy header, non-float dtype, Fortran order, or a size mismatch.
     """
-    from robot_identification.data._dataset import read_npy_header
+    from robot_identification.data._dataset import check_float_dtype, read_npy_header
     shape, fortran, dtype = read_npy_header(fp, size, name)
+    check_float_dtype(dtype, name)
     if fortran and len(shape) > 1:
         raise DataError(f"{name}: Fortran-ordered arrays cannot be streamed; save in C order")
     row = int(np.prod(shape[1:])) if len(shape) > 1 else 1
@@ -61,7 +62,9 @@ def _chunks_from_readers(readers, meta, chunk):
     N = readers["t"][0][0]
     for name, (shape, _) in readers.items():
         if shape[0] != N:
-            raise DataError(f"array '{name}' has {shape[0]} samples, 't' has {N}")
+            where = (meta.get("metadata") or {}).get("file")
+            raise DataError(f"{f'{where!r}: ' if where else ''}array '{name}' has {shape[0]} "
+                            f"samples, 't' has {N}")
     for s in range(0, N, chunk):
         n = min(chunk, N - s)
         arrays = {k: rd(n) for k, (_, rd) in readers.items()}
@@ -76,13 +79,9 @@ def _meta_from(raw, source):
         meta = json.loads(str(raw))
     except ValueError as exc:
         raise DataError(f"'{source}': metadata is not JSON ({exc})") from None
-    names = meta.get("joint_names") if isinstance(meta, dict) else None
-    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
-        raise DataError(f"'{source}': metadata lacks 'joint_names' (a list of joint names)")
-    if not isinstance(meta.get("metadata") or {}, dict) or not isinstance(
-            meta.get("true_parameters") or {}, dict):
-        raise DataError(f"'{source}': metadata 'metadata' and 'true_parameters' must be "
-                        f"mappings")
+    from robot_identification.data._dataset import check_meta
+    meta = check_meta(meta, source)
+    meta["metadata"] = dict(meta.get("metadata") or {}, file=str(source))
     return meta
 
 

@@ -28,6 +28,10 @@ FRICTION_MODELS = ("none", "viscous", "coulomb_viscous", "static")
 DRIVE_PARAMETERS = ("rotor_inertia", "stiffness", "damping", "viscous", "coulomb", "stiction",
                     "stribeck", "offset")
 
+#: Drive parameters that are physically >= 0 (``stiffness`` must be > 0); stiction, stribeck
+#: and offset may have either sign.
+NON_NEGATIVE_DRIVE_PARAMETERS = ("rotor_inertia", "damping", "viscous", "coulomb")
+
 #: Drive keys of earlier versions -> their field-term names (an old key is a ConfigError
 #: naming the new one).
 RENAMED_DRIVE_PARAMETERS = {"K": "stiffness", "D": "damping", "fv": "viscous",
@@ -376,7 +380,9 @@ def _load_joint(item, where) -> JointConfig:
                               f"'{RENAMED_DRIVE_PARAMETERS[old]}'")
     drive = {}
     for key in DRIVE_PARAMETERS:
-        value = drv.number(key, unit=DRIVE_PARAMETER_UNITS[key])
+        value = drv.number(key, unit=DRIVE_PARAMETER_UNITS[key],
+                           minimum=0.0 if key in NON_NEGATIVE_DRIVE_PARAMETERS else None,
+                           positive=key == "stiffness")
         if value is not None:
             drive[key] = value
     drv.finish()

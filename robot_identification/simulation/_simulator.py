@@ -13,6 +13,9 @@ from robot_identification.simulation._friction import FrictionModel
 
 #: Target omega_max * h of the RK4 sub-step (accurate to ~1e-4 per step on the fastest mode).
 OMEGA_STEP = 0.5
+#: Most automatic RK4 sub-steps per control period: more means a mode far faster than any real
+#: arm's (a link of almost no inertia on a joint), refused rather than simulated for hours.
+MAX_AUTO_SUBSTEPS = 2000
 
 
 @dataclass
@@ -343,7 +346,14 @@ class Simulator:
         qs = np.vstack([np.zeros(self.n), rng.uniform(lo, hi, (8, self.n))])
         with np.errstate(divide="ignore", invalid="ignore"):
             w = self.dynamics.natural_frequency(qs)
-        if not math.isfinite(w):
+        if not math.isfinite(w) or w * self.dt / OMEGA_STEP > MAX_AUTO_SUBSTEPS:
+            if math.isfinite(w):
+                raise ModelError(
+                    f"robot '{self.model.config.name}' ({self.model.config.urdf_path}): its "
+                    f"fastest mode ({w:.3g} rad/s) would need more than {MAX_AUTO_SUBSTEPS} "
+                    f"RK4 sub-steps per {self.dt:.3g} s period: a joint moves almost no "
+                    f"inertia (a link without <inertial>, or of near-zero mass and inertia?); "
+                    f"give the links physical inertials")
             raise ModelError(f"robot '{self.model.config.name}' ({self.model.config.urdf_path}):"
                              f" a joint moves no inertia (a link with zero mass and inertia?): "
                              f"the joint-space inertia matrix is singular and cannot be "

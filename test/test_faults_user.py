@@ -1,0 +1,220 @@
+"""Faults a new user makes (issue #12, "other faults"): CSV dialects, time in milliseconds,
+torques not recorded, npz arrays of the wrong kind, a file given twice, YAML keys given twice,
+nonsensical drive parameters, a link without inertia. Each is either read correctly or refused
+with one line naming the file and the problem (exit 2); inputs are never modified.
+"""
+import gzip
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from robot_identification import cli
+from robot_identification._yaml import load_yaml_text
+from robot_identification.data import Dataset, load_dataset
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def digest(folder):
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(Path(folder).rglob("*")) if p.is_file()}
+
+
+def run_cli(argv, capsys, folder):
+    before = digest(folder)
+    rc = cli.main([str(a) for a in argv])
+    err = capsys.readouterr().err
+    assert digest(folder) == before, "an input file was modified"
+    return rc, err
+
+
+def assert_one_line(rc, err, *needles):
+    assert rc == 2, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    for n in needles:
+        assert n in err, err
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """A 3 s simulation of szabo_3dof (t, q, tau) and a config whose csv: section maps
+    columns t, q1..q3, tau1..tau3."""
+    d = tmp_path_factory.mktemp("user")
+    assert cli.main(["simulate", "--robot", "szabo_3dof", "--duration", "3", "--output",
+                     str(d / "run.npz"), "--quiet"]) == 0
+    cfg = yaml.safe_load((REPO / "config" / "robots" / "szabo_3dof.yaml").read_text())
+    cfg["urdf"] = str(REPO / "urdf" / "szabo_3dof.urdf")
+    cfg["csv"] = {"time": 1, "position": 2, "torque": 5}
+    (d / "robot.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return d
+
+
+def _rows(run, sep=",", time_scale=1.0, tau_scale=1.0):
+    z = np.load(run / "run.npz")
+    m = np.column_stack([z["t"] * time_scale, z["q"], z["tau"] * tau_scale])
+    return [sep.join(f"{v:.9g}" for v in r) for r in m]
+
+
+# ------------------------------------------------------------------------------ CSV dialects
+READ = [  # (label, bytes of the file from the rows)
+    ("trailing delimiter", lambda r: "\n".join(x + "," for x in r).encode()),
+    ("unmapped NaN column", lambda r: "\n".join(x + ",nan" for x in r).encode()),
+    ("byte-order mark", lambda r: ("\ufeff" + "\n".join(r)).encode()),
+    ("UTF-16", lambda r: "\n".join(r).encode("utf-16")),
+    ("quoted fields", lambda r: "\n".join(",".join(f'"{f}"' for f in x.split(","))
+                                          for x in r).encode()),
+    ("CRLF and header", lambda r: ("t,q1,q2,q3,u1,u2,u3\r\n" + "\r\n".join(r)).encode()),
+]
+
+
+@pytest.mark.parametrize("label,make", READ, ids=[c[0] for c in READ])
+def test_csv_dialects_are_read_whole(run, tmp_path, label, make):
+    rows = _rows(run)
+    (tmp_path / "x.csv").write_bytes(make(rows))
+    from robot_identification.model import load_robot
+    ds = load_dataset(tmp_path / "x.csv", model=load_robot(config=run / "robot.yaml"))
+    assert ds.n_samples == len(rows) and not ds.metadata["malformed_rows"]
+    ref = np.loadtxt(rows, delimiter=",")
+    np.testing.assert_allclose(ds.q, ref[:, 1:4])
+    np.testing.assert_allclose(ds.tau, ref[:, 4:7])
+
+
+REFUSED = [  # (label, bytes of the file from the rows, message)
+    ("semicolons", lambda r: "\n".join(x.replace(",", ";") for x in r).encode(),
+     "the delimiter is ','"),
+    ("gzip", lambda r: gzip.compress("\n".join(r).encode()), "gzip-compressed"),
+    ("Latin-1 header", lambda r: ("t,q \xb0\n" + "\n".join(r)).encode("latin-1"),
+     "not UTF-8 text"),
+    ("time in ms", lambda r: "\n".join(_scaled(r, 0, 1000.0)).encode(), "milliseconds"),
+    ("torques not recorded", lambda r: "\n".join(_scaled(r, slice(4, 7), 0.0)).encode(),
+     "is 0 in every sample"),
+]
+
+
+def _scaled(rows, col, factor):
+    m = np.loadtxt(rows, delimiter=",")
+    m[:, col] *= factor
+    return [",".join(f"{v:.9g}" for v in r) for r in m]
+
+
+@pytest.mark.parametrize("label,make,message", REFUSED, ids=[c[0] for c in REFUSED])
+def test_csv_faults_are_named(run, tmp_path, capsys, label, make, message):
+    (tmp_path / "x.csv").write_bytes(make(_rows(run)))
+    rc, err = run_cli(["identify", "--config", run / "robot.yaml", "--data", tmp_path / "x.csv",
+                       "--output", tmp_path / "o" / "r.yaml", "--no-physical", "--quiet"],
+                      capsys, tmp_path)
+    assert_one_line(rc, err, "x.csv", message)
+    assert not (tmp_path / "o").exists()
+
+
+# ------------------------------------------------------------------------------ npz
+def _npz(run, path, **change):
+    z = dict(np.load(run / "run.npz"))
+    meta = json.loads(str(z["meta"]))
+    meta.update(change.pop("meta", {}))
+    z["meta"] = np.array(json.dumps(meta))
+    z.update(change)
+    np.savez(path, **z)
+    return path
+
+
+NPZ = [
+    ("int16 positions", lambda z: {"q": (z["q"] * 1000).astype(np.int16)}, "dtype int16"),
+    ("transposed", lambda z: {"q": np.ascontiguousarray(z["q"].T)}, "(transposed?)"),
+    ("time in ms", lambda z: {"t": z["t"] * 1000}, "milliseconds"),
+    ("joint twice", lambda z: {"meta": {"joint_names": ["joint1", "joint1", "joint3"]}},
+     "['joint1'] twice"),
+    ("text truth", lambda z: {"meta": {"true_parameters": {"link1.m": "heavy"}}},
+     "true parameter 'link1.m' must be a number"),
+    ("NaN", lambda z: {"tau": np.where(np.arange(len(z["t"]))[:, None] == 1500, np.nan,
+                                       z["tau"])}, "t = 1.5 s"),
+    ("other robot's joints", lambda z: {"meta": {"joint_names": ["a1", "a2", "a3"]}},
+     "has no joint(s) ['joint1', 'joint2', 'joint3']"),
+]
+
+
+@pytest.mark.parametrize("label,change,message", NPZ, ids=[c[0] for c in NPZ])
+@pytest.mark.parametrize("command", ["identify", "identify-stream"])
+def test_npz_faults_name_the_file(run, tmp_path, capsys, label, change, message, command):
+    path = _npz(run, tmp_path / "bad.npz", **change(dict(np.load(run / "run.npz"))))
+    rc, err = run_cli([command, "--robot", "szabo_3dof", "--data", path, "--output",
+                       tmp_path / "o" / "r.yaml", "--quiet"], capsys, tmp_path)
+    if command == "identify-stream":                      # read chunk by chunk
+        message = {"transposed": "array 'q' has 3 samples"}.get(label, message)
+    assert_one_line(rc, err, "bad.npz", message)
+
+
+def test_same_recording_twice_is_refused(run, tmp_path, capsys):
+    (tmp_path / "link.npz").symlink_to(run / "run.npz")
+    for data in ([run / "run.npz", run / "run.npz"], [run / "run.npz", tmp_path / "link.npz"]):
+        rc, err = run_cli(["identify", "--robot", "szabo_3dof", "--data", *data, "--output",
+                           tmp_path / "o" / "r.yaml"], capsys, tmp_path)
+        assert_one_line(rc, err, "twice", "run.npz")
+
+
+# ------------------------------------------------------------------------------ configs, URDF
+def _config(tmp_path, old, new):
+    text = (REPO / "config" / "robots" / "szabo_3dof.yaml").read_text()
+    text = text.replace("../../urdf/szabo_3dof.urdf", str(REPO / "urdf" / "szabo_3dof.urdf"))
+    assert old in text
+    (tmp_path / "robot.yaml").write_text(text.replace(old, new, 1))
+    return tmp_path / "robot.yaml"
+
+
+CONFIGS = [
+    ("key twice", "  rate_hz: 1000.0\n", "  rate_hz: 1000.0\n  rate_hz: 10.0\n",
+     "duplicate key 'rate_hz' (first at line"),
+    ("negative rotor inertia", "rotor_inertia: null, stiction: 2.0",
+     "rotor_inertia: -0.1, stiction: 2.0", "rotor_inertia: must be >= 0"),
+    ("negative viscous friction", "viscous: 0.5}", "viscous: -0.5}", "viscous: must be >= 0"),
+]
+
+
+@pytest.mark.parametrize("label,old,new,message", CONFIGS, ids=[c[0] for c in CONFIGS])
+def test_config_faults_are_named(tmp_path, capsys, label, old, new, message):
+    cfg = _config(tmp_path, old, new)
+    rc, err = run_cli(["simulate", "--config", cfg, "--duration", "0.1", "--output",
+                       tmp_path / "o" / "x.npz"], capsys, tmp_path)
+    assert_one_line(rc, err, "robot.yaml", message)
+
+
+def test_yaml_merge_keys_may_override():
+    assert load_yaml_text("a: &x {k: 1, m: 2}\nb:\n  <<: *x\n  k: 3\n")["b"] == {"k": 3, "m": 2}
+
+
+def test_link_without_inertial_is_refused_not_simulated_forever(tmp_path, capsys):
+    text = (REPO / "urdf" / "szabo_3dof.urdf").read_text()
+    start = text.index('<link name="link1">')
+    end = text.index("</link>", start) + len("</link>")
+    (tmp_path / "arm.urdf").write_text(text[:start] + '<link name="link1"/>' + text[end:])
+    rc, err = run_cli(["simulate", "--robot", "szabo_3dof", "--urdf", tmp_path / "arm.urdf",
+                       "--duration", "0.1", "--output", tmp_path / "o" / "x.npz"], capsys,
+                      tmp_path)
+    assert_one_line(rc, err, "arm.urdf", "RK4 sub-steps", "almost no inertia")
+
+
+def test_noise_free_fit_has_finite_wls():
+    """Torques that the model fits exactly (zero residual on every joint): WLS is OLS, not a
+    division by zero."""
+    from robot_identification.estimation import wls
+    from robot_identification.estimation._least_squares import NormalEquations
+    rng = np.random.default_rng(0)
+    W = rng.normal(size=(50, 2, 3))
+    x = np.array([1.0, -2.0, 0.5])
+    neq = NormalEquations(3, 2)
+    neq.add(W, W @ x)
+    est = wls(neq)
+    np.testing.assert_allclose(est.values, x, rtol=1e-9)
+    assert np.all(np.isfinite(est.std))
+
+
+def test_dataset_with_source_names_its_file():
+    ds = Dataset(t=np.arange(30) * 1e-3, q=np.zeros((30, 2)), tau=np.ones((30, 2)),
+                 joint_names=["a", "b"], metadata={"file": "run_7.npz"})
+    ds.q[4, 1] = np.nan
+    with pytest.raises(Exception, match=r"^'run_7.npz': 'q' contains 1 NaN"):
+        ds.validate()
