@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from robot_identification.errors import DataError
+from robot_identification.errors import ConfigError, DataError
 
 #: Order in which estimates are preferred as the primary validated model.
 PREFERENCE = ("physical", "wls", "ols")
@@ -183,12 +183,17 @@ def validate(model, base, models, datasets, settings=None, labels=None, keep_sig
     ------
     DataError
         Invalid dataset (missing joints, NaN, too short).
+    ConfigError
+        A ``rest_velocity`` that is not a finite number >= 0.
     """
     from robot_identification.pipeline import preprocess
     n = model.n
     motor = slice(n, 2 * n) if model.config.elastic else slice(0, n)
     s = settings or model.config.identification
     dead = None if isinstance(s.friction_deadband, str) else s.friction_deadband
+    if rest_velocity is not None and not 0 <= rest_velocity < np.inf:
+        raise ConfigError(f"rest velocity must be a finite number >= 0 rad/s, got "
+                          f"{rest_velocity!r}")
     if rest_velocity is None:
         rest_velocity = REST_VELOCITY if dead is None else 0.0
     out = []

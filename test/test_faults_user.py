@@ -218,3 +218,26 @@ def test_dataset_with_source_names_its_file():
     ds.q[4, 1] = np.nan
     with pytest.raises(Exception, match=r"^'run_7.npz': 'q' contains 1 NaN"):
         ds.validate()
+
+
+# ------------------------------------------------------------------------------ arguments
+ARGS = [
+    (["identify", "--cutoff", "-5"], "cutoff must be a finite number > 0 Hz"),
+    (["identify", "--velocity-threshold", "nan"], "velocity_threshold must be a finite"),
+    (["identify-stream", "--window", "nan"], "--window must be a finite number > 0 s"),
+    (["validate", "--results", "{d}/results.yaml", "--rest-velocity", "nan"],
+     "rest velocity must be a finite number"),
+]
+
+
+@pytest.mark.parametrize("argv,message", ARGS, ids=[" ".join(a[0][:3]) for a in ARGS])
+def test_non_finite_options_are_refused(run, tmp_path, capsys, argv, message):
+    if not (run / "results.yaml").exists():
+        assert cli.main(["identify", "--robot", "szabo_3dof", "--data", str(run / "run.npz"),
+                         "--output", str(run / "results.yaml"), "--no-physical",
+                         "--quiet"]) == 0
+    argv = [a.replace("{d}", str(run)) for a in argv]
+    rc, err = run_cli(argv[:1] + ["--robot", "szabo_3dof", "--data", run / "run.npz",
+                                  "--output", tmp_path / "o" / "r.yaml", "--quiet"] + argv[1:],
+                      capsys, tmp_path)
+    assert_one_line(rc, err, message)

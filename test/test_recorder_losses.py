@@ -140,6 +140,7 @@ def test_topic_count_sequence_numbers_and_stamps():
     none = TopicCount()
     none.add(None, None)
     assert none.summary() == {"recorded": 1, "lost": None, "out_of_order": 0}
+    assert "lost ?" in none.text()
 
 
 def test_recording_counts_reach_results_yaml(tmp_path):

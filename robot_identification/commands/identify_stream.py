@@ -73,6 +73,11 @@ def run(args):
         raise DataError(f"time stamps of '{args.data}' do not increase (median step {dt} s)")
     first.validate(min_samples=2)                      # names the file; time in seconds
     fs = round(1.0 / dt, 6)
+    if not 0 < args.window < np.inf:
+        raise DataError(f"--window must be a finite number > 0 s, got {args.window}")
+    if args.velocity_threshold is not None and not 0 <= args.velocity_threshold < np.inf:
+        raise DataError(f"--velocity-threshold must be a finite number >= 0 rad/s, got "
+                        f"{args.velocity_threshold}")
     if args.filter == "pa":
         bank = make_bank("pa", fs, window=args.window, N=args.degree, alpha=args.alpha,
                          beta=args.beta, delay=args.delay)

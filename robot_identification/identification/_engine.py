@@ -788,5 +788,22 @@ def _recording_equations(recording, model, settings, **kw):
 
 def with_overrides(settings, **changes):
     """``settings`` with the given fields replaced, ``None`` values ignored (an unset
-    command-line option or ROS parameter keeps the robot config's value)."""
+    command-line option or ROS parameter keeps the robot config's value).
+
+    Raises
+    ------
+    ConfigError
+        A ``cutoff_hz`` that is not a finite number > 0 (or ``'auto'``), a
+        ``velocity_threshold`` that is not a finite number >= 0.
+    """
+    import math
+    for key, low, strict, unit in (("cutoff_hz", 0.0, True, "Hz"),
+                                   ("velocity_threshold", 0.0, False, "rad/s")):
+        v = changes.get(key)
+        if v is None or isinstance(v, str):
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
+                or (v <= low if strict else v < low):
+            raise ConfigError(f"{key.replace('_hz', '')} must be a finite number "
+                              f"{'>' if strict else '>='} {low:g} {unit}, got {v!r}")
     return replace(settings, **{k: v for k, v in changes.items() if v is not None})

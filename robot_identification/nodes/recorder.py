@@ -102,11 +102,13 @@ class Recorder(Node):
 
     def totals(self) -> dict:
         """Sums over the topics: ``missed`` (state samples missing from the stamps),
-        ``out_of_order`` (sequence numbers and state stamps) and ``lost``."""
+        ``out_of_order`` (sequence numbers and state stamps) and ``lost`` (``'unknown'`` when
+        the middleware reported no sequence numbers for a topic)."""
         c = self.counts.values()
         return {"missed": sum(x.missing for x in c),
                 "out_of_order": sum(x.out_of_order + x.repeated_stamps for x in c),
-                "lost": sum(x.lost for x in c)}
+                "lost": (sum(x.lost for x in c) if all(x.sequenced for x in c)
+                         else "unknown")}
 
     def counts_text(self) -> str:
         t = self.totals()
@@ -150,7 +152,7 @@ class Recorder(Node):
         self.last_bag = writer.path
         counts = ", ".join(f"{t}: {n}" for t, n in writer.counts.items())
         msg = f"{writer.path.resolve()} ({counts}; {self.counts_text()})"
-        if self.totals()["lost"]:
+        if self.totals()["lost"] not in (0, "unknown"):
             self.get_logger().warning(f"stopped recording, messages lost: {msg}")
         else:
             self.get_logger().info(f"stopped recording: {msg}")

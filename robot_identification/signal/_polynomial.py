@@ -127,12 +127,13 @@ class PolynomialApproximation:
     length: int = field(init=False)
 
     def __post_init__(self):
-        if self.fs <= 0 or self.window <= 0:
+        if not (0 < self.fs < np.inf and 0 < self.window < np.inf):
             raise DataError(f"PA window {self.window} s and rate {self.fs} Hz must be positive")
         if self.N < 0 or int(self.N) != self.N:
             raise DataError(f"PA degree N must be a non-negative integer, got {self.N}")
         ab = min(self.alpha, self.beta)
-        if ab <= self.max_derivative - 1 or ab <= -1:
+        if not (self.max_derivative - 1 < ab < np.inf and ab > -1) or not np.isfinite(
+                max(self.alpha, self.beta)):
             raise DataError(f"PA weight exponents alpha={self.alpha}, beta={self.beta} must "
                             f"exceed {self.max_derivative - 1} for derivative order "
                             f"{self.max_derivative} (the boundary terms of the integration by "
