@@ -87,8 +87,9 @@ REST_VELOCITY = 1e-3
 def settings_from_results(model, doc):
     """The robot config's identification settings with the pre-processing actually used in
     identification (results.yaml ``settings``: ``cutoff_hz``, ``filter_order``,
-    ``friction_deadband``), so that validation filters and predicts like identification
-    did and never resolves an automatic setting on held-out data."""
+    ``friction_deadband``, ``stop_velocity``), so that validation filters and predicts like
+    identification did and never resolves an automatic setting on held-out data (the stop
+    velocity, which only selects identification rows, is 0 when the file has none)."""
     from dataclasses import replace
     s = model.config.identification
     got = (doc or {}).get("settings") or {}
@@ -102,6 +103,9 @@ def settings_from_results(model, doc):
         kw["friction_deadband"] = tuple(float(v) for v in dead)
     elif isinstance(dead, (int, float)):
         kw["friction_deadband"] = float(dead)
+    stop = got.get("stop_velocity")
+    kw["stop_velocity"] = (tuple(float(v) for v in stop)
+                           if isinstance(stop, list) and len(stop) == model.n else 0.0)
     return replace(s, **kw)
 
 

@@ -25,11 +25,12 @@ def test_config_auto_null_and_errors():
     cfg = spatial_arm_config()
     assert parse_robot_config(cfg).identification.cutoff_hz == "auto"
     assert parse_robot_config(cfg).identification.friction_deadband == "auto"
-    cfg["identification"] = {"cutoff_hz": None, "friction_deadband": 0.0}
+    assert parse_robot_config(cfg).identification.stop_velocity == "auto"
+    cfg["identification"] = {"cutoff_hz": None, "friction_deadband": 0.0, "stop_velocity": 0.0}
     s = parse_robot_config(cfg).identification
-    assert s.cutoff_hz is None and s.friction_deadband == 0.0
+    assert s.cutoff_hz is None and s.friction_deadband == 0.0 and s.stop_velocity == 0.0
     for bad in ({"cutoff_hz": "fast"}, {"friction_deadband": None},
-                {"friction_deadband": -1.0}):
+                {"friction_deadband": -1.0}, {"stop_velocity": -0.1}):
         cfg["identification"] = bad
         with pytest.raises(ConfigError, match="identification"):
             parse_robot_config(cfg)

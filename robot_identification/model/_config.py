@@ -292,9 +292,9 @@ class IdentificationSettings:
     drop_reversals: bool = True         # Coulomb friction + filter: drop friction rows where
     #                                   the filtered Coulomb step of a reversal or stop has
     #                                   not settled (identification.reversal_window)
-    stop_velocity: tuple | str = "auto"  # |filtered v| below it [rad/s] is a stop (dropped
-    #                                   like a reversal); 'auto': resolve_settings; not a
-    #                                   config key
+    stop_velocity: float | tuple | str = "auto"  # |filtered v| below it [rad/s] is a stop
+    #                                   (dropped like a reversal); 'auto': 2 % of the velocity
+    #                                   RMS (resolve_settings); 0: reversals only
     friction_deadband: float | str = "auto"  # |v| below: Coulomb term ramps linearly to 0
     #                                   [rad/s]; 'auto': 3 x the measured velocity noise
     estimator: str = "ols"              # one of ESTIMATORS
@@ -563,6 +563,7 @@ def parse_robot_config(data: Any, source: Path | None = None,
         savgol_order=idr.integer("savgol_order", 3, minimum=2),
         velocity_threshold=idr.number("velocity_threshold", 0.0, minimum=0.0, unit="rad/s"),
         friction_deadband=_auto_number(idr, "friction_deadband", minimum=0.0, unit="rad/s"),
+        stop_velocity=_auto_number(idr, "stop_velocity", minimum=0.0, unit="rad/s"),
         drop_reversals=idr.boolean("drop_reversals", True),
         estimator=estimators[0],
         extra_estimators=estimators[1:],
