@@ -222,6 +222,9 @@ J3 = '<joint name="joint3" type="revolute">'
 @pytest.mark.parametrize("label,text,message", [
     ("mimic joint", URDF.replace(J3, J3 + '<mimic joint="joint2" multiplier="1"/>'),
      "joint 'joint3' mimics 'joint2'"),
+    ("revolute joint without limit", URDF.replace(
+        '<limit lower="-3.1416" upper="3.1416" velocity="2.0" effort="100"/>', "", 1),
+     "revolute joint 'joint1' has no <limit>"),
     ("off-diagonal inertia", URDF.replace('ixy="0" ixz="0" iyy="0.0075"',
                                           'ixy="5" ixz="0" iyy="0.0075"', 1),
      "link 'link1': <inertia>"),
