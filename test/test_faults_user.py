@@ -148,6 +148,24 @@ def test_npz_faults_name_the_file(run, tmp_path, capsys, label, change, message,
     assert_one_line(rc, err, "bad.npz", message)
 
 
+@pytest.mark.parametrize("label,scale,message", [
+    ("zeros", 0.0, "is 0 in every sample while its position moves"),
+    ("degrees per second", np.degrees(1.0), "do not match its positions"),
+])
+def test_measured_velocities_must_match_positions(run, tmp_path, capsys, label, scale,
+                                                  message):
+    z = np.load(run / "run.npz")
+    (tmp_path / "in").mkdir()
+    path = _npz(run, tmp_path / "in" / "v.npz",
+                dq=np.gradient(z["q"], z["t"], axis=0) * scale)
+    argv = ["identify", "--robot", "szabo_3dof", "--data", path, "--output",
+            tmp_path / "o" / "r.yaml", "--quiet", "--no-physical"]
+    rc, err = run_cli(argv, capsys, tmp_path / "in")
+    assert_one_line(rc, err, "v.npz", message, "--numerical-derivatives")
+    rc, err = run_cli(argv + ["--numerical-derivatives"], capsys, tmp_path / "in")
+    assert rc == 0, err
+
+
 def test_same_recording_twice_is_refused(run, tmp_path, capsys):
     (tmp_path / "link.npz").symlink_to(run / "run.npz")
     for data in ([run / "run.npz", run / "run.npz"], [run / "run.npz", tmp_path / "link.npz"]):

@@ -62,10 +62,12 @@ def add_effort_lag_argument(parser):
              "0, the identifier node's default)")
 
 
-def load_data(path, model, effort_lag=0.0):
+def load_data(path, model, effort_lag=0.0, measured_velocities=True):
     """Dataset of ``path`` (:func:`robot_identification.data.load_dataset`); a non-zero
     ``effort_lag`` [periods] shifts a bag's efforts. The dataset is restricted to the model's
-    joints and validated at once, so that every problem names the file.
+    joints and validated at once, so that every problem names the file. With
+    ``measured_velocities=False`` (identify ``--numerical-derivatives``) recorded velocities
+    and accelerations are dropped unchecked.
 
     Raises
     ------
@@ -73,14 +75,21 @@ def load_data(path, model, effort_lag=0.0):
         An effort lag outside (0, 10) periods, or for a file that is not a rosbag2.
     DataError
         Unreadable or invalid data (:meth:`Dataset.validate`), joints of the model missing,
+        measured velocities that do not match the positions (:meth:`Dataset.check_velocities`)
         or a joint whose torque is 0 in every sample (torques not recorded); the message
         starts with the file.
     """
+    from dataclasses import replace
+
     from robot_identification.errors import DataError
     ds = _load(path, model, effort_lag)
     try:
         ds = ds.select_joints(model.joint_names).validate(min_samples=20,
                                                            elastic=model.config.elastic)
+        if measured_velocities:
+            ds.check_velocities()
+        else:
+            ds = replace(ds, dq=None, ddq=None, dtheta=None, ddtheta=None)
         silent = [j for j, col in zip(ds.joint_names, ds.tau.T) if not np.any(col)]
         if silent:
             raise DataError(f"the torque of joint(s) {silent} is 0 in every sample: torques "
@@ -93,7 +102,7 @@ def load_data(path, model, effort_lag=0.0):
     return ds
 
 
-def load_datasets(paths, model, effort_lag=0.0):
+def load_datasets(paths, model, effort_lag=0.0, measured_velocities=True):
     """:func:`load_data` of each of ``paths``.
 
     Raises
@@ -117,7 +126,7 @@ def load_datasets(paths, model, effort_lag=0.0):
                                   + (f" (as '{q}')" if str(p) != str(q) else "")
                                   + ": give each recording once")
         seen.append(p)
-    return [load_data(p, model, effort_lag) for p in paths]
+    return [load_data(p, model, effort_lag, measured_velocities) for p in paths]
 
 
 def _load(path, model, effort_lag):

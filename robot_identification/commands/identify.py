@@ -75,7 +75,8 @@ def run(args):
                               velocity_threshold=args.velocity_threshold,
                               cutoff_hz=args.cutoff, preprocessing=args.preprocessing,
                               prior=args.prior)
-    datasets = load_datasets(args.data, model, args.effort_lag)
+    datasets = load_datasets(args.data, model, args.effort_lag,
+                             measured_velocities=not args.numerical_derivatives)
     table = None
     if args.select:
         from robot_identification.selection import format_selection, select

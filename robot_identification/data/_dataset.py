@@ -138,6 +138,51 @@ class Dataset:
                             "positions (theta / motor_states)")
         return self
 
+    def check_velocities(self, window=0.1, moving=0.05):
+        """Check measured velocities ``dq`` against the positions: over windows of ``window``
+        seconds, the integral of ``dq`` must follow the change of ``q`` (least-squares factor
+        in (0.5, 2), correlation above 0.5) for every joint whose position spans more than
+        ``moving`` [rad | m]. Windowed increments average the position noise out.
+
+        Raises
+        ------
+        DataError
+            A moving joint whose measured velocity is 0 throughout (a driver that fills the
+            field with zeros) or does not match its positions (deg/s, another column or
+            joint); the message suggests ``--numerical-derivatives``.
+        """
+        if self.dq is None or self.n_samples < 20:
+            return self
+        t, q, dq = self.t, self.q, self.dq
+        step = float(np.median(np.diff(t)))
+        m = max(int(round(window / step)), 2) if step > 0 else 2
+        if self.n_samples < 4 * m:
+            return self
+        integral = np.vstack([np.zeros((1, dq.shape[1])), np.cumsum(
+            0.5 * (dq[1:] + dq[:-1]) * np.diff(t)[:, None], axis=0)])
+        idx = np.arange(0, self.n_samples, m)
+        a, b = np.diff(q[idx], axis=0), np.diff(integral[idx], axis=0)
+        where = self.metadata.get("file") if isinstance(self.metadata, dict) else None
+        prefix = f"'{where}': " if where else ""
+        for j, name in enumerate(self.joint_names):
+            if np.ptp(q[:, j]) <= moving:
+                continue
+            sa, sb, sab = a[:, j] @ a[:, j], b[:, j] @ b[:, j], a[:, j] @ b[:, j]
+            if not sb > 0:
+                raise DataError(f"{prefix}the measured velocity of joint '{name}' is 0 in "
+                                f"every sample while its position moves over "
+                                f"{np.ptp(q[:, j]):.3g}: the velocity field is not filled; "
+                                f"identify with --numerical-derivatives (or leave the "
+                                f"velocity column out of the csv: mapping)")
+            factor, corr = sab / sb, sab / np.sqrt(sa * sb)
+            if not (corr > 0.5 and 0.5 < factor < 2.0):
+                raise DataError(f"{prefix}the measured velocities of joint '{name}' do not "
+                                f"match its positions: the position changes are {factor:.3g}x "
+                                f"their integral (correlation {corr:.2f}); degrees/s, another "
+                                f"column or another joint's? identify with "
+                                f"--numerical-derivatives (or fix the velocity column)")
+        return self
+
     def select_joints(self, names):
         """Dataset restricted/reordered to ``names``.
 
