@@ -125,6 +125,60 @@ def test_burst_during_a_disk_stall_is_recorded_completely(context, tmp_path):
     assert ds.metadata["recording"]["/effort_controller/commands"]["lost"] == 0
 
 
+@pytest.mark.ros
+def test_recorder_on_the_events_executor(context, tmp_path):
+    # rclpy's EventsExecutor cannot call a subscription callback that takes the message info
+    # ("SystemError: null argument to internal routine" broke the demo): with
+    # message_info false the recorder records there, lost messages 'unknown'
+    pytest.importorskip("rclpy")
+    from rclpy.experimental import EventsExecutor
+    from rclpy.parameter import Parameter
+    from sensor_msgs.msg import JointState
+    from std_srvs.srv import Trigger
+
+    from robot_identification.data._bag import read_bag
+    from robot_identification.nodes._recording import RECORD_QOS
+    from robot_identification.nodes.recorder import Recorder
+    rec = Recorder(context=context, parameter_overrides=[
+        Parameter("data_directory", value=str(tmp_path)),
+        Parameter("joint_states_topic", value="/events/joint_states"),
+        Parameter("motor_states_topic", value=""), Parameter("reference_topic", value=""),
+        Parameter("command_topic", value=""), Parameter("message_info", value=False)])
+    pub_node = rclpy_node(context, "events_publisher")
+    pub = pub_node.create_publisher(JointState, "/events/joint_states", RECORD_QOS)
+    ex = EventsExecutor(context=context)
+    for node in (rec, pub_node):
+        ex.add_node(node)
+    try:
+        assert rec.on_start(None, Trigger.Response()).success
+        for _ in range(200):
+            if pub.get_subscription_count():
+                break
+            ex.spin_once(timeout_sec=0.05)
+        for k in range(50):
+            m = JointState(name=["j1"], position=[float(k)], velocity=[0.0], effort=[0.0])
+            m.header.stamp.nanosec = k * 1000000
+            pub.publish(m)
+        for _ in range(400):
+            if rec.received.get("/events/joint_states", 0) >= 50:
+                break
+            ex.spin_once(timeout_sec=0.05)
+        stopped = rec.on_stop(None, Trigger.Response())
+    finally:
+        ex.shutdown()
+        rec.destroy_node()
+        pub_node.destroy_node()
+    assert stopped.success, stopped.message
+    assert "lost messages: unknown" in stopped.message
+    ds = read_bag(rec.last_bag, joint_topic="/events/joint_states", elastic=False)
+    np.testing.assert_array_equal(ds.q[:, 0], np.arange(50))
+
+
+def rclpy_node(context, name):
+    import rclpy
+    return rclpy.create_node(name, context=context)
+
+
 def test_topic_count_sequence_numbers_and_stamps():
     from robot_identification.nodes.recorder import TopicCount
     c = TopicCount(rate_hz=1000.0)

@@ -98,7 +98,8 @@ def _run_graph(args, out, domain):
     q0 = [float(x) for x in excitation.traj.evaluate(0.0)[0][0]]
     sim = SimulatedRobot(parameter_overrides=params(**robot, initial_positions=q0))
     controller = PDController(parameter_overrides=params(**robot, **sim_time))
-    recorder = Recorder(parameter_overrides=params(data_directory=str(out), **sim_time))
+    recorder = Recorder(parameter_overrides=params(  # EventsExecutor: no message info
+        data_directory=str(out), message_info=args.executor != "events", **sim_time))
     identifier = Identifier(parameter_overrides=params(
         **robot, data_directory=str(out), results_file=str(out / "results.yaml"),
         compare_with_nominal=True, effort_lag_periods=0.5, log_table=False,

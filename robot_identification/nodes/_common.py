@@ -7,6 +7,7 @@ import rclpy
 from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
                                 SetParametersResult)
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 #: reliable, depth 1000 (1 s at 1 kHz): a briefly stalled subscriber loses nothing
@@ -170,7 +171,9 @@ def main_for(node_cls, args=None):
     try:
         with rclpy.init(args=argv):
             try:
-                node = node_cls()
+                # the EventsExecutor gives no message info (the recorder's lost-message count)
+                node = node_cls(parameter_overrides=[Parameter("message_info", value=False)]
+                                if options.executor == "events" else [])
             except Exception as exc:       # any launch argument value: one line, no traceback
                 text = " ".join(str(exc).split()) or type(exc).__name__
                 print(f"{node_cls.__name__}: error: {text}", file=sys.stderr)

@@ -62,13 +62,24 @@ class Recorder(Node):
                 (Float64MultiArray, False),
             declare(self, "reference_topic", "reference", "excitation reference ('' to skip)"):
                 (JointTrajectory, False)}
+        # rclpy's EventsExecutor cannot call a callback that takes the message info (it
+        # fails with "SystemError: null argument to internal routine"): main_for and demo
+        # set this false with it, and lost messages are then 'unknown'
+        message_info = declare(
+            self, "message_info", True, "count lost messages from the DDS publication "
+            "sequence numbers (needs the message info, which rclpy's EventsExecutor does not "
+            "give: false there, lost messages 'unknown')", read_only=True)
         self.topics, self.states, self.subs = {}, set(), []
         for topic, (cls, state) in topics.items():
             if topic:
                 info = {}
-                sub = self.create_subscription(
-                    cls, topic, lambda data, msg_info, i=info: self.on_message(
-                        i["name"], data, msg_info), RECORD_QOS, raw=True)
+                if message_info:
+                    def callback(data, msg_info, i=info):
+                        self.on_message(i["name"], data, msg_info)
+                else:
+                    def callback(data, i=info):
+                        self.on_message(i["name"], data)
+                sub = self.create_subscription(cls, topic, callback, RECORD_QOS, raw=True)
                 info["name"] = sub.topic_name
                 self.topics[sub.topic_name] = _TYPES[cls]
                 if state:
