@@ -282,3 +282,14 @@ def test_non_finite_options_are_refused(run, tmp_path, capsys, argv, message):
                                   "--output", tmp_path / "o" / "r.yaml", "--quiet"] + argv[1:],
                       capsys, tmp_path)
     assert_one_line(rc, err, message)
+
+
+def test_api_streamed_npz_in_milliseconds_names_the_file(run, tmp_path):
+    """The Python API streams an .npz path chunk by chunk: the time-unit check runs there too."""
+    from robot_identification.errors import DataError
+    from robot_identification.model import load_robot
+    from robot_identification.pipeline import identify
+    z = np.load(run / "run.npz")
+    path = _npz(run, tmp_path / "ms.npz", t=z["t"] * 1000.0)
+    with pytest.raises(DataError, match=r"ms\.npz'?: median time step 1 s .*milliseconds"):
+        identify(load_robot("szabo_3dof"), [path], estimators=("ols",))

@@ -44,7 +44,8 @@ def sample_rate(t) -> float:
     Raises
     ------
     DataError
-        Fewer than 2 samples or non-increasing stamps.
+        Fewer than 2 samples, non-increasing stamps or a median step above
+        :data:`~robot_identification.data._dataset.MAX_TIME_STEP` (time not in seconds).
     """
     t = np.asarray(t, dtype=float)
     if t.shape[0] < 2:
@@ -52,6 +53,10 @@ def sample_rate(t) -> float:
     dt = float(np.median(np.diff(t)))
     if not dt > 0:
         raise DataError(f"time stamps do not increase (median step {dt} s)")
+    from robot_identification.data._dataset import MAX_TIME_STEP
+    if dt > MAX_TIME_STEP:
+        raise DataError(f"median time step {dt:.6g} s ({1 / dt:.3g} Hz): time stamps in "
+                        f"milliseconds, microseconds or sample numbers instead of seconds?")
     return round(1.0 / dt, 6)
 
 
