@@ -293,3 +293,34 @@ def test_api_streamed_npz_in_milliseconds_names_the_file(run, tmp_path):
     path = _npz(run, tmp_path / "ms.npz", t=z["t"] * 1000.0)
     with pytest.raises(DataError, match=r"ms\.npz'?: median time step 1 s .*milliseconds"):
         identify(load_robot("szabo_3dof"), [path], estimators=("ols",))
+
+
+def test_gripper_publishing_on_joint_states_is_left_out(tmp_path):
+    """A gripper driver publishing its own JointState messages on /joint_states (interleaved,
+    even first) does not break reading the arm: its messages are left out with a warning and
+    the arm's samples are the same as without it."""
+    from robot_identification.data._bag import BagWriter, _typestore, read_bag
+    from robot_identification.streaming import iter_chunks
+    st = _typestore()
+    T = st.types
+
+    def msg(ns, names, pos):
+        return st.serialize_cdr(T["sensor_msgs/msg/JointState"](
+            header=T["std_msgs/msg/Header"](stamp=T["builtin_interfaces/msg/Time"](
+                sec=ns // 10**9, nanosec=ns % 10**9), frame_id=""), name=names,
+            position=np.asarray(pos, float), velocity=np.zeros(len(names)),
+            effort=np.ones(len(names))), "sensor_msgs/msg/JointState")
+    w = BagWriter(tmp_path / "bag", {"/joint_states": "sensor_msgs/msg/JointState"})
+    w.write("/joint_states", msg(0, ["finger"], [0.01]), 0)
+    for k in range(1, 301):
+        ns = k * 10**6
+        w.write("/joint_states", msg(ns, ["joint1", "joint2"], [np.sin(k / 50), 0.1 * k]), ns)
+        if k % 10 == 0:
+            w.write("/joint_states", msg(ns + 1000, ["finger"], [0.01]), ns + 1000)
+    w.close()
+    with pytest.warns(UserWarning, match="left out 31 JointState message"):
+        ds = read_bag(tmp_path / "bag", elastic=False)
+    assert ds.joint_names == ("joint1", "joint2") and ds.n_samples == 300
+    np.testing.assert_allclose(ds.q[:, 1], 0.1 * np.arange(1, 301))
+    chunks = list(iter_chunks(tmp_path / "bag", 100))
+    assert sum(c.n_samples for c in chunks) == 300
