@@ -324,3 +324,15 @@ def test_gripper_publishing_on_joint_states_is_left_out(tmp_path):
     np.testing.assert_allclose(ds.q[:, 1], 0.1 * np.arange(1, 301))
     chunks = list(iter_chunks(tmp_path / "bag", 100))
     assert sum(c.n_samples for c in chunks) == 300
+
+
+def test_elastic_data_with_link_side_motor_positions_are_named(tmp_path, capsys):
+    assert cli.main(["simulate", "--robot", "zollo_planar", "--duration", "3", "--output",
+                     str(tmp_path / "z.npz"), "--quiet"]) == 0
+    z = dict(np.load(tmp_path / "z.npz"))
+    (tmp_path / "in").mkdir()
+    np.savez(tmp_path / "in" / "same.npz", **dict(z, theta=z["q"]))
+    rc, err = run_cli(["identify", "--robot", "zollo_planar", "--data",
+                       tmp_path / "in" / "same.npz", "--output", tmp_path / "o" / "r.yaml",
+                       "--quiet"], capsys, tmp_path / "in")
+    assert_one_line(rc, err, "stiffness", "motor positions equal the link positions")

@@ -86,8 +86,9 @@ def _chunk_arrays(model, ds, use_measured):
     ds = ds.select_joints(model.joint_names)
     elastic = model.config.elastic
     if elastic and ds.theta is None:
-        raise DataError(f"robot '{model.config.name}' has elastic joints: the data need motor "
-                        f"positions (theta)")
+        where = ds.metadata.get("file") if isinstance(ds.metadata, dict) else None
+        raise DataError(f"{f'{where!r}: ' if where else ''}robot '{model.config.name}' has "
+                        f"elastic joints: the data need motor positions (theta)")
     keys = ["q", "tau"] + (["theta"] if elastic else [])
     if use_measured:
         keys += [k for k in ("dq", "ddq") + (("dtheta", "ddtheta") if elastic else ())
