@@ -4,7 +4,8 @@ Every command and node writes its files through this module:
 
 - :func:`check_output` refuses an output path that resolves (through symlinks and hard
   links) to one of the inputs, lies inside an input directory or a rosbag2 directory, or is a
-  directory or a recording (``.mcap``/``.db3``);
+  directory, a recording (``.mcap``/``.db3``) or, for anything but a dataset writer, an
+  existing dataset (``.npz``/``.csv``);
 - :func:`atomic_output` / :func:`write_text_atomic` write to a temporary file in the same
   directory and rename it over the target (POSIX ``rename`` is atomic), so a failure or a
   crash never leaves a half-written results.yaml, URDF or dataset.
@@ -20,6 +21,9 @@ from robot_identification.errors import ConfigError
 
 #: File suffixes of recordings: never overwritten.
 RECORDING_SUFFIXES = (".mcap", ".db3")
+#: Dataset files: an existing one is replaced only by a dataset writer (``dataset=True``),
+#: never by a results file, trajectory, URDF or report given the same name by mistake.
+DATASET_SUFFIXES = (".npz", ".csv")
 
 
 def is_bag_directory(path) -> bool:
@@ -47,7 +51,7 @@ def _same_file(a: Path, b: Path) -> bool:
         return a.resolve() == b.resolve()
 
 
-def check_output(path, inputs=(), what="output") -> Path:
+def check_output(path, inputs=(), what="output", dataset=False) -> Path:
     """Refuse an output path that would overwrite an input or recorded data.
 
     Parameters
@@ -58,6 +62,8 @@ def check_output(path, inputs=(), what="output") -> Path:
         Files and directories the command reads (``None`` entries are skipped).
     what : str
         How the output is named in messages (e.g. ``"--output"``, ``"results_file"``).
+    dataset : bool
+        The output is a dataset (``simulate``): it may replace an existing ``.npz``.
 
     Returns
     -------
@@ -68,7 +74,8 @@ def check_output(path, inputs=(), what="output") -> Path:
     ------
     ConfigError
         ``path`` is (a link to) an input, lies inside an input directory or a rosbag2
-        directory, is an existing directory, or is an existing recording file.
+        directory, is an existing directory, is an existing recording file, or (unless
+        ``dataset``) an existing dataset file (``.npz``, ``.csv``).
     """
     p = Path(path)
     rp = p.resolve()
@@ -92,11 +99,14 @@ def check_output(path, inputs=(), what="output") -> Path:
         raise ConfigError(f"{what} '{p}' is a directory; give a file name")
     if rp.exists() and rp.suffix in RECORDING_SUFFIXES:
         raise ConfigError(f"{what} '{p}' is a recording: recorded data is never overwritten")
+    if rp.exists() and rp.suffix in DATASET_SUFFIXES and not dataset:
+        raise ConfigError(f"{what} '{p}' is an existing dataset: recorded data is never "
+                          f"overwritten by another kind of file; choose another name")
     return p
 
 
 @contextmanager
-def atomic_output(path, inputs=(), what="output"):
+def atomic_output(path, inputs=(), what="output", dataset=False):
     """Context manager yielding a temporary path that replaces ``path`` on success.
 
     The temporary file lies in the target's directory and keeps its suffix (so writers
@@ -108,7 +118,7 @@ def atomic_output(path, inputs=(), what="output"):
     ConfigError
         See :func:`check_output`.
     """
-    p = check_output(path, inputs, what)
+    p = check_output(path, inputs, what, dataset)
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_name(f".{p.stem}.{os.getpid()}.tmp{p.suffix}")
     try:

@@ -75,6 +75,10 @@ CASES = [
      "is the input"),
     ("simulate into the bag", ["simulate", "--duration", "0.1", "--output",
                                "{d}/bag/run.npz"], "rosbag2 directory"),
+    ("excite over a dataset", ["excite", "--output", "{d}/run.npz", "--maxiter", "1"],
+     "is an existing dataset"),
+    ("identify over another CSV", ["identify", "--data", "{d}/run.npz", "--output",
+                                   "{d}/run.csv"], "is an existing dataset"),
     ("identify-stream over its data", ["identify-stream", "--data", "{d}/run.npz",
                                        "--output", "{d}/run.npz"], "is the input"),
 ]

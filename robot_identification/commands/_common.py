@@ -39,7 +39,7 @@ def input_paths(args, model=None) -> list:
     return out
 
 
-def check_output_argument(args, model=None, key="output"):
+def check_output_argument(args, model=None, key="output", dataset=False):
     """Refuse ``--output`` (or ``key``) naming an input, before any long computation.
 
     Raises
@@ -50,7 +50,7 @@ def check_output_argument(args, model=None, key="output"):
     from robot_identification.outputs import check_output
     value = getattr(args, key.replace("-", "_"), None)
     if value is not None:
-        check_output(value, input_paths(args, model), f"--{key}")
+        check_output(value, input_paths(args, model), f"--{key}", dataset)
 
 
 def add_effort_lag_argument(parser):

@@ -42,7 +42,7 @@ def run(args):
     if out.suffix == "" and out.exists():
         raise ConfigError(f"--output '{out}' exists; a bag is never overwritten")
     model = robot_from_args(args)
-    check_output_argument(args, model)
+    check_output_argument(args, model, dataset=True)
     traj = load_trajectory(args.trajectory) if args.trajectory else None
     if traj is not None:
         check_limits(model, traj)

@@ -224,7 +224,7 @@ class Dataset:
         meta = {"joint_names": list(self.joint_names), "metadata": self.metadata,
                 "true_parameters": self.true_parameters, "format": "robot_identification/1"}
         path = Path(path)
-        with atomic_output(path, inputs) as tmp:
+        with atomic_output(path, inputs, dataset=True) as tmp:
             np.savez_compressed(tmp, t=self.t, meta=np.array(json.dumps(meta, default=str)),
                                 **arrays)
         return path
