@@ -128,6 +128,8 @@ def starter_config(urdf: str | Path, output: str | Path, joints=None, name=None,
     urdf = Path(urdf)
     if urdf_xml is None:
         urdf_xml = read_urdf(urdf)
+    from robot_identification.model._robot_model import check_urdf_tree
+    check_urdf_tree(urdf_xml, f"URDF '{urdf}'")
     movable = urdf_joints(urdf_xml)
     info, robot_name = _joint_limits(urdf_xml)
     if joints:

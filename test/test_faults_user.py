@@ -222,6 +222,9 @@ J3 = '<joint name="joint3" type="revolute">'
 @pytest.mark.parametrize("label,text,message", [
     ("mimic joint", URDF.replace(J3, J3 + '<mimic joint="joint2" multiplier="1"/>'),
      "joint 'joint3' mimics 'joint2'"),
+    ("revolute joint without limit", URDF.replace(
+        '<limit lower="-3.1416" upper="3.1416" velocity="2.0" effort="100"/>', "", 1),
+     "revolute joint 'joint1' has no <limit>"),
     ("off-diagonal inertia", URDF.replace('ixy="0" ixz="0" iyy="0.0075"',
                                           'ixy="5" ixz="0" iyy="0.0075"', 1),
      "link 'link1': <inertia>"),
@@ -279,3 +282,57 @@ def test_non_finite_options_are_refused(run, tmp_path, capsys, argv, message):
                                   "--output", tmp_path / "o" / "r.yaml", "--quiet"] + argv[1:],
                       capsys, tmp_path)
     assert_one_line(rc, err, message)
+
+
+def test_api_streamed_npz_in_milliseconds_names_the_file(run, tmp_path):
+    """The Python API streams an .npz path chunk by chunk: the time-unit check runs there too."""
+    from robot_identification.errors import DataError
+    from robot_identification.model import load_robot
+    from robot_identification.pipeline import identify
+    z = np.load(run / "run.npz")
+    path = _npz(run, tmp_path / "ms.npz", t=z["t"] * 1000.0)
+    with pytest.raises(DataError, match=r"ms\.npz'?: median time step 1 s .*milliseconds"):
+        identify(load_robot("szabo_3dof"), [path], estimators=("ols",))
+
+
+def test_gripper_publishing_on_joint_states_is_left_out(tmp_path):
+    """A gripper driver publishing its own JointState messages on /joint_states (interleaved,
+    even first) does not break reading the arm: its messages are left out with a warning and
+    the arm's samples are the same as without it."""
+    from robot_identification.data._bag import BagWriter, _typestore, read_bag
+    from robot_identification.streaming import iter_chunks
+    st = _typestore()
+    T = st.types
+
+    def msg(ns, names, pos):
+        return st.serialize_cdr(T["sensor_msgs/msg/JointState"](
+            header=T["std_msgs/msg/Header"](stamp=T["builtin_interfaces/msg/Time"](
+                sec=ns // 10**9, nanosec=ns % 10**9), frame_id=""), name=names,
+            position=np.asarray(pos, float), velocity=np.zeros(len(names)),
+            effort=np.ones(len(names))), "sensor_msgs/msg/JointState")
+    w = BagWriter(tmp_path / "bag", {"/joint_states": "sensor_msgs/msg/JointState"})
+    w.write("/joint_states", msg(0, ["finger"], [0.01]), 0)
+    for k in range(1, 301):
+        ns = k * 10**6
+        w.write("/joint_states", msg(ns, ["joint1", "joint2"], [np.sin(k / 50), 0.1 * k]), ns)
+        if k % 10 == 0:
+            w.write("/joint_states", msg(ns + 1000, ["finger"], [0.01]), ns + 1000)
+    w.close()
+    with pytest.warns(UserWarning, match="left out 31 JointState message"):
+        ds = read_bag(tmp_path / "bag", elastic=False)
+    assert ds.joint_names == ("joint1", "joint2") and ds.n_samples == 300
+    np.testing.assert_allclose(ds.q[:, 1], 0.1 * np.arange(1, 301))
+    chunks = list(iter_chunks(tmp_path / "bag", 100))
+    assert sum(c.n_samples for c in chunks) == 300
+
+
+def test_elastic_data_with_link_side_motor_positions_are_named(tmp_path, capsys):
+    assert cli.main(["simulate", "--robot", "zollo_planar", "--duration", "3", "--output",
+                     str(tmp_path / "z.npz"), "--quiet"]) == 0
+    z = dict(np.load(tmp_path / "z.npz"))
+    (tmp_path / "in").mkdir()
+    np.savez(tmp_path / "in" / "same.npz", **dict(z, theta=z["q"]))
+    rc, err = run_cli(["identify", "--robot", "zollo_planar", "--data",
+                       tmp_path / "in" / "same.npz", "--output", tmp_path / "o" / "r.yaml",
+                       "--quiet"], capsys, tmp_path / "in")
+    assert_one_line(rc, err, "stiffness", "motor positions equal the link positions")

@@ -215,6 +215,25 @@ def _name_index(msg_names, names, path=None):
     return [msg_names.index(j) for j in names]
 
 
+def _main_publisher(msgs):
+    """Messages of the topic's main publisher: a robot with a gripper (or two drivers)
+    publishes several JointState messages on one topic, each naming its own joints. The
+    most frequent set of joint names is the main one; messages naming none of its joints
+    are another publisher's and are left out.
+
+    Returns
+    -------
+    kept : list, skipped : int
+    """
+    from collections import Counter
+    if not msgs:
+        return msgs, 0
+    sets = [frozenset(m.name) for m in msgs]
+    main = Counter(sets).most_common(1)[0][0]
+    kept = [m for m, st in zip(msgs, sets) if not st.isdisjoint(main)]
+    return kept, len(msgs) - len(kept)
+
+
 def _joint_arrays(msgs, names, path=None):
     """Stamps (N,) and position/velocity/effort (N, n) of JointState messages (``names`` order)."""
     t = np.array([m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for m in msgs])
@@ -276,6 +295,15 @@ def read_bag(path, *, joint_topic: str = JOINT_TOPIC, motor_topic: str = MOTOR_T
         msgs[topic].append(decode(store, raw, msgtype, path, topic, t_ns))
     if not msgs[joint_topic]:
         raise DataError(f"bag '{path}' has no messages on '{joint_topic}'")
+    other = 0
+    for topic in (joint_topic, motor_topic):
+        msgs[topic], n = _main_publisher(msgs[topic])
+        other += n
+    if other:
+        import warnings
+        warnings.warn(f"bag '{path}': left out {other} JointState message(s) of another "
+                      f"publisher on the same topic (they name none of the main publisher's "
+                      f"joints, e.g. a gripper)", UserWarning, stacklevel=2)
     names = list(msgs[joint_topic][0].name)
     t, link = _joint_arrays(msgs[joint_topic], names, path)
     if link["position"] is None:
@@ -319,6 +347,7 @@ def read_bag(path, *, joint_topic: str = JOINT_TOPIC, motor_topic: str = MOTOR_T
         ts = t + effort_lag * np.median(np.diff(t))
         tau = np.column_stack([np.interp(ts, t, tau[:, j]) for j in range(tau.shape[1])])
     meta = {"source": str(path), "effort_lag": effort_lag, "t0": float(t[0]),
+            "other_publisher_messages": other,
             "duplicates_dropped": int(dropped),
             "out_of_order": int(np.sum(np.diff(order) < 0))}
     custom = _custom_data(path)
@@ -487,6 +516,8 @@ def iter_bag_chunks(path, chunk: int = 200_000, *, joint_topic=None, motor_topic
         names = list(m.name)
         if state["names"] is None:
             state["names"] = names
+        if set(names).isdisjoint(state["names"]):
+            return "other", None                 # another publisher (a gripper) on the topic
         idx = _name_index(names, state["names"], path)
         pos = np.asarray(m.position, dtype=float)
         eff = np.asarray(m.effort, dtype=float)
@@ -519,6 +550,7 @@ def iter_bag_chunks(path, chunk: int = 200_000, *, joint_topic=None, motor_topic
         meta = dict(meta0, t0=state["t0"])
         if final:
             meta["unpaired"] = state["unpaired"]
+            meta["other_publisher_messages"] = state.get("other", 0)
         return Dataset(t=t - state["t0"], q=q, tau=tau, theta=theta,
                        joint_names=state["names"], true_parameters=true, metadata=meta)
 
@@ -538,6 +570,10 @@ def iter_bag_chunks(path, chunk: int = 200_000, *, joint_topic=None, motor_topic
     head = list(itertools.islice(stream, 200))  # peek: are there motor states?
     if state["elastic"] is None:
         state["elastic"] = any(topic == mt for topic, *_ in head)
+    first = [decode(store, raw, mtype, path, topic, t_ns) for topic, mtype, raw, t_ns in head
+             if topic == jt and mtype == JOINT_STATE]
+    if first:                                    # the main publisher's joints (module doc)
+        state["names"] = list(_main_publisher(first)[0][0].name)
     for topic, msgtype, raw, t_ns in itertools.chain(head, stream):
         if msgtype != JOINT_STATE:
             raise DataError(f"topic '{topic}' in '{path}' has type {msgtype}; expected "
@@ -547,6 +583,9 @@ def iter_bag_chunks(path, chunk: int = 200_000, *, joint_topic=None, motor_topic
         m = decode(store, raw, msgtype, path, topic, t_ns)
         ts = m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec
         pos, eff = convert(m)
+        if isinstance(pos, str):
+            state["other"] = state.get("other", 0) + 1
+            continue
         if pos is None:
             raise DataError(f"'{topic}' messages in '{path}' have fewer positions than names")
         if state["elastic"]:

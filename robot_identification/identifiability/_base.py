@@ -260,8 +260,12 @@ def check_excitation(gram, names, tol=1e-8):
     d = np.sqrt(np.clip(np.diag(gram), 0, None))
     unexcited = [names[i] for i in np.flatnonzero(d <= 1e-12 * max(d.max(), 1e-300))]
     if unexcited:
+        kinds = {str(n).rsplit(".", 1)[-1] for n in unexcited}
+        hint = ("the motor positions equal the link positions (theta recorded on the link "
+                "side, or rigid-arm data?)" if kinds <= {"stiffness", "damping"}
+                else "move those joints")
         raise ExcitationError(f"the data do not excite base parameter(s) {unexcited} "
-                              f"(their regressor columns are zero); move those joints")
+                              f"(their regressor columns are zero); {hint}")
     Dn = 1.0 / d
     Gn = gram * Dn[:, None] * Dn[None, :]
     # greedy rank test on the normalised Gram matrix via Cholesky residuals

@@ -452,7 +452,13 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
     if robust is None and summary is not None:
         neq.recordings = [summary]
     neq.true_parameters = dict(summary_ds.true_parameters or {}) or None
-    fs = sample_rate(summary_ds.t)
+    try:
+        fs = sample_rate(summary_ds.t)
+    except DataError as exc:
+        where = (summary_ds.metadata or {}).get("file")
+        if where:
+            raise DataError(f"'{where}': {exc}") from None
+        raise
     pre = make_preprocessor(model, s, fs, bank=bank,
                             use_measured_derivatives=use_measured_derivatives)
     # zero-phase filter + Coulomb friction: mark (and drop) rows near velocity reversals

@@ -44,7 +44,8 @@ def sample_rate(t) -> float:
     Raises
     ------
     DataError
-        Fewer than 2 samples or non-increasing stamps.
+        Fewer than 2 samples, non-increasing stamps or a median step above
+        :data:`~robot_identification.data._dataset.MAX_TIME_STEP` (time not in seconds).
     """
     t = np.asarray(t, dtype=float)
     if t.shape[0] < 2:
@@ -52,6 +53,10 @@ def sample_rate(t) -> float:
     dt = float(np.median(np.diff(t)))
     if not dt > 0:
         raise DataError(f"time stamps do not increase (median step {dt} s)")
+    from robot_identification.data._dataset import MAX_TIME_STEP
+    if dt > MAX_TIME_STEP:
+        raise DataError(f"median time step {dt:.6g} s ({1 / dt:.3g} Hz): time stamps in "
+                        f"milliseconds, microseconds or sample numbers instead of seconds?")
     return round(1.0 / dt, 6)
 
 
@@ -81,8 +86,9 @@ def _chunk_arrays(model, ds, use_measured):
     ds = ds.select_joints(model.joint_names)
     elastic = model.config.elastic
     if elastic and ds.theta is None:
-        raise DataError(f"robot '{model.config.name}' has elastic joints: the data need motor "
-                        f"positions (theta)")
+        where = ds.metadata.get("file") if isinstance(ds.metadata, dict) else None
+        raise DataError(f"{f'{where!r}: ' if where else ''}robot '{model.config.name}' has "
+                        f"elastic joints: the data need motor positions (theta)")
     keys = ["q", "tau"] + (["theta"] if elastic else [])
     if use_measured:
         keys += [k for k in ("dq", "ddq") + (("dtheta", "ddtheta") if elastic else ())

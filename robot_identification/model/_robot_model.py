@@ -60,8 +60,9 @@ def check_urdf_tree(urdf_xml: str, source: str = "the URDF"):
         Not XML / no ``<robot>``; duplicate or missing link/joint names; a joint naming an
         undefined link; a link that is the child
         of several joints or a chain of joints that closes on itself (a kinematic loop); more
-        than one root link; a negative or non-finite mass or inertia; an inertia tensor
-        with a negative principal moment.
+        than one root link; a revolute or prismatic joint without ``<limit effort velocity>``;
+        a negative or non-finite mass or inertia; an inertia tensor with a negative principal
+        moment.
     """
     import xml.etree.ElementTree as ET
     try:
@@ -95,6 +96,12 @@ def check_urdf_tree(urdf_xml: str, source: str = "the URDF"):
                              f"'{parent_of[chi][0]}' and '{name}': a kinematic loop (URDF "
                              f"describes trees; cut the loop)")
         parent_of[chi] = (name, par)
+        if jt.get("type") in ("revolute", "prismatic"):
+            lim = jt.find("limit")
+            if lim is None or lim.get("effort") is None or lim.get("velocity") is None:
+                raise ModelError(f"{source}: {jt.get('type')} joint '{name}' has no <limit> "
+                                 f"with effort and velocity (the URDF format requires them; "
+                                 f"use type=\"continuous\" for an unlimited revolute joint)")
     roots = [lk for lk in links if lk not in parent_of]
     for lk in links:                            # follow parents: a cycle never reaches a root
         seen, cur = [], lk
