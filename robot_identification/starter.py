@@ -214,15 +214,19 @@ def _text(urdf, output, chosen, info, name, urdf_xml, inertia):
         *comment,
         "identification:                    # defaults of `identify` and the identifier node",
         "  filter_order: 4                  # zero-phase Butterworth order",
-        "  cutoff_hz: 10.0                  # Hz; null: no filter; auto: where the recorded "
+        "  cutoff_hz: auto                  # Hz; null: no filter; auto: where the recorded "
         "signal meets its",
         "                                   # noise floor, at least 5 x the excitation band "
         "(docs/diagnostics.md)",
         "  friction_deadband: auto          # rad/s; Coulomb sign(v) ramps to 0 below it "
         "(auto: from the noise)",
         "  differentiation: central         # central | savgol",
-        "  velocity_threshold: 0.05         # rad/s: friction rows below it are not used",
-        "  estimator: ols                   # ols | wls",
+        "  velocity_threshold: 0.0          # rad/s: friction rows below it are not used; "
+        "stops and reversals",
+        "                                   # are dropped anyway (stop_velocity: auto, "
+        "drop_reversals: true)",
+        "  estimator: wls                   # ols | wls (one noise variance per joint) | irls "
+        "| physical ...",
         "simulation:                        # the built-in simulator "
         "(simulate, demo --config)",
         "  rate_hz: 1000.0                  # control and sampling rate",

@@ -297,7 +297,7 @@ class IdentificationSettings:
     #                                   RMS (resolve_settings); 0: reversals only
     friction_deadband: float | str = "auto"  # |v| below: Coulomb term ramps linearly to 0
     #                                   [rad/s]; 'auto': 3 x the measured velocity noise
-    estimator: str = "ols"              # one of ESTIMATORS
+    estimator: str = "wls"              # one of ESTIMATORS
     decimate: int = 1                   # keep every k-th sample after filtering
     preprocessing: str = "butterworth"  # one of PREPROCESSING
     pa_window: float = 0.044            # polynomial approximation window T [s]
@@ -554,7 +554,7 @@ def parse_robot_config(data: Any, source: Path | None = None,
     if dup:
         raise ConfigError(f"{where}.joints: duplicate joint name(s) {dup}")
     idr = r.mapping("identification")
-    estimators = _estimator_list(idr.raw("estimator", "ols"), f"{where}.identification")
+    estimators = _estimator_list(idr.raw("estimator", "wls"), f"{where}.identification")
     ident = IdentificationSettings(
         filter_order=idr.integer("filter_order", 5, minimum=1),
         cutoff_hz=_auto_number(idr, "cutoff_hz", positive=True, unit="Hz", null=True),
