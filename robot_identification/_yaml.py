@@ -60,7 +60,10 @@ def read_yaml_file(path, what, error):
     if not path.is_file():
         raise error(f"{what} '{path}' does not exist")
     try:
-        return load_yaml_text(path.read_text(encoding="utf-8-sig"))
+        text = path.read_text(encoding="utf-8-sig")
+        if text.lstrip().startswith("<"):
+            raise error(f"{what} '{path}' is XML, not YAML (a URDF given in its place?)")
+        return load_yaml_text(text)
     except UnicodeDecodeError as exc:
         raise error(f"{what} '{path}' is not a text file (byte {exc.start} is not UTF-8)") \
             from None

@@ -97,9 +97,9 @@ def check_output(path, inputs=(), what="output", dataset=False) -> Path:
                               f"recorded data is never written to; choose another place")
     if rp.is_dir():
         raise ConfigError(f"{what} '{p}' is a directory; give a file name")
-    if rp.exists() and rp.suffix in RECORDING_SUFFIXES:
+    if rp.exists() and rp.suffix.lower() in RECORDING_SUFFIXES:
         raise ConfigError(f"{what} '{p}' is a recording: recorded data is never overwritten")
-    if rp.exists() and rp.suffix in DATASET_SUFFIXES and not dataset:
+    if rp.exists() and rp.suffix.lower() in DATASET_SUFFIXES and not dataset:
         raise ConfigError(f"{what} '{p}' is an existing dataset: recorded data is never "
                           f"overwritten by another kind of file; choose another name")
     return p

@@ -336,3 +336,20 @@ def test_elastic_data_with_link_side_motor_positions_are_named(tmp_path, capsys)
                        tmp_path / "in" / "same.npz", "--output", tmp_path / "o" / "r.yaml",
                        "--quiet"], capsys, tmp_path / "in")
     assert_one_line(rc, err, "stiffness", "motor positions equal the link positions")
+
+
+def test_file_names_of_other_tools(run, tmp_path, capsys):
+    """Upper-case suffixes (Windows tools) are read; a folder of CSVs and a URDF given as a
+    YAML file are named as such."""
+    import shutil
+    shutil.copy(run / "run.npz", tmp_path / "RUN.NPZ")
+    assert cli.main(["identify", "--robot", "szabo_3dof", "--data", str(tmp_path / "RUN.NPZ"),
+                     "--output", str(tmp_path / "r.yaml"), "--no-physical", "--quiet"]) == 0
+    (tmp_path / "csvs").mkdir()
+    (tmp_path / "csvs" / "a.csv").write_text("0,1\n")
+    rc, err = run_cli(["identify", "--robot", "szabo_3dof", "--data", tmp_path / "csvs",
+                       "--output", tmp_path / "o" / "r.yaml"], capsys, tmp_path / "csvs")
+    assert_one_line(rc, err, "it holds ['a.csv']: give the files themselves")
+    rc, err = run_cli(["simulate", "--config", REPO / "urdf" / "szabo_3dof.urdf", "--output",
+                       tmp_path / "o" / "x.npz"], capsys, tmp_path / "csvs")
+    assert_one_line(rc, err, "szabo_3dof.urdf' is XML, not YAML")

@@ -139,6 +139,6 @@ def _load(path, model, effort_lag):
     if not 0 < effort_lag < 10:
         raise ConfigError(f"--effort-lag must be in (0, 10) periods, got {effort_lag}")
     p = Path(path)
-    if not (p.is_dir() or p.suffix in (".mcap", ".db3")):
+    if not (p.is_dir() or p.suffix.lower() in (".mcap", ".db3")):
         raise ConfigError(f"--effort-lag applies to rosbag2 recordings only, not '{path}'")
     return load_dataset(path, model=model, effort_lag=effort_lag)

@@ -74,7 +74,11 @@ def _iter_bag(path: Path, topics):
     from rosbags.rosbag2 import Reader
     files = sorted(path.glob("*.mcap")) if path.is_dir() else [path]
     if path.is_dir() and not (path / "metadata.yaml").exists() and not files:
-        raise DataError(f"'{path}' is not a rosbag2 directory (no metadata.yaml, no .mcap)")
+        inside = sorted(p.name for p in path.iterdir() if p.suffix.lower() in (".csv", ".npz"))
+        hint = (f"; it holds {inside[:3]}{' ...' if len(inside) > 3 else ''}: give the files "
+                f"themselves to --data" if inside else "")
+        raise DataError(f"'{path}' is not a rosbag2 directory (no metadata.yaml, no .mcap)"
+                        f"{hint}")
     declared = _declared_counts(path)
     counts = dict.fromkeys(topics, 0)
     try:

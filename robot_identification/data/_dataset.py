@@ -370,12 +370,13 @@ def load_dataset(path, model=None, **kwargs):
         Unknown format or unreadable file.
     """
     path = Path(path)
-    if path.suffix == ".npz":
+    suffix = path.suffix.lower()                     # run.CSV from Windows tools
+    if suffix == ".npz":
         return Dataset.load_npz(path)
-    if path.is_dir() or path.suffix in (".mcap", ".db3"):
+    if path.is_dir() or suffix in (".mcap", ".db3"):
         from robot_identification.data import _bag
         return _bag.read_bag(path, **kwargs)
-    if path.suffix == ".csv":
+    if suffix == ".csv":
         from robot_identification.data import _csv
         return _csv.read_csv(path, model=model, **kwargs)
     if not path.exists():

@@ -271,15 +271,16 @@ def iter_chunks(path, chunk: int = READ_CHUNK, effort_lag: float = 0.0):
         Unknown format or missing path.
     """
     path = Path(path)
+    suffix = path.suffix.lower()
     is_bag = path.is_dir() and not (path / "meta.json").is_file() or \
-        path.suffix in (".mcap", ".db3")
+        suffix in (".mcap", ".db3")
     if effort_lag and not is_bag:
         raise DataError(f"an effort lag applies to rosbag2 recordings only, not '{path}'")
-    if path.suffix == ".npz":
+    if suffix == ".npz":
         return iter_npz_chunks(path, chunk)
     if path.is_dir() and (path / "meta.json").is_file():
         return iter_npy_dir_chunks(path, chunk)
-    if path.is_dir() or path.suffix in (".mcap", ".db3"):
+    if path.is_dir() or suffix in (".mcap", ".db3"):
         return iter_bag_chunks(path, chunk, effort_lag=effort_lag)
     if not path.exists():
         raise DataError(f"input '{path}' does not exist")
@@ -393,10 +394,11 @@ class Recording:
             Missing file or unknown format.
         """
         path = Path(path)
-        if path.suffix == ".npz" or path.is_dir() or path.suffix in (".mcap", ".db3"):
+        suffix = path.suffix.lower()
+        if suffix == ".npz" or path.is_dir() or suffix in (".mcap", ".db3"):
             if not path.exists():
                 raise DataError(f"input '{path}' does not exist")
-            if path.suffix != ".npz" and not (path / "meta.json").is_file():
+            if suffix != ".npz" and not (path / "meta.json").is_file():
                 return cls(lambda: iter_bag_chunks(path, chunk, **kwargs), path)
             return cls(lambda: iter_chunks(path, chunk), path)
         from robot_identification.data import load_dataset
