@@ -142,7 +142,8 @@ class PolynomialApproximation:
         need = self.N + 2 + self.max_derivative
         if L < need:
             raise DataError(f"PA window {self.window} s has {L} sample periods at {self.fs} Hz; "
-                            f"need at least {need} for N={self.N}")
+                            f"need at least {need} for N={self.N}: lengthen the window to "
+                            f">= {need / self.fs:.3g} s")
         self.L = L
         self.window = L / self.fs
         T = self.window
