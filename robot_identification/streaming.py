@@ -70,7 +70,7 @@ def accumulate(model, chunks, bank, *, base=None, decimate=1, velocity_threshold
                  "t_regressor": neq.t_regressor}
 
 
-def identify_streaming(model, chunks, *, bank=None, pa=None, decimate=1, estimator="ols",
+def identify_streaming(model, chunks, *, bank=None, pa=None, decimate=1, estimator=None,
                        velocity_threshold=None, base=None, bounds=None, theta0=None,
                        mrls_options=None, block=CHUNK, log=None):
     """Identify base parameters from a recording streamed in chunks (bounded memory).
@@ -86,9 +86,11 @@ def identify_streaming(model, chunks, *, bank=None, pa=None, decimate=1, estimat
         ``beta`` (3, 3), ``delay``.
     decimate : int
         Regressor on every k-th filtered sample (documented anti-alias decimation).
-    estimator : {'ols', 'wls', 'irls', 'mrls', 'bounded', 'physical'}
-        'mrls': Lomakin & Deutscher Fig. 1 on the summed normal equations (flags in
-        ``result.settings['flags']``); 'bounded': box-constrained LS on ``bounds``.
+    estimator : {'ols', 'wls', 'irls', 'mrls', 'bounded', 'physical'}, optional
+        Default: the robot config's ``identification.estimator`` (``wls`` unless the config
+        says otherwise, as the batch engine). 'mrls': Lomakin & Deutscher Fig. 1 on the summed
+        normal equations (flags in ``result.settings['flags']``); 'bounded': box-constrained
+        LS on ``bounds``.
     velocity_threshold : float, optional
         Default: the robot config's identification setting.
     base : BaseParameters, optional
@@ -112,6 +114,8 @@ def identify_streaming(model, chunks, *, bank=None, pa=None, decimate=1, estimat
     DataError, ExcitationError
     """
     from robot_identification.identification import ESTIMATORS
+    if estimator is None:
+        estimator = model.config.identification.estimator
     if estimator not in ESTIMATORS:
         raise DataError(f"unknown estimator '{estimator}' ({', '.join(ESTIMATORS)})")
     if estimator == "bounded" and bounds is None:

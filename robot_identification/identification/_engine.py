@@ -236,6 +236,29 @@ def reversal_window(fs, cutoff_hz, order, tolerance=SETTLE_TOLERANCE):
     return int(max(half - bad.min(), bad.max() - half + 1)) if bad.size else 0
 
 
+def fir_reversal_window(bank, decimate=1):
+    """Filtered samples on each side of a torque step that a causal FIR bank (polynomial
+    approximation, Lomakin & Deutscher eq. 28-37, or Savitzky-Golay) mixes into its
+    estimates: the output at t - t_d projects the raw samples of [t - T, t], so a Coulomb step
+    at t_r reaches the outputs between t_r - t_d and t_r + T - t_d, while the filtered
+    velocity changes sign near t_r. The window length T (``bank.L`` samples) on each side
+    covers any delay t_d in [0, T].
+
+    Parameters
+    ----------
+    bank : PolynomialApproximation or SavitzkyGolay
+        ``L``: window length [samples].
+    decimate : int
+        Every ``decimate``-th filtered sample is kept.
+
+    Returns
+    -------
+    int
+        Samples of the (decimated) output on each side.
+    """
+    return int(np.ceil(int(bank.L) / int(decimate)))
+
+
 def _concat(chunks):
     from robot_identification.data import Dataset
     if len(chunks) == 1:
@@ -294,7 +317,9 @@ class ReversalWindow:
     velocity stays a step. Where |v| < ``stop`` the joint stops or sticks (stick-slip of a
     slowly driven joint, a hold): its friction is anywhere in [-f_c, f_c], not f_c sign(v),
     and the filter spreads the stick-slip torque transients just as far. With
-    ``drop_reversals`` those friction rows are not used.
+    ``drop_reversals`` those friction rows are not used. A causal FIR bank (polynomial
+    approximation, Savitzky-Golay) mixes the step into the estimates of one window length
+    (:func:`fir_reversal_window`); its rows are marked the same way.
 
     Parameters
     ----------
@@ -461,12 +486,15 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
         raise
     pre = make_preprocessor(model, s, fs, bank=bank,
                             use_measured_derivatives=use_measured_derivatives)
-    # zero-phase filter + Coulomb friction: mark (and drop) rows near velocity reversals
-    # and stops
+    # low-pass filter + Coulomb friction: mark (and drop) rows near velocity reversals and
+    # stops (zero-phase Butterworth: its settling time; FIR banks: their window)
     rev = None
     if pre.name == "butterworth" and s.cutoff_hz is not None:
         window = reversal_window(fs, s.cutoff_hz, s.filter_order)
         rev = ReversalWindow(model, int(np.ceil(window / s.decimate)), s.stop_velocity)
+    elif pre.name != "butterworth":
+        rev = ReversalWindow(model, fir_reversal_window(pre.bank, s.decimate),
+                             s.stop_velocity)
     drop = bool(s.drop_reversals) and "coulomb" in model.drive_parameter_keys()
 
     def take(states):
