@@ -62,11 +62,19 @@ def load_estimates(path, model, base=None):
     from robot_identification.report import read_results
     path = Path(path)
     doc = read_results(path, model.config.name)
-    names = [e["name"] for e in doc["base_parameters"]]
+    from robot_identification.model import current_parameter_name
+    names = [current_parameter_name(e["name"]) for e in doc["base_parameters"]]  # fv -> viscous
     base = base or base_parameters(model)
     if list(base.names) != names:
+        extra = [n for n in names if n not in base.names][:3]
+        lack = [n for n in base.names if n not in names][:3]
+        diff = (f"the file has {extra} the model lacks" if extra else "") + \
+            ("; " if extra and lack else "") + \
+            (f"the model has {lack} the file lacks" if lack else "") or \
+            "the same names in another order"
         raise DataError(f"base parameters of '{path}' do not match robot "
-                        f"'{model.config.name}' (different model or friction settings)")
+                        f"'{model.config.name}' (different model or friction settings): "
+                        f"{diff}")
     models = {"nominal": base.base_values(model.nominal_parameters())}
     ests = doc.get("estimates") or {}
     if ests:

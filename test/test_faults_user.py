@@ -271,12 +271,17 @@ ARGS = [
 ]
 
 
-@pytest.mark.parametrize("argv,message", ARGS, ids=[" ".join(a[0][:3]) for a in ARGS])
-def test_non_finite_options_are_refused(run, tmp_path, capsys, argv, message):
+def _results(run):
     if not (run / "results.yaml").exists():
         assert cli.main(["identify", "--robot", "szabo_3dof", "--data", str(run / "run.npz"),
                          "--output", str(run / "results.yaml"), "--no-physical",
                          "--quiet"]) == 0
+    return run / "results.yaml"
+
+
+@pytest.mark.parametrize("argv,message", ARGS, ids=[" ".join(a[0][:3]) for a in ARGS])
+def test_non_finite_options_are_refused(run, tmp_path, capsys, argv, message):
+    _results(run)
     argv = [a.replace("{d}", str(run)) for a in argv]
     rc, err = run_cli(argv[:1] + ["--robot", "szabo_3dof", "--data", run / "run.npz",
                                   "--output", tmp_path / "o" / "r.yaml", "--quiet"] + argv[1:],
@@ -353,3 +358,20 @@ def test_file_names_of_other_tools(run, tmp_path, capsys):
     rc, err = run_cli(["simulate", "--config", REPO / "urdf" / "szabo_3dof.urdf", "--output",
                        tmp_path / "o" / "x.npz"], capsys, tmp_path / "csvs")
     assert_one_line(rc, err, "szabo_3dof.urdf' is XML, not YAML")
+
+
+def test_results_of_an_older_version_and_of_another_model(run, tmp_path, capsys):
+    """Drive keys of earlier versions (joint1.fv) are read as today's; a base parameter the
+    model does not have is named."""
+    text = _results(run).read_text()
+    assert "joint1.viscous" in text
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "old.yaml").write_text(text.replace("joint1.viscous", "joint1.fv"))
+    (tmp_path / "in" / "other.yaml").write_text(text.replace("joint1.viscous", "joint1.fx"))
+    argv = ["validate", "--robot", "szabo_3dof", "--data", run / "run.npz", "--quiet"]
+    rc, err = run_cli(argv + ["--results", tmp_path / "in" / "old.yaml", "--output",
+                              tmp_path / "v.yaml"], capsys, tmp_path / "in")
+    assert rc == 0, err
+    rc, err = run_cli(argv + ["--results", tmp_path / "in" / "other.yaml", "--output",
+                              tmp_path / "w.yaml"], capsys, tmp_path / "in")
+    assert_one_line(rc, err, "other.yaml", "the file has ['joint1.fx'] the model lacks")

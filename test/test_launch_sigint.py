@@ -82,7 +82,10 @@ def test_ctrl_c_ends_the_launch_cleanly(tmp_path):
             ex.spin_once(timeout_sec=0.1)
         assert call(ex, node, "/recorder/stop").success
         identified = call(ex, node, "/identifier/identify")
-        assert identified.success, identified.message
+        log.flush()   # a failure shows what the nodes said (e.g. an excitation cut short)
+        assert identified.success, identified.message + "\n" + "".join(
+            line for line in (tmp_path / "launch.log").read_text().splitlines(True)
+            if "[identifier]" not in line)[-3000:]
         before = snapshot(data)
         assert any(p.name.endswith("_results.yaml") for p in before)
         started = call(ex, node, "/recorder/start")        # still recording at Ctrl-C

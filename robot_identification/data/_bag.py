@@ -516,11 +516,11 @@ def iter_bag_chunks(path, chunk: int = 200_000, *, joint_topic=None, motor_topic
     pend = {jt: {}, mt: {}}
     rows = []
 
-    def convert(m):
+    def convert(m, topic):
         names = list(m.name)
         if state["names"] is None:
             state["names"] = names
-        if set(names).isdisjoint(state["names"]):
+        if topic == jt and set(names).isdisjoint(state["names"]):
             return "other", None                 # another publisher (a gripper) on the topic
         idx = _name_index(names, state["names"], path)
         pos = np.asarray(m.position, dtype=float)
@@ -586,7 +586,7 @@ def iter_bag_chunks(path, chunk: int = 200_000, *, joint_topic=None, motor_topic
             continue
         m = decode(store, raw, msgtype, path, topic, t_ns)
         ts = m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec
-        pos, eff = convert(m)
+        pos, eff = convert(m, topic)
         if isinstance(pos, str):
             state["other"] = state.get("other", 0) + 1
             continue
@@ -615,7 +615,9 @@ def iter_bag_chunks(path, chunk: int = 200_000, *, joint_topic=None, motor_topic
                 yield out
     if state["t0"] is None:
         raise DataError(f"bag '{path}' has no messages on '{jt}'"
-                        + (f" paired with '{mt}'" if state["elastic"] else ""))
+                        + (f" paired with '{mt}' (streaming pairs messages of equal header "
+                           f"stamps; read a bag whose topics are stamped apart whole, with "
+                           f"identify)" if state["elastic"] else ""))
     state["unpaired"] += sum(len(v) for v in pend.values())
     out = emit(final=True)
     if out is not None:

@@ -23,6 +23,7 @@ Processing order (each step is recorded in ``Dataset.metadata``):
 """
 from __future__ import annotations
 
+import math
 import warnings
 from pathlib import Path
 
@@ -147,7 +148,7 @@ def _parse(path, delimiter, n_columns, needed=None):
 
     Only the ``needed`` columns (0-based; default all) must be numbers and finite; the others
     may hold anything (text, empty fields of a trailing delimiter, NaN). Fields may be quoted.
-    Unparsed columns are NaN in the returned rows.
+    Returns the rows as an (N, n_columns) array (unparsed columns NaN; ``[]`` without rows).
     """
     rows, lines, bad = [], [], []
     text = _read_text(path)
@@ -174,13 +175,16 @@ def _parse(path, delimiter, n_columns, needed=None):
             continue
         if n_columns is None:
             n_columns = len(fields)
-        if not all(np.isfinite(vals)):
+        if not all(map(math.isfinite, vals)):
             bad.append((lineno, "NaN/inf field"))
             continue
-        row = np.full(n_columns, np.nan)
-        row[list(cols)] = vals
-        rows.append(row)
+        rows.append(vals)
         lines.append(lineno)
+    if rows:
+        cols = list(range(n_columns) if needed is None else needed)
+        data = np.full((len(rows), n_columns), np.nan)
+        data[:, cols] = np.array(rows)
+        rows = data
     return rows, lines, bad, n_columns
 
 
@@ -294,7 +298,7 @@ def read_csv(path, *, preset=None, time=None, position=None, velocity=None, torq
     if opts.get("n_columns") is not None:             # a declared layout: check it first
         _columns([c + 1 for c in needed], len(needed), "column mapping", opts["n_columns"])
     rows, lines, bad, n_fields = _parse(path, opts["delimiter"], opts.get("n_columns"), needed)
-    if not rows:
+    if not len(rows):
         raise DataError(f"CSV '{path}' holds no numeric data rows"
                         + (f" ({len(bad)} malformed; first: line {bad[0][0]}: {bad[0][1]})"
                            if bad else ""))

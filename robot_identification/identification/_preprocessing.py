@@ -82,7 +82,8 @@ class _UniformClock:
 
 
 def _chunk_arrays(model, ds, use_measured):
-    """Raw arrays of a chunk, joints in model order, checked for finiteness."""
+    """Raw arrays of a chunk, joints in model order, checked for finiteness (and measured
+    velocities against the positions, :meth:`Dataset.check_velocities`)."""
     ds = ds.select_joints(model.joint_names)
     elastic = model.config.elastic
     if elastic and ds.theta is None:
@@ -104,6 +105,8 @@ def _chunk_arrays(model, ds, use_measured):
                             f"value (NaN/inf) at t = {out['t'][i]:.6g} s, joint "
                             f"'{ds.joint_names[j]}'")
         out[k] = v
+    if use_measured and ds.dq is not None:
+        ds.check_velocities()          # a driver's field of zeros, deg/s: named, not fitted
     return out
 
 
