@@ -48,9 +48,11 @@ def _settings(model, decimate, velocity_threshold):
 
 
 def accumulate(model, chunks, bank, *, base=None, decimate=1, velocity_threshold=0.0,
-               block=CHUNK, log=None):
+               block=CHUNK, log=None, drop_reversals=None):
     """Normal equations of one recording streamed through the FIR ``bank``
-    (:func:`recording_normal_equations` with that bank).
+    (:func:`recording_normal_equations` with that bank). ``drop_reversals``: drop the
+    friction rows within one window of a velocity reversal or stop (default: the robot
+    config's setting).
 
     Returns
     -------
@@ -63,8 +65,10 @@ def accumulate(model, chunks, bank, *, base=None, decimate=1, velocity_threshold
     DataError
         Non-uniform sampling, NaN, wrong joints, no full window.
     """
-    neq = recording_normal_equations(model, Recording.from_chunks(chunks),
-                                     _settings(model, decimate, velocity_threshold or 0.0),
+    s = _settings(model, decimate, velocity_threshold or 0.0)
+    if drop_reversals is not None:
+        s = replace(s, drop_reversals=bool(drop_reversals))
+    neq = recording_normal_equations(model, Recording.from_chunks(chunks), s,
                                      base=base, block=block, bank=bank, log=log)
     return neq, {"n_input": neq.n_input, "n_samples": neq.n_samples,
                  "t_regressor": neq.t_regressor}
@@ -138,7 +142,8 @@ def identify_streaming(model, chunks, *, bank=None, pa=None, decimate=1, estimat
 
 def prediction_rms(model, chunks, values, bank, *, base=None, decimate=1, velocity_threshold=0.0):
     """RMS torque-prediction error per row group of base parameters ``values`` on (held-out)
-    data, filtered by the same FIR bank, streamed.
+    data, filtered by the same FIR bank, streamed; every row with |velocity| >=
+    ``velocity_threshold`` counts (rows near reversals and stops too: a prediction metric).
 
     Returns
     -------
@@ -146,7 +151,7 @@ def prediction_rms(model, chunks, values, bank, *, base=None, decimate=1, veloci
         sqrt(mean((tau* - Y_B* values)^2)) per joint (rigid) or link/motor row (elastic).
     """
     neq, _ = accumulate(model, chunks, bank, base=base, decimate=decimate,
-                        velocity_threshold=velocity_threshold)
+                        velocity_threshold=velocity_threshold, drop_reversals=False)
     return np.sqrt(neq.residual_sums(np.asarray(values, dtype=float)) / np.maximum(neq.count, 1))
 
 
