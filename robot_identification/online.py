@@ -14,9 +14,10 @@ velocities: the filters differentiate positions) and is no longer than the setti
 Friction at rest: as in the batch engine, the friction rows whose filter window holds a
 velocity reversal or a stop of the joint (|filtered v| < ``stop_velocity``) are dropped
 (``drop_reversals``, :class:`~robot_identification.identification.ReversalWindow` with
-:func:`~robot_identification.identification.fir_reversal_window`): the filtered samples of one
-window length are held back until the samples after them have arrived (:meth:`finish` at the
-end of a recording), and the fraction is reported (``reversal_fraction``).
+:func:`~robot_identification.identification.fir_reversal_window`): the last t_d (filter
+delay) of filtered samples are held back until the samples after them have arrived
+(:meth:`finish` at the end of a recording), and the fraction is reported
+(``reversal_fraction``).
 
 Automatic settings (``cutoff_hz``/``friction_deadband: auto``, the defaults of a robot config
 without an ``identification`` section) are resolved as the batch engine resolves them
@@ -305,8 +306,9 @@ class OnlineIdentification:
         if out is None:
             return 0
         if self.rev is None:
-            self.rev = ReversalWindow(self.model, fir_reversal_window(self.bank, self.decimate),
-                                      self.settings.stop_velocity)
+            before, after = fir_reversal_window(self.bank, self.decimate)
+            self.rev = ReversalWindow(self.model, before, self.settings.stop_velocity,
+                                      ahead=after)
         return self._equations(self.rev.push(out[0]))
 
     def _equations(self, st):
@@ -390,7 +392,7 @@ class OnlineIdentification:
                                 f" samples for the automatic settings ({self.held} so far)")
             raise DataError(f"no equations yet: {self.n_input} samples pushed, the filter "
                             f"needs {self.bank.L + 1} and the reversal window "
-                            f"{fir_reversal_window(self.bank, self.decimate)} more (or "
+                            f"{fir_reversal_window(self.bank, self.decimate)[1]} more (or "
                             f"finish())")
         r = self.mrls.result()
         est = estimate_from(self.neq, r.values, r.K_inv, "mrls", flags=r.flags)
@@ -420,8 +422,8 @@ class OnlineIdentification:
                       "preprocessing": "polynomial", "drop_reversals": self.drop_reversals,
                       "stop_velocity": [float(v) for v in np.broadcast_to(
                           self.settings.stop_velocity, (self.model.n,))],
-                      "reversal_window_s": round(fir_reversal_window(self.bank, self.decimate)
-                                                 * self.decimate / self.fs, 6),
+                      "reversal_window_s": round(max(fir_reversal_window(
+                          self.bank, self.decimate)) * self.decimate / self.fs, 6),
                       "reversal_fraction": round(int(self.neq.reversal_counts[0])
                                                  / max(int(self.neq.reversal_counts[1]), 1), 4),
                       "auto_samples": self.auto_samples,

@@ -228,7 +228,8 @@ def test_pa_product_regressor_noise_free(rigid):
     Y, dqh = pa_product_regressor(rigid, ds.q, bank)
     res = identify_streaming(rigid, [ds], bank=bank, velocity_threshold=0.1)
     # the same friction rows as the streaming path: none within T of a reversal or stop
-    rev = ReversalWindow(rigid, fir_reversal_window(bank), res.settings["stop_velocity"])
+    before, after = fir_reversal_window(bank)
+    rev = ReversalWindow(rigid, before, res.settings["stop_velocity"], ahead=after)
     near = np.concatenate([part["near_reversal"] for part in (
         rev.push({"dq": dqh}), rev.finish()) if part is not None])
     neq = NormalEquations(len(base), 2)

@@ -17,9 +17,10 @@ resolves them, on the first ``settings_window`` seconds of samples (held back un
 until no sample has arrived for ``idle_timeout`` s of steady time: a short replay), logged once
 and reported in the ``automatic_settings`` diagnostic of every estimate
 (:class:`~robot_identification.online.OnlineIdentification`). Friction rows within one filter
-window of a velocity reversal or stop are dropped as by the batch engine; the last window of
-filtered samples waits for its successors, or for ``idle_timeout`` s without a sample (the
-stream paused or ended: they are added, the filters restart with the next sample).
+window of a velocity reversal or stop are dropped as by the batch engine; the last t_d (filter
+delay) of filtered samples waits for its successors, or for ``idle_timeout`` s without a
+sample (the stream paused or ended: they are added, the filters restart with the next
+sample).
 """
 from __future__ import annotations
 
