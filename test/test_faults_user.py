@@ -68,6 +68,9 @@ READ = [  # (label, bytes of the file from the rows)
     ("quoted fields", lambda r: "\n".join(",".join(f'"{f}"' for f in x.split(","))
                                           for x in r).encode()),
     ("CRLF and header", lambda r: ("t,q1,q2,q3,u1,u2,u3\r\n" + "\r\n".join(r)).encode()),
+    ("text column", lambda r: "\n".join(x + ",RUNNING" for x in r).encode()),
+    ("semicolons and decimal commas", lambda r: "\n".join(
+        x.replace(",", ";").replace(".", ",") for x in r).encode()),
 ]
 
 
@@ -76,7 +79,8 @@ def test_csv_dialects_are_read_whole(run, tmp_path, label, make):
     rows = _rows(run)
     (tmp_path / "x.csv").write_bytes(make(rows))
     from robot_identification.model import load_robot
-    ds = load_dataset(tmp_path / "x.csv", model=load_robot(config=run / "robot.yaml"))
+    ds = load_dataset(tmp_path / "x.csv", model=load_robot(config=run / "robot.yaml"),
+                      **({"delimiter": ";"} if "semicolons" in label else {}))
     assert ds.n_samples == len(rows) and not ds.metadata["malformed_rows"]
     ref = np.loadtxt(rows, delimiter=",")
     np.testing.assert_allclose(ds.q, ref[:, 1:4])

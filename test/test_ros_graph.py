@@ -196,3 +196,31 @@ def test_recorder_sigkill_keeps_flushed_data(client, tmp_path):
     assert ds.n_samples > 100
     # nothing lost before the last flush: consecutive simulation periods
     np.testing.assert_allclose(np.diff(ds.t), 1.0 / RATE, atol=1e-9)
+
+
+@pytest.mark.parametrize("client", [136], indirect=True)
+def test_free_running_node_exits_cleanly_on_ctrl_c(client, tmp_path):
+    """SIGINT shuts the context down from rclpy's signal handler, possibly while a 1 kHz wall
+    timer callback publishes: that 'context is invalid' RCLError used to end the process with
+    a traceback and exit code 1. Ctrl-C in a terminal, then the one ros2 launch forwards."""
+    from sensor_msgs.msg import JointState
+    seen = []
+    client.create_subscription(JointState, "/joint_states", lambda m: seen.append(1), 10)
+    for k, gap in enumerate((0.0, 0.02, 0.2)):
+        g = Graph(client.domain_id, tmp_path)
+        g.start("simulated_robot", robot="puma560", lockstep=False, rate_hz=1000.0)
+        try:
+            seen.clear()
+            end = time.monotonic() + 60.0
+            while len(seen) < 200:                       # running: publishing at 1 kHz
+                assert time.monotonic() < end, g.log("simulated_robot")
+                client.executor_.spin_once(timeout_sec=0.05)
+            p = g.procs["simulated_robot"]
+            p.send_signal(signal.SIGINT)
+            time.sleep(gap)           # not an await: the second Ctrl-C's delay is the case
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+            assert p.wait(timeout=30) == 0, g.log("simulated_robot")
+            assert "Traceback" not in g.log("simulated_robot"), g.log("simulated_robot")
+        finally:
+            g.close()

@@ -147,10 +147,13 @@ def _parse(path, delimiter, n_columns, needed=None):
     """Numeric rows of a CSV file and the list of malformed (line, reason).
 
     Only the ``needed`` columns (0-based; default all) must be numbers and finite; the others
-    may hold anything (text, empty fields of a trailing delimiter, NaN). Fields may be quoted.
+    may hold anything (text, empty fields of a trailing delimiter, NaN). Fields may be quoted;
+    with a delimiter other than ``,`` a comma is a decimal comma (``0,25;1,5``).
     Returns the rows as an (N, n_columns) array (unparsed columns NaN; ``[]`` without rows).
     """
     rows, lines, bad = [], [], []
+    # a delimiter other than ',' (';' of European spreadsheets): a comma is a decimal comma
+    decimal = str.maketrans(",", ".") if delimiter != "," else {}
     text = _read_text(path)
     first_line = None
     for lineno, line in enumerate(text.splitlines(), start=1):
@@ -165,7 +168,8 @@ def _parse(path, delimiter, n_columns, needed=None):
             bad.append((lineno, f"{len(fields)} fields, expected {n_columns}"))
             continue
         try:
-            vals = [float(fields[c].strip().strip('"').strip("'")) for c in cols]
+            vals = [float(fields[c].strip().strip('"').strip("'").translate(decimal))
+                    for c in cols]
         except (ValueError, IndexError) as exc:
             if not rows and not bad and lineno == first_line:
                 continue                                  # header line

@@ -155,6 +155,9 @@ def main_for(node_cls, args=None):
     in a terminal Ctrl-C reaches every process of the group and ``ros2 launch`` forwards it
     once more; that second SIGINT used to end the process with exit code -2 (during the
     shutdown, e.g. of a recorder closing its bag, or during the interpreter's clean-up).
+    rclpy's SIGINT handler shuts the context down at once, so a callback running at that
+    moment (a 1 kHz timer publishing) fails with 'context is invalid': once stopping, such
+    an error ends the loop quietly. A failing ``shutdown()`` prints one line and exits 1.
     """
     import argparse
     import signal
@@ -165,7 +168,7 @@ def main_for(node_cls, args=None):
     parser = argparse.ArgumentParser(prog=node_cls.__name__)
     parser.add_argument("--executor", choices=("single", "events"), default="single")
     options = parser.parse_args(remove_ros_args(args=argv)[1:])
-    stopping = []
+    stopping, failed = [], []
     # installed before rclpy.init, whose handler shuts the context down and then calls this one
     signal.signal(signal.SIGINT, lambda signum, frame: stopping.append(signum))
     try:
@@ -186,11 +189,26 @@ def main_for(node_cls, args=None):
             executor.add_node(node)
             try:
                 while rclpy.ok() and not stopping:     # returns regularly: signals handled
-                    executor.spin_once(timeout_sec=0.2)
+                    try:
+                        executor.spin_once(timeout_sec=0.2)
+                    except Exception:
+                        # SIGINT shuts the context down from the signal handler, possibly
+                        # while a callback publishes: that RCLError ('context is invalid')
+                        # is the end of the run, not an error
+                        if rclpy.ok() and not stopping:
+                            raise
             finally:
                 if hasattr(node, "shutdown"):
-                    node.shutdown()
+                    try:
+                        node.shutdown()
+                    except Exception as exc:        # one line, never a traceback
+                        text = " ".join(str(exc).split()) or type(exc).__name__
+                        print(f"{node_cls.__name__}: error during shutdown: {text}",
+                              file=sys.stderr)
+                        failed.append(exc)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:                # exiting: a late SIGINT must not kill the interpreter's clean-up
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if failed:
+        sys.exit(1)
