@@ -379,3 +379,11 @@ def test_results_of_an_older_version_and_of_another_model(run, tmp_path, capsys)
     rc, err = run_cli(argv + ["--results", tmp_path / "in" / "other.yaml", "--output",
                               tmp_path / "w.yaml"], capsys, tmp_path / "in")
     assert_one_line(rc, err, "other.yaml", "the file has ['joint1.fx'] the model lacks")
+
+
+def test_empty_mcap_file_is_named(tmp_path, capsys):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "run.mcap").write_bytes(b"")
+    rc, err = run_cli(["identify", "--robot", "szabo_3dof", "--data", tmp_path / "in" / "run.mcap",
+                       "--output", tmp_path / "r.yaml"], capsys, tmp_path / "in")
+    assert_one_line(rc, err, "run.mcap' is empty (0 bytes)")

@@ -73,6 +73,8 @@ def _iter_bag(path: Path, topics):
     """
     from rosbags.rosbag2 import Reader
     files = sorted(path.glob("*.mcap")) if path.is_dir() else [path]
+    if path.is_file() and path.stat().st_size == 0:
+        raise DataError(f"'{path}' is empty (0 bytes): the recording never wrote a message")
     if path.is_dir() and not (path / "metadata.yaml").exists() and not files:
         inside = sorted(p.name for p in path.iterdir() if p.suffix.lower() in (".csv", ".npz"))
         hint = (f"; it holds {inside[:3]}{' ...' if len(inside) > 3 else ''}: give the files "
