@@ -466,41 +466,55 @@ def near_reversal(velocity, window):
 
 
 def check_coulomb_smear(cutoff_hz, velocity_threshold, parameter_kinds, reversal_fraction,
-                        dropped=False, window_s=None):
+                        dropped=False, window_s=None, fir=None):
     """``coulomb_filter_smear``: sign-based friction, a low-pass filter and rows near velocity
     reversals or stops. The zero-phase filter spreads the Coulomb step of the measured torque
     over ``window_s`` (its 5 % settling time, about 0.6 / f_c) on each side of a reversal
-    while sign(v) of the filtered velocity stays a step, and at a stop the friction is
-    anywhere in [-f_c, f_c]: those rows contradict the model (a bias no amount of data
-    removes). Reported when more than 5 % of the used rows lie within that window (warning).
+    while sign(v) of the filtered velocity stays a step; a causal FIR bank (polynomial
+    approximation, Lomakin & Deutscher eq. 28-37; Savitzky-Golay) mixes it into the
+    estimates of its window length T. At a stop the friction is anywhere in [-f_c, f_c]:
+    those rows contradict the model (a bias no amount of data removes). Reported when more
+    than 5 % of the used rows lie within that window (warning).
 
     Parameters
     ----------
+    cutoff_hz : float or None
+        Butterworth cut-off [Hz]; None with ``fir``: an FIR bank, else no filter (nothing to
+        report).
     reversal_fraction : float
         Fraction of the used friction rows within ``window_s`` of a velocity sign change or
         a stop.
     dropped : bool
         Those rows were dropped (``identification.drop_reversals``): info only.
     window_s : float, optional
-        [s]; default 1 / (2 f_c).
+        [s]; default 1 / (2 f_c) (FIR: needed).
+    fir : str, optional
+        Name of the FIR pre-processing (``polynomial``, ``savgol``) when ``cutoff_hz`` is None.
     """
-    if cutoff_hz is None or not any(k in _SIGN_FRICTION for k in parameter_kinds):
+    if not any(k in _SIGN_FRICTION for k in parameter_kinds):
+        return []
+    if cutoff_hz is None and (fir is None or window_s is None):
         return []
     if reversal_fraction <= 0.05:
         return []
     ms = 1e3 * (window_s if window_s is not None else 1.0 / (2 * cutoff_hz))
+    what = (f"{cutoff_hz:g} Hz filter" if cutoff_hz is not None
+            else f"{fir} filter bank (window {ms:.0f} ms)")
     if dropped:
         return [Diagnostic("samples_dropped", "info",
                            f"{100 * reversal_fraction:.0f} % of the friction rows lie within "
                            f"{ms:.0f} ms of a velocity reversal or stop, where the "
-                           f"{cutoff_hz:g} Hz filter smears the Coulomb step: dropped",
+                           f"{what} smears the Coulomb step: dropped",
                            "drop_reversals")]
+    fix = ("raise the cut-off" if cutoff_hz is not None
+           else "set drop_reversals: true, shorten the window")
     return [Diagnostic("coulomb_filter_smear", "warning",
                        f"{100 * reversal_fraction:.0f} % of the friction rows lie within "
                        f"{ms:.0f} ms of a velocity reversal or stop, where the "
-                       f"{cutoff_hz:g} Hz filter smears the Coulomb step of the torque: raise "
-                       f"velocity_threshold (now {velocity_threshold or 0:g} rad/s), raise the "
-                       f"cut-off or use the static (smooth) friction model", "cutoff_hz")]
+                       f"{what} smears the Coulomb step of the torque: raise "
+                       f"velocity_threshold (now {velocity_threshold or 0:g} rad/s), {fix} "
+                       f"or use the static (smooth) friction model",
+                       "cutoff_hz" if cutoff_hz is not None else "drop_reversals")]
 
 
 def check_cutoff(cutoff_hz, sample_rate, band_hz, signal_hz=None):
@@ -845,7 +859,9 @@ def collect_diagnostics(model, result, recordings=()):
     if "reversal_fraction" in s:
         out += check_coulomb_smear(s.get("cutoff_hz"), s.get("velocity_threshold"), kinds,
                                    s["reversal_fraction"], bool(s.get("drop_reversals")),
-                                   s.get("reversal_window_s"))
+                                   s.get("reversal_window_s"),
+                                   fir=s.get("preprocessing") if s.get("preprocessing")
+                                   in ("polynomial", "savgol") else None)
     out += check_velocity_threshold(s.get("velocity_threshold"), s.get("friction_deadband"),
                                     kinds)
     if neq is not None and s.get("velocity_threshold"):

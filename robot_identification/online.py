@@ -11,7 +11,13 @@ dependent). Fed the samples of a recording in any pieces, the estimate equals
 recording (to rounding) when the recording holds positions and torques only (no measured
 velocities: the filters differentiate positions) and is no longer than the settings window
 (below), or when the config's settings are not automatic.
-Not applied here: reversal dropping (the batch engine applies it to its Butterworth filter).
+Friction at rest: as in the batch engine, the friction rows whose filter window holds a
+velocity reversal or a stop of the joint (|filtered v| < ``stop_velocity``) are dropped
+(``drop_reversals``, :class:`~robot_identification.identification.ReversalWindow` with
+:func:`~robot_identification.identification.fir_reversal_window`): the last t_d (filter
+delay) of filtered samples are held back until the samples after them have arrived
+(:meth:`finish` at the end of a recording), and the fraction is reported
+(``reversal_fraction``).
 
 Automatic settings (``cutoff_hz``/``friction_deadband: auto``, the defaults of a robot config
 without an ``identification`` section) are resolved as the batch engine resolves them
@@ -21,9 +27,9 @@ without an ``identification`` section) are resolved as the batch engine resolves
 (or :meth:`OnlineIdentification.resolve` is called, e.g. when the stream pauses), then fed
 to the filters; nothing is dropped. The resolved values are in ``settings`` and the
 ``automatic_settings`` diagnostic of every estimate. On line the polynomial-approximation
-filters are used, so of the two only the Coulomb sign deadband enters the equations (the
-cut-off scales the velocity noise left after filtering, as in the batch engine): a model
-without sign-based (Coulomb) friction holds nothing back.
+filters are used, so of the three only the Coulomb sign deadband and the stop velocity enter
+the equations (the cut-off scales the velocity noise left after filtering, as in the batch
+engine): a model without sign-based (Coulomb) friction holds nothing back.
 
 A gap in the samples (a lost message: a step more than ``gap_tolerance`` sample periods off)
 restarts the filters: the equations of the samples on both sides are kept (they are
@@ -41,8 +47,9 @@ from robot_identification.errors import DataError
 from robot_identification.estimation import MRLS, NormalEquations
 from robot_identification.identifiability import base_parameters
 from robot_identification.identification import (
-    FIRStates, IdentificationResult, accumulate_states, estimate_from, make_bank,
-    needs_resolving, recording_summaries, resolve_settings, row_labels)
+    FIRStates, IdentificationResult, ReversalWindow, accumulate_states, estimate_from,
+    fir_reversal_window, make_bank, needs_resolving, recording_summaries, resolve_settings,
+    row_labels)
 
 #: Default length [s] of the first window of samples the automatic settings are measured on.
 SETTINGS_WINDOW = 5.0
@@ -119,7 +126,8 @@ class OnlineIdentification:
             # only the Coulomb deadband enters the on-line equations: without sign-based
             # friction there is nothing to measure and no sample is held back
             sign = any(k in ("coulomb", "fc") for k in model.drive_parameter_keys())
-            automatic = isinstance(self.requested.friction_deadband, str) and sign
+            automatic = sign and (isinstance(self.requested.friction_deadband, str)
+                                  or isinstance(self.requested.stop_velocity, str))
             self.settings = None if automatic else resolve_settings(model, self.requested, [])
         self.window_samples = max(int(round(settings_window * self.fs)), 20)
         self.auto_samples = 0       # samples the automatic settings were measured on
@@ -127,6 +135,9 @@ class OnlineIdentification:
         self._summaries = []        # recording_summary of the first window ('auto' only)
         self._auto = []             # the automatic_settings diagnostic
         self.fir = FIRStates(model, self.bank, self.decimate)
+        self.rev = None             # ReversalWindow of the current filter run
+        self.drop_reversals = bool(settings.drop_reversals) and (
+            "coulomb" in model.drive_parameter_keys())
         self.n_input = 0            # samples fed to the filters
         self.n_samples = 0          # filtered samples in the equations
         self.gaps = 0
@@ -233,6 +244,9 @@ class OnlineIdentification:
             dead = np.broadcast_to(s.friction_deadband, (self.model.n,))
             parts.append("friction_deadband [" + ", ".join(f"{v:.3g}" for v in dead)
                          + "] rad/s")
+        if isinstance(r.stop_velocity, str):
+            stop = np.broadcast_to(s.stop_velocity, (self.model.n,))
+            parts.append("stop_velocity [" + ", ".join(f"{v:.3g}" for v in stop) + "] rad/s")
         if r.cutoff_hz == "auto":
             parts.append(f"cutoff_hz {s.cutoff_hz} Hz (the deadband's noise measure; "
                          f"on line the polynomial-approximation filters are used)")
@@ -281,6 +295,7 @@ class OnlineIdentification:
             if c > start:
                 yield slice(start, c)
             self.gaps += 1
+            self._flush()
             self.fir = FIRStates(self.model, self.bank, self.decimate)
             start = c
         yield slice(start, t.size)
@@ -290,7 +305,15 @@ class OnlineIdentification:
         out = self.fir.push(ds)
         if out is None:
             return 0
-        st, _ = out
+        if self.rev is None:
+            before, after = fir_reversal_window(self.bank, self.decimate)
+            self.rev = ReversalWindow(self.model, before, self.settings.stop_velocity,
+                                      ahead=after)
+        return self._equations(self.rev.push(out[0]))
+
+    def _equations(self, st):
+        if st is None:
+            return 0
         m = st["q"].shape[0]
 
         def update(W, y, mask):          # MRLS: one update per pushed block
@@ -298,9 +321,39 @@ class OnlineIdentification:
                 W, y = W * mask[:, :, None], y * mask
             self.mrls.update(W, y)
         accumulate_states(self.model, self.base, self.neq, st, self.settings,
-                          block=max(m, 1), on_block=update)
+                          block=max(m, 1), drop_reversals=self.drop_reversals,
+                          on_block=update)
         self.n_samples += m
         return m
+
+    def _flush(self):
+        rev, self.rev = self.rev, None
+        return 0 if rev is None else self._equations(rev.finish())
+
+    @property
+    def pending(self):
+        """Filtered samples held back for the reversal window (enter with later samples or
+        :meth:`finish`)."""
+        return 0 if self.rev is None else int(self.rev.flips.shape[0])
+
+    def finish(self):
+        """End of a recording: resolve pending automatic settings (:meth:`resolve`) and add
+        the filtered samples held back for the reversal window (their successors will not
+        come). Samples pushed afterwards start the filters afresh, as after a gap (not
+        counted). Fed a whole recording and finished, the estimate is
+        :func:`~robot_identification.streaming.identify_streaming`'s ``mrls`` estimate.
+
+        Returns
+        -------
+        int
+            Filtered samples added to the equations.
+        """
+        added = self.resolve()
+        added += self._flush()
+        self.fir = FIRStates(self.model, self.bank, self.decimate)
+        self.t_last = None
+        self._carry = None
+        return added
 
     def estimate(self, true_values=None):
         """The current estimate.
@@ -316,7 +369,9 @@ class OnlineIdentification:
         IdentificationResult
             Method ``mrls``; ``settings['flags']`` (1 identified, 0 not excited, -1 linearly
             dependent), standard deviations NaN for parameters not identified, ``gaps``,
-            ``n_input``, ``friction_deadband`` (per joint [rad/s]), ``auto_samples`` (samples
+            ``n_input``, ``friction_deadband`` and ``stop_velocity`` (per joint [rad/s]),
+            ``reversal_fraction`` (of the friction rows near a reversal or stop; dropped
+            with ``drop_reversals``), ``auto_samples`` (samples
             'auto' was measured on; 0: nothing automatic). Diagnostics: ``automatic_settings``
             (info, the resolved values), the batch engine's checks
             (:func:`~robot_identification.diagnostics.collect_diagnostics`: condition, signs,
@@ -336,7 +391,9 @@ class OnlineIdentification:
                 raise DataError(f"no equations yet: collecting the first {self.window_samples}"
                                 f" samples for the automatic settings ({self.held} so far)")
             raise DataError(f"no equations yet: {self.n_input} samples pushed, the filter "
-                            f"needs {self.bank.L + 1}")
+                            f"needs {self.bank.L + 1} and the reversal window "
+                            f"{fir_reversal_window(self.bank, self.decimate)[1]} more (or "
+                            f"finish())")
         r = self.mrls.result()
         est = estimate_from(self.neq, r.values, r.K_inv, "mrls", flags=r.flags)
         b = self.bank
@@ -362,6 +419,13 @@ class OnlineIdentification:
                       "decimate": self.decimate, "velocity_threshold": self.threshold,
                       "friction_deadband": [float(v) for v in np.broadcast_to(
                           self.settings.friction_deadband, (self.model.n,))],
+                      "preprocessing": "polynomial", "drop_reversals": self.drop_reversals,
+                      "stop_velocity": [float(v) for v in np.broadcast_to(
+                          self.settings.stop_velocity, (self.model.n,))],
+                      "reversal_window_s": round(max(fir_reversal_window(
+                          self.bank, self.decimate)) * self.decimate / self.fs, 6),
+                      "reversal_fraction": round(int(self.neq.reversal_counts[0])
+                                                 / max(int(self.neq.reversal_counts[1]), 1), 4),
                       "auto_samples": self.auto_samples,
                       "gaps": self.gaps, "n_input": self.n_input},
             units=[self.model.layout.units[i] for i in self.base.independent],

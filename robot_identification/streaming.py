@@ -48,9 +48,11 @@ def _settings(model, decimate, velocity_threshold):
 
 
 def accumulate(model, chunks, bank, *, base=None, decimate=1, velocity_threshold=0.0,
-               block=CHUNK, log=None):
+               block=CHUNK, log=None, drop_reversals=None):
     """Normal equations of one recording streamed through the FIR ``bank``
-    (:func:`recording_normal_equations` with that bank).
+    (:func:`recording_normal_equations` with that bank). ``drop_reversals``: drop the
+    friction rows within one window of a velocity reversal or stop (default: the robot
+    config's setting).
 
     Returns
     -------
@@ -63,14 +65,16 @@ def accumulate(model, chunks, bank, *, base=None, decimate=1, velocity_threshold
     DataError
         Non-uniform sampling, NaN, wrong joints, no full window.
     """
-    neq = recording_normal_equations(model, Recording.from_chunks(chunks),
-                                     _settings(model, decimate, velocity_threshold or 0.0),
+    s = _settings(model, decimate, velocity_threshold or 0.0)
+    if drop_reversals is not None:
+        s = replace(s, drop_reversals=bool(drop_reversals))
+    neq = recording_normal_equations(model, Recording.from_chunks(chunks), s,
                                      base=base, block=block, bank=bank, log=log)
     return neq, {"n_input": neq.n_input, "n_samples": neq.n_samples,
                  "t_regressor": neq.t_regressor}
 
 
-def identify_streaming(model, chunks, *, bank=None, pa=None, decimate=1, estimator="ols",
+def identify_streaming(model, chunks, *, bank=None, pa=None, decimate=1, estimator=None,
                        velocity_threshold=None, base=None, bounds=None, theta0=None,
                        mrls_options=None, block=CHUNK, log=None):
     """Identify base parameters from a recording streamed in chunks (bounded memory).
@@ -86,9 +90,11 @@ def identify_streaming(model, chunks, *, bank=None, pa=None, decimate=1, estimat
         ``beta`` (3, 3), ``delay``.
     decimate : int
         Regressor on every k-th filtered sample (documented anti-alias decimation).
-    estimator : {'ols', 'wls', 'irls', 'mrls', 'bounded', 'physical'}
-        'mrls': Lomakin & Deutscher Fig. 1 on the summed normal equations (flags in
-        ``result.settings['flags']``); 'bounded': box-constrained LS on ``bounds``.
+    estimator : {'ols', 'wls', 'irls', 'mrls', 'bounded', 'physical'}, optional
+        Default: the robot config's ``identification.estimator`` (``wls`` unless the config
+        says otherwise, as the batch engine). 'mrls': Lomakin & Deutscher Fig. 1 on the summed
+        normal equations (flags in ``result.settings['flags']``); 'bounded': box-constrained
+        LS on ``bounds``.
     velocity_threshold : float, optional
         Default: the robot config's identification setting.
     base : BaseParameters, optional
@@ -112,6 +118,8 @@ def identify_streaming(model, chunks, *, bank=None, pa=None, decimate=1, estimat
     DataError, ExcitationError
     """
     from robot_identification.identification import ESTIMATORS
+    if estimator is None:
+        estimator = model.config.identification.estimator
     if estimator not in ESTIMATORS:
         raise DataError(f"unknown estimator '{estimator}' ({', '.join(ESTIMATORS)})")
     if estimator == "bounded" and bounds is None:
@@ -134,7 +142,8 @@ def identify_streaming(model, chunks, *, bank=None, pa=None, decimate=1, estimat
 
 def prediction_rms(model, chunks, values, bank, *, base=None, decimate=1, velocity_threshold=0.0):
     """RMS torque-prediction error per row group of base parameters ``values`` on (held-out)
-    data, filtered by the same FIR bank, streamed.
+    data, filtered by the same FIR bank, streamed; every row with |velocity| >=
+    ``velocity_threshold`` counts (rows near reversals and stops too: a prediction metric).
 
     Returns
     -------
@@ -142,7 +151,7 @@ def prediction_rms(model, chunks, values, bank, *, base=None, decimate=1, veloci
         sqrt(mean((tau* - Y_B* values)^2)) per joint (rigid) or link/motor row (elastic).
     """
     neq, _ = accumulate(model, chunks, bank, base=base, decimate=decimate,
-                        velocity_threshold=velocity_threshold)
+                        velocity_threshold=velocity_threshold, drop_reversals=False)
     return np.sqrt(neq.residual_sums(np.asarray(values, dtype=float)) / np.maximum(neq.count, 1))
 
 

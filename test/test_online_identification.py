@@ -31,6 +31,7 @@ def test_pieces_equal_the_streamed_recording(rigid_run):
     online = OnlineIdentification(model, ds.sample_rate)
     rng = np.random.default_rng(1)
     push_pieces(online, ds, rng.integers(1, 300, size=10))
+    online.finish()                     # the rows held back for the reversal window
     est = online.estimate()
     assert online.n_input == ds.n_samples and online.gaps == 0
     assert est.settings["flags"] == ref.settings["flags"]
@@ -75,7 +76,8 @@ def test_effort_lag_across_pieces(rigid_run):
     shifted.push(ds.t[:-1], ds.q[:-1], 0.5 * (ds.tau[:-1] + ds.tau[1:]))
     assert lagged.n_input == shifted.n_input == ds.n_samples - 1
     np.testing.assert_allclose(lagged.estimate().estimate.values,
-                               shifted.estimate().estimate.values, rtol=1e-10, atol=1e-12)
+                               shifted.estimate().estimate.values, rtol=1e-8,
+                               atol=1e-12)       # other MRLS blocks: rounding
 
 
 @pytest.fixture(scope="module")
@@ -105,6 +107,7 @@ def test_automatic_settings_are_the_batch_engines(arm7_run):
     with pytest.raises(DataError, match="collecting the first 10000 samples"):
         online.estimate()
     online.resolve()                   # the recording ended before the window was full
+    online.finish()
     est = online.estimate()
     assert est.settings["friction_deadband"] == ref.settings["friction_deadband"]
     assert all(d > 0 for d in est.settings["friction_deadband"])     # not plain sign(v)
@@ -132,8 +135,10 @@ def test_the_first_window_resolves_and_is_not_lost(arm7_run):
     cfg = model.config.identification
     resolved = resolve_settings(model, cfg, recording_summaries(model, [head]))
     assert online.settings.friction_deadband == resolved.friction_deadband
+    assert online.settings.stop_velocity == resolved.stop_velocity
     given = OnlineIdentification(model, ds.sample_rate, settings=replace(
-        cfg, friction_deadband=resolved.friction_deadband))
+        cfg, friction_deadband=resolved.friction_deadband,
+        stop_velocity=resolved.stop_velocity))
     assert given.settings is not None
     given.push(ds.t, ds.q, ds.tau)
     ref = given.estimate().estimate.values

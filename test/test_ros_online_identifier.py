@@ -106,7 +106,8 @@ def test_replayed_recording_gives_the_batch_estimates(context, tmp_path):
     # (the replay's /clock stops with it, so the last samples are published on request)
     play(context, recorded, [online, identifier, listener],
          lambda: online.received == 2 * n and online.on_publish() is None
-         and online.engine.n_input == n and got and got[-1].samples == online.engine.n_samples
+         and online.engine.n_input == n and online.engine.pending == 0    # idle: flushed
+         and got and got[-1].samples == online.engine.n_samples
          and live.done(), lambda: online.received, subscribers=2)
     res = live.result().result
     assert res.success, res.message

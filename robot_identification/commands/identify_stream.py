@@ -19,8 +19,10 @@ def add_arguments(p):
     p.add_argument("--data", required=True,
                    help="recording: .npz, dataset directory of .npy files, rosbag2 dir / .mcap")
     p.add_argument("--output", default="results.yaml", help="results file (default results.yaml)")
-    p.add_argument("--estimator", choices=ESTIMATORS, default="ols",
-                   help="estimator (irls reads the recording once per iteration)")
+    p.add_argument("--estimator", choices=ESTIMATORS,
+                   help="estimator (default: the robot config's identification.estimator, "
+                        "wls unless it says otherwise, as identify; irls reads the recording "
+                        "once per iteration)")
     p.add_argument("--filter", choices=("pa", "savgol"), default="pa",
                    help="FIR bank: polynomial approximation (Lomakin & Deutscher) or "
                         "Savitzky-Golay")

@@ -21,7 +21,8 @@ identifier node all call these.
 """
 from robot_identification.identification._engine import (  # noqa: F401
     CUTOFF_BAND_FACTOR, DEADBAND_NOISE_FACTOR, SETTLE_TOLERANCE, STOP_VELOCITY_FRACTION,
-    SUMMARY_SAMPLES, HuberWeights, ReversalWindow, accumulate_states, identify,
+    SUMMARY_SAMPLES, HuberWeights, ReversalWindow, accumulate_states, fir_reversal_window,
+    identify,
     match_true_parameters, truth_diagnostics,
     load_prior, needs_resolving, recording_normal_equations, recording_summaries,
     resolve_settings, reversal_window, row_labels, row_mask, solve, true_base_values,

@@ -236,6 +236,32 @@ def reversal_window(fs, cutoff_hz, order, tolerance=SETTLE_TOLERANCE):
     return int(max(half - bad.min(), bad.max() - half + 1)) if bad.size else 0
 
 
+def fir_reversal_window(bank, decimate=1):
+    """Filtered samples around a torque step that a causal FIR bank (polynomial
+    approximation, Lomakin & Deutscher eq. 28-37, or Savitzky-Golay) mixes into its
+    estimates: the output at t - t_d projects the raw samples of [t - T, t], so a Coulomb step
+    at t_r reaches the outputs from t_r - t_d to t_r + T - t_d, while the filtered velocity
+    changes sign near t_r: a sample is marked by the flips of the T - t_d before and the t_d
+    after it (one window T in all).
+
+    Parameters
+    ----------
+    bank : PolynomialApproximation or SavitzkyGolay
+        ``L`` (window [samples]), ``delay`` t_d [s], ``fs`` [Hz].
+    decimate : int
+        Every ``decimate``-th filtered sample is kept.
+
+    Returns
+    -------
+    before, after : int
+        Samples of the (decimated) output (``window`` and ``ahead`` of
+        :class:`ReversalWindow`).
+    """
+    d = min(max(int(round(float(bank.delay) * float(bank.fs))), 0), int(bank.L))
+    dec = int(decimate)
+    return int(np.ceil((int(bank.L) - d) / dec)), int(np.ceil(d / dec))
+
+
 def _concat(chunks):
     from robot_identification.data import Dataset
     if len(chunks) == 1:
@@ -294,21 +320,29 @@ class ReversalWindow:
     velocity stays a step. Where |v| < ``stop`` the joint stops or sticks (stick-slip of a
     slowly driven joint, a hold): its friction is anywhere in [-f_c, f_c], not f_c sign(v),
     and the filter spreads the stick-slip torque transients just as far. With
-    ``drop_reversals`` those friction rows are not used.
+    ``drop_reversals`` those friction rows are not used. A causal FIR bank (polynomial
+    approximation, Savitzky-Golay) mixes the step into the estimates of one window length,
+    t_d before and T - t_d after it (:func:`fir_reversal_window`, ``ahead``).
 
     Parameters
     ----------
     model : RobotModel
     window : int
-        Samples on each side.
+        Samples on each side (with ``ahead``: a sample is marked by the flips of the
+        ``window`` samples before it).
     stop : float or array_like (n,)
         Stop velocity [rad/s] (link velocity, motor velocity for elastic joints); 0: sign
         changes only.
+    ahead : int, optional
+        A sample is marked by the flips of the ``ahead`` samples after it (default
+        ``window``; a causal FIR bank smears a step asymmetrically,
+        :func:`fir_reversal_window`).
     """
 
-    def __init__(self, model, window, stop=0.0):
+    def __init__(self, model, window, stop=0.0, ahead=None):
         self.key = "dtheta" if model.config.elastic else "dq"
         self.w = int(window)
+        self.ahead = self.w if ahead is None else int(ahead)
         self.stop = np.broadcast_to(np.asarray(stop, dtype=float), (model.n,))
         self.pending = None          # states not yet emitted
         self.flips = np.zeros((0, model.n), dtype=np.uint8)   # flips of pending samples
@@ -323,10 +357,12 @@ class ReversalWindow:
         return f.astype(np.uint8)
 
     def _emit(self, k):
-        from scipy.ndimage import maximum_filter1d
         F = np.concatenate([self.hist, self.flips])
-        near = maximum_filter1d(F, size=2 * self.w + 1, axis=0, mode="constant")
-        near = near[len(self.hist): len(self.hist) + k].astype(bool)
+        c = np.concatenate([np.zeros((1, F.shape[1]), dtype=np.int64),
+                            np.cumsum(F, axis=0, dtype=np.int64)])
+        g = len(self.hist) + np.arange(k)          # flips in [g - w, g + ahead], zero padded
+        near = (c[np.minimum(g + self.ahead + 1, F.shape[0])]
+                - c[np.maximum(g - self.w, 0)]) > 0
         out = {key: v[:k] for key, v in self.pending.items()}
         out["near_reversal"] = near
         emitted = self.flips[:k]
@@ -343,7 +379,7 @@ class ReversalWindow:
             self.pending = {k: np.concatenate([self.pending[k], states[k]])
                             for k in self.pending}
         self.flips = np.concatenate([self.flips, f])
-        k = self.flips.shape[0] - self.w
+        k = self.flips.shape[0] - self.ahead
         return self._emit(k) if k > 0 else None
 
     def finish(self):
@@ -461,12 +497,15 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
         raise
     pre = make_preprocessor(model, s, fs, bank=bank,
                             use_measured_derivatives=use_measured_derivatives)
-    # zero-phase filter + Coulomb friction: mark (and drop) rows near velocity reversals
-    # and stops
+    # low-pass filter + Coulomb friction: mark (and drop) rows near velocity reversals and
+    # stops (zero-phase Butterworth: its settling time; FIR banks: their window)
     rev = None
     if pre.name == "butterworth" and s.cutoff_hz is not None:
         window = reversal_window(fs, s.cutoff_hz, s.filter_order)
         rev = ReversalWindow(model, int(np.ceil(window / s.decimate)), s.stop_velocity)
+    elif pre.name != "butterworth":
+        before, after = fir_reversal_window(pre.bank, s.decimate)
+        rev = ReversalWindow(model, before, s.stop_velocity, ahead=after)
     drop = bool(s.drop_reversals) and "coulomb" in model.drive_parameter_keys()
 
     def take(states):
@@ -499,7 +538,7 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
     if rev is not None:
         neq.preprocessing.update(
             stop_velocity=[float(v) for v in rev.stop],
-            reversal_window_s=round(rev.w * s.decimate / fs, 6))
+            reversal_window_s=round(max(rev.w, rev.ahead) * s.decimate / fs, 6))
     return neq
 
 

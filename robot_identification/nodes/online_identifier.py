@@ -16,7 +16,11 @@ without an ``identification`` section, with Coulomb friction) are resolved as th
 resolves them, on the first ``settings_window`` seconds of samples (held back until then, or
 until no sample has arrived for ``idle_timeout`` s of steady time: a short replay), logged once
 and reported in the ``automatic_settings`` diagnostic of every estimate
-(:class:`~robot_identification.online.OnlineIdentification`).
+(:class:`~robot_identification.online.OnlineIdentification`). Friction rows within one filter
+window of a velocity reversal or stop are dropped as by the batch engine; the last t_d (filter
+delay) of filtered samples waits for its successors, or for ``idle_timeout`` s without a
+sample (the stream paused or ended: they are added, the filters restart with the next
+sample).
 """
 from __future__ import annotations
 
@@ -177,13 +181,20 @@ class OnlineIdentifier(Node):
             self.get_logger().info(self.engine.describe_settings())
 
     def on_idle(self):
-        """No sample since the last tick while samples are held back for the automatic
-        settings: resolve them on what arrived (a replay shorter than settings_window)."""
+        """No sample since the last tick: the stream paused or ended. Samples held back for
+        the automatic settings: resolve them on what arrived (a replay shorter than
+        settings_window); filtered samples held back for the reversal window: add them
+        (:meth:`OnlineIdentification.finish`; the filters restart with the next sample)."""
         idle = self.received == self._received_at_idle
         self._received_at_idle = self.received
         if not idle or (self.engine is None and len(self.rows) < 2):
             return
         if self.engine is not None and self.engine.settings is not None:
+            if self.rows:
+                self._push()
+            if self.engine.pending:
+                self.engine.finish()
+                self.on_publish()
             return
         if self.rows:
             self._push()
