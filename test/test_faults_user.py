@@ -387,3 +387,9 @@ def test_empty_mcap_file_is_named(tmp_path, capsys):
     rc, err = run_cli(["identify", "--robot", "szabo_3dof", "--data", tmp_path / "in" / "run.mcap",
                        "--output", tmp_path / "r.yaml"], capsys, tmp_path / "in")
     assert_one_line(rc, err, "run.mcap' is empty (0 bytes)")
+
+
+def test_robot_and_config_together_are_refused(run, tmp_path, capsys):
+    rc, err = run_cli(["simulate", "--robot", "ur10e", "--config", run / "robot.yaml",
+                       "--output", tmp_path / "o" / "x.npz"], capsys, run)
+    assert_one_line(rc, err, "not both", "robot.yaml")

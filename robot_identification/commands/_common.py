@@ -13,11 +13,20 @@ def add_robot_arguments(parser, required=True):
 
 
 def robot_from_args(args):
-    """RobotModel from ``--robot`` / ``--config`` / ``--urdf``."""
+    """RobotModel from ``--robot`` / ``--config`` / ``--urdf``.
+
+    Raises
+    ------
+    ConfigError
+        Neither or both of ``--robot`` and ``--config``.
+    """
     from robot_identification.errors import ConfigError
     from robot_identification.model import load_robot
     if not args.robot and not args.config:
         raise ConfigError("give --robot NAME or --config FILE")
+    if args.robot and args.config:
+        raise ConfigError(f"give --robot NAME or --config FILE, not both (--config "
+                          f"'{args.config}' would silently replace --robot {args.robot})")
     return load_robot(args.robot, config=args.config, urdf=args.urdf)
 
 
