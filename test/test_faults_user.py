@@ -168,6 +168,14 @@ def test_measured_velocities_must_match_positions(run, tmp_path, capsys, label, 
     assert_one_line(rc, err, "v.npz", message, "--numerical-derivatives")
     rc, err = run_cli(argv + ["--numerical-derivatives"], capsys, tmp_path / "in")
     assert rc == 0, err
+    # validate and report read held-out data the same way and take the same option
+    for cmd, out in (("validate", tmp_path / "o" / "v.yaml"), ("report", tmp_path / "rep")):
+        argv2 = [cmd, "--robot", "szabo_3dof", "--results", tmp_path / "o" / "r.yaml",
+                 "--data", path, "--output", out]
+        rc, err = run_cli(argv2, capsys, tmp_path / "in")
+        assert_one_line(rc, err, "v.npz", message, "--numerical-derivatives")
+        rc, err = run_cli(argv2 + ["--numerical-derivatives"], capsys, tmp_path / "in")
+        assert rc == 0, err
 
 
 def test_same_recording_twice_is_refused(run, tmp_path, capsys):

@@ -71,6 +71,14 @@ def add_effort_lag_argument(parser):
              "0, the identifier node's default)")
 
 
+def add_derivatives_argument(parser):
+    """``--numerical-derivatives``: ignore recorded velocities/accelerations (identify,
+    validate and report read data alike; the velocity check's message suggests it)."""
+    parser.add_argument("--numerical-derivatives", action="store_true",
+                        help="ignore measured velocities/accelerations; differentiate "
+                             "positions")
+
+
 def load_data(path, model, effort_lag=0.0, measured_velocities=True):
     """Dataset of ``path`` (:func:`robot_identification.data.load_dataset`); a non-zero
     ``effort_lag`` [periods] shifts a bag's efforts. The dataset is restricted to the model's

@@ -6,7 +6,8 @@ import argparse
 from pathlib import Path
 
 from robot_identification.commands._common import (
-    add_effort_lag_argument, add_robot_arguments, check_output_argument, input_paths,
+    add_derivatives_argument, add_effort_lag_argument, add_robot_arguments,
+    check_output_argument, input_paths,
     load_datasets, robot_from_args)
 from robot_identification.choices import ESTIMATORS, PREPROCESSING
 
@@ -32,8 +33,7 @@ def add_arguments(p):
     p.add_argument("--velocity-threshold", type=float,
                    help="reject friction rows below this velocity [rad/s]")
     p.add_argument("--cutoff", type=float, help="Butterworth cut-off [Hz]")
-    p.add_argument("--numerical-derivatives", action="store_true",
-                   help="ignore measured velocities/accelerations; differentiate positions")
+    add_derivatives_argument(p)
     add_effort_lag_argument(p)
     p.add_argument("--workers", type=int, default=1,
                    help="compute the recordings' normal equations on a local Dask cluster of "

@@ -4,7 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from robot_identification.commands._common import (
-    add_effort_lag_argument, add_robot_arguments, check_output_argument, input_paths,
+    add_derivatives_argument, add_effort_lag_argument, add_robot_arguments,
+    check_output_argument, input_paths,
     load_datasets, robot_from_args)
 
 NAME = "report"
@@ -21,6 +22,7 @@ def add_arguments(p):
     p.add_argument("--output", default="report", help="output directory (default report/)")
     p.add_argument("--urdf-out", help="also export the identified URDF to this file")
     add_effort_lag_argument(p)
+    add_derivatives_argument(p)
 
 
 def run(args):
@@ -32,7 +34,8 @@ def run(args):
     if args.urdf_out:
         check_output_argument(args, model, "urdf-out")
     base, models, doc = load_estimates(args.results, model)
-    datasets = load_datasets(args.data, model, args.effort_lag)
+    datasets = load_datasets(args.data, model, args.effort_lag,
+                             measured_velocities=not args.numerical_derivatives)
     files = validate(model, base, models, datasets, settings_from_results(model, doc),
                      labels=list(args.data), keep_signals=True) if datasets else []
     excitation = []

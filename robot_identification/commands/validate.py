@@ -4,7 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from robot_identification.commands._common import (
-    add_effort_lag_argument, add_robot_arguments, check_output_argument, input_paths,
+    add_derivatives_argument, add_effort_lag_argument, add_robot_arguments,
+    check_output_argument, input_paths,
     load_datasets, robot_from_args)
 
 NAME = "validate"
@@ -27,6 +28,7 @@ def add_arguments(p):
                         "[rad/s]; default: the identification's friction deadband from the "
                         "results file (1e-3 for older results files)")
     add_effort_lag_argument(p)
+    add_derivatives_argument(p)
     p.add_argument("--quiet", action="store_true", help="do not print the table")
 
 
@@ -39,7 +41,8 @@ def run(args):
     base, models, doc = load_estimates(args.results, model)
     if args.primary and args.primary not in models:
         raise DataError(f"--primary {args.primary}: '{args.results}' has {list(models)}")
-    datasets = load_datasets(args.data, model, args.effort_lag)
+    datasets = load_datasets(args.data, model, args.effort_lag,
+                             measured_velocities=not args.numerical_derivatives)
     files = validate(model, base, models, datasets, settings_from_results(model, doc),
                      labels=list(args.data), rest_velocity=args.rest_velocity)
     out = write_validation(args.output, model.config.name, files, args.primary,

@@ -172,14 +172,15 @@ class Dataset:
                 raise DataError(f"{prefix}the measured velocity of joint '{name}' is 0 in "
                                 f"every sample while its position moves over "
                                 f"{np.ptp(q[:, j]):.3g}: the velocity field is not filled; "
-                                f"identify with --numerical-derivatives (or leave the "
-                                f"velocity column out of the csv: mapping)")
+                                f"use --numerical-derivatives (identify, validate, "
+                                f"report; or leave the velocity column out of the csv: "
+                                f"mapping)")
             factor, corr = sab / sb, sab / np.sqrt(sa * sb)
             if not (corr > 0.5 and 0.5 < factor < 2.0):
                 raise DataError(f"{prefix}the measured velocities of joint '{name}' do not "
                                 f"match its positions: the position changes are {factor:.3g}x "
                                 f"their integral (correlation {corr:.2f}); degrees/s, another "
-                                f"column or another joint's? identify with "
+                                f"column or another joint's? use "
                                 f"--numerical-derivatives (or fix the velocity column)")
         return self
 
