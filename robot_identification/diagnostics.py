@@ -129,6 +129,28 @@ def noise_std(signal, axis=0, order=3):
     return np.where(mad > 0, mad, mean_dev) / np.sqrt(comb(2 * order, order))
 
 
+def _periodograms(t, x):
+    """Frequencies f (K,) [Hz], the Hann window w (N,) and, per column of ``x`` (N, n) that
+    moves (range >= 1e-6), (j, P) with P (K,) the periodogram of the linearly detrended,
+    Hann-windowed column. None for fewer than 8 samples."""
+    x = np.asarray(x, dtype=float)
+    N = x.shape[0]
+    if N < 8:
+        return None
+    fs = 1.0 / np.median(np.diff(np.asarray(t, dtype=float)))
+    f = np.fft.rfftfreq(N, 1.0 / fs)
+    w = np.hanning(N)
+    k = np.arange(N)
+    out = []
+    for j in range(x.shape[1]):
+        xj = x[:, j]
+        if np.ptp(xj) < 1e-6:
+            continue
+        xj = xj - np.polyval(np.polyfit(k, xj, 1), k)
+        out.append((j, np.abs(np.fft.rfft(xj * w)) ** 2))
+    return f, w, out
+
+
 def excitation_band(t, q, power=0.99):
     """Frequency [Hz] below which ``power`` of the motion's spectral power lies.
 
@@ -136,21 +158,12 @@ def excitation_band(t, q, power=0.99):
     Fourier-transformed; the band is the largest over joints (joints that do not move,
     range < 1e-6 rad, are skipped). Returns 0.0 when nothing moves.
     """
-    q = np.asarray(q, dtype=float)
-    t = np.asarray(t, dtype=float)
-    N = q.shape[0]
-    if N < 8:
+    spectra = _periodograms(t, q)
+    if spectra is None:
         return 0.0
-    fs = 1.0 / np.median(np.diff(t))
-    f = np.fft.rfftfreq(N, 1.0 / fs)
-    x = np.arange(N)
+    f, _, columns = spectra
     best = 0.0
-    for j in range(q.shape[1]):
-        qj = q[:, j]
-        if np.ptp(qj) < 1e-6:
-            continue
-        qj = qj - np.polyval(np.polyfit(x, qj, 1), x)
-        P = np.abs(np.fft.rfft(qj * np.hanning(N))) ** 2
+    for _, P in columns:
         c = np.cumsum(P)
         if c[-1] <= 0:
             continue
@@ -186,23 +199,14 @@ def signal_band(t, x, noise, band_hz=0.0, ratio=SIGNAL_NOISE_RATIO):
     ratio : float
         Power ratio signal / noise floor.
     """
-    x = np.asarray(x, dtype=float)
-    t = np.asarray(t, dtype=float)
-    N = x.shape[0]
-    if N < 8:
+    spectra = _periodograms(t, x)
+    if spectra is None:
         return 0.0
-    fs = 1.0 / np.median(np.diff(t))
-    f = np.fft.rfftfreq(N, 1.0 / fs)
-    w = np.hanning(N)
-    k = np.arange(N)
+    f, w, columns = spectra
+    fs = 1.0 / np.median(np.diff(np.asarray(t, dtype=float)))
     edges = np.unique(np.round(np.geomspace(1, f.size - 1, 201)).astype(int))
     best = None
-    for j in range(x.shape[1]):
-        xj = x[:, j]
-        if np.ptp(xj) < 1e-6:
-            continue
-        xj = xj - np.polyval(np.polyfit(k, xj, 1), k)
-        P = np.abs(np.fft.rfft(xj * w)) ** 2
+    for j, P in columns:
         floor = ratio * float(noise[j]) ** 2 * np.sum(w ** 2)
         end = fs / 2
         for a, b in zip(edges[:-1], edges[1:]):
