@@ -192,3 +192,28 @@ LAUNCH_SKIP_REASON = _launch_stack_missing()
 collect_ignore_glob = ["test_launch_*.py"] if LAUNCH_SKIP_REASON else []
 if not LAUNCH_SKIP_REASON:
     AMENT_PREFIX = ament_prefix_of_checkout(REPO)
+
+
+def digest(folder):
+    """sha256 of every file under ``folder`` (relative path -> hex digest)."""
+    import hashlib
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(Path(folder).rglob("*")) if p.is_file()}
+
+
+def run_cli(argv, capsys, folder):
+    """Exit code and stderr of the CLI; asserts that nothing in ``folder`` changed."""
+    from robot_identification import cli
+    before = digest(folder)
+    rc = cli.main([str(a) for a in argv])
+    err = capsys.readouterr().err
+    assert digest(folder) == before, "an input file was modified"
+    return rc, err
+
+
+def assert_one_line(rc, err, *needles):
+    """A refused input: exit code 2, one line on stderr (no traceback) holding ``needles``."""
+    assert rc == 2, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    for n in needles:
+        assert n in err, err

@@ -3,7 +3,6 @@
 Every CLI case checks exit code 2, one line on stderr naming the file and the problem, and that
 no input file changed (sha256 before/after).
 """
-import hashlib
 import io
 import json
 import zipfile
@@ -13,6 +12,7 @@ import numpy as np
 import pytest
 import yaml
 
+from conftest import assert_one_line, run_cli
 from robot_identification import cli
 from robot_identification.data import Dataset, load_dataset
 from robot_identification.data._bag import BagWriter, _typestore, read_bag, write_bag
@@ -22,27 +22,6 @@ from robot_identification.streaming import iter_chunks
 
 REPO = Path(__file__).resolve().parents[1]
 SZABO_URDF = (REPO / "urdf" / "szabo_3dof.urdf").read_text()
-
-
-def digest(folder):
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(Path(folder).rglob("*")) if p.is_file()}
-
-
-def run_cli(argv, capsys, folder):
-    """Exit code and stderr of the CLI; asserts that nothing in ``folder`` changed."""
-    before = digest(folder)
-    rc = cli.main([str(a) for a in argv])
-    err = capsys.readouterr().err
-    assert digest(folder) == before, "an input file was modified"
-    return rc, err
-
-
-def assert_one_line(rc, err, *needles):
-    assert rc == 2, err
-    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
-    for n in needles:
-        assert n in err, err
 
 
 # ------------------------------------------------------------------------------ bags

@@ -4,7 +4,6 @@ nonsensical drive parameters, a link without inertia. Each is either read correc
 with one line naming the file and the problem (exit 2); inputs are never modified.
 """
 import gzip
-import hashlib
 import json
 from pathlib import Path
 
@@ -12,31 +11,12 @@ import numpy as np
 import pytest
 import yaml
 
+from conftest import assert_one_line, run_cli
 from robot_identification import cli
 from robot_identification._yaml import load_yaml_text
 from robot_identification.data import Dataset, load_dataset
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def digest(folder):
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(Path(folder).rglob("*")) if p.is_file()}
-
-
-def run_cli(argv, capsys, folder):
-    before = digest(folder)
-    rc = cli.main([str(a) for a in argv])
-    err = capsys.readouterr().err
-    assert digest(folder) == before, "an input file was modified"
-    return rc, err
-
-
-def assert_one_line(rc, err, *needles):
-    assert rc == 2, err
-    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
-    for n in needles:
-        assert n in err, err
 
 
 @pytest.fixture(scope="module")
