@@ -72,9 +72,10 @@ class Rig:
         self.t = round(self.t + 1.0 / RATE, 9)
         return self.t
 
-    def publish(self, q, theta, stamp):
+    def publish(self, q, theta, stamp, which=("motor", "joint")):
         st = Time(sec=int(stamp), nanosec=int(round(stamp % 1 * 1e9)))
-        for pub, pos in ((self.pub_motor, theta), (self.pub_joint, q)):
+        pubs = {"motor": (self.pub_motor, theta), "joint": (self.pub_joint, q)}
+        for pub, pos in (pubs[w] for w in which):
             msg = JointState(name=NAMES, position=list(pos), velocity=[0.0, 0.0])
             msg.header.stamp = st
             pub.publish(msg)
@@ -100,22 +101,24 @@ class Rig:
         n, computed = len(self.commands), self.ctrl.commands
         self.last = (q, theta)
         stamp = self.next_stamp() if stamp is None else stamp
-        # no keep-alive state until this one is taken: the controller keeps the latest state
-        # only (depth 1), so a keep-alive could replace it (the stamp-going-back test failed
-        # under load that way: the backward stamp was never seen)
+        # one exchange at a time, awaited: no keep-alive state until this one is taken (the
+        # controller keeps the latest state only, depth 1: a keep-alive could replace it -
+        # the stamp-going-back test failed that way under load), and the motor state taken
+        # before the joint state is sent (the command is computed on the joint state with
+        # the latest motor state; the two topics' delivery order is not guaranteed)
         alive, self.alive = self.alive, False
-        self.publish(q, theta, stamp)
-        self.spin_until(lambda: self.ctrl.joint is not None
-                        and abs(self.ctrl.joint[0] - stamp) < 1e-9)
+        for which in ("motor", "joint"):
+            before = getattr(self.ctrl, which)      # a new tuple per message taken
+            self.publish(q, theta, stamp, [which])
+            self.spin_until(lambda: getattr(self.ctrl, which) is not before
+                            and abs(getattr(self.ctrl, which)[0] - stamp) < 1e-9)
         self.alive = alive
-        # (the first joint state yields no command when the motor state came after it)
-        self.spin_until(lambda: self.ctrl.commands > computed
-                        and np.array_equal(self.ctrl.joint[1], q, equal_nan=True))
-        # the command computed from this state is on the wire once delivered (the state is
-        # fresh, so the watchdog publishes nothing in between)
-        end = time.monotonic() + 0.02
-        self.spin_until(lambda: len(self.commands) > n and time.monotonic() > end)
-        return np.array(self.commands[-1])
+        assert self.ctrl.commands > computed
+        # await the command computed from this state on the wire, however late it arrives
+        # (under load the previous one may still be in flight: the last received is not it)
+        u = list(self.ctrl.last_u)
+        self.spin_until(lambda: u in self.commands[n:])
+        return np.array(u)
 
     def send(self, q=(0.1, 0.2), theta=(0.1, 0.2), q_ref=(0.3, 0.1), dq_ref=(0.0, 0.0)):
         self.reference(q_ref, dq_ref)
@@ -249,9 +252,9 @@ def test_limit_violations_give_fail_safe_in_the_same_period(rig):
     rig.send(dq_ref=(0.0, 3.5))                # velocity limit 3 rad/s
     assert "reference velocity" in rig.ctrl.fault
     rig.enable()
-    rig.send(q=(3.2, 0.2), theta=(3.2, 0.2))   # measured position beyond the limit
+    u = rig.send(q=(3.2, 0.2), theta=(3.2, 0.2))   # measured position beyond the limit
     assert "position [3.2" in rig.ctrl.fault
-    np.testing.assert_allclose(rig.commands[-1], rig.hold_command((3.2, 0.2), (3.2, 0.2)),
+    np.testing.assert_allclose(u, rig.hold_command((3.2, 0.2), (3.2, 0.2)),
                                atol=1e-9)
 
 
