@@ -161,6 +161,7 @@ def fault_reaction(rig, q=(0.1, 0.2), theta=(0.1, 0.2)):
     assert rig.ctrl.fault
     status = rig.error_status()
     assert rig.ctrl.fault in status.message
+    rig.last = (q, theta)          # keep-alive states: finite, within the limits
     rig.alive = True
     values = {kv.key: kv.value for kv in status.values}
     assert values["state"] == "fault" and int(values["faults"]) == 1
@@ -168,12 +169,16 @@ def fault_reaction(rig, q=(0.1, 0.2), theta=(0.1, 0.2)):
                    and rig.exc.status[0] == DiagnosticStatus.ERROR)
     refused = rig.start_excitation()
     assert not refused.success and rig.ctrl.fault in refused.message
-    # (re-enabled on stale states the watchdog would trip again at once)
-    rig.spin_until(lambda: rig.ctrl.state_age() < TIMEOUT / 2)
+    # (re-enabled on stale states the watchdog would trip again at once; on a faulty state
+    # still in flight the check would: once a good one is taken, none is behind it)
+    rig.spin_until(lambda: rig.ctrl.state_age() < TIMEOUT / 2
+                   and np.array_equal(rig.ctrl.joint[1], q))
     rig.enable()
     u = rig.state(q, theta)                    # fresh state, no reference yet: holding
     np.testing.assert_allclose(u, rig.hold_command(q, theta), rtol=1e-9, atol=1e-9)
-    rig.spin_until(lambda: rig.exc.status is not None
+    # (the excitation publisher's reference follows the state stamps: it starts once it has
+    # seen them advance again)
+    rig.spin_until(lambda: rig.exc.status is not None and rig.exc.stamps_advance
                    and rig.exc.status[0] == DiagnosticStatus.OK)
     assert rig.start_excitation().success, rig.exc.not_ready()
     rig.exc.on_stop(Trigger.Request(), Trigger.Response())
