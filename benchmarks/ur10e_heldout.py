@@ -111,7 +111,8 @@ def rest_holds(model, result, paths, move_velocity=0.01, sign_velocity=0.005):
         d = read_csv(path, model=model, trim_idle=False, resample=False)
         moving = np.abs(d.dq).max(axis=1) > move_velocity
         first, last = np.argmax(moving), len(moving) - 1 - np.argmax(moving[::-1])
-        for label, rows in (("start", slice(0, max(first - 20, 1))), ("end", slice(last + 20, None))):
+        spans = (("start", slice(0, max(first - 20, 1))), ("end", slice(last + 20, None)))
+        for label, rows in spans:
             q = d.q[rows].mean(axis=0)[None]
             zero = np.zeros_like(q)
             at_rest = predict_torque(model, result.base, result.estimate.values,
