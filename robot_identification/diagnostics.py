@@ -822,6 +822,30 @@ def recording_summary(model, dataset, label=None):
             "torque_rms": np.sqrt(np.mean(ds.tau ** 2, axis=0)), "diagnostics": diags}
 
 
+def check_locked_joints(locked):
+    """Joints of the URDF that the configuration leaves out (gripper fingers, passive or
+    mimic joints): locked, their links identified as part of the body they hang on.
+
+    Parameters
+    ----------
+    locked : sequence of (str, float)
+        Joint name and locked position [rad or m] (``RobotModel.locked_joints``).
+
+    Returns
+    -------
+    list of Diagnostic
+        One ``joints_locked`` info naming them, or none.
+    """
+    if not locked:
+        return []
+    text = ", ".join(f"{name} at {pos:.4g}" for name, pos in locked[:8])
+    more = f" and {len(locked) - 8} more" if len(locked) > 8 else ""
+    return [Diagnostic("joints_locked", "info",
+                       f"{len(locked)} URDF joint(s) not in the config are locked: {text}{more} "
+                       f"(rad or m); the links they carry are identified as part of the body "
+                       f"they hang on: list a joint under joints: to identify it")]
+
+
 def collect_diagnostics(model, result, recordings=()):
     """All checks on an assembled identification result, in one list.
 
@@ -839,7 +863,7 @@ def collect_diagnostics(model, result, recordings=()):
     """
     est = result.estimate
     s = result.settings or {}
-    out = []
+    out = check_locked_joints(getattr(model, "locked_joints", ()))
     for rec in recordings:
         out += rec["diagnostics"]
     neq = result.normal_equations
