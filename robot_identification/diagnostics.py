@@ -309,8 +309,9 @@ def check_residual_noise(labels, residual_rms, noise, signal_rms=None):
         RMS of the measured left-hand side; residuals below 1 % of it are not reported
         (noise-free simulations: the noise estimate is round-off).
 
-    When the ratio exceeds :data:`RESIDUAL_NOISE_RATIO` the residual is model error, not
-    noise, and the standard deviations (which assume white noise) understate the error.
+    When the ratio exceeds :data:`RESIDUAL_NOISE_RATIO` the residual is model error (or
+    position noise propagated through the derivatives into the observation matrix), not
+    torque noise, and the standard deviations (which assume white noise) understate the error.
     """
     out = []
     sig = [None] * len(labels) if signal_rms is None else signal_rms
@@ -322,7 +323,8 @@ def check_residual_noise(labels, residual_rms, noise, signal_rms=None):
         if r > RESIDUAL_NOISE_RATIO * s:
             out.append(Diagnostic("residual_above_noise", "warning",
                                   f"residual RMS {r:.3g} is {r / s:.0f}x the measurement noise "
-                                  f"{s:.3g}: model error dominates, the standard deviations "
+                                  f"{s:.3g}: model error (or noise in the positions, amplified "
+                                  f"by differentiation) dominates, the standard deviations "
                                   f"understate the error", lb))
     return out
 
@@ -443,7 +445,9 @@ def check_truth(nme, values, true_values, std, names=None, relative_std=None):
                                 "positions, friction at reversals and stops)")
                     else:
                         msg += ("the error sits in poorly excited parameters, within "
-                                f"{BIAS_STD_RATIO:g} std (excite more or longer)")
+                                f"{BIAS_STD_RATIO:g} std (excite more or longer: "
+                                "`robot-identification excite` optimises the condition "
+                                "number)")
         out.append(Diagnostic("far_from_truth",
                               "warning" if nme > TRUTH_NME_LIMIT else "info", msg))
     ok = np.isfinite(sd) & (sd > 0)
