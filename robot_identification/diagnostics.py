@@ -832,8 +832,9 @@ def check_locked_joints(locked):
 
     Parameters
     ----------
-    locked : sequence of (str, float)
-        Joint name and locked position [rad or m] (``RobotModel.locked_joints``).
+    locked : sequence of (str, float or None)
+        Joint name and locked position [rad or m], None for a multi-dof joint locked at
+        the identity pose (``RobotModel.locked_joints``).
 
     Returns
     -------
@@ -842,7 +843,8 @@ def check_locked_joints(locked):
     """
     if not locked:
         return []
-    text = ", ".join(f"{name} at {pos:.4g}" for name, pos in locked[:8])
+    text = ", ".join(f"{name} at {pos:.4g}" if pos is not None else
+                     f"{name} (multi-dof) at the identity pose" for name, pos in locked[:8])
     more = f" and {len(locked) - 8} more" if len(locked) > 8 else ""
     return [Diagnostic("joints_locked", "info",
                        f"{len(locked)} URDF joint(s) not in the config are locked: {text}{more} "

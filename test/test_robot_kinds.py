@@ -132,6 +132,19 @@ def test_gripper_fingers_are_locked_with_a_message(tmp_path, capsys):
                                                          ("finger_right_joint", 0.01))
 
 
+def test_a_floating_base_joint_is_locked_at_the_identity_pose(tmp_path):
+    cfg, fixed = _starter("rp_arm", tmp_path)
+    floating = (KINDS / "rp_arm.urdf").read_text().replace(
+        '<link name="base"/>', '<link name="world"/><joint name="float" type="floating">'
+        '<parent link="world"/><child link="base"/></joint><link name="base"/>')
+    model = RobotModel(load_robot_config(cfg), floating)
+    assert model.locked_joints == (("float", None),)
+    q, v, a = np.array([0.3, 0.1]), np.array([0.5, -0.2]), np.array([1.0, 0.4])
+    tau = [pin.rnea(m.pin_model, m.pin_model.createData(), m.pin_configuration(q),
+                    m.to_pin_v(v), m.to_pin_v(a)) for m in (model, fixed)]
+    assert np.allclose(tau[0], tau[1], rtol=1e-12, atol=1e-12)
+
+
 def test_a_joint_others_mimic_is_refused(tmp_path, capsys):
     out = tmp_path / "fingers.yaml"
     assert main(["init", "--urdf", str(KINDS / "gripper_arm.urdf"), "--joints", "turret",

@@ -347,9 +347,10 @@ class RobotModel:
 
     Attributes
     ----------
-    locked_joints : tuple of (str, float)
-        1-dof URDF joints left out of the config and the position they are locked at
-        [rad or m]: 0, or the nearer limit when 0 is outside their range.
+    locked_joints : tuple of (str, float or None)
+        URDF joints left out of the config and the position they are locked at [rad or m]:
+        0, or the nearer limit when 0 is outside their range; None for a multi-dof joint
+        (floating, planar: locked at the identity pose, i.e. a fixed base).
 
     Raises
     ------
@@ -379,8 +380,8 @@ class RobotModel:
         lock = [i for i in range(1, full.njoints) if full.names[i] not in config.joint_names]
         q_lock = _lock_configuration(full)
         self.locked_joints = tuple(
-            (full.names[i], float(q_lock[full.joints[i].idx_q])) for i in lock
-            if full.joints[i].nq == 1)
+            (full.names[i], float(q_lock[full.joints[i].idx_q]) if full.joints[i].nq == 1
+             else None) for i in lock)
         model = (pin.buildReducedModel(full, lock, q_lock) if lock else full)
         model.gravity = pin.Motion(np.array(config.gravity), np.zeros(3))
         self.pin_model = model
