@@ -309,8 +309,9 @@ def check_residual_noise(labels, residual_rms, noise, signal_rms=None):
         RMS of the measured left-hand side; residuals below 1 % of it are not reported
         (noise-free simulations: the noise estimate is round-off).
 
-    When the ratio exceeds :data:`RESIDUAL_NOISE_RATIO` the residual is model error, not
-    noise, and the standard deviations (which assume white noise) understate the error.
+    When the ratio exceeds :data:`RESIDUAL_NOISE_RATIO` the residual is model error (or
+    position noise propagated through the derivatives into the observation matrix), not
+    torque noise, and the standard deviations (which assume white noise) understate the error.
     """
     out = []
     sig = [None] * len(labels) if signal_rms is None else signal_rms
@@ -322,7 +323,8 @@ def check_residual_noise(labels, residual_rms, noise, signal_rms=None):
         if r > RESIDUAL_NOISE_RATIO * s:
             out.append(Diagnostic("residual_above_noise", "warning",
                                   f"residual RMS {r:.3g} is {r / s:.0f}x the measurement noise "
-                                  f"{s:.3g}: model error dominates, the standard deviations "
+                                  f"{s:.3g}: model error (or noise in the positions, amplified "
+                                  f"by differentiation) dominates, the standard deviations "
                                   f"understate the error", lb))
     return out
 
@@ -443,7 +445,9 @@ def check_truth(nme, values, true_values, std, names=None, relative_std=None):
                                 "positions, friction at reversals and stops)")
                     else:
                         msg += ("the error sits in poorly excited parameters, within "
-                                f"{BIAS_STD_RATIO:g} std (excite more or longer)")
+                                f"{BIAS_STD_RATIO:g} std (excite more or longer: "
+                                "`robot-identification excite` optimises the condition "
+                                "number)")
         out.append(Diagnostic("far_from_truth",
                               "warning" if nme > TRUTH_NME_LIMIT else "info", msg))
     ok = np.isfinite(sd) & (sd > 0)
@@ -822,6 +826,30 @@ def recording_summary(model, dataset, label=None):
             "torque_rms": np.sqrt(np.mean(ds.tau ** 2, axis=0)), "diagnostics": diags}
 
 
+def check_locked_joints(locked):
+    """Joints of the URDF that the configuration leaves out (gripper fingers, passive or
+    mimic joints): locked, their links identified as part of the body they hang on.
+
+    Parameters
+    ----------
+    locked : sequence of (str, float)
+        Joint name and locked position [rad or m] (``RobotModel.locked_joints``).
+
+    Returns
+    -------
+    list of Diagnostic
+        One ``joints_locked`` info naming them, or none.
+    """
+    if not locked:
+        return []
+    text = ", ".join(f"{name} at {pos:.4g}" for name, pos in locked[:8])
+    more = f" and {len(locked) - 8} more" if len(locked) > 8 else ""
+    return [Diagnostic("joints_locked", "info",
+                       f"{len(locked)} URDF joint(s) not in the config are locked: {text}{more} "
+                       f"(rad or m); the links they carry are identified as part of the body "
+                       f"they hang on: list a joint under joints: to identify it")]
+
+
 def collect_diagnostics(model, result, recordings=()):
     """All checks on an assembled identification result, in one list.
 
@@ -839,7 +867,7 @@ def collect_diagnostics(model, result, recordings=()):
     """
     est = result.estimate
     s = result.settings or {}
-    out = []
+    out = check_locked_joints(getattr(model, "locked_joints", ()))
     for rec in recordings:
         out += rec["diagnostics"]
     neq = result.normal_equations
