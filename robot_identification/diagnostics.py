@@ -911,7 +911,8 @@ def physical_diagnostics(model, physical):
     """Checks of a physically consistent estimate
     (:class:`~robot_identification.estimation.PhysicalEstimate`): ``body_on_bound``,
     ``mass_far_from_nominal`` (:func:`check_bodies`), ``prior_distance`` (info: the
-    log-det divergence of the bodies from the URDF, total and largest) and
+    log-det divergence of the bodies from the URDF, total and largest),
+    ``solver_inaccurate`` (warning: a solve ended ``optimal_inaccurate``) and
     ``null_space_unrefined`` (warning: the second, prior-only solve over the directions the
     data do not determine failed, so those directions are not pulled toward the prior)."""
     pi = np.asarray(physical.standard)
@@ -926,6 +927,12 @@ def physical_diagnostics(model, physical):
                               f"log-det divergence of the bodies from the URDF: total "
                               f"{float(np.sum(dist)):.3g}, largest {float(dist[k]):.3g} "
                               f"({model.body_names[k]})", "physical"))
+    if "inaccurate" in str(physical.status):
+        out.append(Diagnostic("solver_inaccurate", "warning",
+                              f"the conic solver stopped short of its tolerances (status "
+                              f"'{physical.status}'): the physical estimate may miss the "
+                              f"optimum; compare its cost_increase and held-out error with "
+                              f"wls", "physical"))
     if "unrefined" in str(physical.status):
         out.append(Diagnostic("null_space_unrefined", "warning",
                               "the prior-only solve over the parameter directions the data do "
