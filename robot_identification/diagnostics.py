@@ -879,6 +879,32 @@ def check_torque_against_nominal(labels, neq, nominal_base):
     return out
 
 
+def check_locked_joints(locked):
+    """Joints of the URDF that the configuration leaves out (gripper fingers, passive or
+    mimic joints): locked, their links identified as part of the body they hang on.
+
+    Parameters
+    ----------
+    locked : sequence of (str, float or None)
+        Joint name and locked position [rad or m], None for a multi-dof joint locked at
+        the identity pose (``RobotModel.locked_joints``).
+
+    Returns
+    -------
+    list of Diagnostic
+        One ``joints_locked`` info naming them, or none.
+    """
+    if not locked:
+        return []
+    text = ", ".join(f"{name} at {pos:.4g}" if pos is not None else
+                     f"{name} (multi-dof) at the identity pose" for name, pos in locked[:8])
+    more = f" and {len(locked) - 8} more" if len(locked) > 8 else ""
+    return [Diagnostic("joints_locked", "info",
+                       f"{len(locked)} URDF joint(s) not in the config are locked: {text}{more} "
+                       f"(rad or m); the links they carry are identified as part of the body "
+                       f"they hang on: list a joint under joints: to identify it")]
+
+
 def collect_diagnostics(model, result, recordings=()):
     """All checks on an assembled identification result, in one list.
 
@@ -896,7 +922,7 @@ def collect_diagnostics(model, result, recordings=()):
     """
     est = result.estimate
     s = result.settings or {}
-    out = []
+    out = check_locked_joints(getattr(model, "locked_joints", ()))
     for rec in recordings:
         out += rec["diagnostics"]
     neq = result.normal_equations
@@ -942,7 +968,8 @@ def physical_diagnostics(model, physical):
     """Checks of a physically consistent estimate
     (:class:`~robot_identification.estimation.PhysicalEstimate`): ``body_on_bound``,
     ``mass_far_from_nominal`` (:func:`check_bodies`), ``prior_distance`` (info: the
-    log-det divergence of the bodies from the URDF, total and largest) and
+    log-det divergence of the bodies from the URDF, total and largest),
+    ``solver_inaccurate`` (warning: a solve ended ``optimal_inaccurate``) and
     ``null_space_unrefined`` (warning: the second, prior-only solve over the directions the
     data do not determine failed, so those directions are not pulled toward the prior)."""
     pi = np.asarray(physical.standard)
@@ -957,6 +984,12 @@ def physical_diagnostics(model, physical):
                               f"log-det divergence of the bodies from the URDF: total "
                               f"{float(np.sum(dist)):.3g}, largest {float(dist[k]):.3g} "
                               f"({model.body_names[k]})", "physical"))
+    if "inaccurate" in str(physical.status):
+        out.append(Diagnostic("solver_inaccurate", "warning",
+                              f"the conic solver stopped short of its tolerances (status "
+                              f"'{physical.status}'): the physical estimate may miss the "
+                              f"optimum; compare its cost_increase and held-out error with "
+                              f"wls", "physical"))
     if "unrefined" in str(physical.status):
         out.append(Diagnostic("null_space_unrefined", "warning",
                               "the prior-only solve over the parameter directions the data do "

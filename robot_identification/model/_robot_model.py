@@ -45,6 +45,90 @@ def read_urdf(path: str | Path, xacro_args: dict | None = None) -> str:
         raise ModelError(f"URDF file '{path}' cannot be read: {exc.strerror}") from None
 
 
+#: What the URDF parsers (pinocchio's urdfdom, urdf_parser_py) read: the children kept
+#: under each element (other elements are dropped from the copy they are handed).
+PARSED_URDF_ELEMENTS = {
+    "robot": {"link", "joint", "material"},
+    "link": {"inertial", "visual", "collision"},
+    "joint": {"parent", "child", "origin", "axis", "limit", "dynamics", "mimic",
+              "calibration", "safety_controller"},
+}
+#: Attributes of ``<dynamics>`` the parsers read (``K``, ``D``, ``mu_coulomb`` of Franka's
+#: URDF are not URDF and are dropped).
+PARSED_DYNAMICS_ATTRIBUTES = ("damping", "friction")
+
+
+def parser_urdf(urdf_xml: str) -> str:
+    """A copy of a URDF with only what the URDF parsers read, for pinocchio and urdf_parser_py.
+
+    ``<transmission>``, ``<gazebo>``, ``<ros2_control>`` and other elements outside the
+    URDF schema (:data:`PARSED_URDF_ELEMENTS`), and ``<dynamics>`` attributes other than
+    ``damping`` and ``friction``, are left out: the parsers ignore them but print one
+    ``Unknown tag/attribute`` line each to stderr, hundreds for common public URDFs,
+    every time a model is built. Nothing the parsers read changes (the model is the same),
+    and the user's file is never modified. Text that is not a well-formed ``<robot>`` is
+    returned unchanged, for the parsers to report.
+
+    Parameters
+    ----------
+    urdf_xml : str
+
+    Returns
+    -------
+    str
+        URDF XML.
+    """
+    import xml.etree.ElementTree as ET
+    try:
+        root = ET.fromstring(urdf_xml)
+    except ET.ParseError:
+        return urdf_xml
+    if root.tag != "robot":
+        return urdf_xml
+    changed = False
+    for parent in [root, *root.findall("link"), *root.findall("joint")]:
+        keep = PARSED_URDF_ELEMENTS[parent.tag]
+        for child in list(parent):
+            if child.tag not in keep:
+                parent.remove(child)
+                changed = True
+    for dyn in root.findall("joint/dynamics"):
+        for key in list(dyn.attrib):
+            if key not in PARSED_DYNAMICS_ATTRIBUTES:
+                del dyn.attrib[key]
+                changed = True
+    return ET.tostring(root, encoding="unicode") if changed else urdf_xml
+
+
+def build_pinocchio_model(urdf_xml: str, source: str = "the URDF"):
+    """pinocchio model of a URDF (all joints), built from :func:`parser_urdf`'s copy.
+
+    The one place the project hands URDF XML to pinocchio.
+
+    Parameters
+    ----------
+    urdf_xml : str
+    source : str
+        How the URDF is named in messages.
+
+    Returns
+    -------
+    pinocchio.Model
+
+    Raises
+    ------
+    ModelError
+        pinocchio cannot build the model.
+    """
+    try:
+        with _native_stderr() as native:
+            return pin.buildModelFromXML(parser_urdf(urdf_xml))
+    except Exception as exc:  # pinocchio raises ValueError/RuntimeError
+        cause = [ln.split(":", 1)[1].strip() for ln in native.text.splitlines()
+                 if ln.startswith("Error:")][:1]
+        raise ModelError(f"cannot parse {source}: {'; '.join(cause + [str(exc)])}") from None
+
+
 class _native_stderr:
     """Capture what C++ code (urdfdom) writes to file descriptor 2 while the block runs, so
     that a refused URDF ends in one line rather than urdfdom's multi-line C++ report; what
@@ -273,24 +357,47 @@ def _check_inertia_tensor(elem, where):
                          f"entry too large: a sign or unit slip?)")
 
 
+def _lock_configuration(full):
+    """pinocchio configuration (nq,) at which joints left out of the config are locked:
+    0 (continuous joints: angle 0), or the nearer position limit when 0 lies outside the
+    joint's range (a gripper finger with limits [0.01, 0.04] m is locked at 0.01 m)."""
+    q = pin.neutral(full)
+    for i in range(1, full.njoints):
+        jm = full.joints[i]
+        if jm.nq == 1:
+            lo, hi = full.lowerPositionLimit[jm.idx_q], full.upperPositionLimit[jm.idx_q]
+            if np.isfinite(lo) and np.isfinite(hi) and lo <= hi:
+                q[jm.idx_q] = min(max(q[jm.idx_q], lo), hi)
+    return q
+
+
 def _check_mimic(urdf_xml, config):
-    """Refuse identifying a joint that the URDF declares a ``<mimic>`` of another: the model
-    would move it independently (pinocchio ignores mimic tags), a silently wrong model.
+    """Refuse a model that would break a URDF ``<mimic>`` coupling: pinocchio's model moves
+    a mimic joint independently of the joint it mimics (a silently wrong model).
 
     Raises
     ------
     ModelError
-        A configured joint with a ``<mimic>`` element.
+        A configured joint with a ``<mimic>`` element, or a configured joint that another
+        (then locked) joint mimics.
     """
     import xml.etree.ElementTree as ET
+    src = config.urdf_path or config.name
     for jt in ET.fromstring(urdf_xml).findall("joint"):
         mimic = jt.find("mimic")
-        if mimic is not None and jt.get("name") in config.joint_names:
-            src = config.urdf_path or config.name
+        if mimic is None:
+            continue
+        if jt.get("name") in config.joint_names:
             raise ModelError(f"URDF '{src}': joint '{jt.get('name')}' mimics "
                              f"'{mimic.get('joint')}' (<mimic>): a coupled joint cannot be "
                              f"identified as an independent one; leave it out of the config's "
                              f"joints (it is then locked at 0)")
+        if mimic.get("joint") in config.joint_names:
+            raise ModelError(f"URDF '{src}': joint '{jt.get('name')}' mimics configured joint "
+                             f"'{mimic.get('joint')}' (<mimic>), but the model would lock it "
+                             f"while '{mimic.get('joint')}' moves; leave "
+                             f"'{mimic.get('joint')}' out of the config's joints (a gripper: "
+                             f"both are then locked)")
 
 
 @dataclass(frozen=True)
@@ -340,17 +447,27 @@ class RobotModel:
     An elastic model has 10 + 1 + 1 + 2 = 14 parameters per joint with Coulomb +
     viscous friction, as in Zollo et al. (2014), eq. 14.
 
+    Joints of the URDF that the config does not list are locked (see
+    :attr:`locked_joints`); the links they carry become part of the body they hang on.
+
     Parameters
     ----------
     config : RobotConfig
     urdf_xml : str, optional
         URDF text; default: read ``config.urdf_path``.
 
+    Attributes
+    ----------
+    locked_joints : tuple of (str, float or None)
+        URDF joints left out of the config and the position they are locked at [rad or m]:
+        0, or the nearer limit when 0 is outside their range; None for a multi-dof joint
+        (floating, planar: locked at the identity pose, i.e. a fixed base).
+
     Raises
     ------
     ModelError
         Malformed URDF (see :func:`check_urdf_tree`), configured joints missing from it,
-        unsupported joint types, unknown ``body_frame``.
+        unsupported joint types, unknown ``body_frame``, a broken ``<mimic>`` coupling.
     """
 
     def __init__(self, config: RobotConfig, urdf_xml: str | None = None):
@@ -363,15 +480,8 @@ class RobotModel:
         self.urdf_xml = urdf_xml
         check_urdf_tree(urdf_xml, f"URDF '{config.urdf_path}'" if config.urdf_path
                         else f"URDF of '{config.name}'")
-        try:
-            with _native_stderr() as native:
-                full = pin.buildModelFromXML(urdf_xml)
-        except Exception as exc:  # pinocchio raises ValueError/RuntimeError
-            cause = [ln.split(":", 1)[1].strip() for ln in native.text.splitlines()
-                     if ln.startswith("Error:")][:1]
-            where = config.urdf_path or f"of '{config.name}'"
-            raise ModelError(f"cannot parse URDF '{where}': {'; '.join(cause + [str(exc)])}"
-                             ) from None
+        full = build_pinocchio_model(urdf_xml, f"URDF '{config.urdf_path}'" if config.urdf_path
+                                     else f"URDF of '{config.name}'")
         names = list(full.names)
         missing = [j for j in config.joint_names if j not in names]
         if missing:
@@ -380,7 +490,11 @@ class RobotModel:
                              f"its movable joints are {movable}")
         _check_mimic(urdf_xml, config)
         lock = [i for i in range(1, full.njoints) if full.names[i] not in config.joint_names]
-        model = (pin.buildReducedModel(full, lock, pin.neutral(full)) if lock else full)
+        q_lock = _lock_configuration(full)
+        self.locked_joints = tuple(
+            (full.names[i], float(q_lock[full.joints[i].idx_q]) if full.joints[i].nq == 1
+             else None) for i in lock)
+        model = (pin.buildReducedModel(full, lock, q_lock) if lock else full)
         model.gravity = pin.Motion(np.array(config.gravity), np.zeros(3))
         self.pin_model = model
         self.n = len(config.joints)

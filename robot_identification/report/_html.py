@@ -310,6 +310,35 @@ def _num(x, fmt=".4g"):
     return format(x, fmt)
 
 
+#: rows of the drive-gain table: results.yaml ``drive_gains:`` key -> (row label, unit)
+DRIVE_GAIN_ROWS = {"given": ("given (config csv.drive_gains)", "N m/A"),
+                   "identified": ("identified", "N m/A"),
+                   "identified_std": ("std of identified", "N m/A"),
+                   "payload_torque_rms": ("payload torque RMS", "N m")}
+
+
+def _drive_gains_table(gains, joints):
+    """HTML section of results.yaml ``drive_gains:`` (written by ``drive-gains --results``):
+    one row per quantity with its unit, ``well_identified`` as yes / no, the method line."""
+    rows = []
+    for key, (label, unit) in DRIVE_GAIN_ROWS.items():
+        vals = gains.get(key)
+        if isinstance(vals, list):
+            rows.append([f"{label} [{unit}]"] + [_num(v, ".4f") for v in vals])
+    ok = gains.get("well_identified")
+    if isinstance(ok, list):
+        rows.append(["well identified (payload torque above 3x the residual)"]
+                    + ["yes" if v else "<span class='warn'>no: use the given gain</span>"
+                       for v in ok])
+    method = gains.get("method")
+    runs = [f"{what}: " + ", ".join(html.escape(Path(str(f)).name) for f in gains[what])
+            for what in ("unloaded", "loaded") if isinstance(gains.get(what), list)]
+    text = "; ".join(([html.escape(str(method))] if method else []) + runs)
+    note = f"<p class='small'>{text}</p>" if text else ""
+    return ("<h2>Drive gains</h2>" + note
+            + _table(["quantity"] + [_short(j) for j in joints], rows))
+
+
 def trust_flag(relative_std):
     """(label, colour) of a relative standard deviation [%] (:data:`TRUST_LEVELS`)."""
     if relative_std is None or not np.isfinite(relative_std):
@@ -540,10 +569,7 @@ def write_report(out_dir, model, results_doc, files, *, title=None, base=None,
                          + b.img("residuals"))
     gains = results_doc.get("drive_gains")
     if gains:
-        parts.append("<h2>Drive gains [N m / A]</h2>")
-        rows = [[html.escape(k)] + [_num(v, ".4f") for v in vals] for k, vals in gains.items()
-                if isinstance(vals, list)]
-        parts.append(_table(["source"] + [_short(j) for j in joints], rows))
+        parts.append(_drive_gains_table(gains, joints))
     bodies = _bodies_table(model, est)
     if bodies:
         parts.append("<h2 id='bodies'>Physically consistent bodies beside the URDF</h2>"
