@@ -8,7 +8,7 @@ message is for people and names the numbers.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
@@ -797,6 +797,9 @@ def recording_summary(model, dataset, label=None):
     """
     ds = dataset.select_joints(model.joint_names).validate(min_samples=20,
                                                            elastic=model.config.elastic)
+    if hasattr(model, "unwrap_positions"):       # continuous joints' wrapped angles
+        ds = replace(ds, q=model.unwrap_positions(ds.q), theta=None if ds.theta is None
+                     else model.unwrap_positions(ds.theta))
     src = label or str(ds.metadata.get("source", "") or "")
     limits = [j.limits.position for j in model.config.joints]
     diags = check_joint_limits(model.joint_names, ds.q, limits, src)

@@ -618,6 +618,39 @@ class RobotModel:
         """bool (n,): the joint is continuous (unbounded revolute, cos/sin in q)."""
         return self._continuous
 
+    def unwrap_positions(self, q, previous=None) -> np.ndarray:
+        """Positions with the continuous joints' recorded angles made continuous.
+
+        Drivers often report a continuous joint's angle in [-pi, pi): the step of about
+        2 pi where it wraps would enter the differentiated velocity and acceleration as a
+        spike. A step of more than pi between two samples is taken for a wrap and undone
+        by multiples of 2 pi (:func:`numpy.unwrap`); other joints are returned unchanged.
+
+        Parameters
+        ----------
+        q : array_like, shape (N, n)
+            Positions in config order [rad or m] (link or motor side).
+        previous : array_like, shape (n,), optional
+            The last unwrapped sample before ``q`` (the preceding chunk of a recording), so
+            that a recording read in chunks unwraps as in one piece.
+
+        Returns
+        -------
+        ndarray, shape (N, n)
+            A copy when the model has continuous joints, else ``q`` itself.
+        """
+        q = np.asarray(q, dtype=float)
+        cont = self._continuous
+        if not cont.any() or q.ndim != 2 or q.shape[0] == 0:
+            return q
+        out = q.copy()
+        if previous is None:
+            out[:, cont] = np.unwrap(q[:, cont], axis=0)
+        else:
+            head = np.asarray(previous, dtype=float)[cont][None, :]
+            out[:, cont] = np.unwrap(np.vstack([head, q[:, cont]]), axis=0)[1:]
+        return out
+
     @property
     def velocity_indices(self) -> np.ndarray:
         """Indices (n,) of the configured joints in pinocchio's velocity vector
