@@ -829,6 +829,59 @@ def recording_summary(model, dataset, label=None):
             "torque_rms": np.sqrt(np.mean(ds.tau ** 2, axis=0)), "diagnostics": diags}
 
 
+#: |correlation| above which the measured torque is compared with the nominal prediction.
+NOMINAL_CORRELATION = 0.5
+#: Ratio measured / nominal torque beyond which the ``torque_scale`` warning is given.
+NOMINAL_SCALE = 10.0
+
+
+def check_torque_against_nominal(labels, neq, nominal_base):
+    """Measured torques against the torques the URDF's nominal parameters predict on the same
+    motion, per row group j, from the normal equations alone: with the nominal base
+    parameters beta0, ``a = beta0' G_j beta0`` (predicted energy), ``b = b_j' beta0``
+    (cross term) and ``c = c_j`` (measured energy), the correlation is b / sqrt(a c) and the
+    least-squares slope of measured on predicted is b / a.
+
+    ``torque_sign`` (error): correlation below -0.5, the measured torque runs against the
+    prediction (an opposite sign convention of a torque or position column, another joint's
+    column). ``torque_scale`` (warning): correlation above 0.5 but a slope outside
+    [1/10, 10] (torque in mN*m or in amperes, a gear ratio missing). Groups without measured
+    torque (elastic link equations) or without a nominal prediction (a URDF without
+    inertials) are skipped.
+
+    Parameters
+    ----------
+    labels : list of str
+        Row-group labels (``joint1``, ``joint1 motor``).
+    neq : NormalEquations
+        With per-group ``G`` (groups, p, p), ``b`` (groups, p), ``c`` (groups,).
+    nominal_base : ndarray (p,)
+        Nominal base parameters.
+    """
+    beta = np.nan_to_num(np.asarray(nominal_base, dtype=float))
+    out = []
+    for label, G, b, c in zip(labels, neq.G, neq.b, neq.c):
+        a = float(beta @ G @ beta)
+        if not (a > 0 and c > 0) or not np.isfinite(a * c):
+            continue
+        cross = float(b @ beta)
+        r, slope = cross / np.sqrt(a * c), cross / a
+        if r < -NOMINAL_CORRELATION:
+            out.append(Diagnostic(
+                "torque_sign", "error",
+                f"the measured torque runs against the torque the URDF's nominal parameters "
+                f"predict (correlation {r:.2f}, slope {slope:.3g}): an opposite sign "
+                f"convention of the torque or position, or another joint's column?", label))
+        elif r > NOMINAL_CORRELATION and not 1 / NOMINAL_SCALE <= slope <= NOMINAL_SCALE:
+            out.append(Diagnostic(
+                "torque_scale", "warning",
+                f"the measured torque is {slope:.3g}x the torque the URDF's nominal "
+                f"parameters predict (correlation {r:.2f}): torque units (mN*m, A instead of "
+                f"N*m?), a missing gear ratio or drive gain, or a URDF far from the arm?",
+                label))
+    return out
+
+
 def check_locked_joints(locked):
     """Joints of the URDF that the configuration leaves out (gripper fingers, passive or
     mimic joints): locked, their links identified as part of the body they hang on.
@@ -879,6 +932,10 @@ def collect_diagnostics(model, result, recordings=()):
     out += check_condition(est.condition_number if neq is None
                            else scaled_condition_number(neq.gram))
     out += check_signs(result.names, result.expressions, est.values, est.std, result.units)
+    if neq is not None and getattr(result, "base", None) is not None:
+        nominal = np.array(model.nominal_parameters(), dtype=float)
+        out += check_torque_against_nominal(result.row_labels, neq,
+                                            result.base.base_values(np.nan_to_num(nominal)))
     out += check_parameter_std(result.names, est.values, est.relative_std)
     if recordings:
         noise = np.median(np.stack([r["torque_noise"] for r in recordings]), axis=0)
