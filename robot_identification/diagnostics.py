@@ -8,7 +8,7 @@ message is for people and names the numbers.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
@@ -797,6 +797,9 @@ def recording_summary(model, dataset, label=None):
     """
     ds = dataset.select_joints(model.joint_names).validate(min_samples=20,
                                                            elastic=model.config.elastic)
+    if hasattr(model, "unwrap_positions"):       # continuous joints' wrapped angles
+        ds = replace(ds, q=model.unwrap_positions(ds.q), theta=None if ds.theta is None
+                     else model.unwrap_positions(ds.theta))
     src = label or str(ds.metadata.get("source", "") or "")
     limits = [j.limits.position for j in model.config.joints]
     diags = check_joint_limits(model.joint_names, ds.q, limits, src)
@@ -826,14 +829,68 @@ def recording_summary(model, dataset, label=None):
             "torque_rms": np.sqrt(np.mean(ds.tau ** 2, axis=0)), "diagnostics": diags}
 
 
+#: |correlation| above which the measured torque is compared with the nominal prediction.
+NOMINAL_CORRELATION = 0.5
+#: Ratio measured / nominal torque beyond which the ``torque_scale`` warning is given.
+NOMINAL_SCALE = 10.0
+
+
+def check_torque_against_nominal(labels, neq, nominal_base):
+    """Measured torques against the torques the URDF's nominal parameters predict on the same
+    motion, per row group j, from the normal equations alone: with the nominal base
+    parameters beta0, ``a = beta0' G_j beta0`` (predicted energy), ``b = b_j' beta0``
+    (cross term) and ``c = c_j`` (measured energy), the correlation is b / sqrt(a c) and the
+    least-squares slope of measured on predicted is b / a.
+
+    ``torque_sign`` (error): correlation below -0.5, the measured torque runs against the
+    prediction (an opposite sign convention of a torque or position column, another joint's
+    column). ``torque_scale`` (warning): correlation above 0.5 but a slope outside
+    [1/10, 10] (torque in mN*m or in amperes, a gear ratio missing). Groups without measured
+    torque (elastic link equations) or without a nominal prediction (a URDF without
+    inertials) are skipped.
+
+    Parameters
+    ----------
+    labels : list of str
+        Row-group labels (``joint1``, ``joint1 motor``).
+    neq : NormalEquations
+        With per-group ``G`` (groups, p, p), ``b`` (groups, p), ``c`` (groups,).
+    nominal_base : ndarray (p,)
+        Nominal base parameters.
+    """
+    beta = np.nan_to_num(np.asarray(nominal_base, dtype=float))
+    out = []
+    for label, G, b, c in zip(labels, neq.G, neq.b, neq.c):
+        a = float(beta @ G @ beta)
+        if not (a > 0 and c > 0) or not np.isfinite(a * c):
+            continue
+        cross = float(b @ beta)
+        r, slope = cross / np.sqrt(a * c), cross / a
+        if r < -NOMINAL_CORRELATION:
+            out.append(Diagnostic(
+                "torque_sign", "error",
+                f"the measured torque runs against the torque the URDF's nominal parameters "
+                f"predict (correlation {r:.2f}, slope {slope:.3g}): an opposite sign "
+                f"convention of the torque or position, or another joint's column?", label))
+        elif r > NOMINAL_CORRELATION and not 1 / NOMINAL_SCALE <= slope <= NOMINAL_SCALE:
+            out.append(Diagnostic(
+                "torque_scale", "warning",
+                f"the measured torque is {slope:.3g}x the torque the URDF's nominal "
+                f"parameters predict (correlation {r:.2f}): torque units (mN*m, A instead of "
+                f"N*m?), a missing gear ratio or drive gain, or a URDF far from the arm?",
+                label))
+    return out
+
+
 def check_locked_joints(locked):
     """Joints of the URDF that the configuration leaves out (gripper fingers, passive or
     mimic joints): locked, their links identified as part of the body they hang on.
 
     Parameters
     ----------
-    locked : sequence of (str, float)
-        Joint name and locked position [rad or m] (``RobotModel.locked_joints``).
+    locked : sequence of (str, float or None)
+        Joint name and locked position [rad or m], None for a multi-dof joint locked at
+        the identity pose (``RobotModel.locked_joints``).
 
     Returns
     -------
@@ -842,7 +899,8 @@ def check_locked_joints(locked):
     """
     if not locked:
         return []
-    text = ", ".join(f"{name} at {pos:.4g}" for name, pos in locked[:8])
+    text = ", ".join(f"{name} at {pos:.4g}" if pos is not None else
+                     f"{name} (multi-dof) at the identity pose" for name, pos in locked[:8])
     more = f" and {len(locked) - 8} more" if len(locked) > 8 else ""
     return [Diagnostic("joints_locked", "info",
                        f"{len(locked)} URDF joint(s) not in the config are locked: {text}{more} "
@@ -874,6 +932,10 @@ def collect_diagnostics(model, result, recordings=()):
     out += check_condition(est.condition_number if neq is None
                            else scaled_condition_number(neq.gram))
     out += check_signs(result.names, result.expressions, est.values, est.std, result.units)
+    if neq is not None and getattr(result, "base", None) is not None:
+        nominal = np.array(model.nominal_parameters(), dtype=float)
+        out += check_torque_against_nominal(result.row_labels, neq,
+                                            result.base.base_values(np.nan_to_num(nominal)))
     out += check_parameter_std(result.names, est.values, est.relative_std)
     if recordings:
         noise = np.median(np.stack([r["torque_noise"] for r in recordings]), axis=0)

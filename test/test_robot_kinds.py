@@ -10,6 +10,7 @@ metres), and noise-free simulated data must identify the simulator's true parame
 inertials and the starter's drive values) to a normalised mean error <= 0.05.
 """
 import hashlib
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -110,6 +111,28 @@ def test_noise_free_simulation_identifies_the_urdf(robot, tmp_path):
     assert not [d for d in result.diagnostics if d.severity == "error"]
 
 
+def test_wrapped_continuous_angles_are_unwrapped(tmp_path):
+    """A driver reporting the continuous turret in [-pi, pi): the same estimates as the
+    unwrapped angles, in one chunk or many (before: NME 4.5 from two wraps)."""
+    from robot_identification.identification import Recording
+    from robot_identification.identification import identify as engine_identify
+    _, model = _starter("gripper_arm", tmp_path)
+    assert list(model.continuous_joints) == [True, False, False, True]
+    data = simulate(model, seed=0, rate_hz=250.0)
+    q = data.q.copy()
+    q[:, 0] += np.pi - np.median(q[:, 0])      # the turret (z axis: no gravity) crosses pi
+    shifted = replace(data, q=q)
+    q = q.copy()
+    q[:, 0] = (q[:, 0] + np.pi) % (2 * np.pi) - np.pi
+    wrapped = replace(data, q=q)
+    assert (np.abs(np.diff(wrapped.q[:, 0])) > np.pi).sum() >= 2
+    ref = identify(model, shifted)
+    assert ref.normalised_mean_error() <= 0.05
+    for chunk in (None, 300):
+        got = engine_identify(model, Recording.from_dataset(wrapped, model, chunk=chunk))
+        assert np.allclose(got.estimate.values, ref.estimate.values, rtol=1e-7, atol=1e-10)
+
+
 def test_gripper_fingers_are_locked_with_a_message(tmp_path, capsys):
     urdf = KINDS / "gripper_arm.urdf"
     out = tmp_path / "arm.yaml"
@@ -130,6 +153,19 @@ def test_gripper_fingers_are_locked_with_a_message(tmp_path, capsys):
     config = parse_robot_config(yaml.safe_load(out.read_text()), source=out)
     assert RobotModel(config, shifted).locked_joints == (("finger_left_joint", 0.01),
                                                          ("finger_right_joint", 0.01))
+
+
+def test_a_floating_base_joint_is_locked_at_the_identity_pose(tmp_path):
+    cfg, fixed = _starter("rp_arm", tmp_path)
+    floating = (KINDS / "rp_arm.urdf").read_text().replace(
+        '<link name="base"/>', '<link name="world"/><joint name="float" type="floating">'
+        '<parent link="world"/><child link="base"/></joint><link name="base"/>')
+    model = RobotModel(load_robot_config(cfg), floating)
+    assert model.locked_joints == (("float", None),)
+    q, v, a = np.array([0.3, 0.1]), np.array([0.5, -0.2]), np.array([1.0, 0.4])
+    tau = [pin.rnea(m.pin_model, m.pin_model.createData(), m.pin_configuration(q),
+                    m.to_pin_v(v), m.to_pin_v(a)) for m in (model, fixed)]
+    assert np.allclose(tau[0], tau[1], rtol=1e-12, atol=1e-12)
 
 
 def test_a_joint_others_mimic_is_refused(tmp_path, capsys):

@@ -2,6 +2,7 @@
 named standard-parameter vector."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -120,9 +121,45 @@ def build_pinocchio_model(urdf_xml: str, source: str = "the URDF"):
         pinocchio cannot build the model.
     """
     try:
-        return pin.buildModelFromXML(parser_urdf(urdf_xml))
+        with _native_stderr() as native:
+            return pin.buildModelFromXML(parser_urdf(urdf_xml))
     except Exception as exc:  # pinocchio raises ValueError/RuntimeError
-        raise ModelError(f"cannot parse {source}: {exc}") from None
+        cause = [ln.split(":", 1)[1].strip() for ln in native.text.splitlines()
+                 if ln.startswith("Error:")][:1]
+        raise ModelError(f"cannot parse {source}: {'; '.join(cause + [str(exc)])}") from None
+
+
+class _native_stderr:
+    """Capture what C++ code (urdfdom) writes to file descriptor 2 while the block runs, so
+    that a refused URDF ends in one line rather than urdfdom's multi-line C++ report; what
+    was captured is written to ``sys.stderr`` again when the block succeeds. ``text`` holds
+    it. Without a usable descriptor 2 nothing is captured."""
+
+    def __enter__(self):
+        import sys
+        import tempfile
+        self.text, self._saved, self._file = "", None, None
+        try:
+            sys.stderr.flush()
+            self._file = tempfile.TemporaryFile()
+            self._saved = os.dup(2)
+            os.dup2(self._file.fileno(), 2)
+        except (OSError, ValueError, AttributeError):
+            self._saved = None
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        import sys
+        if self._saved is not None:
+            os.dup2(self._saved, 2)
+            os.close(self._saved)
+            self._file.seek(0)
+            self.text = self._file.read().decode("utf-8", "replace")
+        if self._file is not None:
+            self._file.close()
+        if exc_type is None and self.text:
+            sys.stderr.write(self.text)
+        return False
 
 
 def check_urdf_tree(urdf_xml: str, source: str = "the URDF"):
@@ -143,7 +180,9 @@ def check_urdf_tree(urdf_xml: str, source: str = "the URDF"):
         of several joints or a chain of joints that closes on itself (a kinematic loop); more
         than one root link; a revolute or prismatic joint without ``<limit effort velocity>``;
         a negative or non-finite mass or inertia; an inertia tensor with a negative principal
-        moment.
+        moment; an unknown joint type, a non-numeric or non-finite <origin>, <axis>, <limit>,
+        <dynamics> or <mimic> value, a zero joint axis, a <limit> with lower above upper or
+        a negative effort or velocity.
     """
     import xml.etree.ElementTree as ET
     try:
@@ -183,6 +222,7 @@ def check_urdf_tree(urdf_xml: str, source: str = "the URDF"):
                 raise ModelError(f"{source}: {jt.get('type')} joint '{name}' has no <limit> "
                                  f"with effort and velocity (the URDF format requires them; "
                                  f"use type=\"continuous\" for an unlimited revolute joint)")
+    _check_urdf_values(root, source)
     roots = [lk for lk in links if lk not in parent_of]
     for lk in links:                            # follow parents: a cycle never reaches a root
         seen, cur = [], lk
@@ -216,6 +256,77 @@ def check_urdf_tree(urdf_xml: str, source: str = "the URDF"):
                                  f"masses and principal moments of inertia are >= 0")
         if inertia is not None:
             _check_inertia_tensor(inertia, f"{source}: link '{lk.get('name')}'")
+
+
+#: Joint types of the URDF format.
+URDF_JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
+#: Numeric attributes urdfdom parses: element tag -> {attribute: number of values}.
+_URDF_NUMBERS = {"origin": {"xyz": 3, "rpy": 3}, "axis": {"xyz": 3},
+                 "limit": {"lower": 1, "upper": 1, "effort": 1, "velocity": 1},
+                 "dynamics": {"damping": 1, "friction": 1},
+                 "mimic": {"multiplier": 1, "offset": 1}}
+
+
+def _check_urdf_values(root, source):
+    """The values urdfdom parses, checked before it does (it prints C++ errors and fails
+    with "not a valid URDF model", or, for an <inertial> origin, silently drops the
+    inertial): joint types, numbers of <origin>, <axis>, <limit>, <dynamics>, <mimic>, a
+    zero joint axis, limits with lower above upper, negative effort or velocity limits.
+
+    Raises
+    ------
+    ModelError
+        Naming the joint or link, the element, the attribute and the value.
+    """
+    def owner(elem_path):
+        return " ".join(f"{e.tag} '{e.get('name')}'" if e.get("name") else f"<{e.tag}>"
+                        for e in elem_path)
+
+    def walk(elem, path):
+        for child in elem:
+            yield child, path
+            yield from walk(child, path + [child])
+
+    top = [e for e in root if e.tag in ("joint", "link")]    # not <gazebo>, <ros2_control>
+    for elem, path in (x for e in top for x in walk(e, [e])):
+        spec = _URDF_NUMBERS.get(elem.tag)
+        if spec is None:
+            continue
+        where = f"{source}: {owner(path)} <{elem.tag}>"
+        for attr, n in spec.items():
+            text = elem.get(attr)
+            if text is None:
+                continue
+            try:
+                values = [float(x) for x in text.split()]
+            except ValueError:
+                values = None
+            if values is None or len(values) != n or not all(np.isfinite(values)):
+                raise ModelError(f"{where} {attr}=\"{text}\" is not {n} finite number"
+                                 f"{'s' if n > 1 else ''}")
+    for jt in root.findall("joint"):
+        name, kind = jt.get("name"), jt.get("type")
+        if kind not in URDF_JOINT_TYPES:
+            raise ModelError(f"{source}: joint '{name}' has type {kind!r}; URDF joint types "
+                             f"are {list(URDF_JOINT_TYPES)}")
+        axis = jt.find("axis")
+        if kind in ("revolute", "continuous", "prismatic") and axis is not None \
+                and axis.get("xyz") is not None \
+                and not any(float(x) for x in axis.get("xyz").split()):
+            raise ModelError(f"{source}: joint '{name}' has the zero axis "
+                             f"xyz=\"{axis.get('xyz')}\": a {kind} joint needs a direction")
+        lim = jt.find("limit")
+        if lim is None:
+            continue
+        for key in ("effort", "velocity"):
+            if lim.get(key) is not None and float(lim.get(key)) < 0:
+                raise ModelError(f"{source}: joint '{name}' <limit> {key}={lim.get(key)} is "
+                                 f"negative")
+        lower, upper = lim.get("lower"), lim.get("upper")
+        if kind in ("revolute", "prismatic") and lower is not None and upper is not None \
+                and float(lower) > float(upper):
+            raise ModelError(f"{source}: joint '{name}' <limit> lower={lower} is above "
+                             f"upper={upper}")
 
 
 def _check_inertia_tensor(elem, where):
@@ -347,9 +458,10 @@ class RobotModel:
 
     Attributes
     ----------
-    locked_joints : tuple of (str, float)
-        1-dof URDF joints left out of the config and the position they are locked at
-        [rad or m]: 0, or the nearer limit when 0 is outside their range.
+    locked_joints : tuple of (str, float or None)
+        URDF joints left out of the config and the position they are locked at [rad or m]:
+        0, or the nearer limit when 0 is outside their range; None for a multi-dof joint
+        (floating, planar: locked at the identity pose, i.e. a fixed base).
 
     Raises
     ------
@@ -368,7 +480,8 @@ class RobotModel:
         self.urdf_xml = urdf_xml
         check_urdf_tree(urdf_xml, f"URDF '{config.urdf_path}'" if config.urdf_path
                         else f"URDF of '{config.name}'")
-        full = build_pinocchio_model(urdf_xml, f"URDF of '{config.name}'")
+        full = build_pinocchio_model(urdf_xml, f"URDF '{config.urdf_path}'" if config.urdf_path
+                                     else f"URDF of '{config.name}'")
         names = list(full.names)
         missing = [j for j in config.joint_names if j not in names]
         if missing:
@@ -379,8 +492,8 @@ class RobotModel:
         lock = [i for i in range(1, full.njoints) if full.names[i] not in config.joint_names]
         q_lock = _lock_configuration(full)
         self.locked_joints = tuple(
-            (full.names[i], float(q_lock[full.joints[i].idx_q])) for i in lock
-            if full.joints[i].nq == 1)
+            (full.names[i], float(q_lock[full.joints[i].idx_q]) if full.joints[i].nq == 1
+             else None) for i in lock)
         model = (pin.buildReducedModel(full, lock, q_lock) if lock else full)
         model.gravity = pin.Motion(np.array(config.gravity), np.zeros(3))
         self.pin_model = model
@@ -504,6 +617,39 @@ class RobotModel:
     def continuous_joints(self) -> np.ndarray:
         """bool (n,): the joint is continuous (unbounded revolute, cos/sin in q)."""
         return self._continuous
+
+    def unwrap_positions(self, q, previous=None) -> np.ndarray:
+        """Positions with the continuous joints' recorded angles made continuous.
+
+        Drivers often report a continuous joint's angle in [-pi, pi): the step of about
+        2 pi where it wraps would enter the differentiated velocity and acceleration as a
+        spike. A step of more than pi between two samples is taken for a wrap and undone
+        by multiples of 2 pi (:func:`numpy.unwrap`); other joints are returned unchanged.
+
+        Parameters
+        ----------
+        q : array_like, shape (N, n)
+            Positions in config order [rad or m] (link or motor side).
+        previous : array_like, shape (n,), optional
+            The last unwrapped sample before ``q`` (the preceding chunk of a recording), so
+            that a recording read in chunks unwraps as in one piece.
+
+        Returns
+        -------
+        ndarray, shape (N, n)
+            A copy when the model has continuous joints, else ``q`` itself.
+        """
+        q = np.asarray(q, dtype=float)
+        cont = self._continuous
+        if not cont.any() or q.ndim != 2 or q.shape[0] == 0:
+            return q
+        out = q.copy()
+        if previous is None:
+            out[:, cont] = np.unwrap(q[:, cont], axis=0)
+        else:
+            head = np.asarray(previous, dtype=float)[cont][None, :]
+            out[:, cont] = np.unwrap(np.vstack([head, q[:, cont]]), axis=0)[1:]
+        return out
 
     @property
     def velocity_indices(self) -> np.ndarray:
