@@ -200,6 +200,9 @@ def test_user_path_scara(tmp_path, capfd):
     for argv in steps:
         assert main(argv + ["--quiet"]) == 0, argv
         assert capfd.readouterr().err == "", argv          # no parser noise, no traceback
+    units = {p["name"]: p["unit"] for p in yaml.safe_load(res.read_text())["base_parameters"]}
+    assert units["quill.coulomb"] == "N" and units["quill.viscous"] == "N*s/m"
+    assert units["elbow.coulomb"] == "N*m" and units["quill_link.m"] == "kg"
     doc = yaml.safe_load((tmp_path / "validation.yaml").read_text())
     assert doc["files"][0]["nrmse_mean"] < 0.2
     assert (tmp_path / "report" / "report.html").stat().st_size > 10_000

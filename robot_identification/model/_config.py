@@ -80,6 +80,13 @@ DRIVE_PARAMETER_UNITS = {
     "offset": "N*m",
 }
 
+#: Units of the drive parameters of a prismatic joint (force, metres; rotor_inertia is the
+#: drive's link-referred mass).
+PRISMATIC_DRIVE_PARAMETER_UNITS = {
+    "rotor_inertia": "kg", "stiffness": "N/m", "damping": "N*s/m",
+    "viscous": "N*s/m", "coulomb": "N", "stiction": "N", "stribeck": "N", "offset": "N",
+}
+
 DRIVE_PARAMETER_DESCRIPTIONS = {
     "rotor_inertia": "rotor inertia about its spin axis (motor side)",
     "stiffness": "joint stiffness", "damping": "joint damping", "viscous": "viscous friction",

@@ -11,7 +11,7 @@ import pinocchio as pin
 
 from robot_identification.errors import ConfigError, ModelError
 from robot_identification.model._config import (
-    DRIVE_PARAMETER_UNITS, RobotConfig, load_robot_config)
+    DRIVE_PARAMETER_UNITS, PRISMATIC_DRIVE_PARAMETER_UNITS, RobotConfig, load_robot_config)
 from robot_identification.model._inertia import (
     INERTIAL_NAMES, INERTIAL_UNITS, frame_change_matrix, spin_inertia_parameters)
 
@@ -590,7 +590,8 @@ class RobotModel:
                 names.append(f"{jn}.{key}")
                 kinds.append(key)
                 joints.append(k)
-                units.append(DRIVE_PARAMETER_UNITS[key])
+                units.append((PRISMATIC_DRIVE_PARAMETER_UNITS if self.joint_types[k] ==
+                              "prismatic" else DRIVE_PARAMETER_UNITS)[key])
         self.layout = ParameterLayout(tuple(names), tuple(kinds), tuple(joints), tuple(units))
 
     @property
