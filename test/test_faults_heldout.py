@@ -71,6 +71,24 @@ def test_output_below_a_file_is_named(run, tmp_path, capsys):
     assert_one_line(rc, err, "notes' is a file, not a directory")
 
 
+def test_unwritable_special_output_names_the_file(run, tmp_path, monkeypatch, capsys):
+    """ENOSPC of /dev/full named no file ("[Errno 28] No space left on device"). Simulated
+    on a FIFO whose write fails, so that no test ever writes to a device."""
+    import builtins
+    fifo = tmp_path / "out.yaml"
+    os.mkfifo(fifo)
+    real_open = builtins.open
+
+    def full_open(file, mode="r", *a, **kw):
+        if str(file) == str(fifo) and "w" in mode:
+            raise OSError(28, "No space left on device")
+        return real_open(file, mode, *a, **kw)
+    monkeypatch.setattr(builtins, "open", full_open)
+    rc, err = run_cli(["identify", "--config", run / "robot.yaml", "--data", run / "run.npz",
+                       "--output", fifo, "--quiet", "--no-physical"], capsys, run)
+    assert_one_line(rc, err, f"cannot write output '{fifo}': No space left on device")
+
+
 # ------------------------------------------------------------------------------ one line
 @pytest.mark.parametrize("argv,message", [
     (["identify", "--robot", "szabo_3dof"], "the following arguments are required: --data"),
@@ -104,7 +122,7 @@ def test_library_warnings_are_one_line(run, tmp_path, capsys, monkeypatch):
     assert rc == 0, err
     assert err.strip().splitlines() == [
         f"warning: CSV '{tmp_path / 'in' / 'dup.csv'}': dropped 1 malformed row(s): line "
-        f"102: time 0.1 s not after 0.1 s"], err
+        f"102: time 0.1 s repeats"], err
 
 
 # ------------------------------------------------------------------------------ URDF values
@@ -145,6 +163,19 @@ def test_urdf_values_are_checked_before_urdfdom(tmp_path, capfd, label, text, me
     rc, err = run_cli(argv, capfd, tmp_path / "in")
     assert_one_line(rc, err, "arm.urdf", message)
     assert not (tmp_path / "o").exists()
+
+
+def test_xacro_find_of_a_missing_package_is_named(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("AMENT_PREFIX_PATH", raising=False)
+    (_in(tmp_path) / "arm.urdf.xacro").write_text(URDF.replace(
+        '<robot name="szabo_3dof">', '<robot name="szabo_3dof" xmlns:xacro='
+        '"http://www.ros.org/wiki/xacro"><xacro:include filename="$(find my_arm_description)'
+        '/urdf/arm.xacro"/>'))
+    rc, err = run_cli(["simulate", "--robot", "szabo_3dof", "--urdf",
+                       tmp_path / "in" / "arm.urdf.xacro", "--output", tmp_path / "x.npz"],
+                      capsys, tmp_path / "in")
+    assert_one_line(rc, err, "arm.urdf.xacro", "$(find my_arm_description)",
+                    "AMENT_PREFIX_PATH is not set")
 
 
 def test_urdfdom_output_is_captured():
@@ -194,6 +225,37 @@ def test_config_values_are_named(run, tmp_path, capsys, label, old, new, message
                       capsys, tmp_path / "in")
     assert_one_line(rc, err, "robot.yaml" if "csv" not in label else "run.csv", message)
     assert not (tmp_path / "o").exists()
+
+
+def test_negative_std_in_results_is_refused(run, tmp_path, capsys):
+    assert cli.main(["identify", "--config", str(run / "robot.yaml"), "--data",
+                     str(run / "run.npz"), "--output", str(_in(tmp_path) / "r.yaml"),
+                     "--quiet", "--no-physical"]) == 0
+    doc = yaml.safe_load((tmp_path / "in" / "r.yaml").read_text())
+    doc["base_parameters"][1]["std"] = -0.5
+    (tmp_path / "in" / "r.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    rc, err = run_cli(["validate", "--config", run / "robot.yaml", "--results",
+                       tmp_path / "in" / "r.yaml", "--data", run / "run.npz", "--output",
+                       tmp_path / "v.yaml"], capsys, tmp_path / "in")
+    assert_one_line(rc, err, "r.yaml", "std is -0.5: a standard deviation is >= 0")
+
+
+def test_epoch_times_with_too_few_digits_are_explained(run, tmp_path, capsys):
+    m = np.loadtxt(run / "run.csv", delimiter=",")
+    m[:, 0] += 1.7e9
+    np.savetxt(_in(tmp_path) / "x.csv", m, delimiter=",", fmt="%.10g")
+    rc, err = run_cli(["identify", "--config", run / "robot.yaml", "--data",
+                       tmp_path / "in" / "x.csv", "--output", tmp_path / "r.yaml"], capsys,
+                      tmp_path / "in")
+    assert_one_line(rc, err, "x.csv", "time 1700000000 s repeats", "too few digits")
+
+
+def test_cutoff_below_the_motion_is_named(run, tmp_path, capsys):
+    """A cut-off far below the motion empties the regressor: 'move those joints' alone
+    pointed at the excitation, not at the option."""
+    rc, err = run_cli(["identify", "--config", run / "robot.yaml", "--data", run / "run.npz",
+                       "--output", tmp_path / "r.yaml", "--cutoff", "0.001"], capsys, run)
+    assert_one_line(rc, err, "the filter cut-off 0.001 Hz lies below the motion's band")
 
 
 def test_config_directory_is_named(tmp_path, capsys):

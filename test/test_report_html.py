@@ -73,6 +73,8 @@ def test_diagnostics_come_first_and_every_parameter_has_a_trust_flag(report):
     # units, nominal and true values are columns
     for head in ("unit", "nominal (URDF)", "true (simulated)", "rel. std [%]"):
         assert f"<th>{head}</th>" in text
+    # an elastic arm is validated on its motor torques, and the figure says so
+    assert 'alt="measured vs predicted motor torque"' in text
 
 
 def test_identification_data_from_either_results_key():

@@ -174,6 +174,8 @@ def test_lockstep_graph_records_and_identifies(client, tmp_path):
         results = yaml.safe_load((tmp_path / "results.yaml").read_text())
         assert [e["name"] for e in results["base_parameters"]] == names
         np.testing.assert_allclose([e["estimate"] for e in results["base_parameters"]], est)
+        # the bag is named as the identification data (the report's headline and spectrum)
+        assert results["settings"]["data"] == [str(bag.resolve())]
     finally:
         g.close()
 

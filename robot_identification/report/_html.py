@@ -116,8 +116,8 @@ def _count(series, label, y):
     series[label] = series.get(label, 0) + int(np.isfinite(y).sum())
 
 
-def plot_torques(entry, joint_names, path, models=None) -> Figure:
-    """Measured vs predicted joint torque, one panel per joint, every model.
+def plot_torques(entry, joint_names, path, models=None, quantity="joint torque") -> Figure:
+    """Measured vs predicted torque, one panel per joint, every model.
 
     Parameters
     ----------
@@ -128,6 +128,9 @@ def plot_torques(entry, joint_names, path, models=None) -> Figure:
         PNG to write.
     models : list of str, optional
         Default: every predicted model.
+    quantity : str
+        What is compared, for the title: ``joint torque`` (rigid arms) or ``motor torque``
+        (elastic arms: the motor equations carry the measured torque).
 
     Returns
     -------
@@ -157,7 +160,7 @@ def plot_torques(entry, joint_names, path, models=None) -> Figure:
         ax.grid(alpha=0.3)
     axes[-1].set_xlabel("time [s]")
     fig.legend(handles=handles, loc="outside upper center", ncol=len(handles), fontsize=9,
-               title=f"{Path(entry['file']).name}: measured vs predicted joint torque",
+               title=f"{Path(entry['file']).name}: measured vs predicted {quantity}",
                title_fontsize=10, frameon=False)
     return _save(fig, path, series)
 
@@ -559,13 +562,14 @@ def write_report(out_dir, model, results_doc, files, *, title=None, base=None,
                                 "nrmse"))
         for i, f in enumerate(files):
             stem = f"file{i + 1}"
-            a = plot_torques(f, joints, out / f"{stem}_torque.png")
+            quantity = "motor torque" if model.config.elastic else "joint torque"
+            a = plot_torques(f, joints, out / f"{stem}_torque.png", quantity=quantity)
             pbar.update(1)
             b = plot_residuals(f, joints, out / f"{stem}_residual.png")
             pbar.update(1)
             parts.append(f"<h2 id='{stem}'>{html.escape(Path(f['file']).name)}: torques and "
                          f"residuals</h2>")
-            parts.append(a.img("measured vs predicted torque") + "<br>"
+            parts.append(a.img(f"measured vs predicted {quantity}") + "<br>"
                          + b.img("residuals"))
     gains = results_doc.get("drive_gains")
     if gains:
