@@ -155,6 +155,16 @@ def test_gripper_fingers_are_locked_with_a_message(tmp_path, capsys):
                                                          ("finger_right_joint", 0.01))
 
 
+def test_a_joint_that_moves_no_inertia_is_named(tmp_path, capsys):
+    urdf = tmp_path / "tip.urdf"
+    urdf.write_text((KINDS / "rp_arm.urdf").read_text().replace(
+        "</robot>", '<joint name="spin" type="revolute"><parent link="slider"/><child '
+        'link="tip"/><axis xyz="1 0 0"/><limit lower="-1" upper="1" velocity="2" effort="5"/>'
+        '</joint><link name="tip"/></robot>'))
+    assert main(["init", "--urdf", str(urdf), "--output", str(tmp_path / "t.yaml")]) == 0
+    assert "note: joint 'spin' moves no inertia in the URDF" in capsys.readouterr().out
+
+
 def test_a_floating_base_joint_is_locked_at_the_identity_pose(tmp_path):
     cfg, fixed = _starter("rp_arm", tmp_path)
     floating = (KINDS / "rp_arm.urdf").read_text().replace(
