@@ -565,7 +565,7 @@ def check_velocity_threshold(velocity_threshold, friction_deadband, parameter_ki
                        "velocity_threshold")]
 
 
-def check_joint_limits(joint_names, q, limits, source=""):
+def check_joint_limits(joint_names, q, limits, source="", kinds=None):
     """``beyond_joint_limits``: recorded positions outside the configured limits.
 
     Parameters
@@ -576,8 +576,11 @@ def check_joint_limits(joint_names, q, limits, source=""):
     limits : list of (lower, upper) or None
     source : str
         Recording name (subject).
+    kinds : list of str, optional
+        ``revolute`` or ``prismatic`` per joint (the hint's units); default revolute.
 
-    Beyond twice the range: error (degrees given as radians?); otherwise warning.
+    Beyond twice the range: error (degrees given as radians? millimetres as metres?);
+    otherwise warning.
     """
     out = []
     q = np.asarray(q, dtype=float)
@@ -590,7 +593,9 @@ def check_joint_limits(joint_names, q, limits, source=""):
         if qmin >= lo - tol and qmax <= hi + tol:
             continue
         far = max(lo - qmin, qmax - hi) > (hi - lo)
-        hint = "; degrees given as radians?" if far else ""
+        prismatic = kinds is not None and kinds[j] == "prismatic"
+        hint = ("" if not far else "; millimetres given as metres?" if prismatic
+                else "; degrees given as radians?")
         out.append(Diagnostic("beyond_joint_limits", "error" if far else "warning",
                               f"{nm} moves over [{qmin:.4g}, {qmax:.4g}] outside its limits "
                               f"[{lo:.4g}, {hi:.4g}]{hint}",
@@ -819,7 +824,8 @@ def recording_summary(model, dataset, label=None):
                      else model.unwrap_positions(ds.theta))
     src = label or str(ds.metadata.get("source", "") or "")
     limits = [j.limits.position for j in model.config.joints]
-    diags = check_joint_limits(model.joint_names, ds.q, limits, src)
+    diags = check_joint_limits(model.joint_names, ds.q, limits, src,
+                               getattr(model, "joint_types", None))
     diags += check_outliers(src or "recording", model.joint_names, ds.tau)
     diags += check_saturation(model.joint_names, ds.tau,
                               [j.limits.effort for j in model.config.joints], src)

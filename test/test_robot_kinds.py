@@ -229,3 +229,11 @@ def test_user_path_scara(tmp_path, capfd):
     expected = np.einsum("nrp,p->nr", regressor(model, q, dq, ddq), pi)
     got = urdf_torque(urdf_out, model, pi, q, dq, ddq)
     assert np.abs(got - expected).max() < 1e-6 * np.abs(expected).max()
+
+
+def test_prismatic_positions_in_millimetres_are_named():
+    from robot_identification.diagnostics import check_joint_limits
+    q = np.array([[150.0, 0.0], [0.1, 0.5]])                  # a CSV column in mm
+    (d,) = check_joint_limits(["extend", "pitch"], q, [(0.0, 0.3), (-1.2, 1.2)], "run.csv",
+                              ["prismatic", "revolute"])
+    assert d.severity == "error" and "millimetres given as metres?" in d.message
