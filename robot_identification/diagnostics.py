@@ -782,6 +782,23 @@ def check_recording_counts(recording, source=""):
     return out
 
 
+def check_stamp_order(metadata, source=""):
+    """``stamps_reordered`` (warning): a bag's messages whose header stamps lie before an
+    earlier message's (the reader sorts them by stamp) or repeat one (dropped), from the
+    reader's ``metadata['out_of_order']`` and ``['duplicates_dropped']``. Ten messages
+    stamped 5 ms early in 1000 at 1 kHz moved a Stribeck estimate from -0.21 to 0.80 without
+    a word: a driver's stamping jitter makes the derivatives across them wrong."""
+    back = int((metadata or {}).get("out_of_order") or 0)
+    dup = int((metadata or {}).get("duplicates_dropped") or 0)
+    if not back and not dup:
+        return []
+    parts = ([f"{back} message(s) stamped before an earlier one (sorted by stamp)"]
+             if back else []) + ([f"{dup} with a repeated stamp (dropped)"] if dup else [])
+    return [Diagnostic("stamps_reordered", "warning",
+                       f"{' and '.join(parts)}: header stamps that jitter or go back bias "
+                       f"the derivatives; check the driver's time stamping", source)]
+
+
 def recording_summary(model, dataset, label=None):
     """What the checks need from one recording, computed from the raw data (cheap, O(N)).
 
@@ -813,6 +830,7 @@ def recording_summary(model, dataset, label=None):
     diags += check_saturation(model.joint_names, ds.tau,
                               [j.limits.effort for j in model.config.joints], src)
     diags += check_time_jumps(ds.t, src)
+    diags += check_stamp_order(ds.metadata, src)
     diags += check_recording_counts(ds.metadata.get("recording"), src)
     malformed = ds.metadata.get("malformed_rows") or []
     if malformed:

@@ -303,6 +303,34 @@ def test_consistent_torques_raise_no_torque_diagnostic(run, tmp_path):
     assert not [d for d in doc["diagnostics"] if d["code"].startswith("torque_s")]
 
 
+def test_bag_stamps_going_back_are_diagnosed(run, tmp_path, capsys):
+    """Header stamps 5 ms early on 1 % of the messages: the reader sorted them and dropped
+    the repeats without a word, and the friction estimates moved."""
+    from robot_identification.data._bag import BagWriter, _typestore
+    st = _typestore()
+    T = st.types
+    z = np.load(run / "run.npz")
+    w = BagWriter(_in(tmp_path) / "bag", {"/joint_states": "sensor_msgs/msg/JointState"})
+    for k in range(1000):
+        ns = int(round(z["t"][k] * 1e9))
+        stamp = ns - (5_000_000 if k % 100 == 50 else 0)
+        w.write("/joint_states", st.serialize_cdr(T["sensor_msgs/msg/JointState"](
+            header=T["std_msgs/msg/Header"](stamp=T["builtin_interfaces/msg/Time"](
+                sec=stamp // 10**9, nanosec=stamp % 10**9), frame_id=""),
+            name=["joint1", "joint2", "joint3"], position=z["q"][k].astype(float),
+            velocity=np.zeros(0), effort=z["tau"][k].astype(float)),
+            "sensor_msgs/msg/JointState"), ns)
+    w.close()
+    rc, err = run_cli(["identify", "--config", run / "robot.yaml", "--data",
+                       tmp_path / "in" / "bag", "--output", tmp_path / "r.yaml", "--quiet",
+                       "--no-physical"], capsys, tmp_path / "in")
+    assert rc == 0, err
+    found = [d for d in yaml.safe_load((tmp_path / "r.yaml").read_text())["diagnostics"]
+             if d["code"] == "stamps_reordered"]
+    assert len(found) == 1 and found[0]["severity"] == "warning", found
+    assert found[0]["message"].startswith("10 message(s) stamped before an earlier one")
+
+
 # ------------------------------------------------------------------------------ bounds
 ARGS = [
     (["identify", "--data", "{d}/run.npz", "--output", "{o}/r.yaml", "--workers", "100000"],
