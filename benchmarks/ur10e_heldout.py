@@ -6,7 +6,10 @@ Protocol (nothing is selected on validation data):
 
 - identify on the shared identification runs (the two unloaded 50 s Fourier runs);
 - validate on every shared validation run: a 30 s Fourier run (moving) and two static holds;
-- leave-one-recording-out on the identification runs (fit on one, predict the other).
+- leave-one-recording-out on the identification runs (fit on one, predict the other);
+- the torque the arm holds at rest before and after each identification run (same pose): measured
+  minus the default model at rest (gravity + offset, no Coulomb term), and whether its sign follows
+  the direction of the last motion (a "friction keeps its last sign" model would need it to).
 
 Models compared:
 
@@ -94,6 +97,35 @@ def mean_nrmse(files, name):
     return {Path(f["file"]).name: f["models"][name]["nrmse_mean"] for f in files}
 
 
+def rest_holds(model, result, paths, move_velocity=0.01, sign_velocity=0.005):
+    """Torque held at rest at the start and end of each raw run minus the model at rest.
+
+    Returns a list of (file, 'start'|'end', hold (n,) [N m], sign of each joint's last motion
+    (n,) or None at the start). Raw CSV rows (no trimming, no filter): rest = all joints below
+    ``move_velocity`` [rad/s] before the first / after the last motion (20 samples margin).
+    """
+    from robot_identification.data import read_csv
+    from robot_identification.validation import predict_torque
+    out = []
+    for path in paths:
+        d = read_csv(path, model=model, trim_idle=False, resample=False)
+        moving = np.abs(d.dq).max(axis=1) > move_velocity
+        first, last = np.argmax(moving), len(moving) - 1 - np.argmax(moving[::-1])
+        spans = (("start", slice(0, max(first - 20, 1))), ("end", slice(last + 20, None)))
+        for label, rows in spans:
+            q = d.q[rows].mean(axis=0)[None]
+            zero = np.zeros_like(q)
+            at_rest = predict_torque(model, result.base, result.estimate.values,
+                                     {"q": q, "dq": zero, "ddq": zero})[0]
+            sign = None
+            if label == "end":
+                sign = np.array([np.sign(d.dq[np.nonzero(np.abs(d.dq[:last + 1, j])
+                                                          > sign_velocity)[0][-1], j])
+                                 for j in range(model.n)])
+            out.append((Path(path).name, label, d.tau[rows].mean(axis=0) - at_rest, sign))
+    return out
+
+
 def main():
     from robot_identification.data import load_dataset
     from robot_identification.identifiability import base_parameters
@@ -157,6 +189,18 @@ def main():
     print(f"identified on {', '.join(IDENT)}: cut-off {d.settings['cutoff_hz']} Hz, deadband "
           f"{np.round(d.settings['friction_deadband'], 5).tolist()} rad/s")
     show("held-out runs, mean NRMSE over joints", evaluate(*fitted, valid, labels))
+    holds = rest_holds(model, d, [DATA / "identification" / f for f in IDENT])
+    print("torque held at rest minus the default model at rest [N m] (identification runs, "
+          "same pose at start and end)")
+    agree = total = 0
+    for name, label, hold, sign in holds:
+        extra = ""
+        if sign is not None:
+            agree += int(np.sum(np.sign(hold) == sign))
+            total += len(sign)
+            extra = "  last motion " + " ".join(f"{x:+.0f}" for x in sign)
+        print(f"  {name[:28]:<28} {label:<5} " + " ".join(f"{h:7.2f}" for h in hold) + extra)
+    print(f"  sign of the end hold = sign of the last motion: {agree} of {total} joints")
     for i in range(len(ident)):
         train = [ident[j] for j in range(len(ident)) if j != i]
         show(f"leave-one-recording-out: fit on {IDENT[1 - i]}, predict",

@@ -8,9 +8,15 @@ worker process: the per-sample pinocchio loop holds the GIL) or an existing sche
 from __future__ import annotations
 
 import contextlib
+import os
 import logging
 
 from robot_identification.errors import ConfigError
+
+
+def max_local_workers() -> int:
+    """Most local Dask worker processes accepted: 4 per CPU, at least 8."""
+    return max(8, 4 * (os.cpu_count() or 1))
 
 
 def check_workers(workers, scheduler=None):
@@ -19,10 +25,16 @@ def check_workers(workers, scheduler=None):
     Raises
     ------
     ConfigError
-        ``workers`` not a positive integer, or ``scheduler`` not ``tcp://HOST:PORT``-like.
+        ``workers`` not a positive integer, more local workers than
+        :func:`max_local_workers` (each is a Python process: 100000 of them exhaust the
+        machine for minutes), or ``scheduler`` not ``tcp://HOST:PORT``-like.
     """
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ConfigError(f"workers must be a positive integer, got {workers!r}")
+    if scheduler is None and workers > max_local_workers():
+        raise ConfigError(f"workers {workers} is more than {max_local_workers()} local worker "
+                          f"processes (4 per CPU; this machine has {os.cpu_count() or 1} "
+                          f"CPUs); use fewer, or a cluster with --scheduler")
     if scheduler is not None and "://" not in str(scheduler):
         raise ConfigError(f"scheduler must be an address like tcp://HOST:PORT, got "
                           f"{scheduler!r}")

@@ -1,6 +1,7 @@
 """Reading YAML files with errors that name the file (shared by configs, trajectories, results)."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import yaml
@@ -30,6 +31,12 @@ def _construct_mapping(loader, node, deep=False):
 
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
                               _construct_mapping)
+# YAML 1.2 floats that PyYAML (YAML 1.1) reads as strings: an exponent without a dot or
+# without a sign ("1e-4", "2E5", "1.0e9"), as engineers write rotor inertias and stiffnesses.
+_StrictLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9][0-9_]*)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."))
 
 
 def load_yaml_text(text):
@@ -52,11 +59,13 @@ def read_yaml_file(path, what, error):
     Raises
     ------
     error
-        File missing, unreadable, not text (binary) or not valid YAML (including a key given
-        twice in one mapping); the message is one line naming the file (and the line and
-        column of a syntax error).
+        File missing, a directory, unreadable, not text (binary) or not valid YAML
+        (including a key given twice in one mapping); the message is one line naming the file
+        (and the line and column of a syntax error).
     """
     path = Path(path)
+    if path.is_dir():
+        raise error(f"{what} '{path}' is a directory; give the YAML file")
     if not path.is_file():
         raise error(f"{what} '{path}' does not exist")
     try:

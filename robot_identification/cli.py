@@ -27,8 +27,23 @@ def _command_modules():
     return sorted(mods, key=lambda m: getattr(m, "ORDER", 50))
 
 
+class _Parser(argparse.ArgumentParser):
+    """ArgumentParser whose usage errors are one line (``prog: error: message``, exit 2)
+    instead of the multi-line usage block followed by the error."""
+
+    def error(self, message):
+        text = " ".join(message.split())
+        self.exit(2, f"{self.prog}: error: {text} (see {self.prog} --help)\n")
+
+
+def _format_warning(message, category, filename, lineno, line=None):
+    """Library warnings as one line ``warning: message`` (Python's format adds the source
+    file, line number and the code line below it)."""
+    return "warning: " + " ".join(str(message).split()) + "\n"
+
+
 def build_parser():
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="robot-identification",
         description="Identify dynamic parameters of rigid and elastic-joint robot arms.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -49,6 +64,7 @@ def _error(command, exc):
 
 
 def main(argv=None) -> int:
+    import warnings
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
@@ -56,6 +72,7 @@ def main(argv=None) -> int:
         return 1
     from robot_identification import progress
     progress.enable(not getattr(args, "quiet", False))
+    format_warning, warnings.formatwarning = warnings.formatwarning, _format_warning
     try:
         return int(args._run(args) or 0)
     except (IdentificationError, OSError) as exc:   # bad input; unreadable/unwritable file
@@ -68,6 +85,8 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    finally:
+        warnings.formatwarning = format_warning
 
 
 if __name__ == "__main__":

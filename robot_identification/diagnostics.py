@@ -8,7 +8,7 @@ message is for people and names the numbers.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
@@ -309,8 +309,9 @@ def check_residual_noise(labels, residual_rms, noise, signal_rms=None):
         RMS of the measured left-hand side; residuals below 1 % of it are not reported
         (noise-free simulations: the noise estimate is round-off).
 
-    When the ratio exceeds :data:`RESIDUAL_NOISE_RATIO` the residual is model error, not
-    noise, and the standard deviations (which assume white noise) understate the error.
+    When the ratio exceeds :data:`RESIDUAL_NOISE_RATIO` the residual is model error (or
+    position noise propagated through the derivatives into the observation matrix), not
+    torque noise, and the standard deviations (which assume white noise) understate the error.
     """
     out = []
     sig = [None] * len(labels) if signal_rms is None else signal_rms
@@ -322,7 +323,8 @@ def check_residual_noise(labels, residual_rms, noise, signal_rms=None):
         if r > RESIDUAL_NOISE_RATIO * s:
             out.append(Diagnostic("residual_above_noise", "warning",
                                   f"residual RMS {r:.3g} is {r / s:.0f}x the measurement noise "
-                                  f"{s:.3g}: model error dominates, the standard deviations "
+                                  f"{s:.3g}: model error (or noise in the positions, amplified "
+                                  f"by differentiation) dominates, the standard deviations "
                                   f"understate the error", lb))
     return out
 
@@ -443,7 +445,9 @@ def check_truth(nme, values, true_values, std, names=None, relative_std=None):
                                 "positions, friction at reversals and stops)")
                     else:
                         msg += ("the error sits in poorly excited parameters, within "
-                                f"{BIAS_STD_RATIO:g} std (excite more or longer)")
+                                f"{BIAS_STD_RATIO:g} std (excite more or longer: "
+                                "`robot-identification excite` optimises the condition "
+                                "number)")
         out.append(Diagnostic("far_from_truth",
                               "warning" if nme > TRUTH_NME_LIMIT else "info", msg))
     ok = np.isfinite(sd) & (sd > 0)
@@ -561,7 +565,7 @@ def check_velocity_threshold(velocity_threshold, friction_deadband, parameter_ki
                        "velocity_threshold")]
 
 
-def check_joint_limits(joint_names, q, limits, source=""):
+def check_joint_limits(joint_names, q, limits, source="", kinds=None):
     """``beyond_joint_limits``: recorded positions outside the configured limits.
 
     Parameters
@@ -572,8 +576,11 @@ def check_joint_limits(joint_names, q, limits, source=""):
     limits : list of (lower, upper) or None
     source : str
         Recording name (subject).
+    kinds : list of str, optional
+        ``revolute`` or ``prismatic`` per joint (the hint's units); default revolute.
 
-    Beyond twice the range: error (degrees given as radians?); otherwise warning.
+    Beyond twice the range: error (degrees given as radians? millimetres as metres?);
+    otherwise warning.
     """
     out = []
     q = np.asarray(q, dtype=float)
@@ -586,7 +593,9 @@ def check_joint_limits(joint_names, q, limits, source=""):
         if qmin >= lo - tol and qmax <= hi + tol:
             continue
         far = max(lo - qmin, qmax - hi) > (hi - lo)
-        hint = "; degrees given as radians?" if far else ""
+        prismatic = kinds is not None and kinds[j] == "prismatic"
+        hint = ("" if not far else "; millimetres given as metres?" if prismatic
+                else "; degrees given as radians?")
         out.append(Diagnostic("beyond_joint_limits", "error" if far else "warning",
                               f"{nm} moves over [{qmin:.4g}, {qmax:.4g}] outside its limits "
                               f"[{lo:.4g}, {hi:.4g}]{hint}",
@@ -773,6 +782,23 @@ def check_recording_counts(recording, source=""):
     return out
 
 
+def check_stamp_order(metadata, source=""):
+    """``stamps_reordered`` (warning): a bag's messages whose header stamps lie before an
+    earlier message's (the reader sorts them by stamp) or repeat one (dropped), from the
+    reader's ``metadata['out_of_order']`` and ``['duplicates_dropped']``. Ten messages
+    stamped 5 ms early in 1000 at 1 kHz moved a Stribeck estimate from -0.21 to 0.80 without
+    a word: a driver's stamping jitter makes the derivatives across them wrong."""
+    back = int((metadata or {}).get("out_of_order") or 0)
+    dup = int((metadata or {}).get("duplicates_dropped") or 0)
+    if not back and not dup:
+        return []
+    parts = ([f"{back} message(s) stamped before an earlier one (sorted by stamp)"]
+             if back else []) + ([f"{dup} with a repeated stamp (dropped)"] if dup else [])
+    return [Diagnostic("stamps_reordered", "warning",
+                       f"{' and '.join(parts)}: header stamps that jitter or go back bias "
+                       f"the derivatives; check the driver's time stamping", source)]
+
+
 def recording_summary(model, dataset, label=None):
     """What the checks need from one recording, computed from the raw data (cheap, O(N)).
 
@@ -793,13 +819,18 @@ def recording_summary(model, dataset, label=None):
     """
     ds = dataset.select_joints(model.joint_names).validate(min_samples=20,
                                                            elastic=model.config.elastic)
+    if hasattr(model, "unwrap_positions"):       # continuous joints' wrapped angles
+        ds = replace(ds, q=model.unwrap_positions(ds.q), theta=None if ds.theta is None
+                     else model.unwrap_positions(ds.theta))
     src = label or str(ds.metadata.get("source", "") or "")
     limits = [j.limits.position for j in model.config.joints]
-    diags = check_joint_limits(model.joint_names, ds.q, limits, src)
+    diags = check_joint_limits(model.joint_names, ds.q, limits, src,
+                               getattr(model, "joint_types", None))
     diags += check_outliers(src or "recording", model.joint_names, ds.tau)
     diags += check_saturation(model.joint_names, ds.tau,
                               [j.limits.effort for j in model.config.joints], src)
     diags += check_time_jumps(ds.t, src)
+    diags += check_stamp_order(ds.metadata, src)
     diags += check_recording_counts(ds.metadata.get("recording"), src)
     malformed = ds.metadata.get("malformed_rows") or []
     if malformed:
@@ -822,6 +853,85 @@ def recording_summary(model, dataset, label=None):
             "torque_rms": np.sqrt(np.mean(ds.tau ** 2, axis=0)), "diagnostics": diags}
 
 
+#: |correlation| above which the measured torque is compared with the nominal prediction.
+NOMINAL_CORRELATION = 0.5
+#: Ratio measured / nominal torque beyond which the ``torque_scale`` warning is given.
+NOMINAL_SCALE = 10.0
+
+
+def check_torque_against_nominal(labels, neq, nominal_base):
+    """Measured torques against the torques the URDF's nominal parameters predict on the same
+    motion, per row group j, from the normal equations alone: with the nominal base
+    parameters beta0, ``a = beta0' G_j beta0`` (predicted energy), ``b = b_j' beta0``
+    (cross term) and ``c = c_j`` (measured energy), the correlation is b / sqrt(a c) and the
+    least-squares slope of measured on predicted is b / a.
+
+    ``torque_sign`` (error): correlation below -0.5, the measured torque runs against the
+    prediction (an opposite sign convention of a torque or position column, another joint's
+    column). ``torque_scale`` (warning): correlation above 0.5 but a slope outside
+    [1/10, 10] (torque in mN*m or in amperes, a gear ratio missing). Groups without measured
+    torque (elastic link equations) or without a nominal prediction (a URDF without
+    inertials) are skipped.
+
+    Parameters
+    ----------
+    labels : list of str
+        Row-group labels (``joint1``, ``joint1 motor``).
+    neq : NormalEquations
+        With per-group ``G`` (groups, p, p), ``b`` (groups, p), ``c`` (groups,).
+    nominal_base : ndarray (p,)
+        Nominal base parameters.
+    """
+    beta = np.nan_to_num(np.asarray(nominal_base, dtype=float))
+    out = []
+    for label, G, b, c in zip(labels, neq.G, neq.b, neq.c):
+        a = float(beta @ G @ beta)
+        if not (a > 0 and c > 0) or not np.isfinite(a * c):
+            continue
+        cross = float(b @ beta)
+        r, slope = cross / np.sqrt(a * c), cross / a
+        if r < -NOMINAL_CORRELATION:
+            out.append(Diagnostic(
+                "torque_sign", "error",
+                f"the measured torque runs against the torque the URDF's nominal parameters "
+                f"predict (correlation {r:.2f}, slope {slope:.3g}): an opposite sign "
+                f"convention of the torque or position, or another joint's column?", label))
+        elif r > NOMINAL_CORRELATION and not 1 / NOMINAL_SCALE <= slope <= NOMINAL_SCALE:
+            out.append(Diagnostic(
+                "torque_scale", "warning",
+                f"the measured torque is {slope:.3g}x the torque the URDF's nominal "
+                f"parameters predict (correlation {r:.2f}): torque units (mN*m, A instead of "
+                f"N*m?), a missing gear ratio or drive gain, or a URDF far from the arm?",
+                label))
+    return out
+
+
+def check_locked_joints(locked):
+    """Joints of the URDF that the configuration leaves out (gripper fingers, passive or
+    mimic joints): locked, their links identified as part of the body they hang on.
+
+    Parameters
+    ----------
+    locked : sequence of (str, float or None)
+        Joint name and locked position [rad or m], None for a multi-dof joint locked at
+        the identity pose (``RobotModel.locked_joints``).
+
+    Returns
+    -------
+    list of Diagnostic
+        One ``joints_locked`` info naming them, or none.
+    """
+    if not locked:
+        return []
+    text = ", ".join(f"{name} at {pos:.4g}" if pos is not None else
+                     f"{name} (multi-dof) at the identity pose" for name, pos in locked[:8])
+    more = f" and {len(locked) - 8} more" if len(locked) > 8 else ""
+    return [Diagnostic("joints_locked", "info",
+                       f"{len(locked)} URDF joint(s) not in the config are locked: {text}{more} "
+                       f"(rad or m); the links they carry are identified as part of the body "
+                       f"they hang on: list a joint under joints: to identify it")]
+
+
 def collect_diagnostics(model, result, recordings=()):
     """All checks on an assembled identification result, in one list.
 
@@ -839,13 +949,17 @@ def collect_diagnostics(model, result, recordings=()):
     """
     est = result.estimate
     s = result.settings or {}
-    out = []
+    out = check_locked_joints(getattr(model, "locked_joints", ()))
     for rec in recordings:
         out += rec["diagnostics"]
     neq = result.normal_equations
     out += check_condition(est.condition_number if neq is None
                            else scaled_condition_number(neq.gram))
     out += check_signs(result.names, result.expressions, est.values, est.std, result.units)
+    if neq is not None and getattr(result, "base", None) is not None:
+        nominal = np.array(model.nominal_parameters(), dtype=float)
+        out += check_torque_against_nominal(result.row_labels, neq,
+                                            result.base.base_values(np.nan_to_num(nominal)))
     out += check_parameter_std(result.names, est.values, est.relative_std)
     if recordings:
         noise = np.median(np.stack([r["torque_noise"] for r in recordings]), axis=0)
@@ -881,7 +995,8 @@ def physical_diagnostics(model, physical):
     """Checks of a physically consistent estimate
     (:class:`~robot_identification.estimation.PhysicalEstimate`): ``body_on_bound``,
     ``mass_far_from_nominal`` (:func:`check_bodies`), ``prior_distance`` (info: the
-    log-det divergence of the bodies from the URDF, total and largest) and
+    log-det divergence of the bodies from the URDF, total and largest),
+    ``solver_inaccurate`` (warning: a solve ended ``optimal_inaccurate``) and
     ``null_space_unrefined`` (warning: the second, prior-only solve over the directions the
     data do not determine failed, so those directions are not pulled toward the prior)."""
     pi = np.asarray(physical.standard)
@@ -896,6 +1011,12 @@ def physical_diagnostics(model, physical):
                               f"log-det divergence of the bodies from the URDF: total "
                               f"{float(np.sum(dist)):.3g}, largest {float(dist[k]):.3g} "
                               f"({model.body_names[k]})", "physical"))
+    if "inaccurate" in str(physical.status):
+        out.append(Diagnostic("solver_inaccurate", "warning",
+                              f"the conic solver stopped short of its tolerances (status "
+                              f"'{physical.status}'): the physical estimate may miss the "
+                              f"optimum; compare its cost_increase and held-out error with "
+                              f"wls", "physical"))
     if "unrefined" in str(physical.status):
         out.append(Diagnostic("null_space_unrefined", "warning",
                               "the prior-only solve over the parameter directions the data do "

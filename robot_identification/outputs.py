@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import glob
 import os
+import shutil
+import stat
+import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -79,6 +82,10 @@ def check_output(path, inputs=(), what="output", dataset=False) -> Path:
     """
     p = Path(path)
     rp = p.resolve()
+    for parent in reversed(rp.parents):     # mkdir would fail with "[Errno 17] File exists"
+        if parent.exists() and not parent.is_dir():
+            raise ConfigError(f"{what} '{p}': '{parent}' is a file, not a directory; "
+                              f"choose another place")
     for inp in inputs:
         if inp is None:
             continue
@@ -111,7 +118,9 @@ def atomic_output(path, inputs=(), what="output", dataset=False):
 
     The temporary file lies in the target's directory and keeps its suffix (so writers
     that add a suffix, such as ``numpy.savez``, keep the name). On an exception it is
-    removed and ``path`` is left untouched.
+    removed and ``path`` is left untouched. A target that is a device or a FIFO
+    (``/dev/null``, ``/dev/full``, a named pipe) is never replaced: the finished file is
+    copied into it (a full device raises ``OSError`` ENOSPC).
 
     Raises
     ------
@@ -119,6 +128,23 @@ def atomic_output(path, inputs=(), what="output", dataset=False):
         See :func:`check_output`.
     """
     p = check_output(path, inputs, what, dataset)
+    if _is_special_file(p):
+        # a device or FIFO (/dev/null, /dev/full, a pipe): renaming over it would replace the
+        # device node with a regular file (as root: /dev/null for every process). Write the
+        # finished file's bytes into it instead; /dev/full then fails with ENOSPC.
+        folder = Path(tempfile.mkdtemp(prefix="ri_output_"))
+        try:
+            tmp = folder / f"output{p.suffix}"
+            yield tmp
+            try:
+                with open(tmp, "rb") as src, open(p, "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+            except OSError as exc:                  # ENOSPC of /dev/full names no file
+                raise OSError(exc.errno, f"cannot write {what} '{p}': {exc.strerror}") \
+                    from None
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        return
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_name(f".{p.stem}.{os.getpid()}.tmp{p.suffix}")
     try:
@@ -127,6 +153,16 @@ def atomic_output(path, inputs=(), what="output", dataset=False):
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+def _is_special_file(path) -> bool:
+    """``path`` exists and is neither a regular file nor a directory (a character or block
+    device, a FIFO, a socket)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def write_text_atomic(path, text: str, inputs=(), what="output") -> Path:

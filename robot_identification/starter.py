@@ -22,6 +22,7 @@ import yaml
 from robot_identification.errors import ConfigError, ModelError
 from robot_identification.excitation import trajectory_from_config
 from robot_identification.model import RobotModel, parse_robot_config, read_urdf
+from robot_identification.model._robot_model import build_pinocchio_model, parser_urdf
 from robot_identification.model._config import (
     DRIVE_PARAMETER_DESCRIPTIONS, DRIVE_PARAMETER_UNITS, DRIVE_PARAMETERS)
 
@@ -40,11 +41,13 @@ ARMATURE_FRACTION = 0.05
 
 
 def _joint_limits(urdf_xml: str) -> dict:
-    """{joint name: (type, lower, upper, velocity, effort, mimic)} from urdf_parser_py."""
+    """{joint name: (type, lower, upper, velocity, effort, mimicked joint or None)}, robot name,
+    from urdf_parser_py."""
     from urdf_parser_py.urdf import URDF
+    if isinstance(urdf_xml, bytes):
+        urdf_xml = urdf_xml.decode("utf-8")
     try:
-        robot = URDF.from_xml_string(urdf_xml.encode() if isinstance(urdf_xml, str)
-                                     else urdf_xml)
+        robot = URDF.from_xml_string(parser_urdf(urdf_xml).encode())
     except Exception as exc:  # urdf_parser_py raises assorted types
         raise ModelError(f"cannot parse the URDF: {exc}") from None
     out = {}
@@ -52,38 +55,91 @@ def _joint_limits(urdf_xml: str) -> dict:
         lim = j.limit
         out[j.name] = (j.type, getattr(lim, "lower", None), getattr(lim, "upper", None),
                        getattr(lim, "velocity", None), getattr(lim, "effort", None),
-                       j.mimic is not None)
+                       j.mimic.joint if j.mimic is not None else None)
     return out, robot.name
+
+
+#: Stroke [m] up to which a prismatic joint with no revolute joint after it counts as a
+#: gripper finger (:func:`urdf_joints`); linear axes (a telescope, a gantry axis) travel more.
+FINGER_STROKE = 0.1
 
 
 def urdf_joints(urdf_xml: str, grippers: bool = True) -> list[str]:
     """Movable 1-dof joints of a URDF in pinocchio's (depth-first) order, mimic joints left out.
 
     ``grippers=False`` also leaves out gripper-like joints: prismatic joints with no
-    revolute joint after them (fingers; their tiny range and speed would scale down the
-    whole excitation).
+    revolute joint after them and a stroke of at most :data:`FINGER_STROKE` (fingers; their
+    tiny range and speed would scale down the whole excitation), and joints that other
+    joints mimic (a coupled mechanism: the model would lock the followers while the leader
+    moves, :class:`RobotModel` refuses it).
 
     Raises
     ------
     ModelError
         Malformed URDF.
     """
-    try:
-        full = pin.buildModelFromXML(urdf_xml)
-    except Exception as exc:  # pinocchio raises ValueError/RuntimeError
-        raise ModelError(f"cannot parse the URDF: {exc}") from None
+    full = build_pinocchio_model(urdf_xml)
     info, _ = _joint_limits(urdf_xml)
+    leaders = {v[5] for v in info.values() if v[5]}
     names = []
     for i in range(1, full.njoints):
         name = full.names[i]
+        kind, lower, upper = info.get(name, ("", None, None, None, None, None))[:3]
         if full.joints[i].nv != 1 or info.get(name, (None,) * 6)[5]:
             continue
-        if not grippers and info.get(name, ("",))[0] == "prismatic" and not any(
-                info.get(full.names[k], ("",))[0] in ("revolute", "continuous")
-                for k in full.subtrees[i] if k != i):
-            continue
+        if not grippers:
+            if name in leaders:
+                continue
+            stroke = (upper - lower) if lower is not None and upper is not None else np.inf
+            if kind == "prismatic" and stroke <= FINGER_STROKE and not any(
+                    info.get(full.names[k], ("",))[0] in ("revolute", "continuous")
+                    for k in full.subtrees[i] if k != i):
+                continue
         names.append(name)
     return names
+
+
+def left_out_joints(urdf_xml: str, chosen) -> list[tuple[str, str]]:
+    """URDF joints that move but are not in ``chosen``, each with the reason, in pinocchio's
+    order: they are locked (:attr:`RobotModel.locked_joints`).
+
+    Parameters
+    ----------
+    urdf_xml : str
+    chosen : sequence of str
+        The joints of the configuration.
+
+    Returns
+    -------
+    list of (name, reason)
+
+    Raises
+    ------
+    ModelError
+        Malformed URDF.
+    """
+    full = build_pinocchio_model(urdf_xml)
+    info, _ = _joint_limits(urdf_xml)
+    gripper = set(urdf_joints(urdf_xml)) - set(urdf_joints(urdf_xml, grippers=False))
+    out = []
+    for i in range(1, full.njoints):
+        name = full.names[i]
+        if name in chosen:
+            continue
+        kind, mimic = info.get(name, ("",) * 6)[0], info.get(name, (None,) * 6)[5]
+        if full.joints[i].nv != 1:
+            why = f"{full.joints[i].nv}-dof joint"
+        elif mimic:
+            why = f"{kind}, a <mimic> of '{mimic}'"
+        elif name in gripper and any(v[5] == name for v in info.values()):
+            why = f"{kind}, mimicked by other joints (a coupled mechanism, e.g. a gripper)"
+        elif name in gripper:
+            why = (f"gripper-like: prismatic, stroke <= {FINGER_STROKE:g} m, no revolute "
+                   f"joint after it")
+        else:
+            why = f"{kind}, not in --joints"
+        out.append((name, why))
+    return out
 
 
 def _fmt(x: float) -> str:
@@ -193,22 +249,36 @@ def _text(urdf, output, chosen, info, name, urdf_xml, inertia):
         # nominal drive values: the simulator's "true" friction; identification estimates them.
         # Coulomb friction FRICTION_FRACTION of the torque that accelerates the joint's
         # largest inertia at the acceleration limit: the PD loop overcomes it on every joint.
-        inertia_k = 0.0 if inertia is None else inertia[k]
+        inertia_k = 0.0 if inertia is None else max(inertia[k], 1e-4)
         scale = inertia_k * DEFAULT_ACCELERATION
         nominal = {"rotor_inertia": float(f"{ARMATURE_FRACTION * inertia_k:.3g}"),
                    "viscous": float(f"{0.5 * FRICTION_FRACTION * scale:.3g}"),
                    "coulomb": float(f"{FRICTION_FRACTION * scale:.3g}")}
         drive = ", ".join(f"{k}: {_fmt(nominal[k])}" for k in drive_keys)
-        lines += [f"  - name: {j}",
+        kind = "  # prismatic: m, m/s, m/s^2, N" if jtype == "prismatic" else ""
+        lines += [f"  - name: {j}{kind}",
                   "    gear_ratio: 1.0                # motor angle / joint angle; 1: "
                   "link-referred drive values",
                   f"    limits: {{{', '.join(lim)}}}",
                   f"    drive: {{{drive}}}   # CHECK: nominal values (simulation only)"]
+    for j, x in zip(chosen, inertia if inertia is not None else []):
+        if not x > 0:
+            lines.append(f"# note: joint '{j}' moves no inertia in the URDF (no <inertial> "
+                         f"after it): CHECK the URDF")
+            lines.append("#   (simulated data then identify only its drive, with large "
+                         "relative errors)")
+    left_out = left_out_joints(urdf_xml, chosen)
+    if left_out:
+        lines.append("# not identified, locked (at 0 or the nearer limit; their links count "
+                     "as part of the body")
+        lines.append("# they hang on): add one under joints: to identify it")
+        lines += [f"#   {nm}: {why}" for nm, why in left_out]
     lines += [
         "# limits: position and effort from the URDF; velocity capped at "
         f"{_fmt(VELOCITY_CAP)} rad/s and",
         f"# acceleration {_fmt(DEFAULT_ACCELERATION)} rad/s^2 (a URDF has none): "
         "CHECK both against your arm.",
+        "# Prismatic joints: the same keys in m, m/s, m/s^2, N; drive in kg, N*s/m, N.",
         "# drive (nominal values: the simulator's true parameters; identify estimates them;",
         "# rotor_inertia: null drops the rotor-inertia column, e.g. for direct drives):",
         *comment,
@@ -230,18 +300,20 @@ def _text(urdf, output, chosen, info, name, urdf_xml, inertia):
         "simulation:                        # the built-in simulator "
         "(simulate, demo --config)",
         "  rate_hz: 1000.0                  # control and sampling rate",
-        "  encoder_counts: 1250000          # counts/rev; 0: no quantisation",
+        "  encoder_counts: 1250000          # counts/rev (prismatic: steps of 2 pi / counts m); "
+        "0: none",
         "  # kp, kd: PD gains per joint [N*m/rad, N*m*s/rad]; default: a 5 Hz loop on the",
         "  # joint inertias at q = 0 (+ gravity compensation)",
-        "  excitation: {type: fourier, base_frequency: 0.1, harmonics: 5, amplitude: 1.0, "
-        "seed: 1}",
+        "  excitation: {type: fourier, base_frequency: 0.1, harmonics: 5, seed: 1}",
+        "  # amplitude (excursion per joint) by default min(1, half the position range) "
+        "rad or m;",
         "  # scaled to 0.9 of the limits; `robot-identification excite` optimises one",
         "csv:                               # column layout of your CSV recordings "
         "(1-based columns)",
         "  time: 1                          # time [s]",
-        f"  position: 2                      # joint positions [rad]: columns 2..{1 + n}",
-        f"  velocity: {2 + n:<22d} # joint velocities [rad/s] (optional)",
-        f"  torque: {2 + 2 * n:<24d} # joint torques [N*m]; or current: + drive_gains [N*m/A]",
+        f"  position: 2                      # joint positions [rad; m]: columns 2..{1 + n}",
+        f"  velocity: {2 + n:<22d} # joint velocities [rad/s; m/s] (optional)",
+        f"  torque: {2 + 2 * n:<24d} # joint torques [N*m; N]; or current: + drive_gains",
         f"  n_columns: {1 + 3 * n:<21d} # fields per row",
     ]
     return "\n".join(lines) + "\n"
@@ -270,7 +342,7 @@ def _joint_inertia(text, output, urdf, urdf_xml, samples=32):
         q = rng.uniform(lo, hi)
         M = pin.crba(model.pin_model, data, model.pin_configuration(q))
         best = np.maximum(best, np.diag(M)[model.velocity_indices])
-    return [max(float(x), 1e-4) for x in best]
+    return [float(x) for x in best]
 
 
 def _validate(text, output, urdf, urdf_xml):

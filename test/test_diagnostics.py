@@ -130,6 +130,39 @@ def test_physical_estimate_with_an_unrefined_null_space():
     assert "null_space_unrefined" not in codes(dg.physical_diagnostics(model, est))
 
 
+def test_an_inaccurate_conic_solve_is_a_diagnostic_not_a_printed_warning():
+    """cvxpy's 'Solution may be inaccurate' UserWarning printed under the README's Python
+    example; the status now travels as the solver_inaccurate diagnostic instead."""
+    import warnings
+
+    from robot_identification.estimation import PhysicalEstimate
+    from robot_identification.estimation._physical import _solve
+    from robot_identification.model import load_robot
+
+    class Problem:                             # stands in for a cvxpy.Problem
+        status = None
+
+        def solve(self, solver):
+            warnings.warn("Solution may be inaccurate. Try another solver, ...", UserWarning)
+            self.status = "optimal_inaccurate"
+
+    class X:
+        value = np.zeros(1)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")         # any warning that escapes fails the test
+        assert _solve(Problem(), X(), "CLARABEL", "test SDP") == "optimal_inaccurate"
+    model = load_robot("szabo_3dof")
+    pi = model.nominal_parameters()
+    est = PhysicalEstimate(standard=pi, base=pi[:1], min_eigenvalues=np.full(3, 0.1),
+                           cost_increase=0.0, status="optimal (null space optimal_inaccurate)",
+                           prior_distance=np.zeros(3))
+    d = [x for x in dg.physical_diagnostics(model, est) if x.code == "solver_inaccurate"]
+    assert len(d) == 1 and d[0].severity == "warning" and d[0].subject == "physical"
+    est.status = "optimal"
+    assert "solver_inaccurate" not in codes(dg.physical_diagnostics(model, est))
+
+
 @pytest.fixture(scope="module")
 def planar_spiked(tmp_path_factory):
     from robot_identification.model import load_robot

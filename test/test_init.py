@@ -71,12 +71,17 @@ def test_init_writes_a_valid_config_with_the_urdf_limits(arm7, capsys):
     assert model.n == 7 and model.config.friction.model == "coulomb_viscous"
     # --joints: any subset, kept in the kinematic order
     out2 = folder / "some.yaml"
-    assert main(["init", "--urdf", str(urdf), "--joints", "finger0", "a2", "a1",
+    assert main(["init", "--urdf", str(urdf), "--joints", "a7", "a2", "a1",
                  "--output", str(out2)]) == 0
     names = [j["name"] for j in yaml.safe_load(out2.read_text())["joints"]]
-    assert names == ["a1", "a2", "finger0"]
+    assert names == ["a1", "a2", "a7"]
     assert load_robot(config=out2).n == 3
     capsys.readouterr()
+    # a joint that another joint mimics: the model would lock the follower while it moves
+    assert main(["init", "--urdf", str(urdf), "--joints", "finger0", "a1",
+                 "--output", str(folder / "fingers.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert "finger1" in err and "mimics" in err and len(err.strip().splitlines()) == 1
     # never overwrite; unknown joints are one-line errors
     assert main(["init", "--urdf", str(urdf), "--output", str(out2)]) == 2
     assert "exists" in capsys.readouterr().err

@@ -73,6 +73,8 @@ def test_diagnostics_come_first_and_every_parameter_has_a_trust_flag(report):
     # units, nominal and true values are columns
     for head in ("unit", "nominal (URDF)", "true (simulated)", "rel. std [%]"):
         assert f"<th>{head}</th>" in text
+    # an elastic arm is validated on its motor torques, and the figure says so
+    assert 'alt="measured vs predicted motor torque"' in text
 
 
 def test_identification_data_from_either_results_key():
@@ -80,3 +82,21 @@ def test_identification_data_from_either_results_key():
     assert identification_data({"data": ["a.csv"]}) == ["a.csv"]
     assert identification_data({"settings": {"data": ["b.csv", "c.csv"]}}) == ["b.csv", "c.csv"]
     assert identification_data({"settings": {}}) == []
+
+
+def test_drive_gain_rows_carry_units_and_say_which_gains_to_trust():
+    """results.yaml ``drive_gains:`` as ``drive-gains --results`` writes it: every row names
+    its unit, the identified flag reads yes / no (not 1.0000 / 0.0000), the runs are named."""
+    from robot_identification.report._html import _drive_gains_table
+    gains = {"given": [10.0, 8.5], "identified": [0.97, 8.63], "identified_std": [0.03, 0.03],
+             "well_identified": [False, True], "payload_torque_rms": [1.49, 13.1],
+             "method": "Gautier & Briot 2011, payload 2.805 kg at [0, 0, 0] m in tool0, wls",
+             "unloaded": ["data/run.csv"], "loaded": ["data/runLoad.csv"]}
+    text = _drive_gains_table(gains, ["shoulder_pan_joint", "elbow_joint"])
+    rows = re.findall(r"<tr><td>([^<]*)</td>", text)
+    assert rows[:4] == ["given (config csv.drive_gains) [N m/A]", "identified [N m/A]",
+                        "std of identified [N m/A]", "payload torque RMS [N m]"]
+    flags = text.split("well identified")[1]
+    assert "<td>yes</td>" in flags and "no: use the given gain" in flags
+    assert "1.0000" not in flags and "0.0000" not in flags
+    assert "unloaded: run.csv" in text and "loaded: runLoad.csv" in text

@@ -145,7 +145,10 @@ def test_lockstep_graph_records_and_identifies(client, tmp_path):
         bag = next(data.glob("run_*"))
         ds = read_bag(bag)
         n = int(round((DURATION + HOLD) * RATE)) + 2        # rest state at t = 0 + ticks
-        assert ds.n_samples == n, (ds.n_samples, n)
+        assert ds.n_samples == n, (ds.n_samples, n, sorted(p.name for p in data.iterdir()),
+                                   stop.message, active, *(g.log(k) for k in (
+                                       "excitation_publisher", "pd_controller", "recorder",
+                                       "simulated_robot")))
         np.testing.assert_allclose(np.diff(ds.t), 1.0 / RATE, atol=1e-9)   # no gaps
         # the recorded bag also reads with the independent mcap reader
         from mcap.reader import make_reader
@@ -171,6 +174,8 @@ def test_lockstep_graph_records_and_identifies(client, tmp_path):
         results = yaml.safe_load((tmp_path / "results.yaml").read_text())
         assert [e["name"] for e in results["base_parameters"]] == names
         np.testing.assert_allclose([e["estimate"] for e in results["base_parameters"]], est)
+        # the bag is named as the identification data (the report's headline and spectrum)
+        assert results["settings"]["data"] == [str(bag.resolve())]
     finally:
         g.close()
 

@@ -18,6 +18,10 @@ HELP = "simulate, excite, record and identify a robot through the ROS 2 nodes (n
 ORDER = 5
 
 
+#: Largest ROS domain id whose DDS ports fit in 16 bits (docs.ros.org, "The ROS_DOMAIN_ID").
+MAX_DOMAIN_ID = 232
+
+
 def add_arguments(p):
     p.add_argument("--robot", default="zollo_planar", help="shipped robot (default zollo_planar)")
     p.add_argument("--config", help="robot config YAML instead of --robot (e.g. written by "
@@ -35,17 +39,29 @@ def add_arguments(p):
 def run(args):
     from robot_identification.errors import IdentificationError
     from robot_identification.outputs import check_output
+    from robot_identification.errors import ConfigError
     out = Path(args.output)
     check_output(out / "results.yaml", (), "--output")
-    out.mkdir(parents=True, exist_ok=True)
     if (out / "results.yaml").exists():
         raise IdentificationError(f"{out / 'results.yaml'} exists; choose a new --output")
+    if not 0 < args.timeout < float("inf"):
+        raise ConfigError(f"--timeout must be a finite number > 0 s, got {args.timeout}")
+    domain = args.domain_id
+    if domain is None:
+        env = os.environ.get("ROS_DOMAIN_ID", "").strip()
+        if env and not env.isdigit():
+            raise ConfigError(f"ROS_DOMAIN_ID={env!r} is not a domain id (an integer "
+                              f"0..{MAX_DOMAIN_ID})")
+        domain = int(env) if env else 100 + os.getpid() % 100
+    if not 0 <= domain <= MAX_DOMAIN_ID:
+        # Fast DDS computes a port number above 65535 and rclpy exits the process
+        raise ConfigError(f"ROS domain id {domain} is outside 0..{MAX_DOMAIN_ID} (the DDS "
+                          f"port range; ROS 2 recommends 0..101): give --domain-id or "
+                          f"ROS_DOMAIN_ID in that range")
+    out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     if "HOME" not in os.environ:
         os.environ.setdefault("ROS_LOG_DIR", str(out / "log"))
-    domain = args.domain_id
-    if domain is None:
-        domain = int(os.environ.get("ROS_DOMAIN_ID", 100 + os.getpid() % 100))
     try:
         import rclpy
     except ImportError:

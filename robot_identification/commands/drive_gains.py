@@ -55,7 +55,9 @@ def run(args):
                    "payload_torque_rms": [float(v) for v in res.payload_torque_rms],
                    "method": f"Gautier & Briot 2011, payload {args.payload_mass} kg "
                              f"at {list(args.payload_com)} m in {args.payload_frame}, "
-                             f"{args.estimator}"}
+                             f"{args.estimator}",
+                   "unloaded": [str(p) for p in args.unloaded],
+                   "loaded": [str(p) for p in args.loaded]}
         others = [p for p in input_paths(args, model) if p != args.results]
         path = add_to_results(args.results, model.config.name, {"drive_gains": section},
                               inputs=others, what="--results")

@@ -52,6 +52,8 @@ def run(args):
             raise ConfigError(f"--start needs {n} values (one per joint of "
                               f"'{model.config.name}'), got {len(args.start)}")
         q0 = np.array(args.start)
+        if not np.all(np.isfinite(q0)):
+            raise ConfigError(f"--start must be finite positions [rad], got {args.start}")
     else:
         q0 = np.zeros(n)
         for k, j in enumerate(model.config.joints):

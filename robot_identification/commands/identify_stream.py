@@ -1,5 +1,6 @@
 """``robot-identification identify-stream``: bounded-memory identification of long recordings
-with polynomial-approximation (or Savitzky-Golay) FIR filters and OLS / WLS / MRLS / bounded LS."""
+with causal FIR filters (polynomial approximation or Savitzky-Golay) and any estimator of the
+engine's registry (:data:`robot_identification.choices.ESTIMATORS`)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,8 +10,9 @@ from robot_identification.commands._common import (
     add_robot_arguments, check_output_argument, input_paths, robot_from_args)
 
 NAME = "identify-stream"
-HELP = ("identify base parameters from a long recording in bounded memory (polynomial "
-        "approximation filters, OLS/WLS/MRLS/bounded LS); writes results.yaml")
+HELP = ("identify base parameters from a long recording in bounded memory (causal FIR "
+        "filters: polynomial approximation or Savitzky-Golay; every estimator of identify); "
+        "writes results.yaml")
 ORDER = 21
 
 

@@ -5,6 +5,8 @@ NAME = "montecarlo"
 HELP = ("simulate N noise seeds on a robot's excitation, identify each, report bias and std per "
         "base parameter against the Cramér-Rao bound (runs on Dask workers)")
 ORDER = 35
+#: Most Monte Carlo runs (each keeps its estimate; 1e6 runs take hours already).
+MAX_RUNS = 1_000_000
 
 
 def add_arguments(p):
@@ -76,8 +78,8 @@ def run(args):
     from robot_identification.simulation._montecarlo import (
         monte_carlo, simulated_observations, torque_noise_sigma)
     check_workers(args.workers, args.scheduler)
-    if args.runs < 2:
-        raise ConfigError(f"--runs must be >= 2, got {args.runs}")
+    if not 2 <= args.runs <= MAX_RUNS:
+        raise ConfigError(f"--runs must be in 2..{MAX_RUNS}, got {args.runs}")
     if args.seed < 0:
         raise ConfigError(f"--seed must be >= 0, got {args.seed}")
     model = robot_from_args(args)

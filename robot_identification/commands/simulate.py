@@ -50,7 +50,7 @@ def run(args):
                   snr_db=args.snr, derivatives=args.derivatives,
                   quantise=not args.no_quantise,
                   friction=None if args.friction == "config" else args.friction,
-                  log=None if progress.enabled() else print)
+                  log=None if progress.enabled() else print, min_samples=20)
     if out.suffix == ".npz":
         ds.save_npz(out, inputs=input_paths(args, model))
     else:

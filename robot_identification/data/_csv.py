@@ -193,14 +193,27 @@ def _parse(path, delimiter, n_columns, needed=None):
 
 
 def _needed_columns(opts, n):
-    """0-based columns the mapping reads (range-checked later against the file)."""
+    """0-based columns the mapping reads (range-checked later against the file).
+
+    Raises
+    ------
+    ConfigError
+        A column mapped twice (e.g. torque columns overlapping the positions: a torque
+        starting column that forgot the joint count), which would read one signal as two.
+    """
     big = 1 << 30
-    cols = set(_columns(opts["time"], 1, "time", big))
+    owner = {c: "time" for c in _columns(opts["time"], 1, "time", big)}
     torque_key = "torque" if opts.get("torque") is not None else "current"
-    for key, width in (("position", n), ("velocity", n), (torque_key, n)):
-        c = _columns(opts.get(key), width, key, big)
-        cols.update(c or ())
-    return sorted(cols)
+    for key in ("position", "velocity", torque_key):
+        for k, c in enumerate(_columns(opts.get(key), n, key, big) or ()):
+            role = f"{key} of joint {k + 1}" if key != "time" else key
+            if c in owner:
+                raise ConfigError(f"CSV column mapping: column {c + 1} is both {owner[c]} "
+                                  f"and {role} (with {n} joints, '{key}' starting at column "
+                                  f"{c + 1 - k} overlaps '{owner[c].split(' of ')[0]}'); "
+                                  f"check the csv: section's columns and n_joints")
+            owner[c] = role
+    return sorted(owner)
 
 
 def read_csv(path, *, preset=None, time=None, position=None, velocity=None, torque=None,
@@ -298,7 +311,10 @@ def read_csv(path, *, preset=None, time=None, position=None, velocity=None, torq
     if len(names) != n:
         raise ConfigError(f"CSV '{path}': {len(names)} joint names for {n} joints")
 
-    needed = _needed_columns(opts, n)
+    try:
+        needed = _needed_columns(opts, n)
+    except ConfigError as exc:
+        raise ConfigError(f"CSV '{path}': {exc}") from None
     if opts.get("n_columns") is not None:             # a declared layout: check it first
         _columns([c + 1 for c in needed], len(needed), "column mapping", opts["n_columns"])
     rows, lines, bad, n_fields = _parse(path, opts["delimiter"], opts.get("n_columns"), needed)
@@ -316,16 +332,21 @@ def read_csv(path, *, preset=None, time=None, position=None, velocity=None, torq
     for i, ti in enumerate(t):
         if ti <= last:
             keep[i] = False
-            bad.append((int(lines[i]), f"time {ti:.6g} s not after {last:.6g} s"))
+            bad.append((int(lines[i]), f"time {ti:.6g} s not after {last:.6g} s"
+                        if ti < last else f"time {ti:.12g} s repeats"))
         else:
             last = ti
     data, lines = data[keep], lines[keep]
     bad.sort()
     total = len(data) + len(bad)
     if len(bad) > opts["max_malformed"] * total:
+        repeats = sum(why.endswith(" repeats") for _, why in bad)
+        hint = ("; the time stamps repeat: absolute times (Unix epoch) written with too few "
+                "digits? write more digits, or the time since the start"
+                if repeats > len(bad) / 2 and len(t) and np.nanmax(np.abs(t)) > 1e5 else "")
         raise DataError(f"CSV '{path}': {len(bad)} of {total} rows are malformed (more than "
                         f"{100 * opts['max_malformed']:.3g} %); first: line {bad[0][0]}: "
-                        f"{bad[0][1]}")
+                        f"{bad[0][1]}{hint}")
     if bad:
         shown = "; ".join(f"line {ln}: {why}" for ln, why in bad[:5])
         warnings.warn(f"CSV '{path}': dropped {len(bad)} malformed row(s): {shown}"

@@ -276,8 +276,10 @@ def physically_consistent(model, base, information, beta_ls, *, nominal=None,
         cons2, reg2 = constraints_and_prior(x2)
         beta1 = K @ np.asarray(x.value, dtype=float)
         try:
-            _solve(cp.Problem(cp.Minimize(reg2), cons2 + [K @ x2 == beta1]), x2, solver,
-                   "null-space refinement")
+            status2 = _solve(cp.Problem(cp.Minimize(reg2), cons2 + [K @ x2 == beta1]), x2,
+                             solver, "null-space refinement")
+            if status2 != "optimal":
+                status += f" (null space {status2})"
             refined = True
             x = x2
         except IdentificationError:
@@ -300,12 +302,20 @@ def physically_consistent(model, base, information, beta_ls, *, nominal=None,
 def _solve(problem, x, solver, what):
     """Solve with the interior-point ``solver``, then SCS; returns the solver status.
 
+    An ``optimal_inaccurate`` status is returned, not printed: cvxpy's UserWarning about it
+    is silenced here and the status becomes the ``solver_inaccurate`` diagnostic
+    (:func:`robot_identification.diagnostics.physical_diagnostics`).
     Raises IdentificationError when neither finds an (inaccurate) optimum."""
+    import warnings
+
     import cvxpy as cp
     errors = []
     for name in dict.fromkeys((solver, "SCS")):
         try:
-            problem.solve(solver=name)
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="Solution may be inaccurate",
+                                        category=UserWarning)
+                problem.solve(solver=name)
         except (cp.error.SolverError, cp.error.DCPError) as exc:
             errors.append(f"{name}: {exc}")
             continue

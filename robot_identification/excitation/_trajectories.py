@@ -232,11 +232,23 @@ def trajectory_from_dict(d):
     Raises
     ------
     ConfigError
-        Unknown ``type``, missing or malformed keys.
+        Unknown ``type``, missing or malformed keys, non-numeric or non-finite values.
     """
     if not isinstance(d, dict):
         raise ConfigError(f"trajectory: expected a mapping, got {type(d).__name__}")
     kind = d.get("type")
+    for key in ("base_frequency", "periods", "q0", "a", "b", "duration", "start", "end",
+                "control_points"):
+        if d.get(key) is None:
+            continue
+        try:
+            values = np.asarray(d[key], dtype=float)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{kind} trajectory: '{key}' must hold numbers, got "
+                              f"{d[key]!r:.60}") from None
+        if not np.all(np.isfinite(values)):
+            raise ConfigError(f"{kind} trajectory: '{key}' holds non-finite values (NaN or "
+                              f"inf): {values.tolist()!r:.80}")
     try:
         if kind == "fourier":
             allowed = {"type", "base_frequency", "periods", "q0", "a", "b", "joint_names"}
@@ -341,6 +353,8 @@ def check_limits(model, traj, dt=1e-3):
                 limit = f"[{lo[k]:.6g}, {hi[k]:.6g}]"
             else:
                 limit = f"{(vmax if what == 'velocity' else amax)[k]:.6g}"
+            if getattr(model, "joint_types", None) and model.joint_types[k] == "prismatic":
+                unit = unit.replace("rad", "m")
             raise ExcitationError(
                 f"trajectory violates the {what} limit of joint '{model.joint_names[k]}': "
                 f"{x[i, k]:.6g} {unit} at t = {t[i]:.4g} s (limit {limit} {unit})")
@@ -368,9 +382,11 @@ def scale_to_limits(model, traj, margin=LIMIT_MARGIN, dt=1e-3):
         hi_m = np.where(np.isfinite(span), hi - (1 - margin) / 2 * span, hi)
     if np.any(start < lo_m) or np.any(start > hi_m):
         k = int(np.flatnonzero((start < lo_m) | (start > hi_m))[0])
-        raise ExcitationError(f"excitation start {start[k]:.4g} rad of joint "
+        unit = "m" if getattr(model, "joint_types", None) and \
+            model.joint_types[k] == "prismatic" else "rad"
+        raise ExcitationError(f"excitation start {start[k]:.4g} {unit} of joint "
                               f"'{model.joint_names[k]}' is outside its position limits "
-                              f"[{lo[k]:.4g}, {hi[k]:.4g}] rad (with margin)")
+                              f"[{lo[k]:.4g}, {hi[k]:.4g}] {unit} (with margin)")
     factor = 1.0
     with np.errstate(divide="ignore", invalid="ignore"):
         dev = q - start
@@ -380,6 +396,29 @@ def scale_to_limits(model, traj, margin=LIMIT_MARGIN, dt=1e-3):
         factor = min(factor, np.nanmin(margin * vmax / np.abs(dq).max(axis=0)))
         factor = min(factor, np.nanmin(margin * amax / np.abs(ddq).max(axis=0)))
     return traj.scaled(factor) if factor < 1.0 else traj
+
+
+def _default_amplitude(lower, upper, margin=LIMIT_MARGIN):
+    """Default excursion per joint of :func:`trajectory_from_config` [rad or m].
+
+    Parameters
+    ----------
+    lower, upper : ndarray (n,)
+        Position limits [rad or m]; infinite for unlimited (continuous) joints.
+    margin : float
+        Fraction of the position range the excitation may use.
+
+    Returns
+    -------
+    ndarray (n,)
+        ``min(1, margin * (upper - lower) / 2)``: 1 rad for revolute joints with a range
+        of a few radians (and unlimited ones), half the usable stroke of a prismatic joint.
+        :func:`scale_to_limits` scales all joints by one factor, so an excursion of 1 on
+        a joint with a 0.2 m stroke would shrink every joint's motion five-fold.
+    """
+    with np.errstate(invalid="ignore"):
+        half = 0.5 * margin * (np.asarray(upper, float) - np.asarray(lower, float))
+    return np.where(np.isfinite(half) & (half > 0), np.minimum(1.0, half), 1.0)
 
 
 def trajectory_from_config(model, spec=None):
@@ -398,8 +437,10 @@ def trajectory_from_config(model, spec=None):
         - ``seed`` (int, default 0); ``margin`` (default 0.9);
         - ``start``: rest position per joint [rad] (default: middle of the position
           limits, 0 for unlimited joints);
-        - ``amplitude``: per-joint (list) or common excursion before scaling [rad],
-          default 1;
+        - ``amplitude``: per-joint (list) or common excursion before scaling [rad or m],
+          default per joint the smaller of 1 and half the joint's position range within
+          the margin (a prismatic joint's 0.2 m stroke or a narrow revolute joint must not
+          scale down the excursion of every other joint);
         - bspline: ``duration`` [s] (default 10), ``segments`` (knot spans, default 10);
         - fourier: ``base_frequency`` [Hz] (default 0.1), ``harmonics`` (default 5),
           ``periods`` (default 1).
@@ -435,8 +476,11 @@ def trajectory_from_config(model, spec=None):
         n = model.n
         rng = np.random.default_rng(int(spec.get("seed", 0)))
         margin = float(spec.get("margin", LIMIT_MARGIN))
-        amp = np.broadcast_to(np.asarray(spec.get("amplitude", 1.0), dtype=float), (n,)).copy()
         lo, hi, _, _ = _limit_arrays(model)
+        if spec.get("amplitude") is None:
+            amp = _default_amplitude(lo, hi, margin)
+        else:
+            amp = np.broadcast_to(np.asarray(spec["amplitude"], dtype=float), (n,)).copy()
         if spec.get("start") is not None:
             start = np.broadcast_to(np.asarray(spec["start"], float), (n,)).copy()
         else:

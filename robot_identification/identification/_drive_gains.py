@@ -91,11 +91,16 @@ def payload_parameters(model, mass, com=(0.0, 0.0, 0.0), inertia=None, frame="to
     Raises
     ------
     ModelError
-        Unknown frame, or a frame not carried by the last configured joint.
+        A mass that is not finite and positive, a non-finite centre of mass or inertia, an
+        unknown frame, or a frame not carried by the last configured joint.
     """
     pm = model.pin_model
-    if mass <= 0:
-        raise ModelError(f"payload mass must be > 0 kg, got {mass}")
+    if not 0 < mass < np.inf:
+        raise ModelError(f"payload mass must be a finite number > 0 kg, got {mass}")
+    values = {"centre of mass": com, "inertia": inertia}
+    for what, v in values.items():
+        if v is not None and not np.all(np.isfinite(np.asarray(v, dtype=float))):
+            raise ModelError(f"payload {what} must be finite, got {np.asarray(v).tolist()}")
     if not pm.existFrame(frame):
         raise ModelError(f"payload frame '{frame}' is not a frame of the URDF")
     fr = pm.frames[pm.getFrameId(frame)]

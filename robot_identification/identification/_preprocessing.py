@@ -25,6 +25,8 @@ and memory is bounded by the chunk size plus a fixed margin:
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import scipy.signal
 
@@ -81,10 +83,20 @@ class _UniformClock:
         self.t_last = float(t[-1])
 
 
-def _chunk_arrays(model, ds, use_measured):
+def _chunk_arrays(model, ds, use_measured, last=None):
     """Raw arrays of a chunk, joints in model order, checked for finiteness (and measured
-    velocities against the positions, :meth:`Dataset.check_velocities`)."""
+    velocities against the positions, :meth:`Dataset.check_velocities`); continuous joints'
+    wrapped angles unwrapped (:meth:`RobotModel.unwrap_positions`), continuing from the
+    previous chunk's last sample kept in ``last`` (a dict, updated)."""
     ds = ds.select_joints(model.joint_names)
+    if model.continuous_joints.any() and ds.n_samples:
+        last = {} if last is None else last
+        unwrapped = {}
+        for k in ("q", "theta"):
+            if getattr(ds, k) is not None and np.isfinite(getattr(ds, k)).all():
+                unwrapped[k] = model.unwrap_positions(getattr(ds, k), last.get(k))
+                last[k] = unwrapped[k][-1]
+        ds = dataclasses.replace(ds, **unwrapped)
     elastic = model.config.elastic
     if elastic and ds.theta is None:
         where = ds.metadata.get("file") if isinstance(ds.metadata, dict) else None
@@ -145,6 +157,7 @@ class ZeroPhaseStates:
         self.start = 0
         self.next_out = 0          # global index of the next sample to emit
         self.keys = None
+        self._last = {}            # last unwrapped positions (continuous joints)
 
     def _margin(self):
         s, fs = self.s, self.fs
@@ -217,7 +230,7 @@ class ZeroPhaseStates:
         return (out, t) if keep.size else None
 
     def push(self, ds):
-        arr = _chunk_arrays(self.model, ds, self.use_measured)
+        arr = _chunk_arrays(self.model, ds, self.use_measured, self._last)
         if self.keys is None:
             self.keys = sorted(arr)
         elif sorted(arr) != self.keys:
@@ -275,6 +288,7 @@ class FIRStates:
         self.consumed = 0          # global index of buf's first sample
         self.clock = None
         self.min_samples = bank.L + 1
+        self._last = {}            # last unwrapped positions (continuous joints)
 
     def describe(self) -> dict:
         b = self.bank
@@ -299,7 +313,7 @@ class FIRStates:
     def push(self, ds):
         """Add a chunk; return the states ``{q, dq, ddq, tau[, theta, dtheta, ddtheta]}`` and
         times (t - t_d) of all new full-window outputs, or None."""
-        arr = _chunk_arrays(self.model, ds, use_measured=False)
+        arr = _chunk_arrays(self.model, ds, use_measured=False, last=self._last)
         t = arr["t"]
         self._check_time(t)
         cols = [t[:, None], arr["q"], arr["tau"]] + ([arr["theta"]] if self.elastic else [])

@@ -80,6 +80,13 @@ DRIVE_PARAMETER_UNITS = {
     "offset": "N*m",
 }
 
+#: Units of the drive parameters of a prismatic joint (force, metres; rotor_inertia is the
+#: drive's link-referred mass).
+PRISMATIC_DRIVE_PARAMETER_UNITS = {
+    "rotor_inertia": "kg", "stiffness": "N/m", "damping": "N*s/m",
+    "viscous": "N*s/m", "coulomb": "N", "stiction": "N", "stribeck": "N", "offset": "N",
+}
+
 DRIVE_PARAMETER_DESCRIPTIONS = {
     "rotor_inertia": "rotor inertia about its spin axis (motor side)",
     "stiffness": "joint stiffness", "damping": "joint damping", "viscous": "viscous friction",
@@ -151,7 +158,8 @@ class _Reader:
             raise ConfigError(f"{self.where}.{key}: expected true or false, got {value!r}")
         return value
 
-    def vector(self, key, length=None, default=None, *, required=False, unit=""):
+    def vector(self, key, length=None, default=None, *, required=False, unit="",
+               minimum=None, positive=False):
         value, present = self._get(key, default, required)
         if not present:
             return None if value is None else tuple(float(v) for v in value)
@@ -163,6 +171,12 @@ class _Reader:
             raise ConfigError(f"{self.where}.{key}: expected {length} numbers, got {len(value)}")
         if not all(math.isfinite(float(v)) for v in value):
             raise ConfigError(f"{self.where}.{key}: all entries must be finite, got {value!r}")
+        if positive and not all(v > 0 for v in value):
+            raise ConfigError(f"{self.where}.{key}: all entries must be > 0{_u(unit)}, got "
+                              f"{value!r}")
+        if minimum is not None and not all(v >= minimum for v in value):
+            raise ConfigError(f"{self.where}.{key}: all entries must be >= {minimum:g}"
+                              f"{_u(unit)}, got {value!r}")
         return tuple(float(v) for v in value)
 
     def mapping(self, key, *, required=False) -> "_Reader":
@@ -585,8 +599,8 @@ def parse_robot_config(data: Any, source: Path | None = None,
         rate_hz=sr.number("rate_hz", 1000.0, positive=True, unit="Hz"),
         substeps=sr.integer("substeps", 0, minimum=0),
         encoder_counts=sr.integer("encoder_counts", 1_250_000, minimum=0),
-        kp=sr.vector("kp", n, unit="N*m/rad"),
-        kd=sr.vector("kd", n, unit="N*m*s/rad"),
+        kp=sr.vector("kp", n, unit="N*m/rad", positive=True),
+        kd=sr.vector("kd", n, unit="N*m*s/rad", minimum=0.0),
         excitation=_excitation_section(sr.raw("excitation", {}), where, n),
     )
     sr.finish()

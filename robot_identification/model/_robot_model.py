@@ -2,6 +2,7 @@
 named standard-parameter vector."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pinocchio as pin
 
 from robot_identification.errors import ConfigError, ModelError
 from robot_identification.model._config import (
-    DRIVE_PARAMETER_UNITS, RobotConfig, load_robot_config)
+    DRIVE_PARAMETER_UNITS, PRISMATIC_DRIVE_PARAMETER_UNITS, RobotConfig, load_robot_config)
 from robot_identification.model._inertia import (
     INERTIAL_NAMES, INERTIAL_UNITS, frame_change_matrix, spin_inertia_parameters)
 
@@ -34,7 +35,8 @@ def read_urdf(path: str | Path, xacro_args: dict | None = None) -> str:
             doc = xacro.process_file(str(path), mappings=dict(xacro_args or {}))
             return doc.toprettyxml(indent="  ")
         except Exception as exc:  # xacro raises many types
-            raise ModelError(f"xacro expansion of '{path}' failed: {exc}") from None
+            raise ModelError(f"xacro expansion of '{path}' failed: {_xacro_cause(path, exc)}"
+                             ) from None
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -42,6 +44,147 @@ def read_urdf(path: str | Path, xacro_args: dict | None = None) -> str:
                          f"UTF-8)") from None
     except OSError as exc:
         raise ModelError(f"URDF file '{path}' cannot be read: {exc.strerror}") from None
+
+
+#: What the URDF parsers (pinocchio's urdfdom, urdf_parser_py) read: the children kept
+#: under each element (other elements are dropped from the copy they are handed).
+PARSED_URDF_ELEMENTS = {
+    "robot": {"link", "joint", "material"},
+    "link": {"inertial", "visual", "collision"},
+    "joint": {"parent", "child", "origin", "axis", "limit", "dynamics", "mimic",
+              "calibration", "safety_controller"},
+}
+#: Attributes of ``<dynamics>`` the parsers read (``K``, ``D``, ``mu_coulomb`` of Franka's
+#: URDF are not URDF and are dropped).
+PARSED_DYNAMICS_ATTRIBUTES = ("damping", "friction")
+
+
+def parser_urdf(urdf_xml: str) -> str:
+    """A copy of a URDF with only what the URDF parsers read, for pinocchio and urdf_parser_py.
+
+    ``<transmission>``, ``<gazebo>``, ``<ros2_control>`` and other elements outside the
+    URDF schema (:data:`PARSED_URDF_ELEMENTS`), and ``<dynamics>`` attributes other than
+    ``damping`` and ``friction``, are left out: the parsers ignore them but print one
+    ``Unknown tag/attribute`` line each to stderr, hundreds for common public URDFs,
+    every time a model is built. Nothing the parsers read changes (the model is the same),
+    and the user's file is never modified. Text that is not a well-formed ``<robot>`` is
+    returned unchanged, for the parsers to report.
+
+    Parameters
+    ----------
+    urdf_xml : str
+
+    Returns
+    -------
+    str
+        URDF XML.
+    """
+    import xml.etree.ElementTree as ET
+    try:
+        root = ET.fromstring(urdf_xml)
+    except ET.ParseError:
+        return urdf_xml
+    if root.tag != "robot":
+        return urdf_xml
+    changed = False
+    for parent in [root, *root.findall("link"), *root.findall("joint")]:
+        keep = PARSED_URDF_ELEMENTS[parent.tag]
+        for child in list(parent):
+            if child.tag not in keep:
+                parent.remove(child)
+                changed = True
+    for dyn in root.findall("joint/dynamics"):
+        for key in list(dyn.attrib):
+            if key not in PARSED_DYNAMICS_ATTRIBUTES:
+                del dyn.attrib[key]
+                changed = True
+    return ET.tostring(root, encoding="unicode") if changed else urdf_xml
+
+
+def build_pinocchio_model(urdf_xml: str, source: str = "the URDF"):
+    """pinocchio model of a URDF (all joints), built from :func:`parser_urdf`'s copy.
+
+    The one place the project hands URDF XML to pinocchio.
+
+    Parameters
+    ----------
+    urdf_xml : str
+    source : str
+        How the URDF is named in messages.
+
+    Returns
+    -------
+    pinocchio.Model
+
+    Raises
+    ------
+    ModelError
+        pinocchio cannot build the model.
+    """
+    try:
+        with _native_stderr() as native:
+            return pin.buildModelFromXML(parser_urdf(urdf_xml))
+    except Exception as exc:  # pinocchio raises ValueError/RuntimeError
+        cause = [ln.split(":", 1)[1].strip() for ln in native.text.splitlines()
+                 if ln.startswith("Error:")][:1]
+        raise ModelError(f"cannot parse {source}: {'; '.join(cause + [str(exc)])}") from None
+
+
+class _native_stderr:
+    """Capture what C++ code (urdfdom) writes to file descriptor 2 while the block runs, so
+    that a refused URDF ends in one line rather than urdfdom's multi-line C++ report; what
+    was captured is written to ``sys.stderr`` again when the block succeeds. ``text`` holds
+    it. Without a usable descriptor 2 nothing is captured."""
+
+    def __enter__(self):
+        import sys
+        import tempfile
+        self.text, self._saved, self._file = "", None, None
+        try:
+            sys.stderr.flush()
+            self._file = tempfile.TemporaryFile()
+            self._saved = os.dup(2)
+            os.dup2(self._file.fileno(), 2)
+        except (OSError, ValueError, AttributeError):
+            self._saved = None
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        import sys
+        if self._saved is not None:
+            os.dup2(self._saved, 2)
+            os.close(self._saved)
+            self._file.seek(0)
+            self.text = self._file.read().decode("utf-8", "replace")
+        if self._file is not None:
+            self._file.close()
+        if exc_type is None and self.text:
+            sys.stderr.write(self.text)
+        return False
+
+
+def _xacro_cause(path, exc):
+    """One line for a xacro failure; a ``$(find pkg)`` without a ROS package path names the
+    packages the file looks for (xacro only says "AMENT_PREFIX_PATH is not set", twice)."""
+    import re
+    text = " ".join(dict.fromkeys(" ".join(str(exc).split()).split(" \n")))
+    if "AMENT_PREFIX_PATH" in text or "PackageNotFound" in type(exc).__name__ + text:
+        try:
+            found = re.findall(r"\$\(find\s+([^)\s]+)\)", Path(path).read_text())
+        except OSError:
+            found = []
+        if found:
+            pkgs = sorted(set(found))
+            return (f"it includes $(find {pkgs[0]})" + (f" and {pkgs[1:]}" if pkgs[1:] else "")
+                    + ", and ROS cannot find that package ("
+                    + ("AMENT_PREFIX_PATH is not set" if not os.environ.get(
+                        "AMENT_PREFIX_PATH") else "not on AMENT_PREFIX_PATH")
+                    + "): source the workspace that holds it, or pass a URDF expanded "
+                      "there (ros2 run xacro xacro ... > arm.urdf)")
+    half = len(text) // 2                      # xacro repeats some messages: "X X"
+    if len(text) > 20 and text[:half].strip() == text[half:].strip():
+        text = text[:half].strip()
+    return text
 
 
 def check_urdf_tree(urdf_xml: str, source: str = "the URDF"):
@@ -62,7 +205,9 @@ def check_urdf_tree(urdf_xml: str, source: str = "the URDF"):
         of several joints or a chain of joints that closes on itself (a kinematic loop); more
         than one root link; a revolute or prismatic joint without ``<limit effort velocity>``;
         a negative or non-finite mass or inertia; an inertia tensor with a negative principal
-        moment.
+        moment; an unknown joint type, a non-numeric or non-finite <origin>, <axis>, <limit>,
+        <dynamics> or <mimic> value, a zero joint axis, a <limit> with lower above upper or
+        a negative effort or velocity.
     """
     import xml.etree.ElementTree as ET
     try:
@@ -102,6 +247,7 @@ def check_urdf_tree(urdf_xml: str, source: str = "the URDF"):
                 raise ModelError(f"{source}: {jt.get('type')} joint '{name}' has no <limit> "
                                  f"with effort and velocity (the URDF format requires them; "
                                  f"use type=\"continuous\" for an unlimited revolute joint)")
+    _check_urdf_values(root, source)
     roots = [lk for lk in links if lk not in parent_of]
     for lk in links:                            # follow parents: a cycle never reaches a root
         seen, cur = [], lk
@@ -137,6 +283,77 @@ def check_urdf_tree(urdf_xml: str, source: str = "the URDF"):
             _check_inertia_tensor(inertia, f"{source}: link '{lk.get('name')}'")
 
 
+#: Joint types of the URDF format.
+URDF_JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
+#: Numeric attributes urdfdom parses: element tag -> {attribute: number of values}.
+_URDF_NUMBERS = {"origin": {"xyz": 3, "rpy": 3}, "axis": {"xyz": 3},
+                 "limit": {"lower": 1, "upper": 1, "effort": 1, "velocity": 1},
+                 "dynamics": {"damping": 1, "friction": 1},
+                 "mimic": {"multiplier": 1, "offset": 1}}
+
+
+def _check_urdf_values(root, source):
+    """The values urdfdom parses, checked before it does (it prints C++ errors and fails
+    with "not a valid URDF model", or, for an <inertial> origin, silently drops the
+    inertial): joint types, numbers of <origin>, <axis>, <limit>, <dynamics>, <mimic>, a
+    zero joint axis, limits with lower above upper, negative effort or velocity limits.
+
+    Raises
+    ------
+    ModelError
+        Naming the joint or link, the element, the attribute and the value.
+    """
+    def owner(elem_path):
+        return " ".join(f"{e.tag} '{e.get('name')}'" if e.get("name") else f"<{e.tag}>"
+                        for e in elem_path)
+
+    def walk(elem, path):
+        for child in elem:
+            yield child, path
+            yield from walk(child, path + [child])
+
+    top = [e for e in root if e.tag in ("joint", "link")]    # not <gazebo>, <ros2_control>
+    for elem, path in (x for e in top for x in walk(e, [e])):
+        spec = _URDF_NUMBERS.get(elem.tag)
+        if spec is None:
+            continue
+        where = f"{source}: {owner(path)} <{elem.tag}>"
+        for attr, n in spec.items():
+            text = elem.get(attr)
+            if text is None:
+                continue
+            try:
+                values = [float(x) for x in text.split()]
+            except ValueError:
+                values = None
+            if values is None or len(values) != n or not all(np.isfinite(values)):
+                raise ModelError(f"{where} {attr}=\"{text}\" is not {n} finite number"
+                                 f"{'s' if n > 1 else ''}")
+    for jt in root.findall("joint"):
+        name, kind = jt.get("name"), jt.get("type")
+        if kind not in URDF_JOINT_TYPES:
+            raise ModelError(f"{source}: joint '{name}' has type {kind!r}; URDF joint types "
+                             f"are {list(URDF_JOINT_TYPES)}")
+        axis = jt.find("axis")
+        if kind in ("revolute", "continuous", "prismatic") and axis is not None \
+                and axis.get("xyz") is not None \
+                and not any(float(x) for x in axis.get("xyz").split()):
+            raise ModelError(f"{source}: joint '{name}' has the zero axis "
+                             f"xyz=\"{axis.get('xyz')}\": a {kind} joint needs a direction")
+        lim = jt.find("limit")
+        if lim is None:
+            continue
+        for key in ("effort", "velocity"):
+            if lim.get(key) is not None and float(lim.get(key)) < 0:
+                raise ModelError(f"{source}: joint '{name}' <limit> {key}={lim.get(key)} is "
+                                 f"negative")
+        lower, upper = lim.get("lower"), lim.get("upper")
+        if kind in ("revolute", "prismatic") and lower is not None and upper is not None \
+                and float(lower) > float(upper):
+            raise ModelError(f"{source}: joint '{name}' <limit> lower={lower} is above "
+                             f"upper={upper}")
+
+
 def _check_inertia_tensor(elem, where):
     """The <inertia> element is positive semi-definite (principal moments >= 0 within 1e-6
     of the largest). The triangle inequality is not required: published arm parameters (the
@@ -165,24 +382,47 @@ def _check_inertia_tensor(elem, where):
                          f"entry too large: a sign or unit slip?)")
 
 
+def _lock_configuration(full):
+    """pinocchio configuration (nq,) at which joints left out of the config are locked:
+    0 (continuous joints: angle 0), or the nearer position limit when 0 lies outside the
+    joint's range (a gripper finger with limits [0.01, 0.04] m is locked at 0.01 m)."""
+    q = pin.neutral(full)
+    for i in range(1, full.njoints):
+        jm = full.joints[i]
+        if jm.nq == 1:
+            lo, hi = full.lowerPositionLimit[jm.idx_q], full.upperPositionLimit[jm.idx_q]
+            if np.isfinite(lo) and np.isfinite(hi) and lo <= hi:
+                q[jm.idx_q] = min(max(q[jm.idx_q], lo), hi)
+    return q
+
+
 def _check_mimic(urdf_xml, config):
-    """Refuse identifying a joint that the URDF declares a ``<mimic>`` of another: the model
-    would move it independently (pinocchio ignores mimic tags), a silently wrong model.
+    """Refuse a model that would break a URDF ``<mimic>`` coupling: pinocchio's model moves
+    a mimic joint independently of the joint it mimics (a silently wrong model).
 
     Raises
     ------
     ModelError
-        A configured joint with a ``<mimic>`` element.
+        A configured joint with a ``<mimic>`` element, or a configured joint that another
+        (then locked) joint mimics.
     """
     import xml.etree.ElementTree as ET
+    src = config.urdf_path or config.name
     for jt in ET.fromstring(urdf_xml).findall("joint"):
         mimic = jt.find("mimic")
-        if mimic is not None and jt.get("name") in config.joint_names:
-            src = config.urdf_path or config.name
+        if mimic is None:
+            continue
+        if jt.get("name") in config.joint_names:
             raise ModelError(f"URDF '{src}': joint '{jt.get('name')}' mimics "
                              f"'{mimic.get('joint')}' (<mimic>): a coupled joint cannot be "
                              f"identified as an independent one; leave it out of the config's "
                              f"joints (it is then locked at 0)")
+        if mimic.get("joint") in config.joint_names:
+            raise ModelError(f"URDF '{src}': joint '{jt.get('name')}' mimics configured joint "
+                             f"'{mimic.get('joint')}' (<mimic>), but the model would lock it "
+                             f"while '{mimic.get('joint')}' moves; leave "
+                             f"'{mimic.get('joint')}' out of the config's joints (a gripper: "
+                             f"both are then locked)")
 
 
 @dataclass(frozen=True)
@@ -232,17 +472,27 @@ class RobotModel:
     An elastic model has 10 + 1 + 1 + 2 = 14 parameters per joint with Coulomb +
     viscous friction, as in Zollo et al. (2014), eq. 14.
 
+    Joints of the URDF that the config does not list are locked (see
+    :attr:`locked_joints`); the links they carry become part of the body they hang on.
+
     Parameters
     ----------
     config : RobotConfig
     urdf_xml : str, optional
         URDF text; default: read ``config.urdf_path``.
 
+    Attributes
+    ----------
+    locked_joints : tuple of (str, float or None)
+        URDF joints left out of the config and the position they are locked at [rad or m]:
+        0, or the nearer limit when 0 is outside their range; None for a multi-dof joint
+        (floating, planar: locked at the identity pose, i.e. a fixed base).
+
     Raises
     ------
     ModelError
         Malformed URDF (see :func:`check_urdf_tree`), configured joints missing from it,
-        unsupported joint types, unknown ``body_frame``.
+        unsupported joint types, unknown ``body_frame``, a broken ``<mimic>`` coupling.
     """
 
     def __init__(self, config: RobotConfig, urdf_xml: str | None = None):
@@ -255,10 +505,8 @@ class RobotModel:
         self.urdf_xml = urdf_xml
         check_urdf_tree(urdf_xml, f"URDF '{config.urdf_path}'" if config.urdf_path
                         else f"URDF of '{config.name}'")
-        try:
-            full = pin.buildModelFromXML(urdf_xml)
-        except Exception as exc:  # pinocchio raises ValueError/RuntimeError
-            raise ModelError(f"cannot parse URDF of '{config.name}': {exc}") from None
+        full = build_pinocchio_model(urdf_xml, f"URDF '{config.urdf_path}'" if config.urdf_path
+                                     else f"URDF of '{config.name}'")
         names = list(full.names)
         missing = [j for j in config.joint_names if j not in names]
         if missing:
@@ -267,7 +515,11 @@ class RobotModel:
                              f"its movable joints are {movable}")
         _check_mimic(urdf_xml, config)
         lock = [i for i in range(1, full.njoints) if full.names[i] not in config.joint_names]
-        model = (pin.buildReducedModel(full, lock, pin.neutral(full)) if lock else full)
+        q_lock = _lock_configuration(full)
+        self.locked_joints = tuple(
+            (full.names[i], float(q_lock[full.joints[i].idx_q]) if full.joints[i].nq == 1
+             else None) for i in lock)
+        model = (pin.buildReducedModel(full, lock, q_lock) if lock else full)
         model.gravity = pin.Motion(np.array(config.gravity), np.zeros(3))
         self.pin_model = model
         self.n = len(config.joints)
@@ -363,7 +615,8 @@ class RobotModel:
                 names.append(f"{jn}.{key}")
                 kinds.append(key)
                 joints.append(k)
-                units.append(DRIVE_PARAMETER_UNITS[key])
+                units.append((PRISMATIC_DRIVE_PARAMETER_UNITS if self.joint_types[k] ==
+                              "prismatic" else DRIVE_PARAMETER_UNITS)[key])
         self.layout = ParameterLayout(tuple(names), tuple(kinds), tuple(joints), tuple(units))
 
     @property
@@ -390,6 +643,39 @@ class RobotModel:
     def continuous_joints(self) -> np.ndarray:
         """bool (n,): the joint is continuous (unbounded revolute, cos/sin in q)."""
         return self._continuous
+
+    def unwrap_positions(self, q, previous=None) -> np.ndarray:
+        """Positions with the continuous joints' recorded angles made continuous.
+
+        Drivers often report a continuous joint's angle in [-pi, pi): the step of about
+        2 pi where it wraps would enter the differentiated velocity and acceleration as a
+        spike. A step of more than pi between two samples is taken for a wrap and undone
+        by multiples of 2 pi (:func:`numpy.unwrap`); other joints are returned unchanged.
+
+        Parameters
+        ----------
+        q : array_like, shape (N, n)
+            Positions in config order [rad or m] (link or motor side).
+        previous : array_like, shape (n,), optional
+            The last unwrapped sample before ``q`` (the preceding chunk of a recording), so
+            that a recording read in chunks unwraps as in one piece.
+
+        Returns
+        -------
+        ndarray, shape (N, n)
+            A copy when the model has continuous joints, else ``q`` itself.
+        """
+        q = np.asarray(q, dtype=float)
+        cont = self._continuous
+        if not cont.any() or q.ndim != 2 or q.shape[0] == 0:
+            return q
+        out = q.copy()
+        if previous is None:
+            out[:, cont] = np.unwrap(q[:, cont], axis=0)
+        else:
+            head = np.asarray(previous, dtype=float)[cont][None, :]
+            out[:, cont] = np.unwrap(np.vstack([head, q[:, cont]]), axis=0)[1:]
+        return out
 
     @property
     def velocity_indices(self) -> np.ndarray:

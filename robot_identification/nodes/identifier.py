@@ -485,6 +485,8 @@ class Identifier(Node):
                 report("estimating", 0.2 + 0.7 * (i + 1) / len(estimators), ds.n_samples)
         report("writing", 0.95, results[0].n_samples)
         for result, f in zip(results, files):
+            if isinstance(result.settings, dict):   # the identification data, as the CLI
+                result.settings["data"] = [str(bag)]  # records it (report: spectrum, names)
             write_results(result, f, self.model, inputs=(bag,))
             if self.log_table:
                 log.info(f"{result.estimate.method}: {len(result.names)} base parameters in "

@@ -116,8 +116,9 @@ def _count(series, label, y):
     series[label] = series.get(label, 0) + int(np.isfinite(y).sum())
 
 
-def plot_torques(entry, joint_names, path, models=None) -> Figure:
-    """Measured vs predicted joint torque, one panel per joint, every model.
+def plot_torques(entry, joint_names, path, models=None, quantity="joint torque",
+                 units=None) -> Figure:
+    """Measured vs predicted torque, one panel per joint, every model.
 
     Parameters
     ----------
@@ -128,6 +129,11 @@ def plot_torques(entry, joint_names, path, models=None) -> Figure:
         PNG to write.
     models : list of str, optional
         Default: every predicted model.
+    quantity : str
+        What is compared, for the title: ``joint torque`` (rigid arms) or ``motor torque``
+        (elastic arms: the motor equations carry the measured torque).
+    units : list of str, optional
+        Unit per joint (:func:`effort_units`); default ``N m`` for every joint.
 
     Returns
     -------
@@ -152,21 +158,28 @@ def plot_torques(entry, joint_names, path, models=None) -> Figure:
             _count(series, name, y)
             if k == 0:
                 handles += h
-        ax.set_ylabel(f"{_short(joint_names[k])}\n[N m]", fontsize=9)
+        unit = (units or ["N m"] * len(joint_names))[k]
+        ax.set_ylabel(f"{_short(joint_names[k])}\n[{unit}]", fontsize=9)
         ax.tick_params(labelsize=8)
         ax.grid(alpha=0.3)
     axes[-1].set_xlabel("time [s]")
     fig.legend(handles=handles, loc="outside upper center", ncol=len(handles), fontsize=9,
-               title=f"{Path(entry['file']).name}: measured vs predicted joint torque",
+               title=f"{Path(entry['file']).name}: measured vs predicted {quantity}",
                title_fontsize=10, frameon=False)
     return _save(fig, path, series)
 
 
-def plot_residuals(entry, joint_names, path, models=None) -> Figure:
+def effort_units(model) -> list:
+    """Unit of each joint's torque or force: ``N m`` (revolute) or ``N`` (prismatic)."""
+    return ["N" if k == "prismatic" else "N m" for k in model.joint_types]
+
+
+def plot_residuals(entry, joint_names, path, models=None, units=None) -> Figure:
     """Residual (predicted - measured) per joint with its RMS per model in each panel title.
 
     The y axis spans 1.3 times the 99.5th percentile of |residual| so that spikes at
     velocity reversals do not flatten the rest; the title counts the clipped samples.
+    ``units``: unit per joint (:func:`effort_units`), default ``N m``.
 
     Returns
     -------
@@ -199,9 +212,10 @@ def plot_residuals(entry, joint_names, path, models=None) -> Figure:
             ax.set_ylim(-lim, lim)
         ax.axhline(0, color="black", lw=0.6)
         note = f"; {clipped} sample(s) beyond the axis" if clipped else ""
-        ax.set_title(f"{joint_names[k]}: RMS [N m] " + ", ".join(parts) + note,
+        unit = (units or ["N m"] * len(joint_names))[k]
+        ax.set_title(f"{joint_names[k]}: RMS [{unit}] " + ", ".join(parts) + note,
                      fontsize=9, loc="left")
-        ax.set_ylabel("[N m]", fontsize=9)
+        ax.set_ylabel(f"[{unit}]", fontsize=9)
         ax.tick_params(labelsize=8)
         ax.grid(alpha=0.3)
     axes[-1].set_xlabel("time [s]")
@@ -308,6 +322,35 @@ def _num(x, fmt=".4g"):
     if isinstance(x, (float, np.floating)) and abs(x) < 1e-12:     # rounding noise
         return "0"
     return format(x, fmt)
+
+
+#: rows of the drive-gain table: results.yaml ``drive_gains:`` key -> (row label, unit)
+DRIVE_GAIN_ROWS = {"given": ("given (config csv.drive_gains)", "N m/A"),
+                   "identified": ("identified", "N m/A"),
+                   "identified_std": ("std of identified", "N m/A"),
+                   "payload_torque_rms": ("payload torque RMS", "N m")}
+
+
+def _drive_gains_table(gains, joints):
+    """HTML section of results.yaml ``drive_gains:`` (written by ``drive-gains --results``):
+    one row per quantity with its unit, ``well_identified`` as yes / no, the method line."""
+    rows = []
+    for key, (label, unit) in DRIVE_GAIN_ROWS.items():
+        vals = gains.get(key)
+        if isinstance(vals, list):
+            rows.append([f"{label} [{unit}]"] + [_num(v, ".4f") for v in vals])
+    ok = gains.get("well_identified")
+    if isinstance(ok, list):
+        rows.append(["well identified (payload torque above 3x the residual)"]
+                    + ["yes" if v else "<span class='warn'>no: use the given gain</span>"
+                       for v in ok])
+    method = gains.get("method")
+    runs = [f"{what}: " + ", ".join(html.escape(Path(str(f)).name) for f in gains[what])
+            for what in ("unloaded", "loaded") if isinstance(gains.get(what), list)]
+    text = "; ".join(([html.escape(str(method))] if method else []) + runs)
+    note = f"<p class='small'>{text}</p>" if text else ""
+    return ("<h2>Drive gains</h2>" + note
+            + _table(["quantity"] + [_short(j) for j in joints], rows))
 
 
 def trust_flag(relative_std):
@@ -525,25 +568,27 @@ def write_report(out_dir, model, results_doc, files, *, title=None, base=None,
                             + [f"<b>{m['nrmse_mean']:.4f}</b>"])
             parts.append(f"<h3>{html.escape(Path(f['file']).name)}"
                          f"{'' if f['moving'] else ' (static poses)'}</h3>")
-            parts.append("<p class='small'>cells: RMS error [N m] / NRMSE</p>")
+            parts.append("<p class='small'>cells: RMS error [N m; N for prismatic joints] / "
+                         "NRMSE</p>" if "prismatic" in model.joint_types else
+                         "<p class='small'>cells: RMS error [N m] / NRMSE</p>")
             parts.append(_table(["model"] + [_short(j) for j in joints] + ["mean NRMSE"], rows,
                                 "nrmse"))
         for i, f in enumerate(files):
             stem = f"file{i + 1}"
-            a = plot_torques(f, joints, out / f"{stem}_torque.png")
+            quantity = "motor torque" if model.config.elastic else "joint torque"
+            units = effort_units(model)
+            a = plot_torques(f, joints, out / f"{stem}_torque.png", quantity=quantity,
+                             units=units)
             pbar.update(1)
-            b = plot_residuals(f, joints, out / f"{stem}_residual.png")
+            b = plot_residuals(f, joints, out / f"{stem}_residual.png", units=units)
             pbar.update(1)
             parts.append(f"<h2 id='{stem}'>{html.escape(Path(f['file']).name)}: torques and "
                          f"residuals</h2>")
-            parts.append(a.img("measured vs predicted torque") + "<br>"
+            parts.append(a.img(f"measured vs predicted {quantity}") + "<br>"
                          + b.img("residuals"))
     gains = results_doc.get("drive_gains")
     if gains:
-        parts.append("<h2>Drive gains [N m / A]</h2>")
-        rows = [[html.escape(k)] + [_num(v, ".4f") for v in vals] for k, vals in gains.items()
-                if isinstance(vals, list)]
-        parts.append(_table(["source"] + [_short(j) for j in joints], rows))
+        parts.append(_drive_gains_table(gains, joints))
     bodies = _bodies_table(model, est)
     if bodies:
         parts.append("<h2 id='bodies'>Physically consistent bodies beside the URDF</h2>"

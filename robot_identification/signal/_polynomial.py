@@ -31,6 +31,10 @@ from numpy.polynomial import polynomial as npoly
 
 from robot_identification.errors import DataError
 
+#: Most taps of a differentiating FIR filter (100 s at 1 kHz): bounds the kernels'
+#: memory and time before they are computed.
+MAX_TAPS = 100_000
+
 
 def jacobi_orthonormal(N, alpha, beta):
     """Orthonormal Jacobi polynomials p_0..p_N under w(s) = (1-s)^alpha (1+s)^beta.
@@ -139,6 +143,10 @@ class PolynomialApproximation:
                             f"{self.max_derivative} (the boundary terms of the integration by "
                             f"parts in eq. 19 vanish only then)")
         L = int(round(self.window * self.fs))
+        if L > MAX_TAPS:                        # bound the kernels before computing them
+            raise DataError(f"PA window {self.window:g} s is {L} sample periods at "
+                            f"{self.fs:g} Hz, above {MAX_TAPS} taps: a differentiating "
+                            f"filter window is tens of milliseconds; shorten it")
         need = self.N + 2 + self.max_derivative
         if L < need:
             raise DataError(f"PA window {self.window} s has {L} sample periods at {self.fs} Hz; "
@@ -348,6 +356,10 @@ class SavitzkyGolay:
 
     def __post_init__(self):
         import scipy.signal
+        if self.length > MAX_TAPS:
+            raise DataError(f"Savitzky-Golay window {self.length} samples is above {MAX_TAPS} "
+                            f"taps: a differentiating filter window is tens of milliseconds; "
+                            f"shorten it")
         if self.length % 2 == 0 or self.length <= self.order:
             raise DataError(f"Savitzky-Golay window {self.length} must be odd and longer than "
                             f"the order {self.order}")

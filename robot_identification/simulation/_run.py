@@ -13,6 +13,9 @@ _NOISY = ("q", "theta", "dq", "ddq", "dtheta", "ddtheta")
 #: Largest number of samples a simulation holds in memory (1 h at 1 kHz; 6 joints with all
 #: derivatives: about 1.4 GB).
 MAX_SAMPLES = 3_600_000
+#: Fewest samples of a simulation by default (a time step); the CLI asks for what
+#: identification needs of a recording (20).
+MIN_SAMPLES = 2
 
 
 def add_measurement_noise(dataset, snr_db, seed=0):
@@ -52,7 +55,8 @@ def add_measurement_noise(dataset, snr_db, seed=0):
 
 def simulate(model, duration=None, trajectory=None, seed=0, snr_db=None, *,
              derivatives=False, quantise=True, friction=None, rate_hz=None, substeps=None,
-             kp=None, kd=None, controller=None, torque=None, log=None):
+             kp=None, kd=None, controller=None, torque=None, log=None,
+             min_samples=MIN_SAMPLES):
     """Simulate an identification experiment: the arm follows an excitation trajectory.
 
     At each control period (1 / rate_hz) the encoders are read (quantised positions,
@@ -96,6 +100,9 @@ def simulate(model, duration=None, trajectory=None, seed=0, snr_db=None, *,
         differences that lag biases Zollo's planar rotor inertia by ~8 % and the
         friction by ~100 % (docs/simulation.md).
     log : callable, optional
+    min_samples : int
+        Fewest samples to simulate (default and at least MIN_SAMPLES = 2); ``simulate`` of
+        the CLI asks for 20, what identification needs of a recording.
 
     Returns
     -------
@@ -109,8 +116,8 @@ def simulate(model, duration=None, trajectory=None, seed=0, snr_db=None, *,
     ExcitationError
         The trajectory has the wrong number of joints or other joint names.
     DataError
-        Negative seed, non-finite SNR, a duration that is not finite and positive or
-        above MAX_SAMPLES samples, or the simulation diverged.
+        Negative seed, non-finite SNR, a duration that is not finite and positive, below
+        MIN_SAMPLES or above MAX_SAMPLES samples, or the simulation diverged.
     """
     from robot_identification.excitation import (
         load_trajectory, trajectory_from_config)
@@ -143,9 +150,15 @@ def simulate(model, duration=None, trajectory=None, seed=0, snr_db=None, *,
         raise DataError(f"duration {duration:.6g} s at {sim.rate_hz:g} Hz is "
                         f"{duration * sim.rate_hz:.3g} samples, above the in-memory limit "
                         f"{MAX_SAMPLES:.2g}: simulate shorter runs (at most "
-                        f"{MAX_SAMPLES / sim.rate_hz:.0f} s)")
+                        f"{MAX_SAMPLES / sim.rate_hz:.3g} s)")
     ctrl = controller or make_controller(model, kp, kd)
     N = int(round(duration * sim.rate_hz)) + 1
+    if N < max(min_samples, MIN_SAMPLES):
+        rate = ("" if rate_hz is not None or model.config.source is None else
+                f" (simulation.rate_hz of '{model.config.source}')")
+        raise DataError(f"duration {duration:.6g} s at {sim.rate_hz:g} Hz{rate} gives {N} "
+                        f"sample(s); at least {max(min_samples, MIN_SAMPLES)} are needed: "
+                        f"simulate longer or at a higher sample rate")
     t = np.arange(N) * sim.dt
     q_ref, dq_ref, _ = trajectory.evaluate(t)
     sim.reset(q_ref[0])
