@@ -124,6 +124,7 @@ class PDController(Node):
         self.stamp_advanced = False   # the stamp advanced at least once
         self.last_tick = None         # node clock [s] of the last watchdog tick
         self.stale_tick = -np.inf     # node clock [s] of the previous watchdog tick
+        self.state_seen = False       # a joint state arrived since the previous tick
         self.stale_for = 0.0          # [s] of this node's running time without a state
         self.watchdog_gap = None      # [s] counted by the tick that tripped on stale states
         self.last_stamp = -np.inf     # state stamp of the last command
@@ -218,6 +219,7 @@ class PDController(Node):
                     f"joint states arrived {gap:.3f} s after the previous one ({self.state_gaps} "
                     f"such gaps; watchdog {self.max_age:g} s)", throttle_duration_sec=1.0)
         self.previous_state_time, self.last_state_time = self.last_state_time, now
+        self.state_seen = True
         if previous is None or stamp > previous:
             self.stamp_advanced |= previous is not None
             self.stamp_time = now
@@ -378,7 +380,8 @@ class PDController(Node):
         # time without a state counted on this node's running time: a stall of this process
         # counts as at most 3 periods (the states may be queued behind it, or their publisher
         # shares this stall), so only states missing while this node ran trip the watchdog
-        if self.last_state_time > self.stale_tick:      # a state since the previous tick
+        if self.state_seen:                 # a state since the previous tick (on simulation
+            self.state_seen = False         # time both may carry the same clock reading)
             self.stale_for = min(age, 3 * self.period)
         else:
             step = min(gap, 3 * self.period) if gap is not None else self.period
