@@ -265,6 +265,19 @@ def test_config_directory_is_named(tmp_path, capsys):
     assert_one_line(rc, err, "robot.yaml' is a directory")
 
 
+def test_trajectory_with_nan_names_the_file(run, tmp_path, capsys):
+    """A NaN coefficient reached the simulator: 'reset: initial state must be finite'."""
+    traj = {"type": "fourier", "base_frequency": 0.1, "periods": 1, "q0": [0.0, 0.0, 0.0],
+            "a": [[0.1, -0.1], [0.1, float("nan")], [0.0, 0.0]],
+            "b": [[0.0, 0.0], [0.0, 0.0], [0.1, -0.1]],
+            "joint_names": ["joint1", "joint2", "joint3"]}
+    (_in(tmp_path) / "t.yaml").write_text(yaml.safe_dump(traj))
+    rc, err = run_cli(["simulate", "--config", run / "robot.yaml", "--trajectory",
+                       tmp_path / "in" / "t.yaml", "--output", tmp_path / "x.npz"], capsys,
+                      tmp_path / "in")
+    assert_one_line(rc, err, "t.yaml", "'a' holds non-finite values")
+
+
 def test_simulate_too_short_is_refused(tmp_path, capsys):
     rc, err = run_cli(["simulate", "--robot", "szabo_3dof", "--duration", "0.001", "--output",
                        tmp_path / "x.npz"], capsys, tmp_path)
