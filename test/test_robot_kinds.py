@@ -238,3 +238,17 @@ def test_prismatic_positions_in_millimetres_are_named():
     (d,) = check_joint_limits(["extend", "pitch"], q, [(0.0, 0.3), (-1.2, 1.2)], "run.csv",
                               ["prismatic", "revolute"])
     assert d.severity == "error" and "millimetres given as metres?" in d.message
+
+
+def test_pd_control_of_a_wrapped_continuous_angle(tmp_path):
+    """A continuous joint reported in [-pi, pi): the PD law acts on the shortest angle."""
+    from robot_identification.simulation import make_controller
+    _, model = _starter("gripper_arm", tmp_path)
+    law = make_controller(model, saturate=False)
+    q_d, dq_d = np.array([3.1, 0.2, 0.1, 0.0]), np.zeros(4)
+    unwrapped = np.array([3.2, 0.2, 0.1, 0.0])
+    wrapped = unwrapped - [2 * np.pi, 0, 0, 0]             # the turret as a driver reports it
+    u1 = law(q_d, dq_d, {"q": unwrapped, "dq": dq_d})
+    u2 = law(q_d, dq_d, {"q": wrapped, "dq": dq_d})
+    assert np.allclose(u1, u2, rtol=1e-9, atol=1e-9)
+    assert u1[0] == pytest.approx(-0.1 * law.kp[0])           # no gravity on the turret
