@@ -136,8 +136,12 @@ def atomic_output(path, inputs=(), what="output", dataset=False):
         try:
             tmp = folder / f"output{p.suffix}"
             yield tmp
-            with open(tmp, "rb") as src, open(p, "wb") as dst:
-                shutil.copyfileobj(src, dst)
+            try:
+                with open(tmp, "rb") as src, open(p, "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+            except OSError as exc:                  # ENOSPC of /dev/full names no file
+                raise OSError(exc.errno, f"cannot write {what} '{p}': {exc.strerror}") \
+                    from None
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         return

@@ -249,7 +249,7 @@ def _text(urdf, output, chosen, info, name, urdf_xml, inertia):
         # nominal drive values: the simulator's "true" friction; identification estimates them.
         # Coulomb friction FRICTION_FRACTION of the torque that accelerates the joint's
         # largest inertia at the acceleration limit: the PD loop overcomes it on every joint.
-        inertia_k = 0.0 if inertia is None else inertia[k]
+        inertia_k = 0.0 if inertia is None else max(inertia[k], 1e-4)
         scale = inertia_k * DEFAULT_ACCELERATION
         nominal = {"rotor_inertia": float(f"{ARMATURE_FRACTION * inertia_k:.3g}"),
                    "viscous": float(f"{0.5 * FRICTION_FRACTION * scale:.3g}"),
@@ -261,6 +261,12 @@ def _text(urdf, output, chosen, info, name, urdf_xml, inertia):
                   "link-referred drive values",
                   f"    limits: {{{', '.join(lim)}}}",
                   f"    drive: {{{drive}}}   # CHECK: nominal values (simulation only)"]
+    for j, x in zip(chosen, inertia if inertia is not None else []):
+        if not x > 0:
+            lines.append(f"# note: joint '{j}' moves no inertia in the URDF (no <inertial> "
+                         f"after it): CHECK the URDF")
+            lines.append("#   (simulated data then identify only its drive, with large "
+                         "relative errors)")
     left_out = left_out_joints(urdf_xml, chosen)
     if left_out:
         lines.append("# not identified, locked (at 0 or the nearer limit; their links count "
@@ -294,7 +300,8 @@ def _text(urdf, output, chosen, info, name, urdf_xml, inertia):
         "simulation:                        # the built-in simulator "
         "(simulate, demo --config)",
         "  rate_hz: 1000.0                  # control and sampling rate",
-        "  encoder_counts: 1250000          # counts/rev; 0: no quantisation",
+        "  encoder_counts: 1250000          # counts/rev (prismatic: steps of 2 pi / counts m); "
+        "0: none",
         "  # kp, kd: PD gains per joint [N*m/rad, N*m*s/rad]; default: a 5 Hz loop on the",
         "  # joint inertias at q = 0 (+ gravity compensation)",
         "  excitation: {type: fourier, base_frequency: 0.1, harmonics: 5, seed: 1}",
@@ -335,7 +342,7 @@ def _joint_inertia(text, output, urdf, urdf_xml, samples=32):
         q = rng.uniform(lo, hi)
         M = pin.crba(model.pin_model, data, model.pin_configuration(q))
         best = np.maximum(best, np.diag(M)[model.velocity_indices])
-    return [max(float(x), 1e-4) for x in best]
+    return [float(x) for x in best]
 
 
 def _validate(text, output, urdf, urdf_xml):

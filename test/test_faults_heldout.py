@@ -71,6 +71,24 @@ def test_output_below_a_file_is_named(run, tmp_path, capsys):
     assert_one_line(rc, err, "notes' is a file, not a directory")
 
 
+def test_unwritable_special_output_names_the_file(run, tmp_path, monkeypatch, capsys):
+    """ENOSPC of /dev/full named no file ("[Errno 28] No space left on device"). Simulated
+    on a FIFO whose write fails, so that no test ever writes to a device."""
+    import builtins
+    fifo = tmp_path / "out.yaml"
+    os.mkfifo(fifo)
+    real_open = builtins.open
+
+    def full_open(file, mode="r", *a, **kw):
+        if str(file) == str(fifo) and "w" in mode:
+            raise OSError(28, "No space left on device")
+        return real_open(file, mode, *a, **kw)
+    monkeypatch.setattr(builtins, "open", full_open)
+    rc, err = run_cli(["identify", "--config", run / "robot.yaml", "--data", run / "run.npz",
+                       "--output", fifo, "--quiet", "--no-physical"], capsys, run)
+    assert_one_line(rc, err, f"cannot write output '{fifo}': No space left on device")
+
+
 # ------------------------------------------------------------------------------ one line
 @pytest.mark.parametrize("argv,message", [
     (["identify", "--robot", "szabo_3dof"], "the following arguments are required: --data"),
@@ -104,7 +122,7 @@ def test_library_warnings_are_one_line(run, tmp_path, capsys, monkeypatch):
     assert rc == 0, err
     assert err.strip().splitlines() == [
         f"warning: CSV '{tmp_path / 'in' / 'dup.csv'}': dropped 1 malformed row(s): line "
-        f"102: time 0.1 s not after 0.1 s"], err
+        f"102: time 0.1 s repeats"], err
 
 
 # ------------------------------------------------------------------------------ URDF values
@@ -145,6 +163,19 @@ def test_urdf_values_are_checked_before_urdfdom(tmp_path, capfd, label, text, me
     rc, err = run_cli(argv, capfd, tmp_path / "in")
     assert_one_line(rc, err, "arm.urdf", message)
     assert not (tmp_path / "o").exists()
+
+
+def test_xacro_find_of_a_missing_package_is_named(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("AMENT_PREFIX_PATH", raising=False)
+    (_in(tmp_path) / "arm.urdf.xacro").write_text(URDF.replace(
+        '<robot name="szabo_3dof">', '<robot name="szabo_3dof" xmlns:xacro='
+        '"http://www.ros.org/wiki/xacro"><xacro:include filename="$(find my_arm_description)'
+        '/urdf/arm.xacro"/>'))
+    rc, err = run_cli(["simulate", "--robot", "szabo_3dof", "--urdf",
+                       tmp_path / "in" / "arm.urdf.xacro", "--output", tmp_path / "x.npz"],
+                      capsys, tmp_path / "in")
+    assert_one_line(rc, err, "arm.urdf.xacro", "$(find my_arm_description)",
+                    "AMENT_PREFIX_PATH is not set")
 
 
 def test_urdfdom_output_is_captured():
@@ -196,11 +227,55 @@ def test_config_values_are_named(run, tmp_path, capsys, label, old, new, message
     assert not (tmp_path / "o").exists()
 
 
+def test_negative_std_in_results_is_refused(run, tmp_path, capsys):
+    assert cli.main(["identify", "--config", str(run / "robot.yaml"), "--data",
+                     str(run / "run.npz"), "--output", str(_in(tmp_path) / "r.yaml"),
+                     "--quiet", "--no-physical"]) == 0
+    doc = yaml.safe_load((tmp_path / "in" / "r.yaml").read_text())
+    doc["base_parameters"][1]["std"] = -0.5
+    (tmp_path / "in" / "r.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    rc, err = run_cli(["validate", "--config", run / "robot.yaml", "--results",
+                       tmp_path / "in" / "r.yaml", "--data", run / "run.npz", "--output",
+                       tmp_path / "v.yaml"], capsys, tmp_path / "in")
+    assert_one_line(rc, err, "r.yaml", "std is -0.5: a standard deviation is >= 0")
+
+
+def test_epoch_times_with_too_few_digits_are_explained(run, tmp_path, capsys):
+    m = np.loadtxt(run / "run.csv", delimiter=",")
+    m[:, 0] += 1.7e9
+    np.savetxt(_in(tmp_path) / "x.csv", m, delimiter=",", fmt="%.10g")
+    rc, err = run_cli(["identify", "--config", run / "robot.yaml", "--data",
+                       tmp_path / "in" / "x.csv", "--output", tmp_path / "r.yaml"], capsys,
+                      tmp_path / "in")
+    assert_one_line(rc, err, "x.csv", "time 1700000000 s repeats", "too few digits")
+
+
+def test_cutoff_below_the_motion_is_named(run, tmp_path, capsys):
+    """A cut-off far below the motion empties the regressor: 'move those joints' alone
+    pointed at the excitation, not at the option."""
+    rc, err = run_cli(["identify", "--config", run / "robot.yaml", "--data", run / "run.npz",
+                       "--output", tmp_path / "r.yaml", "--cutoff", "0.001"], capsys, run)
+    assert_one_line(rc, err, "the filter cut-off 0.001 Hz lies below the motion's band")
+
+
 def test_config_directory_is_named(tmp_path, capsys):
     (tmp_path / "robot.yaml").mkdir()
     rc, err = run_cli(["simulate", "--config", tmp_path / "robot.yaml", "--output",
                        tmp_path / "x.npz"], capsys, tmp_path)
     assert_one_line(rc, err, "robot.yaml' is a directory")
+
+
+def test_trajectory_with_nan_names_the_file(run, tmp_path, capsys):
+    """A NaN coefficient reached the simulator: 'reset: initial state must be finite'."""
+    traj = {"type": "fourier", "base_frequency": 0.1, "periods": 1, "q0": [0.0, 0.0, 0.0],
+            "a": [[0.1, -0.1], [0.1, float("nan")], [0.0, 0.0]],
+            "b": [[0.0, 0.0], [0.0, 0.0], [0.1, -0.1]],
+            "joint_names": ["joint1", "joint2", "joint3"]}
+    (_in(tmp_path) / "t.yaml").write_text(yaml.safe_dump(traj))
+    rc, err = run_cli(["simulate", "--config", run / "robot.yaml", "--trajectory",
+                       tmp_path / "in" / "t.yaml", "--output", tmp_path / "x.npz"], capsys,
+                      tmp_path / "in")
+    assert_one_line(rc, err, "t.yaml", "'a' holds non-finite values")
 
 
 def test_simulate_too_short_is_refused(tmp_path, capsys):
@@ -239,6 +314,76 @@ def test_consistent_torques_raise_no_torque_diagnostic(run, tmp_path):
                      "--no-physical"]) == 0
     doc = yaml.safe_load((tmp_path / "r.yaml").read_text())
     assert not [d for d in doc["diagnostics"] if d["code"].startswith("torque_s")]
+
+
+def test_bag_stamps_going_back_are_diagnosed(run, tmp_path, capsys):
+    """Header stamps 5 ms early on 1 % of the messages: the reader sorted them and dropped
+    the repeats without a word, and the friction estimates moved."""
+    from robot_identification.data._bag import BagWriter, _typestore
+    st = _typestore()
+    T = st.types
+    z = np.load(run / "run.npz")
+    w = BagWriter(_in(tmp_path) / "bag", {"/joint_states": "sensor_msgs/msg/JointState"})
+    for k in range(1000):
+        ns = int(round(z["t"][k] * 1e9))
+        stamp = ns - (5_000_000 if k % 100 == 50 else 0)
+        w.write("/joint_states", st.serialize_cdr(T["sensor_msgs/msg/JointState"](
+            header=T["std_msgs/msg/Header"](stamp=T["builtin_interfaces/msg/Time"](
+                sec=stamp // 10**9, nanosec=stamp % 10**9), frame_id=""),
+            name=["joint1", "joint2", "joint3"], position=z["q"][k].astype(float),
+            velocity=np.zeros(0), effort=z["tau"][k].astype(float)),
+            "sensor_msgs/msg/JointState"), ns)
+    w.close()
+    rc, err = run_cli(["identify", "--config", run / "robot.yaml", "--data",
+                       tmp_path / "in" / "bag", "--output", tmp_path / "r.yaml", "--quiet",
+                       "--no-physical"], capsys, tmp_path / "in")
+    assert rc == 0, err
+    found = [d for d in yaml.safe_load((tmp_path / "r.yaml").read_text())["diagnostics"]
+             if d["code"] == "stamps_reordered"]
+    assert len(found) == 1 and found[0]["severity"] == "warning", found
+    assert found[0]["message"].startswith("10 message(s) stamped before an earlier one")
+
+
+def _open_bag(folder, z, flush_every=500, n=1500):
+    """A bag whose recorder still runs: flushed chunks, no metadata.yaml (left open)."""
+    from robot_identification.data._bag import BagWriter, _typestore
+    st = _typestore()
+    T = st.types
+    w = BagWriter(folder, {"/joint_states": "sensor_msgs/msg/JointState"}, flush_period=np.inf)
+    for k in range(n):
+        ns = int(round(z["t"][k] * 1e9))
+        w.write("/joint_states", st.serialize_cdr(T["sensor_msgs/msg/JointState"](
+            header=T["std_msgs/msg/Header"](stamp=T["builtin_interfaces/msg/Time"](
+                sec=ns // 10**9, nanosec=ns % 10**9), frame_id=""),
+            name=["joint1", "joint2", "joint3"], position=z["q"][k].astype(float),
+            velocity=np.zeros(0), effort=z["tau"][k].astype(float)),
+            "sensor_msgs/msg/JointState"), ns)
+        if flush_every and (k + 1) % flush_every == 0:
+            w.flush()
+    return w
+
+
+@pytest.mark.parametrize("command", ["identify", "identify-stream"])
+def test_bag_still_being_recorded_is_said(run, tmp_path, capsys, command):
+    """A bag identified while its recorder runs (or after it was killed) was read up to its
+    last chunk without a word."""
+    writer = _open_bag(_in(tmp_path) / "live", np.load(run / "run.npz"))
+    try:
+        rc, err = run_cli([command, "--config", run / "robot.yaml", "--data",
+                           tmp_path / "in" / "live", "--output", tmp_path / "r.yaml",
+                           "--quiet"], capsys, tmp_path / "in")
+        assert rc == 0, err
+        found = [d for d in yaml.safe_load((tmp_path / "r.yaml").read_text())["diagnostics"]
+                 if d["code"] == "recording_unclosed"]
+        assert len(found) == 1 and "no metadata.yaml" in found[0]["message"], found
+        unflushed = _open_bag(tmp_path / "in" / "empty", np.load(run / "run.npz"), 0, 10)
+        rc, err = run_cli(["identify", "--config", run / "robot.yaml", "--data",
+                           tmp_path / "in" / "empty", "--output", tmp_path / "e.yaml"],
+                          capsys, tmp_path / "in")
+        assert_one_line(rc, err, "empty", "no metadata.yaml: its recorder is still recording")
+        unflushed.close()
+    finally:
+        writer.close()
 
 
 # ------------------------------------------------------------------------------ bounds

@@ -155,6 +155,16 @@ def test_gripper_fingers_are_locked_with_a_message(tmp_path, capsys):
                                                          ("finger_right_joint", 0.01))
 
 
+def test_a_joint_that_moves_no_inertia_is_named(tmp_path, capsys):
+    urdf = tmp_path / "tip.urdf"
+    urdf.write_text((KINDS / "rp_arm.urdf").read_text().replace(
+        "</robot>", '<joint name="spin" type="revolute"><parent link="slider"/><child '
+        'link="tip"/><axis xyz="1 0 0"/><limit lower="-1" upper="1" velocity="2" effort="5"/>'
+        '</joint><link name="tip"/></robot>'))
+    assert main(["init", "--urdf", str(urdf), "--output", str(tmp_path / "t.yaml")]) == 0
+    assert "note: joint 'spin' moves no inertia in the URDF" in capsys.readouterr().out
+
+
 def test_a_floating_base_joint_is_locked_at_the_identity_pose(tmp_path):
     cfg, fixed = _starter("rp_arm", tmp_path)
     floating = (KINDS / "rp_arm.urdf").read_text().replace(
@@ -205,7 +215,8 @@ def test_user_path_scara(tmp_path, capfd):
     assert units["elbow.coulomb"] == "N*m" and units["quill_link.m"] == "kg"
     doc = yaml.safe_load((tmp_path / "validation.yaml").read_text())
     assert doc["files"][0]["nrmse_mean"] < 0.2
-    assert (tmp_path / "report" / "report.html").stat().st_size > 10_000
+    page = (tmp_path / "report" / "report.html").read_text()
+    assert len(page) > 10_000 and "RMS error [N m; N for prismatic joints]" in page
     text = urdf_out.read_text()
     assert 'type="prismatic"' in text and 'type="continuous"' in text
     assert "transmission" in text                         # the user's other tags are kept
@@ -219,3 +230,25 @@ def test_user_path_scara(tmp_path, capfd):
     expected = np.einsum("nrp,p->nr", regressor(model, q, dq, ddq), pi)
     got = urdf_torque(urdf_out, model, pi, q, dq, ddq)
     assert np.abs(got - expected).max() < 1e-6 * np.abs(expected).max()
+
+
+def test_prismatic_positions_in_millimetres_are_named():
+    from robot_identification.diagnostics import check_joint_limits
+    q = np.array([[150.0, 0.0], [0.1, 0.5]])                  # a CSV column in mm
+    (d,) = check_joint_limits(["extend", "pitch"], q, [(0.0, 0.3), (-1.2, 1.2)], "run.csv",
+                              ["prismatic", "revolute"])
+    assert d.severity == "error" and "millimetres given as metres?" in d.message
+
+
+def test_pd_control_of_a_wrapped_continuous_angle(tmp_path):
+    """A continuous joint reported in [-pi, pi): the PD law acts on the shortest angle."""
+    from robot_identification.simulation import make_controller
+    _, model = _starter("gripper_arm", tmp_path)
+    law = make_controller(model, saturate=False)
+    q_d, dq_d = np.array([3.1, 0.2, 0.1, 0.0]), np.zeros(4)
+    unwrapped = np.array([3.2, 0.2, 0.1, 0.0])
+    wrapped = unwrapped - [2 * np.pi, 0, 0, 0]             # the turret as a driver reports it
+    u1 = law(q_d, dq_d, {"q": unwrapped, "dq": dq_d})
+    u2 = law(q_d, dq_d, {"q": wrapped, "dq": dq_d})
+    assert np.allclose(u1, u2, rtol=1e-9, atol=1e-9)
+    assert u1[0] == pytest.approx(-0.1 * law.kp[0])           # no gravity on the turret

@@ -39,6 +39,9 @@ def run(args):
     chosen = [j["name"] for j in yaml.safe_load(text)["joints"]]
     for name, why in left_out_joints(read_urdf(args.urdf), chosen):
         print(f"locked (not identified): {name}: {why}")
+    for line in text.splitlines():
+        if line.startswith("# note: "):
+            print(line[2:])
     print(f"next: robot-identification simulate --config {out} --output run.npz")
     print(f"      robot-identification identify --config {out} --data run.npz")
     print(f"      robot-identification demo --config {out} --output demo_run   # ROS 2 graph")

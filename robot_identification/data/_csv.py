@@ -332,16 +332,21 @@ def read_csv(path, *, preset=None, time=None, position=None, velocity=None, torq
     for i, ti in enumerate(t):
         if ti <= last:
             keep[i] = False
-            bad.append((int(lines[i]), f"time {ti:.6g} s not after {last:.6g} s"))
+            bad.append((int(lines[i]), f"time {ti:.6g} s not after {last:.6g} s"
+                        if ti < last else f"time {ti:.12g} s repeats"))
         else:
             last = ti
     data, lines = data[keep], lines[keep]
     bad.sort()
     total = len(data) + len(bad)
     if len(bad) > opts["max_malformed"] * total:
+        repeats = sum(why.endswith(" repeats") for _, why in bad)
+        hint = ("; the time stamps repeat: absolute times (Unix epoch) written with too few "
+                "digits? write more digits, or the time since the start"
+                if repeats > len(bad) / 2 and len(t) and np.nanmax(np.abs(t)) > 1e5 else "")
         raise DataError(f"CSV '{path}': {len(bad)} of {total} rows are malformed (more than "
                         f"{100 * opts['max_malformed']:.3g} %); first: line {bad[0][0]}: "
-                        f"{bad[0][1]}")
+                        f"{bad[0][1]}{hint}")
     if bad:
         shown = "; ".join(f"line {ln}: {why}" for ln, why in bad[:5])
         warnings.warn(f"CSV '{path}': dropped {len(bad)} malformed row(s): {shown}"

@@ -232,11 +232,23 @@ def trajectory_from_dict(d):
     Raises
     ------
     ConfigError
-        Unknown ``type``, missing or malformed keys.
+        Unknown ``type``, missing or malformed keys, non-numeric or non-finite values.
     """
     if not isinstance(d, dict):
         raise ConfigError(f"trajectory: expected a mapping, got {type(d).__name__}")
     kind = d.get("type")
+    for key in ("base_frequency", "periods", "q0", "a", "b", "duration", "start", "end",
+                "control_points"):
+        if d.get(key) is None:
+            continue
+        try:
+            values = np.asarray(d[key], dtype=float)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{kind} trajectory: '{key}' must hold numbers, got "
+                              f"{d[key]!r:.60}") from None
+        if not np.all(np.isfinite(values)):
+            raise ConfigError(f"{kind} trajectory: '{key}' holds non-finite values (NaN or "
+                              f"inf): {values.tolist()!r:.80}")
     try:
         if kind == "fourier":
             allowed = {"type", "base_frequency", "periods", "q0", "a", "b", "joint_names"}

@@ -652,6 +652,17 @@ def load_prior(model, prior):
         raise ConfigError(f"{path}: standard_parameters must be numbers ({exc})") from None
 
 
+def _cutoff_hint(neq) -> str:
+    """Why data may look unexciting: a low-pass cut-off below the motion's band (the filter
+    removed the motion; ``--cutoff 0.001`` read as "move those joints")."""
+    cutoff = (getattr(neq, "preprocessing", None) or {}).get("cutoff_hz")
+    bands = [r.get("band_hz") for r in neq.recordings if r.get("band_hz")]
+    if isinstance(cutoff, (int, float)) and bands and cutoff < max(bands):
+        return (f"; the filter cut-off {cutoff:g} Hz lies below the motion's band "
+                f"({max(bands):.3g} Hz): the filter removes the motion, raise the cut-off")
+    return ""
+
+
 def solve(model, neq, settings=None, *, base=None, estimators=None, prior=None,
           reaccumulate=None, options=None, log=None, t_start=None) -> IdentificationResult:
     """Estimates from summed normal equations.
@@ -697,6 +708,7 @@ def solve(model, neq, settings=None, *, base=None, estimators=None, prior=None,
     """
     from robot_identification.diagnostics import Diagnostic, collect_diagnostics
     from robot_identification.errors import IdentificationError
+    from robot_identification.errors import ExcitationError
     from robot_identification.identifiability import base_parameters, check_excitation
     from robot_identification.identification._estimators import ESTIMATORS, EstimationContext
     t0 = time.perf_counter() if t_start is None else t_start
@@ -719,7 +731,10 @@ def solve(model, neq, settings=None, *, base=None, estimators=None, prior=None,
                             prior=load_prior(model, prior_spec), reaccumulate=reaccumulate,
                             options=dict(options or {}), log=log)
     if names[0] != "mrls":      # MRLS flags what the data do not excite instead
-        check_excitation(neq.gram, base.names)
+        try:
+            check_excitation(neq.gram, base.names)
+        except ExcitationError as exc:
+            raise ExcitationError(f"{exc}{_cutoff_hint(neq)}") from None
     estimates, diagnostics = {}, []
     for i, name in enumerate(names):
         try:

@@ -35,7 +35,8 @@ def read_urdf(path: str | Path, xacro_args: dict | None = None) -> str:
             doc = xacro.process_file(str(path), mappings=dict(xacro_args or {}))
             return doc.toprettyxml(indent="  ")
         except Exception as exc:  # xacro raises many types
-            raise ModelError(f"xacro expansion of '{path}' failed: {exc}") from None
+            raise ModelError(f"xacro expansion of '{path}' failed: {_xacro_cause(path, exc)}"
+                             ) from None
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -160,6 +161,30 @@ class _native_stderr:
         if exc_type is None and self.text:
             sys.stderr.write(self.text)
         return False
+
+
+def _xacro_cause(path, exc):
+    """One line for a xacro failure; a ``$(find pkg)`` without a ROS package path names the
+    packages the file looks for (xacro only says "AMENT_PREFIX_PATH is not set", twice)."""
+    import re
+    text = " ".join(dict.fromkeys(" ".join(str(exc).split()).split(" \n")))
+    if "AMENT_PREFIX_PATH" in text or "PackageNotFound" in type(exc).__name__ + text:
+        try:
+            found = re.findall(r"\$\(find\s+([^)\s]+)\)", Path(path).read_text())
+        except OSError:
+            found = []
+        if found:
+            pkgs = sorted(set(found))
+            return (f"it includes $(find {pkgs[0]})" + (f" and {pkgs[1:]}" if pkgs[1:] else "")
+                    + ", and ROS cannot find that package ("
+                    + ("AMENT_PREFIX_PATH is not set" if not os.environ.get(
+                        "AMENT_PREFIX_PATH") else "not on AMENT_PREFIX_PATH")
+                    + "): source the workspace that holds it, or pass a URDF expanded "
+                      "there (ros2 run xacro xacro ... > arm.urdf)")
+    half = len(text) // 2                      # xacro repeats some messages: "X X"
+    if len(text) > 20 and text[:half].strip() == text[half:].strip():
+        text = text[:half].strip()
+    return text
 
 
 def check_urdf_tree(urdf_xml: str, source: str = "the URDF"):

@@ -116,7 +116,8 @@ def _count(series, label, y):
     series[label] = series.get(label, 0) + int(np.isfinite(y).sum())
 
 
-def plot_torques(entry, joint_names, path, models=None, quantity="joint torque") -> Figure:
+def plot_torques(entry, joint_names, path, models=None, quantity="joint torque",
+                 units=None) -> Figure:
     """Measured vs predicted torque, one panel per joint, every model.
 
     Parameters
@@ -131,6 +132,8 @@ def plot_torques(entry, joint_names, path, models=None, quantity="joint torque")
     quantity : str
         What is compared, for the title: ``joint torque`` (rigid arms) or ``motor torque``
         (elastic arms: the motor equations carry the measured torque).
+    units : list of str, optional
+        Unit per joint (:func:`effort_units`); default ``N m`` for every joint.
 
     Returns
     -------
@@ -155,7 +158,8 @@ def plot_torques(entry, joint_names, path, models=None, quantity="joint torque")
             _count(series, name, y)
             if k == 0:
                 handles += h
-        ax.set_ylabel(f"{_short(joint_names[k])}\n[N m]", fontsize=9)
+        unit = (units or ["N m"] * len(joint_names))[k]
+        ax.set_ylabel(f"{_short(joint_names[k])}\n[{unit}]", fontsize=9)
         ax.tick_params(labelsize=8)
         ax.grid(alpha=0.3)
     axes[-1].set_xlabel("time [s]")
@@ -165,11 +169,17 @@ def plot_torques(entry, joint_names, path, models=None, quantity="joint torque")
     return _save(fig, path, series)
 
 
-def plot_residuals(entry, joint_names, path, models=None) -> Figure:
+def effort_units(model) -> list:
+    """Unit of each joint's torque or force: ``N m`` (revolute) or ``N`` (prismatic)."""
+    return ["N" if k == "prismatic" else "N m" for k in model.joint_types]
+
+
+def plot_residuals(entry, joint_names, path, models=None, units=None) -> Figure:
     """Residual (predicted - measured) per joint with its RMS per model in each panel title.
 
     The y axis spans 1.3 times the 99.5th percentile of |residual| so that spikes at
     velocity reversals do not flatten the rest; the title counts the clipped samples.
+    ``units``: unit per joint (:func:`effort_units`), default ``N m``.
 
     Returns
     -------
@@ -202,9 +212,10 @@ def plot_residuals(entry, joint_names, path, models=None) -> Figure:
             ax.set_ylim(-lim, lim)
         ax.axhline(0, color="black", lw=0.6)
         note = f"; {clipped} sample(s) beyond the axis" if clipped else ""
-        ax.set_title(f"{joint_names[k]}: RMS [N m] " + ", ".join(parts) + note,
+        unit = (units or ["N m"] * len(joint_names))[k]
+        ax.set_title(f"{joint_names[k]}: RMS [{unit}] " + ", ".join(parts) + note,
                      fontsize=9, loc="left")
-        ax.set_ylabel("[N m]", fontsize=9)
+        ax.set_ylabel(f"[{unit}]", fontsize=9)
         ax.tick_params(labelsize=8)
         ax.grid(alpha=0.3)
     axes[-1].set_xlabel("time [s]")
@@ -557,15 +568,19 @@ def write_report(out_dir, model, results_doc, files, *, title=None, base=None,
                             + [f"<b>{m['nrmse_mean']:.4f}</b>"])
             parts.append(f"<h3>{html.escape(Path(f['file']).name)}"
                          f"{'' if f['moving'] else ' (static poses)'}</h3>")
-            parts.append("<p class='small'>cells: RMS error [N m] / NRMSE</p>")
+            parts.append("<p class='small'>cells: RMS error [N m; N for prismatic joints] / "
+                         "NRMSE</p>" if "prismatic" in model.joint_types else
+                         "<p class='small'>cells: RMS error [N m] / NRMSE</p>")
             parts.append(_table(["model"] + [_short(j) for j in joints] + ["mean NRMSE"], rows,
                                 "nrmse"))
         for i, f in enumerate(files):
             stem = f"file{i + 1}"
             quantity = "motor torque" if model.config.elastic else "joint torque"
-            a = plot_torques(f, joints, out / f"{stem}_torque.png", quantity=quantity)
+            units = effort_units(model)
+            a = plot_torques(f, joints, out / f"{stem}_torque.png", quantity=quantity,
+                             units=units)
             pbar.update(1)
-            b = plot_residuals(f, joints, out / f"{stem}_residual.png")
+            b = plot_residuals(f, joints, out / f"{stem}_residual.png", units=units)
             pbar.update(1)
             parts.append(f"<h2 id='{stem}'>{html.escape(Path(f['file']).name)}: torques and "
                          f"residuals</h2>")

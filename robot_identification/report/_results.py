@@ -152,7 +152,7 @@ def read_results(path, robot=None) -> dict:
             raise bad(where, f"must be a mapping with a 'name', got {e!r:.60}")
         _finite_number(e.get("estimate"), f"{where} ({e['name']}) estimate", bad)
         if e.get("std") is not None:
-            _number(e["std"], f"{where} ({e['name']}) std", bad)
+            _std(e["std"], f"{where} ({e['name']}) std", bad)
     p = len(entries)
     ests = doc.get("estimates")
     if ests is not None:
@@ -172,7 +172,7 @@ def read_results(path, robot=None) -> dict:
                     raise bad(f"{where}.{key}", f"must list {p} numbers (one per base "
                                                 f"parameter), got {n}")
                 for k, x in enumerate(v):
-                    (_finite_number if key == "values" else _number)(
+                    (_finite_number if key == "values" else _std)(
                         x, f"{where}.{key}[{k}]", bad)
             sp = est.get("standard_parameters")
             if sp is not None:
@@ -208,6 +208,14 @@ def _number(x, where, bad):
     if isinstance(x, bool) or not isinstance(x, (int, float)):
         raise bad(where, f"must be a number, got {x!r:.40}")
     return float(x)
+
+
+def _std(x, where, bad):
+    """A standard deviation: a number >= 0 (NaN: unknown)."""
+    v = _number(x, where, bad)
+    if v < 0:
+        raise bad(where, f"is {x}: a standard deviation is >= 0")
+    return v
 
 
 def _finite_number(x, where, bad):

@@ -25,6 +25,17 @@ class _GravityMixin:
         self._pm = model.pin_model
         self._data = self._pm.createData()
 
+    def position_error(self, reference, measured):
+        """``reference - measured`` (n,); for continuous joints the shortest angle, in
+        [-pi, pi): a driver reporting their angle in [-pi, pi) must not turn a small error
+        into a 2 pi one (a full-effort command)."""
+        e = np.asarray(reference, dtype=float) - np.asarray(measured, dtype=float)
+        cont = self.model.continuous_joints
+        if cont.any():
+            e = e.copy()
+            e[cont] = (e[cont] + np.pi) % (2 * np.pi) - np.pi
+        return e
+
     def gravity(self, q):
         """Gravity torques g(q) (n,) [N*m] of the link model (``computeGeneralizedGravity``)."""
         g = pin.computeGeneralizedGravity(self._pm, self._data, self.model.pin_configuration(q))
@@ -117,7 +128,7 @@ class ElasticPDController(_GravityMixin):
         q_d = np.asarray(q_d, dtype=float)
         g_d = self.gravity(q_d)
         theta_d, dtheta_d = self.references(q_d, dq_d)
-        u = (self.kp * (theta_d - theta) + self.kd * (dtheta_d - dtheta)
+        u = (self.kp * self.position_error(theta_d, theta) + self.kd * (dtheta_d - dtheta)
              + self.gravity(theta - g_d / self.K))
         return np.clip(u, -self.limits, self.limits)
 
@@ -133,7 +144,7 @@ class RigidPDController(_GravityMixin):
 
         u = K_P (q_d - q) + K_D (dq_d - dq) + g(q),
 
-    clipped to the effort limits.
+    clipped to the effort limits (q_d - q: the shortest angle for continuous joints).
 
     Parameters
     ----------
@@ -159,7 +170,8 @@ class RigidPDController(_GravityMixin):
             dq = np.asarray(measurement["dq"], dtype=float)
         except KeyError as exc:
             raise DataError(f"PD controller needs joint states: missing {exc}") from None
-        u = self.kp * (np.asarray(q_d) - q) + self.kd * (np.asarray(dq_d) - dq) + self.gravity(q)
+        u = (self.kp * self.position_error(q_d, q) + self.kd * (np.asarray(dq_d) - dq)
+             + self.gravity(q))
         return np.clip(u, -self.limits, self.limits)
 
 
