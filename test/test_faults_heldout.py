@@ -89,6 +89,18 @@ def test_unwritable_special_output_names_the_file(run, tmp_path, monkeypatch, ca
     assert_one_line(rc, err, f"cannot write output '{fifo}': No space left on device")
 
 
+def test_output_over_the_prior_file_is_refused(run, tmp_path, capsys):
+    """--prior FILE was no input: --output FILE replaced the prior with the results."""
+    from robot_identification.model import load_robot
+    model = load_robot(config=run / "robot.yaml")
+    (_in(tmp_path) / "prior.yaml").write_text(yaml.safe_dump({"standard_parameters": dict(
+        zip(model.parameter_names, map(float, model.nominal_parameters())))}))
+    rc, err = run_cli(["identify", "--config", run / "robot.yaml", "--data", run / "run.npz",
+                       "--prior", tmp_path / "in" / "prior.yaml", "--estimator", "bounded",
+                       "--output", tmp_path / "in" / "prior.yaml"], capsys, tmp_path / "in")
+    assert_one_line(rc, err, "prior.yaml' is the input")
+
+
 # ------------------------------------------------------------------------------ one line
 @pytest.mark.parametrize("argv,message", [
     (["identify", "--robot", "szabo_3dof"], "the following arguments are required: --data"),
