@@ -1,6 +1,8 @@
 """Simulated identification experiment: simulated_robot + excitation_publisher + pd_controller
 + recorder + identifier (Identify action), lockstep on simulation time; with online:=true also
 online_identifier (estimates while the arm moves, on /online_identifier/estimates).
+lockstep:=false: the simulated robot free-running on a wall timer, the controller and the
+excitation on its /clock (docs/ros.md, "Overload").
 
     ros2 launch robot_identification identification_sim.launch.py robot:=zollo_planar
     ros2 service call /recorder/start std_srvs/srv/Trigger
@@ -57,9 +59,12 @@ def generate_launch_description():
                               description="excitation trajectory YAML (robot-identification "
                                           "excite); '' = the robot config's"),
         node("simulated_robot", robot=robot, lockstep=lockstep, trajectory_file=trajectory),
-        node("excitation_publisher", robot=robot, lockstep=lockstep, use_sim_time=lockstep,
+        # on the simulated robot's /clock in both modes: in real time (lockstep:=false) a
+        # stall of the simulated robot's process stops its clock, so the controller's
+        # watchdog does not take it for lost states, and the reference follows its stamps
+        node("excitation_publisher", robot=robot, lockstep=lockstep, use_sim_time=True,
              trajectory_file=trajectory),
-        node("pd_controller", robot=robot, lockstep=lockstep, use_sim_time=lockstep),
+        node("pd_controller", robot=robot, lockstep=lockstep, use_sim_time=True),
         OpaqueFunction(function=recorder, args=[data, lockstep]),
         node("identifier", robot=robot, data_directory=data, compare_with_nominal=True,
              effort_lag_periods=0.5),

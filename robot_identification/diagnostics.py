@@ -799,6 +799,18 @@ def check_stamp_order(metadata, source=""):
                        f"the derivatives; check the driver's time stamping", source)]
 
 
+def check_unclosed(metadata, source=""):
+    """``recording_unclosed`` (warning): a rosbag2 directory without metadata.yaml, read up to
+    its last complete chunk: its recorder was killed or is still recording, so the end of
+    the run may be missing from the identification."""
+    if not (metadata or {}).get("unclosed"):
+        return []
+    return [Diagnostic("recording_unclosed", "warning",
+                       "the bag has no metadata.yaml: its recorder was killed or is still "
+                       "recording; read up to its last complete chunk, the end of the run may "
+                       "be missing (identify it again once the recorder has stopped)", source)]
+
+
 def recording_summary(model, dataset, label=None):
     """What the checks need from one recording, computed from the raw data (cheap, O(N)).
 
@@ -831,6 +843,7 @@ def recording_summary(model, dataset, label=None):
                               [j.limits.effort for j in model.config.joints], src)
     diags += check_time_jumps(ds.t, src)
     diags += check_stamp_order(ds.metadata, src)
+    diags += check_unclosed(ds.metadata, src)
     diags += check_recording_counts(ds.metadata.get("recording"), src)
     malformed = ds.metadata.get("malformed_rows") or []
     if malformed:

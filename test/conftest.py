@@ -217,3 +217,12 @@ def assert_one_line(rc, err, *needles):
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     for n in needles:
         assert n in err, err
+
+
+def recorder_receives(status, topics=("/joint_states",)):
+    """The recorder's ``~/status`` message says each of ``topics`` delivered a message (it
+    counts while idle too): its subscriptions matched. Tests await this before a short run
+    starts, as discovery on a loaded machine can take longer than the run."""
+    counts = dict(part.rsplit(": ", 1) for part in
+                  status.split("received ", 1)[1].split(";")[0].split(", "))
+    return all(int(counts.get(t, "0")) > 0 for t in topics)

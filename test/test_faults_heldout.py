@@ -89,6 +89,18 @@ def test_unwritable_special_output_names_the_file(run, tmp_path, monkeypatch, ca
     assert_one_line(rc, err, f"cannot write output '{fifo}': No space left on device")
 
 
+def test_output_over_the_prior_file_is_refused(run, tmp_path, capsys):
+    """--prior FILE was no input: --output FILE replaced the prior with the results."""
+    from robot_identification.model import load_robot
+    model = load_robot(config=run / "robot.yaml")
+    (_in(tmp_path) / "prior.yaml").write_text(yaml.safe_dump({"standard_parameters": dict(
+        zip(model.parameter_names, map(float, model.nominal_parameters())))}))
+    rc, err = run_cli(["identify", "--config", run / "robot.yaml", "--data", run / "run.npz",
+                       "--prior", tmp_path / "in" / "prior.yaml", "--estimator", "bounded",
+                       "--output", tmp_path / "in" / "prior.yaml"], capsys, tmp_path / "in")
+    assert_one_line(rc, err, "prior.yaml' is the input")
+
+
 # ------------------------------------------------------------------------------ one line
 @pytest.mark.parametrize("argv,message", [
     (["identify", "--robot", "szabo_3dof"], "the following arguments are required: --data"),
@@ -342,6 +354,48 @@ def test_bag_stamps_going_back_are_diagnosed(run, tmp_path, capsys):
              if d["code"] == "stamps_reordered"]
     assert len(found) == 1 and found[0]["severity"] == "warning", found
     assert found[0]["message"].startswith("10 message(s) stamped before an earlier one")
+
+
+def _open_bag(folder, z, flush_every=500, n=1500):
+    """A bag whose recorder still runs: flushed chunks, no metadata.yaml (left open)."""
+    from robot_identification.data._bag import BagWriter, _typestore
+    st = _typestore()
+    T = st.types
+    w = BagWriter(folder, {"/joint_states": "sensor_msgs/msg/JointState"}, flush_period=np.inf)
+    for k in range(n):
+        ns = int(round(z["t"][k] * 1e9))
+        w.write("/joint_states", st.serialize_cdr(T["sensor_msgs/msg/JointState"](
+            header=T["std_msgs/msg/Header"](stamp=T["builtin_interfaces/msg/Time"](
+                sec=ns // 10**9, nanosec=ns % 10**9), frame_id=""),
+            name=["joint1", "joint2", "joint3"], position=z["q"][k].astype(float),
+            velocity=np.zeros(0), effort=z["tau"][k].astype(float)),
+            "sensor_msgs/msg/JointState"), ns)
+        if flush_every and (k + 1) % flush_every == 0:
+            w.flush()
+    return w
+
+
+@pytest.mark.parametrize("command", ["identify", "identify-stream"])
+def test_bag_still_being_recorded_is_said(run, tmp_path, capsys, command):
+    """A bag identified while its recorder runs (or after it was killed) was read up to its
+    last chunk without a word."""
+    writer = _open_bag(_in(tmp_path) / "live", np.load(run / "run.npz"))
+    try:
+        rc, err = run_cli([command, "--config", run / "robot.yaml", "--data",
+                           tmp_path / "in" / "live", "--output", tmp_path / "r.yaml",
+                           "--quiet"], capsys, tmp_path / "in")
+        assert rc == 0, err
+        found = [d for d in yaml.safe_load((tmp_path / "r.yaml").read_text())["diagnostics"]
+                 if d["code"] == "recording_unclosed"]
+        assert len(found) == 1 and "no metadata.yaml" in found[0]["message"], found
+        unflushed = _open_bag(tmp_path / "in" / "empty", np.load(run / "run.npz"), 0, 10)
+        rc, err = run_cli(["identify", "--config", run / "robot.yaml", "--data",
+                           tmp_path / "in" / "empty", "--output", tmp_path / "e.yaml"],
+                          capsys, tmp_path / "in")
+        assert_one_line(rc, err, "empty", "no metadata.yaml: its recorder is still recording")
+        unflushed.close()
+    finally:
+        writer.close()
 
 
 # ------------------------------------------------------------------------------ bounds

@@ -28,7 +28,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile
 from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
 
-from conftest import ros_domain_id
+from conftest import recorder_receives, ros_domain_id
 
 ROOT = Path(__file__).resolve().parents[1]
 DOMAIN_ID = ros_domain_id(144)
@@ -143,6 +143,10 @@ def test_real_time_excitation_and_identification(launch_description, request):
         # the controller arms once states flow (holding the arm)
         c.spin_until(lambda: c.call("/pd_controller/status").success, 60.0, "controller ready")
         assert c.call("/recorder/start").success
+        # the recorder receives the states before the excitation starts (discovery on a
+        # loaded machine is slow: a late match would cut the start of the recording)
+        c.spin_until(lambda: recorder_receives(c.call("/recorder/status").message),
+                     60.0, "recorder receives joint states")
         # refused (with the reason) until the publisher itself has fresh states and an OK
         # controller status; a user retries the same way
         answers = []

@@ -22,7 +22,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile  # noqa: E402
 from std_msgs.msg import Bool  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
-from conftest import ros_domain_id  # noqa: E402
+from conftest import recorder_receives, ros_domain_id  # noqa: E402
 
 pytestmark = pytest.mark.ros          # a plain pytest driving `ros2 launch` (not launch_pytest)
 DOMAIN_ID = ros_domain_id(146)
@@ -71,6 +71,14 @@ def test_ctrl_c_ends_the_launch_cleanly(tmp_path):
     ex.add_node(node)
     try:
         assert call(ex, node, "/recorder/start").success
+        # the run takes a few seconds in lockstep: start it only once the recorder receives
+        # the robot's states (discovery on a loaded machine can take longer than the run; a
+        # bag that missed it held only the rest at the end: 'unexcited', seen once)
+        deadline = time.monotonic() + 120.0
+        while not recorder_receives(call(ex, node, "/recorder/status").message,
+                                    ("/joint_states", "/motor_states")):
+            assert time.monotonic() < deadline, "the recorder never received the states"
+            ex.spin_once(timeout_sec=0.1)
         assert call(ex, node, "/excitation_publisher/start").success
         active = []
         node.create_subscription(

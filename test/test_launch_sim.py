@@ -23,7 +23,7 @@ from std_srvs.srv import Trigger  # noqa: E402
 from robot_identification.data._bag import read_bag  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-from conftest import ros_domain_id  # noqa: E402
+from conftest import recorder_receives, ros_domain_id  # noqa: E402
 DOMAIN_ID = ros_domain_id(135)
 DATA = Path(os.environ.get("TMPDIR", "/tmp")) / f"ri_launch_sim_{os.getpid()}"
 
@@ -82,6 +82,12 @@ def test_sim_launch_runs_an_experiment():
             assert time.monotonic() < deadline, node.get_node_names()
             time.sleep(0.2)
         assert call(ex, node, "/recorder/start").success
+        # the lockstep run takes seconds: start it once the recorder receives the states
+        # (a late discovery on a loaded machine would cut the start of the bag)
+        while not recorder_receives(call(ex, node, "/recorder/status").message,
+                                    ("/joint_states", "/motor_states")):
+            assert time.monotonic() < deadline + 60.0, "the recorder never received the states"
+            ex.spin_once(timeout_sec=0.1)
         assert call(ex, node, "/excitation_publisher/start").success
         active = []
         node.create_subscription(

@@ -300,7 +300,9 @@ def read_bag(path, *, joint_topic: str = JOINT_TOPIC, motor_topic: str = MOTOR_T
                             f"expected {JOINT_STATE}")
         msgs[topic].append(decode(store, raw, msgtype, path, topic, t_ns))
     if not msgs[joint_topic]:
-        raise DataError(f"bag '{path}' has no messages on '{joint_topic}'")
+        raise DataError(f"bag '{path}' has no messages on '{joint_topic}'"
+                        + (" yet (no metadata.yaml: its recorder is still recording or was "
+                           "killed before its first flush)" if _unclosed(path) else ""))
     other = 0
     for topic in (joint_topic, motor_topic):
         msgs[topic], n = _main_publisher(msgs[topic])
@@ -355,12 +357,18 @@ def read_bag(path, *, joint_topic: str = JOINT_TOPIC, motor_topic: str = MOTOR_T
     meta = {"source": str(path), "effort_lag": effort_lag, "t0": float(t[0]),
             "other_publisher_messages": other,
             "duplicates_dropped": int(dropped),
-            "out_of_order": int(np.sum(np.diff(order) < 0))}
+            "out_of_order": int(np.sum(np.diff(order) < 0)), "unclosed": _unclosed(path)}
     custom = _custom_data(path)
     meta.update(custom.get("metadata", {}))
     meta["file"] = str(path)
     return Dataset(t=t - t[0], q=q, dq=dq, tau=tau, theta=theta, dtheta=dtheta, joint_names=names,
                    true_parameters=custom.get("true_parameters"), metadata=meta)
+
+
+def _unclosed(path) -> bool:
+    """A rosbag2 directory without metadata.yaml: its recorder was killed, or still runs."""
+    path = Path(path)
+    return path.is_dir() and not (path / "metadata.yaml").exists()
 
 
 def _order(t):
@@ -511,7 +519,7 @@ def iter_bag_chunks(path, chunk: int = 200_000, *, joint_topic=None, motor_topic
     store = _typestore()
     custom = _custom_data(path)
     true = custom.get("true_parameters") or {}
-    meta0 = dict(custom.get("metadata", {}))
+    meta0 = dict(custom.get("metadata", {}), unclosed=_unclosed(path))
     meta0.update(source=str(path), file=str(path), effort_lag=effort_lag)
     state = {"names": None, "t0": None, "last": -np.inf, "unpaired": 0, "elastic": elastic,
              "carry": None}

@@ -4,7 +4,12 @@ The reference (trajectory_msgs/JointTrajectory with one point: positions [rad], 
 [rad/s], accelerations [rad/s^2]; header.stamp = the time the point applies to) is published
 
 - lockstep (``lockstep: true``): once per ``/clock`` tick of the simulated robot, for that tick;
-- otherwise on a timer at ``rate_hz``.
+- real time, ``reference_clock: states`` (default): on the robot's clock - for each joint state
+  whose header stamp advanced by at least a period (1 / ``rate_hz``), for that stamp. The
+  reference never runs ahead of the robot: a robot (or a simulator) that slows down or stalls
+  is driven along the trajectory in its own time, and the reference resumes where it stopped;
+- real time, ``reference_clock: node``: on a timer at ``rate_hz`` of this node's clock (for
+  drivers whose joint states carry no advancing stamps).
 
 Nothing is published before ``~/start``. When the arm is away from the trajectory's first
 point (measured on ``joint_states_topic``), a move-to-start segment comes first: a quintic
@@ -38,8 +43,8 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robot_identification.excitation import check_limits, load_trajectory, trajectory_from_config
-from robot_identification.nodes._common import (QOS, declare, declare_robot, main_for, to_sec,
-                                                to_stamp)
+from robot_identification.nodes._common import (LATEST, QOS, declare, declare_robot, main_for,
+                                                to_sec, to_stamp)
 
 
 class ExcitationPublisher(Node):
@@ -52,10 +57,16 @@ class ExcitationPublisher(Node):
         self.traj = load_trajectory(path) if path else trajectory_from_config(self.model)
         self.rate = declare(self, "rate_hz", float(self.model.config.simulation.rate_hz),
                             "reference rate [Hz]", low=1.0, high=100000.0, read_only=True)
+        self.period = 1.0 / self.rate
         check_limits(self.model, self.traj, 1.0 / self.rate)   # raises ExcitationError
         self.hold = declare(self, "hold_time", 0.5, "rest after the end [s]", low=0.0, high=1e3)
         self.lockstep = declare(self, "lockstep", True, "one reference per /clock tick",
                                 read_only=True)
+        self.reference_clock = declare(
+            self, "reference_clock", "states", "real time: 'states' = the reference follows "
+            "the joint states' header stamps (the robot's clock; never runs ahead of a robot "
+            "that slows down or stalls), 'node' = a timer on this node's clock",
+            choices=("states", "node"), read_only=True)
         self.pub = self.create_publisher(JointTrajectory, declare(
             self, "reference_topic", "reference", "streamed reference"), QOS)
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -88,16 +99,19 @@ class ExcitationPublisher(Node):
         self.status = None              # (level, message, steady time) of the controller
         self.create_subscription(JointState, declare(
             self, "joint_states_topic", "joint_states", "link side (readiness, move to start)"),
-            self.on_joint, QOS)
+            self.on_joint, QOS if self.lockstep else LATEST)
         self.create_subscription(DiagnosticArray, "/diagnostics", self.on_diagnostics, 10)
         self.t_start = None
         self.move = None                # (q0, dq, T) of the move-to-start segment
         self.last, self.last_msg = None, None
         self.create_service(Trigger, "~/start", self.on_start)
         self.create_service(Trigger, "~/stop", self.on_stop)
+        self.robot_clock = not self.lockstep and self.reference_clock == "states"
+        self.state_stamp, self.stamps_advance = None, True   # of the latest joint state
+        self.stamp_problems = 0         # joint state stamps that did not advance (robot clock)
         if self.lockstep:
             self.create_subscription(Clock, "/clock", lambda m: self.tick(to_sec(m.clock)), QOS)
-        else:
+        elif not self.robot_clock:
             self.create_timer(1.0 / self.rate, lambda: self.tick(
                 self.get_clock().now().nanoseconds * 1e-9))
         self.pub_active.publish(Bool(data=False))
@@ -114,6 +128,26 @@ class ExcitationPublisher(Node):
         q = np.array([d.get(j, np.nan) for j in self.model.joint_names], dtype=float)
         self.q_now = q if np.all(np.isfinite(q)) else None
         self.state_time = self.get_clock().now().nanoseconds * 1e-9
+        stamp = to_sec(msg.header.stamp)
+        self.stamps_advance = self.state_stamp is None or stamp > self.state_stamp
+        self.state_stamp = stamp
+        if self.robot_clock:
+            self.tick_on_state(to_sec(msg.header.stamp))
+
+    def tick_on_state(self, t):
+        """Real time on the robot's clock: one reference for the state stamped ``t`` [s] once
+        it is a period past the last reference; a stamp going back stops the excitation (the
+        robot was restarted: the trajectory cannot continue from where it was)."""
+        if not self.active:
+            return
+        if self.last is not None and t < self.last:
+            self.stamp_problems += 1
+            self.get_logger().error(f"excitation stopped: joint state stamp went back from "
+                                    f"{self.last:.6f} s to {t:.6f} s")
+            self.on_stop(None, Trigger.Response())
+            return
+        if self.last is None or t >= self.last + self.period * (1.0 - 1e-6):
+            self.tick(t)
 
     def on_diagnostics(self, msg):
         for st in msg.status:
@@ -142,6 +176,9 @@ class ExcitationPublisher(Node):
                 return f"{self.controller_status}: {text}"
         if self.q_now is None:
             return "joint states are not finite"
+        if self.robot_clock and not self.stamps_advance:
+            return (f"joint state stamps do not advance ({self.state_stamp:.6f} s twice): the "
+                    f"reference follows them (reference_clock 'states'; 'node' for a timer)")
         return ""
 
     def on_start(self, request, response):

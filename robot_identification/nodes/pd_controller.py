@@ -28,6 +28,13 @@ Faults, each checked where it can first be seen:
 lockstep: a command is computed once per state stamp, when the link state, the motor state
 (elastic) and the reference with that stamp have all arrived; otherwise on every joint state
 with the latest reference.
+
+Overload (real time) degrades safely and is counted (``/diagnostics`` values, warnings at most
+once a second): ``missed_periods`` (control periods this node's timer could not run: the
+process was starved), ``longest_stall_s``; ``state_gaps`` (joint states that arrived more than
+half the watchdog timeout after the previous one) and ``longest_state_gap_s``; a reference that
+stopped arriving for more than ``watchdog_timeout`` s is held at its last position with zero
+velocity (``stale_reference_commands``) instead of driving on at its last velocity.
 """
 from __future__ import annotations
 
@@ -116,11 +123,18 @@ class PDController(Node):
         self.stamp_time = None        # node clock [s] when the state stamp last advanced
         self.stamp_advanced = False   # the stamp advanced at least once
         self.last_tick = None         # node clock [s] of the last watchdog tick
-        self.fresh_tick = None        # node clock [s] of the last tick that saw fresh states
-        self.watchdog_gap = None      # [s] from that tick to the stale trip
+        self.stale_tick = -np.inf     # node clock [s] of the previous watchdog tick
+        self.state_seen = False       # a joint state arrived since the previous tick
+        self.stale_for = 0.0          # [s] of this node's running time without a state
+        self.watchdog_gap = None      # [s] counted by the tick that tripped on stale states
         self.last_stamp = -np.inf     # state stamp of the last command
         self.last_u = None            # last command [N*m] (re-sent for a repeated state)
         self.commands = self.fail_safe_commands = self.zero_commands = 0
+        self.ref_time = None          # node clock [s] when the reference last arrived
+        self.previous_state_time = None   # node clock [s] of the joint state before the last
+        # overload counts (real time)
+        self.missed_periods = self.state_gaps = self.stale_reference_commands = 0
+        self.longest_stall = self.longest_state_gap = 0.0     # [s]
 
     # -- status --------------------------------------------------------------------------
     @property
@@ -167,7 +181,12 @@ class PDController(Node):
                   "fail_safe_commands": self.fail_safe_commands,
                   "zero_torque_commands": self.zero_commands,
                   "state_age_s": f"{self.state_age():.4f}",
-                  "watchdog_timeout_s": self.max_age}
+                  "watchdog_timeout_s": self.max_age,
+                  "missed_periods": self.missed_periods,
+                  "longest_stall_s": f"{self.longest_stall:.4f}",
+                  "state_gaps": self.state_gaps,
+                  "longest_state_gap_s": f"{self.longest_state_gap:.4f}",
+                  "stale_reference_commands": self.stale_reference_commands}
         status = DiagnosticStatus(
             level=level, name=self.get_name() + STATUS_SUFFIX, message=self.status_message(),
             hardware_id=self.model.config.name,
@@ -191,7 +210,16 @@ class PDController(Node):
         previous = self.joint[0] if self.joint is not None else None
         self.joint = (stamp, self._vector(msg.name, msg.position),
                       self._vector(msg.name, msg.velocity))
-        self.last_state_time = now
+        if self.last_state_time is not None and not self.lockstep:
+            gap = now - self.last_state_time
+            self.longest_state_gap = max(self.longest_state_gap, gap)
+            if gap > self.max_age / 2:
+                self.state_gaps += 1
+                self.get_logger().warning(
+                    f"joint states arrived {gap:.3f} s after the previous one ({self.state_gaps} "
+                    f"such gaps; watchdog {self.max_age:g} s)", throttle_duration_sec=1.0)
+        self.previous_state_time, self.last_state_time = self.last_state_time, now
+        self.state_seen = True
         if previous is None or stamp > previous:
             self.stamp_advanced |= previous is not None
             self.stamp_time = now
@@ -220,6 +248,7 @@ class PDController(Node):
         self.ref = (to_sec(msg.header.stamp),
                     self._vector(msg.joint_names, p.positions if p else []),
                     self._vector(msg.joint_names, p.velocities if p else []))
+        self.ref_time = self.now()
         if self.lockstep:
             self.update()
 
@@ -257,9 +286,28 @@ class PDController(Node):
         elif self.ref is None:           # armed: hold the arm until the reference flows
             self.command(self.fallback(meas))
         elif new:
-            self.command(self.law(self.ref[1], self.ref[2], meas))
+            self.command(self.law(*self.reference(), meas))
         elif self.last_u is not None:    # a repeated stamp: nothing new, same command
             self.command(self.last_u)
+
+    def reference(self):
+        """(q_ref, dq_ref) (n,) [rad, rad/s] to track: the latest reference; in real time one
+        that arrived more than ``watchdog_timeout`` s ago (its publisher stalled or ended) is
+        held at its position with zero velocity (counted, warned). Stale means: joint states
+        kept arriving for that long after it (a stall of this node delays both)."""
+        q_ref, dq_ref = self.ref[1], self.ref[2]
+        behind = (0.0 if self.previous_state_time is None
+                  else self.previous_state_time - self.ref_time)
+        if not self.lockstep and behind > self.max_age:
+            if np.max(np.abs(dq_ref)) <= 1e-6:
+                return q_ref, np.zeros_like(dq_ref)     # a rest point (the end): as meant
+            self.stale_reference_commands += 1
+            self.get_logger().warning(
+                f"no reference for {behind:.3f} s while joint states arrived (watchdog "
+                f"{self.max_age:g} s): holding its position at zero velocity "
+                f"({self.stale_reference_commands} commands)", throttle_duration_sec=1.0)
+            return q_ref, np.zeros_like(dq_ref)
+        return q_ref, dq_ref
 
     def fallback(self, meas):
         """Fail-safe / holding command (n,) [N*m]: PD to the held position at zero velocity
@@ -315,19 +363,34 @@ class PDController(Node):
 
     def on_watchdog(self):
         now = self.now()
-        late = self.last_tick is not None and now - self.last_tick > max(
-            self.max_age / 2, 3 * self.period)
+        gap = None if self.last_tick is None else now - self.last_tick
+        late = gap is not None and gap > max(self.max_age / 2, 3 * self.period)
         self.last_tick = now
+        if gap is not None and gap > 1.5 * self.period and not self.lockstep:
+            # the timer skips the periods it could not run (rcl): deadlines missed
+            self.missed_periods += int(round(gap / self.period)) - 1
+            self.longest_stall = max(self.longest_stall, gap)
+            if late:
+                self.get_logger().warning(
+                    f"control loop stalled {gap:.3f} s ({self.missed_periods} control periods "
+                    f"missed so far)", throttle_duration_sec=1.0)
         if self.last_state_time is None:
             return                      # not armed before states flow
         age = now - self.last_state_time
-        if age <= self.max_age:
-            self.fresh_tick = now
-        elif self.fault is None and not late:
-            # (a late tick means this node itself stalled: states may be queued; look again
-            # at the next tick)
-            self.watchdog_gap = now - self.fresh_tick   # since a tick last saw fresh states
-            self.trip(f"stale joint states ({age:.4f} s old)")
+        # time without a state counted on this node's running time: a stall of this process
+        # counts as at most 3 periods (the states may be queued behind it, or their publisher
+        # shares this stall), so only states missing while this node ran trip the watchdog
+        if self.state_seen:                 # a state since the previous tick (on simulation
+            self.state_seen = False         # time both may carry the same clock reading)
+            self.stale_for = min(age, 3 * self.period)
+        else:
+            step = min(gap, 3 * self.period) if gap is not None else self.period
+            self.stale_for += step
+        if self.stale_for > self.max_age and self.fault is None:
+            self.watchdog_gap = now - self.stale_tick  # since the previous tick
+            self.trip(f"stale joint states ({age:.4f} s old; none for {self.stale_for:.4f} s "
+                      f"of this node's running time)")
+        self.stale_tick = now
         if self.fault is not None and age > self.period:
             self.command(self.fallback(self.measurement()), fail_safe=True)
 

@@ -9,7 +9,12 @@ link-referred, effort = applied motor torque) and ``/clock``.
   at 10 Hz.
 - realtime: a wall timer steps at ``rate_hz`` with the latest command; before the first
   command the brakes hold the arm (the state is published at ``rate_hz``, its stamp
-  advancing, as a real arm before its controller starts).
+  advancing, as a real arm before its controller starts). Every tick advances exactly one
+  period: when this process is starved the timer skips periods (rcl timers do) and the
+  robot's clock (stamps, ``/clock``) falls behind the wall clock instead of integrating a
+  long step with a stale command. Said on ``/diagnostics`` (entry ``simulated_robot: real
+  time``: ``skipped_periods``, ``longest_stall_s``, ``real_time_factor`` = robot time / wall
+  time) every second and in a warning at most once a second.
 """
 from __future__ import annotations
 
@@ -17,6 +22,9 @@ import time
 
 import numpy as np
 from builtin_interfaces.msg import Time
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.clock import Clock as RosClock
+from rclpy.clock import ClockType
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
@@ -25,7 +33,7 @@ from std_srvs.srv import Trigger
 
 from robot_identification.nodes._common import (LATEST, QOS, declare, declare_robot, finite,
                                                 main_for, to_stamp)
-from robot_identification.errors import IdentificationError
+from robot_identification.errors import DataError, IdentificationError
 from robot_identification.excitation import load_trajectory, trajectory_from_config
 from robot_identification.simulation import Simulator
 
@@ -70,12 +78,21 @@ class SimulatedRobot(Node):
         self.u = np.zeros(self.model.n)
         self.commands, self.last_command = 0, 0.0
         self.reset()
+        self.period = 1.0 / rate
+        self.ticks = self.skipped = 0       # real time: timer ticks, periods it skipped
+        self.longest_stall = 0.0            # [s] longest time between two ticks
+        self.first_tick = self.last_tick = None    # steady clock [s]
+        self.t_first = 0.0                  # robot time [s] at the first tick
         if self.lockstep:
             self.create_timer(0.1, self.on_idle)
         else:
             self.create_timer(1.0 / rate, self.on_tick)
+            self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+            self.create_timer(1.0, self.publish_status,
+                              clock=RosClock(clock_type=ClockType.STEADY_TIME))
 
     def reset(self):
+        self.diverged = None                # why the simulation stopped (brakes), if it did
         self.sim.reset(np.asarray(self.q0, dtype=float))
         self.u[:] = 0.0
         self.commands = 0
@@ -105,12 +122,67 @@ class SimulatedRobot(Node):
             self.publish(self.sim.state.t, self.u)
 
     def on_tick(self):
+        if not self.lockstep:
+            self.count_tick(time.monotonic())
         if self.commands == 0 and not self.lockstep:    # brakes on until the first command
             self.sim.t += self.sim.dt                   # (the robot's clock runs)
             self.publish(self.sim.t, self.u)
             return
-        self.sim.step(self.u)
+        if self.diverged is None:
+            try:
+                self.sim.step(self.u)
+            except DataError as exc:    # the integration diverged (a command far too large)
+                self.diverged = str(exc)
+                self.get_logger().error(f"{exc}: the brakes hold the arm from now on (until "
+                                        f"~/reset)")
+        if self.diverged is not None:   # brakes: the last finite state, the clock runs
+            self.sim.t += self.sim.dt
+            self.publish(self.sim.t, self.u)
+            return
         self.publish(self.sim.state.t, self.u)
+
+    def count_tick(self, now):
+        """Real time: count the periods the timer skipped before this tick (``now``, steady
+        clock [s])."""
+        previous, self.last_tick = self.last_tick, now
+        self.ticks += 1
+        if self.first_tick is None:
+            self.first_tick, self.t_first = now, self.sim.t
+        else:
+            gap = now - previous
+            if gap > 1.5 * self.period:
+                self.skipped += int(round(gap / self.period)) - 1
+                self.longest_stall = max(self.longest_stall, gap)
+                if gap > 10 * self.period:
+                    self.get_logger().warning(
+                        f"real time not kept: no step for {gap:.3f} s ({self.skipped} periods "
+                        f"skipped so far, the robot's clock at {self.real_time_factor():.2f} x "
+                        f"real time)", throttle_duration_sec=1.0)
+
+    def real_time_factor(self) -> float:
+        """Robot time over wall time since the first tick (1 when real time is kept)."""
+        wall = (self.last_tick or 0.0) - (self.first_tick or 0.0)
+        return (self.sim.t - self.t_first) / wall if wall > 0 else 1.0
+
+    def publish_status(self):
+        factor = self.real_time_factor()
+        level = (DiagnosticStatus.ERROR if self.diverged else
+                 DiagnosticStatus.OK if self.skipped == 0 else DiagnosticStatus.WARN)
+        values = {"rate_hz": 1.0 / self.period, "ticks": self.ticks,
+                  "skipped_periods": self.skipped,
+                  "longest_stall_s": f"{self.longest_stall:.4f}",
+                  "real_time_factor": f"{factor:.3f}", "robot_time_s": f"{self.sim.t:.3f}"}
+        message = ("real time kept" if self.skipped == 0 else
+                   f"{self.skipped} periods skipped: the robot's clock runs at {factor:.2f} x "
+                   f"real time")
+        if self.diverged:
+            message = f"{self.diverged}: brakes on until ~/reset; {message}"
+        msg = DiagnosticArray(status=[DiagnosticStatus(
+            level=level, name=self.get_name() + ": real time", message=message,
+            hardware_id=self.model.config.name,
+            values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])])
+        msg.header.stamp = self.get_clock().now().to_msg()
+        self.pub_diag.publish(msg)
 
     def publish(self, t, u):
         m = self.sim.measure()

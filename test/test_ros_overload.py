@@ -1,0 +1,215 @@
+"""Overload on the real-time path, injected deterministically (no CPU load, no wall-clock
+assertions): the nodes' clocks and callbacks are driven by the test.
+
+- excitation_publisher follows the robot's clock (joint state stamps): a robot that slows
+  down or stalls is driven along the trajectory in its own time; a stamp going back stops it;
+- pd_controller: a stall of its own process does not trip the watchdog (states may be queued
+  behind it) but is counted (missed periods); states missing while it runs do trip it; a
+  reference that stopped arriving is held at zero velocity instead of driven on, counted;
+- simulated_robot: a stall skips periods (one period per tick, never a long step with a stale
+  command), counted on /diagnostics; a diverging integration engages the brakes instead of
+  ending the node with a traceback.
+"""
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+
+from builtin_interfaces.msg import Time  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticStatus  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import Float64MultiArray  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
+
+from conftest import ros_domain_id  # noqa: E402
+
+pytestmark = pytest.mark.ros
+DOMAIN_ID = ros_domain_id(150)
+NAMES = ["joint1", "joint2"]          # zollo_planar
+
+
+def state(t, q=(0.1, 0.2), dq=(0.0, 0.0)):
+    msg = JointState(name=NAMES, position=list(q), velocity=list(dq))
+    ns = int(round(t * 1e9))
+    msg.header.stamp = Time(sec=ns // 10**9, nanosec=ns % 10**9)
+    return msg
+
+
+def stamp_of(msg):
+    return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+
+
+class FakeClock:
+    """The node clock [s] as the test sets it."""
+
+    def __init__(self, t=100.0):
+        self.t = t
+
+    def __call__(self):
+        return self.t
+
+
+def test_reference_follows_the_robot_clock(context):
+    from robot_identification.nodes.excitation_publisher import ExcitationPublisher
+    exc = ExcitationPublisher(context=context, parameter_overrides=[
+        Parameter("lockstep", value=False), Parameter("rate_hz", value=250.0),
+        Parameter("require_ready", value=False), Parameter("hold_time", value=0.0),
+        Parameter("controller_status", value="")])
+    refs = []
+    exc.pub.publish = refs.append
+    try:
+        assert exc.robot_clock and exc.reference_clock == "states"
+        q1 = exc.traj.evaluate(0.0)[0][0]
+        exc.on_joint(state(5.0, q1))                     # at the first point: no move
+        assert exc.on_start(Trigger.Request(), Trigger.Response()).success
+        assert exc.move is None
+        # 1 kHz states: a reference every 4th (250 Hz of robot time), stamped like the state
+        for k in range(1, 13):
+            exc.on_joint(state(5.0 + 0.001 * k, q1))
+        assert [round(stamp_of(r), 6) for r in refs] == [5.001, 5.005, 5.009]
+        # the robot stalls or slows down (its stamps advance less than the wall clock, which
+        # this node never reads): the reference stays with the robot's time, no jump
+        exc.on_joint(state(5.013, q1))
+        exc.on_joint(state(5.6, q1))
+        taus = [stamp_of(r) - 5.001 for r in refs]
+        for r, tau in zip(refs, taus):
+            q, dq, _ = exc.traj.evaluate(tau)
+            np.testing.assert_allclose(r.points[0].positions, q[0], atol=1e-12)
+            np.testing.assert_allclose(r.points[0].velocities, dq[0], atol=1e-12)
+        assert round(stamp_of(refs[-1]), 6) == 5.6
+        n = len(refs)
+        exc.on_joint(state(5.6, q1))                     # a repeated stamp: nothing new
+        assert len(refs) == n and exc.active
+        exc.on_joint(state(1.0, q1))                     # the robot was restarted: stop
+        assert not exc.active and len(refs) == n and exc.stamp_problems == 1
+        # frozen stamps: start refused with the reason
+        exc.on_joint(state(1.0, q1))
+        exc.require_ready = True
+        refused = exc.on_start(Trigger.Request(), Trigger.Response())
+        assert not refused.success and "do not advance" in refused.message, refused.message
+    finally:
+        exc.destroy_node()
+
+
+def make_controller(context, **params):
+    from robot_identification.nodes.pd_controller import PDController
+    ctrl = PDController(context=context, parameter_overrides=[
+        Parameter("lockstep", value=False), Parameter("rate_hz", value=1000.0),
+        Parameter("watchdog_timeout", value=0.05),
+        *[Parameter(k, value=v) for k, v in params.items()]])
+    clock = FakeClock()
+    ctrl.now = clock
+    sent = []
+    ctrl.pub.publish = lambda m: sent.append(np.array(m.data))
+    ctrl.pub_diag.publish = lambda m: None
+    return ctrl, clock, sent
+
+
+def feed(ctrl, clock, t0, n, dt=0.001, tick=True):
+    """``n`` periods: a motor and joint state each (stamps from ``t0``), then a watchdog
+    tick; the node clock advances ``dt`` per period."""
+    for k in range(n):
+        clock.t += dt
+        ctrl.on_motor(state(t0 + k * dt))
+        ctrl.on_joint(state(t0 + k * dt))
+        if tick:
+            ctrl.on_watchdog()
+
+
+def test_own_stall_is_counted_not_tripped(context):
+    ctrl, clock, sent = make_controller(context)
+    try:
+        feed(ctrl, clock, 1.0, 20)
+        assert ctrl.state == "holding" and ctrl.fault is None
+        # this process stalls 0.5 s (10 x the watchdog timeout): no callback ran; the states
+        # the robot sent meanwhile are queued behind the stall
+        clock.t += 0.5
+        ctrl.on_watchdog()                               # the timer runs first after it
+        clock.t += 0.001
+        ctrl.on_watchdog()
+        assert ctrl.fault is None
+        assert ctrl.missed_periods == 499 and ctrl.longest_stall == pytest.approx(0.5)
+        feed(ctrl, clock, 1.52, 5)                        # the queued (latest) state
+        assert ctrl.fault is None and ctrl.fail_safe_commands == 0
+        # states missing while this node runs: tripped by the first tick past the timeout
+        ticks = 0
+        while ctrl.fault is None:
+            clock.t += 0.001
+            ctrl.on_watchdog()
+            ticks += 1
+        assert ticks == 50 and "stale joint states" in ctrl.fault   # 0.05 s of 1 ms ticks
+        assert ctrl.fail_safe_commands == 1 and ctrl.state_gaps == 1
+    finally:
+        ctrl.destroy_node()
+
+
+def test_stale_reference_is_held_not_driven_on(context):
+    ctrl, clock, sent = make_controller(context)
+    try:
+        feed(ctrl, clock, 1.0, 3)
+        ref = JointTrajectory(joint_names=NAMES, points=[JointTrajectoryPoint(
+            positions=[0.3, 0.1], velocities=[0.5, -0.2], accelerations=[0.0, 0.0])])
+        ctrl.on_reference(ref)
+        feed(ctrl, clock, 1.003, 1)
+        meas = ctrl.measurement()
+        np.testing.assert_allclose(sent[-1], ctrl.law(np.array([0.3, 0.1]),
+                                                      np.array([0.5, -0.2]), meas))
+        # the reference stops while the states go on: after the watchdog timeout the last
+        # reference position is held at zero velocity
+        feed(ctrl, clock, 1.004, 60)
+        assert ctrl.fault is None and ctrl.stale_reference_commands >= 9
+        np.testing.assert_allclose(sent[-1], ctrl.law(np.array([0.3, 0.1]), np.zeros(2),
+                                                      ctrl.measurement()))
+        stale = ctrl.stale_reference_commands
+        ctrl.on_reference(ref)                            # flowing again: tracked again
+        feed(ctrl, clock, 1.064, 1)
+        assert ctrl.stale_reference_commands == stale
+        np.testing.assert_allclose(sent[-1], ctrl.law(np.array([0.3, 0.1]),
+                                                      np.array([0.5, -0.2]),
+                                                      ctrl.measurement()))
+    finally:
+        ctrl.destroy_node()
+
+
+def test_simulated_robot_skips_periods_and_brakes_on_divergence(context):
+    from robot_identification.nodes.simulated_robot import SimulatedRobot
+    sim = SimulatedRobot(context=context, parameter_overrides=[
+        Parameter("lockstep", value=False), Parameter("rate_hz", value=1000.0)])
+    states, diagnostics = [], []
+    sim.pub_joint.publish = states.append
+    sim.pub_diag.publish = lambda m: diagnostics.extend(m.status)
+    try:
+        u = sim.sim.dynamics.gravity(np.asarray(sim.q0, dtype=float))
+        sim.on_command(Float64MultiArray(data=list(u)))
+        sim.count_tick = lambda now: None                 # ticks counted below, by hand
+        for now in (10.0, 10.001, 10.002, 10.302, 10.303):   # a 0.3 s stall of the process
+            SimulatedRobot.count_tick(sim, now)
+            sim.on_tick()
+        # one period per tick: the robot's clock fell behind, no long step
+        assert [round(stamp_of(s), 6) for s in states] == [0.001, 0.002, 0.003, 0.004, 0.005]
+        assert sim.skipped == 299 and sim.longest_stall == pytest.approx(0.3)
+        sim.publish_status()
+        st = diagnostics[-1]
+        values = {kv.key: kv.value for kv in st.values}
+        assert st.name == "simulated_robot: real time" and st.level == DiagnosticStatus.WARN
+        assert values["skipped_periods"] == "299"
+        assert sim.real_time_factor() == pytest.approx(0.005 / 0.303)   # robot / wall time
+        assert values["real_time_factor"] == f"{0.005 / 0.303:.3f}"
+        # a command that makes the integration diverge: brakes (the last finite state held,
+        # the clock runs), ERROR on /diagnostics, no exception out of the timer callback
+        sim.on_command(Float64MultiArray(data=[1e200, -1e200]))
+        sim.on_tick()
+        sim.on_tick()
+        assert sim.diverged and "diverged" in sim.diverged
+        assert np.all(np.isfinite(states[-1].position))
+        assert states[-1].position == states[-2].position
+        assert stamp_of(states[-1]) > stamp_of(states[-2])
+        sim.publish_status()
+        assert diagnostics[-1].level == DiagnosticStatus.ERROR
+        assert "brakes" in diagnostics[-1].message
+        assert sim.on_reset(Trigger.Request(), Trigger.Response()).success
+        assert sim.diverged is None
+    finally:
+        sim.destroy_node()
