@@ -320,12 +320,30 @@ def test_torque_sign_and_unit_are_diagnosed(run, tmp_path, capsys, label, scale,
     assert all(d["code"] == code and message in d["message"] for d in found), found
 
 
+def test_time_in_minutes_is_diagnosed(run, tmp_path, capsys):
+    """Time stamps in minutes look like a 60 kHz recording (no unit check fires): the
+    velocities are 60 x too large, far beyond the velocity limits."""
+    m = np.loadtxt(run / "run.csv", delimiter=",")
+    m[:, 0] /= 60.0
+    np.savetxt(_in(tmp_path) / "x.csv", m, delimiter=",", fmt="%.12g")
+    rc, err = run_cli(["identify", "--config", run / "robot.yaml", "--data",
+                       tmp_path / "in" / "x.csv", "--output", tmp_path / "r.yaml",
+                       "--no-physical", "--quiet"], capsys, tmp_path / "in")
+    assert rc == 0, err
+    found = [d for d in yaml.safe_load((tmp_path / "r.yaml").read_text())["diagnostics"]
+             if d["code"] == "beyond_velocity_limits"]
+    assert found and all(d["severity"] == "error" and "minutes" in d["message"]
+                         for d in found), found
+
+
 def test_consistent_torques_raise_no_torque_diagnostic(run, tmp_path):
     assert cli.main(["identify", "--config", str(run / "robot.yaml"), "--data",
                      str(run / "run.csv"), "--output", str(tmp_path / "r.yaml"), "--quiet",
                      "--no-physical"]) == 0
     doc = yaml.safe_load((tmp_path / "r.yaml").read_text())
-    assert not [d for d in doc["diagnostics"] if d["code"].startswith("torque_s")]
+    assert not [d for d in doc["diagnostics"] if d["code"].startswith("torque_s")
+                or d["code"] in ("beyond_velocity_limits", "stamps_reordered",
+                                 "recording_unclosed")]
 
 
 def test_bag_stamps_going_back_are_diagnosed(run, tmp_path, capsys):
