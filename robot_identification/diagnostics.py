@@ -389,6 +389,13 @@ def check_truth_coverage(missing, extra, unknown_base, n_base):
     return out
 
 
+def _percent(value):
+    """A percentage for a message: whole numbers from 10 on, two digits below (a relative
+    std of 0.4 % printed as '0 %' read as exact)."""
+    v = float(value)
+    return f"{v:.0f}" if not np.isfinite(v) or abs(v) >= 10 else f"{v:.2g}"
+
+
 def check_truth(nme, values, true_values, std, names=None, relative_std=None):
     """Simulated data: ``far_from_truth`` (normalised mean error above
     :data:`TRUTH_NME_LIMIT`: warning, above :data:`TRUTH_NME_TARGET`: info), naming the base
@@ -426,7 +433,8 @@ def check_truth(nme, values, true_values, std, names=None, relative_std=None):
             top = np.argsort(-rel)[:3]
             share = rel[top].sum() / max(rel.sum(), 1e-300)
             parts = [f"{names[i]} (true {tru[i]:.3g}, estimate {est[i]:.3g}"
-                     + (f", relative std {relative_std[i]:.0f} %" if relative_std is not None
+                     + (f", relative std {_percent(relative_std[i])} %"
+                        if relative_std is not None
                         else "")
                      + (f", error {err[i] / sd[i]:.1f} std" if np.isfinite(sd[i]) and sd[i] > 0
                         else "") + ")" for i in top]
