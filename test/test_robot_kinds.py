@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from robot_identification.cli import main
+from robot_identification.errors import ConfigError
 from robot_identification.excitation import check_limits, trajectory_from_config
 from robot_identification.model import RobotModel, load_robot_config, parse_robot_config
 from robot_identification.model._robot_model import build_pinocchio_model, parser_urdf
@@ -282,3 +283,7 @@ def test_scale_to_limits_one_factor_or_one_per_joint(tmp_path, per_joint):
         assert np.allclose(usage, 1.0, atol=1e-6), usage
     else:
         assert usage.max() == pytest.approx(1.0, abs=1e-6) and usage.min() < 0.5, usage
+    # the robot config says which: `init` writes scaling: joint; common is the default
+    assert model.config.simulation.excitation["scaling"] == "joint"
+    with pytest.raises(ConfigError, match="scaling"):
+        trajectory_from_config(model, {**spec, "scaling": "each"})

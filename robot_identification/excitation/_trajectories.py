@@ -434,9 +434,8 @@ def trajectory_from_config(model, spec=None):
     """Excitation trajectory from a robot config's ``simulation.excitation`` mapping.
 
     Random coefficients (seeded) are scaled to stay within ``margin`` (default 0.9)
-    of the position, velocity and acceleration limits (:func:`scale_to_limits`): each joint
-    by its own factor when ``amplitude`` is not given (every joint as large as its limits
-    allow), by one common factor when it is (the shape the user chose is kept).
+    of the position, velocity and acceleration limits (:func:`scale_to_limits`), by one
+    common factor or (``scaling: joint``, what ``init`` writes) each joint by its own.
 
     Parameters
     ----------
@@ -446,6 +445,8 @@ def trajectory_from_config(model, spec=None):
 
         - ``type``: ``bspline`` (default) or ``fourier``;
         - ``seed`` (int, default 0); ``margin`` (default 0.9);
+        - ``scaling``: ``common`` (default: one factor, the shape is kept) or ``joint``
+          (each joint as large as its own limits allow);
         - ``start``: rest position per joint [rad] (default: middle of the position
           limits, 0 for unlimited joints);
         - ``amplitude``: per-joint (list) or common excursion before scaling [rad or m],
@@ -473,7 +474,7 @@ def trajectory_from_config(model, spec=None):
             path = Path(model.config.source).parent / path
         return load_trajectory(path)
     kind = spec.pop("type", "bspline")
-    common = {"seed", "margin", "start", "amplitude"}
+    common = {"seed", "margin", "start", "amplitude", "scaling"}
     allowed = common | ({"duration", "segments"} if kind == "bspline" else
                         {"base_frequency", "harmonics", "periods"})
     if kind not in ("bspline", "fourier"):
@@ -519,4 +520,8 @@ def trajectory_from_config(model, spec=None):
     except (ValueError, TypeError) as exc:
         raise ConfigError(f"simulation.excitation ({kind}) {spec}: {exc} (amplitude and start "
                           f"take one value or one per joint, {model.n} here)") from None
-    return scale_to_limits(model, traj, margin, per_joint=spec.get("amplitude") is None)
+    scaling = spec.get("scaling", "common")
+    if scaling not in ("common", "joint"):
+        raise ConfigError(f"simulation.excitation.scaling must be 'common' or 'joint', got "
+                          f"{scaling!r}")
+    return scale_to_limits(model, traj, margin, per_joint=scaling == "joint")
