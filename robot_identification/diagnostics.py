@@ -389,6 +389,13 @@ def check_truth_coverage(missing, extra, unknown_base, n_base):
     return out
 
 
+def _percent(value):
+    """A percentage for a message: whole numbers from 10 on, two digits below (a relative
+    std of 0.4 % printed as '0 %' read as exact)."""
+    v = float(value)
+    return f"{v:.0f}" if not np.isfinite(v) or abs(v) >= 10 else f"{v:.2g}"
+
+
 def check_truth(nme, values, true_values, std, names=None, relative_std=None):
     """Simulated data: ``far_from_truth`` (normalised mean error above
     :data:`TRUTH_NME_LIMIT`: warning, above :data:`TRUTH_NME_TARGET`: info), naming the base
@@ -426,7 +433,8 @@ def check_truth(nme, values, true_values, std, names=None, relative_std=None):
             top = np.argsort(-rel)[:3]
             share = rel[top].sum() / max(rel.sum(), 1e-300)
             parts = [f"{names[i]} (true {tru[i]:.3g}, estimate {est[i]:.3g}"
-                     + (f", relative std {relative_std[i]:.0f} %" if relative_std is not None
+                     + (f", relative std {_percent(relative_std[i])} %"
+                        if relative_std is not None
                         else "")
                      + (f", error {err[i] / sd[i]:.1f} std" if np.isfinite(sd[i]) and sd[i] > 0
                         else "") + ")" for i in top]
@@ -600,6 +608,41 @@ def check_joint_limits(joint_names, q, limits, source="", kinds=None):
                               f"{nm} moves over [{qmin:.4g}, {qmax:.4g}] outside its limits "
                               f"[{lo:.4g}, {hi:.4g}]{hint}",
                               f"{source}:{nm}" if source else nm))
+    return out
+
+
+#: Factor over the velocity limit (of the 99th percentile of |velocity|) that is an error:
+#: time stamps in minutes (60 x) or positions in degrees (57 x) rather than a fast motion.
+#: Motions a little beyond the limits are common (the shipped robots' simulated excitations
+#: reach 2.2 x with 60 dB noise on the differentiated positions): no diagnostic below it.
+VELOCITY_LIMIT_FACTOR = 10.0
+
+
+def check_velocity_limits(joint_names, velocity, limits, source=""):
+    """``beyond_velocity_limits`` (error): the 99th percentile of a joint's |velocity|
+    (measured, or differentiated from the positions) above 10 x its configured velocity
+    limit: time stamps in minutes (velocities 60 x too large) or positions in degrees (57 x)
+    rather than a fast arm.
+
+    Parameters
+    ----------
+    joint_names : list of str
+    velocity : ndarray (N, n) [rad/s | m/s]
+    limits : list of float or None
+    source : str
+    """
+    out = []
+    v = np.abs(np.asarray(velocity, dtype=float))
+    for j, (nm, lim) in enumerate(zip(joint_names, limits)):
+        if not lim or not np.isfinite(lim) or lim <= 0:
+            continue
+        top = float(np.percentile(v[:, j], 99))
+        if top > VELOCITY_LIMIT_FACTOR * lim:
+            out.append(Diagnostic(
+                "beyond_velocity_limits", "error",
+                f"{nm} moves at {top:.4g} (99th percentile of |velocity|), {top / lim:.3g} x "
+                f"its velocity limit {lim:.4g}: time stamps in minutes or positions in "
+                f"degrees?", f"{source}:{nm}" if source else nm))
     return out
 
 
@@ -851,6 +894,10 @@ def recording_summary(model, dataset, label=None):
     measured = ds.dtheta if model.config.elastic else ds.dq
     pos = ds.theta if model.config.elastic else ds.q
     vel = measured if measured is not None else np.gradient(pos, ds.t, axis=0)
+    link_vel = ds.dq if ds.dq is not None else (
+        vel if not model.config.elastic else np.gradient(ds.q, ds.t, axis=0))
+    diags += check_velocity_limits(model.joint_names, link_vel,
+                                   [j.limits.velocity for j in model.config.joints], src)
     band = excitation_band(ds.t, ds.q)
     # the signals the regressor differentiates: measured velocities when recorded, else
     # positions (link and, for elastic joints, motor)

@@ -304,10 +304,12 @@ def _text(urdf, output, chosen, info, name, urdf_xml, inertia):
         "0: none",
         "  # kp, kd: PD gains per joint [N*m/rad, N*m*s/rad]; default: a 5 Hz loop on the",
         "  # joint inertias at q = 0 (+ gravity compensation)",
-        "  excitation: {type: fourier, base_frequency: 0.1, harmonics: 5, seed: 1}",
+        "  excitation: {type: fourier, base_frequency: 0.1, harmonics: 5, seed: 1, "
+        "scaling: joint}",
         "  # amplitude (excursion per joint) by default min(1, half the position range) "
         "rad or m;",
-        "  # scaled to 0.9 of the limits; `robot-identification excite` optimises one",
+        "  # each joint scaled to 0.9 of its own limits; `robot-identification excite` "
+        "optimises one",
         "csv:                               # column layout of your CSV recordings "
         "(1-based columns)",
         "  time: 1                          # time [s]",

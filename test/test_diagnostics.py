@@ -58,6 +58,11 @@ def test_far_from_truth_and_understated_std():
     d = dg.check_truth(27.0, [1.0, 2.0], [0.5, 1.0], [0.01, 0.02])
     assert codes(d) == ["far_from_truth", "std_understates_error"]
     assert dg.check_truth(0.01, [1.0], [1.0], [0.1]) == []
+    # a small relative std keeps two digits (it printed '0 %' for 0.4 %, next to an error
+    # of thousands of std)
+    d = dg.check_truth(0.5, [0.06, 1.0], [0.33, 1.0], [0.00025, 0.1], names=["c", "m"],
+                       relative_std=[0.42, 10.0])
+    assert "c (true 0.33, estimate 0.06, relative std 0.42 %" in d[0].message
     assert dg.check_truth(None, [1.0], None, [0.1]) == []
 
 

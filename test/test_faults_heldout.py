@@ -89,6 +89,18 @@ def test_unwritable_special_output_names_the_file(run, tmp_path, monkeypatch, ca
     assert_one_line(rc, err, f"cannot write output '{fifo}': No space left on device")
 
 
+def test_output_over_the_prior_file_is_refused(run, tmp_path, capsys):
+    """--prior FILE was no input: --output FILE replaced the prior with the results."""
+    from robot_identification.model import load_robot
+    model = load_robot(config=run / "robot.yaml")
+    (_in(tmp_path) / "prior.yaml").write_text(yaml.safe_dump({"standard_parameters": dict(
+        zip(model.parameter_names, map(float, model.nominal_parameters())))}))
+    rc, err = run_cli(["identify", "--config", run / "robot.yaml", "--data", run / "run.npz",
+                       "--prior", tmp_path / "in" / "prior.yaml", "--estimator", "bounded",
+                       "--output", tmp_path / "in" / "prior.yaml"], capsys, tmp_path / "in")
+    assert_one_line(rc, err, "prior.yaml' is the input")
+
+
 # ------------------------------------------------------------------------------ one line
 @pytest.mark.parametrize("argv,message", [
     (["identify", "--robot", "szabo_3dof"], "the following arguments are required: --data"),
@@ -250,6 +262,32 @@ def test_epoch_times_with_too_few_digits_are_explained(run, tmp_path, capsys):
     assert_one_line(rc, err, "x.csv", "time 1700000000 s repeats", "too few digits")
 
 
+@pytest.mark.parametrize("label,edit,message", [
+    ("logger restarted", lambda m: np.vstack([m[:1500], np.column_stack(
+        [m[1500:, 0] - m[1500, 0], m[1500:, 1:]])]),
+     "the time goes back at line 1501: a second recording appended"),
+    ("reverse order", lambda m: m[::-1], "rows in reverse order? sort them"),
+])
+def test_time_going_back_in_a_csv_is_explained(run, tmp_path, capsys, label, edit, message):
+    m = edit(np.loadtxt(run / "run.csv", delimiter=","))
+    np.savetxt(_in(tmp_path) / "x.csv", m, delimiter=",", fmt="%.9g")
+    rc, err = run_cli(["identify", "--config", run / "robot.yaml", "--data",
+                       tmp_path / "in" / "x.csv", "--output", tmp_path / "r.yaml"], capsys,
+                      tmp_path / "in")
+    assert_one_line(rc, err, "x.csv", message)
+
+
+def test_csv_preset_of_another_arm_is_named(run, tmp_path, capsys):
+    text = (run / "robot.yaml").read_text()
+    assert "  time: 1\n  position: 2\n  torque: 5\n" in text, text
+    (_in(tmp_path) / "robot.yaml").write_text(text.replace(
+        "  time: 1\n  position: 2\n  torque: 5\n", "  preset: ur\n"))
+    rc, err = run_cli(["identify", "--config", tmp_path / "in" / "robot.yaml", "--data",
+                       run / "run.csv", "--output", tmp_path / "r.yaml"], capsys,
+                      tmp_path / "in")
+    assert_one_line(rc, err, "run.csv", "column mapping of 6 joints", "'ur' maps 6")
+
+
 def test_cutoff_below_the_motion_is_named(run, tmp_path, capsys):
     """A cut-off far below the motion empties the regressor: 'move those joints' alone
     pointed at the excitation, not at the option."""
@@ -308,12 +346,30 @@ def test_torque_sign_and_unit_are_diagnosed(run, tmp_path, capsys, label, scale,
     assert all(d["code"] == code and message in d["message"] for d in found), found
 
 
+def test_time_in_minutes_is_diagnosed(run, tmp_path, capsys):
+    """Time stamps in minutes look like a 60 kHz recording (no unit check fires): the
+    velocities are 60 x too large, far beyond the velocity limits."""
+    m = np.loadtxt(run / "run.csv", delimiter=",")
+    m[:, 0] /= 60.0
+    np.savetxt(_in(tmp_path) / "x.csv", m, delimiter=",", fmt="%.12g")
+    rc, err = run_cli(["identify", "--config", run / "robot.yaml", "--data",
+                       tmp_path / "in" / "x.csv", "--output", tmp_path / "r.yaml",
+                       "--no-physical", "--quiet"], capsys, tmp_path / "in")
+    assert rc == 0, err
+    found = [d for d in yaml.safe_load((tmp_path / "r.yaml").read_text())["diagnostics"]
+             if d["code"] == "beyond_velocity_limits"]
+    assert found and all(d["severity"] == "error" and "minutes" in d["message"]
+                         for d in found), found
+
+
 def test_consistent_torques_raise_no_torque_diagnostic(run, tmp_path):
     assert cli.main(["identify", "--config", str(run / "robot.yaml"), "--data",
                      str(run / "run.csv"), "--output", str(tmp_path / "r.yaml"), "--quiet",
                      "--no-physical"]) == 0
     doc = yaml.safe_load((tmp_path / "r.yaml").read_text())
-    assert not [d for d in doc["diagnostics"] if d["code"].startswith("torque_s")]
+    assert not [d for d in doc["diagnostics"] if d["code"].startswith("torque_s")
+                or d["code"] in ("beyond_velocity_limits", "stamps_reordered",
+                                 "recording_unclosed")]
 
 
 def test_bag_stamps_going_back_are_diagnosed(run, tmp_path, capsys):
@@ -344,7 +400,7 @@ def test_bag_stamps_going_back_are_diagnosed(run, tmp_path, capsys):
     assert found[0]["message"].startswith("10 message(s) stamped before an earlier one")
 
 
-def _open_bag(folder, z, flush_every=500, n=1500):
+def _open_bag(folder, z, flush_every=400, n=1200):
     """A bag whose recorder still runs: flushed chunks, no metadata.yaml (left open)."""
     from robot_identification.data._bag import BagWriter, _typestore
     st = _typestore()

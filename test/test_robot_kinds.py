@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from robot_identification.cli import main
+from robot_identification.errors import ConfigError
 from robot_identification.excitation import check_limits, trajectory_from_config
 from robot_identification.model import RobotModel, load_robot_config, parse_robot_config
 from robot_identification.model._robot_model import build_pinocchio_model, parser_urdf
@@ -252,3 +253,37 @@ def test_pd_control_of_a_wrapped_continuous_angle(tmp_path):
     u2 = law(q_d, dq_d, {"q": wrapped, "dq": dq_d})
     assert np.allclose(u1, u2, rtol=1e-9, atol=1e-9)
     assert u1[0] == pytest.approx(-0.1 * law.kp[0])           # no gravity on the turret
+
+
+@pytest.mark.parametrize("per_joint", [False, True])
+def test_scale_to_limits_one_factor_or_one_per_joint(tmp_path, per_joint):
+    """The default excitation scales each joint to its own limits (a 0.4 m/s quill must not
+    slow the shoulder); an optimised trajectory keeps its shape (one factor)."""
+    from robot_identification.excitation import scale_to_limits
+    _, model = _starter("scara", tmp_path)
+    spec = {"type": "fourier", "base_frequency": 0.2, "harmonics": 4, "amplitude": 5.0,
+            "seed": 2}
+    big = trajectory_from_config(model, {**spec, "margin": 1e9})   # effectively unscaled
+    traj = scale_to_limits(model, big, 0.9, per_joint=per_joint)
+    check_limits(model, traj)
+    t = np.arange(0.0, traj.duration + 5e-4, 1e-3)
+    q, dq, ddq = traj.evaluate(t)
+    lo, hi = np.array([j.limits.position or (-np.inf, np.inf) for j in model.config.joints]).T
+    start = q[0]
+    span = hi - lo
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pos = np.where(np.isfinite(span), np.maximum(
+            (q - start) / (hi - 0.05 * span - start), (q - start) / (lo + 0.05 * span - start)),
+            0).max(axis=0)
+    vmax = np.array([j.limits.velocity for j in model.config.joints])
+    amax = np.array([j.limits.acceleration for j in model.config.joints])
+    usage = np.max([pos, np.abs(dq).max(0) / (0.9 * vmax), np.abs(ddq).max(0) / (0.9 * amax)],
+                   axis=0)
+    if per_joint:
+        assert np.allclose(usage, 1.0, atol=1e-6), usage
+    else:
+        assert usage.max() == pytest.approx(1.0, abs=1e-6) and usage.min() < 0.5, usage
+    # the robot config says which: `init` writes scaling: joint; common is the default
+    assert model.config.simulation.excitation["scaling"] == "joint"
+    with pytest.raises(ConfigError, match="scaling"):
+        trajectory_from_config(model, {**spec, "scaling": "each"})

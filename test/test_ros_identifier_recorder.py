@@ -11,7 +11,7 @@ from std_srvs.srv import Trigger  # noqa: E402
 from robot_identification.data._bag import write_bag  # noqa: E402
 
 pytestmark = pytest.mark.ros
-from conftest import ros_domain_id  # noqa: E402
+from conftest import REPO, ros_domain_id  # noqa: E402
 DOMAIN_ID = ros_domain_id(137)
 
 
@@ -149,3 +149,21 @@ def test_results_file_inside_the_bag_is_refused(context, sim_bag):
     assert meta.read_bytes() == before
     assert sorted(p.name for p in (sim_bag / "run_a").iterdir()) == ["metadata.yaml",
                                                                      "run_a.mcap"]
+
+
+def test_results_file_over_the_robot_config_is_refused(context, sim_bag, tmp_path):
+    """results_file naming the robot config (or its URDF) was written over it: only the bag
+    counted as an input."""
+    import yaml
+    cfg = yaml.safe_load((REPO / "config" / "robots" / "zollo_planar.yaml").read_text())
+    cfg["urdf"] = str(REPO / "urdf" / "zollo_planar.urdf")
+    path = tmp_path / "zollo.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    before = path.read_bytes()
+    node = identifier(context, sim_bag, robot_config=str(path), results_file=str(path))
+    try:
+        res = node.on_identify(Trigger.Request(), Trigger.Response())
+        assert not res.success and "is the input" in res.message, res.message
+    finally:
+        node.destroy_node()
+    assert path.read_bytes() == before

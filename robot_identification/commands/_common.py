@@ -36,15 +36,19 @@ INPUT_ARGUMENTS = ("config", "urdf", "data", "results", "trajectory", "unloaded"
 
 def input_paths(args, model=None) -> list:
     """Every input file/directory named on the command line (and the model's config and
-    URDF), for :func:`robot_identification.outputs.check_output`."""
+    URDF, and a prior file of ``--prior`` or the config's ``identification.prior``), for
+    :func:`robot_identification.outputs.check_output`."""
     out = []
     for key in INPUT_ARGUMENTS:
         v = getattr(args, key, None)
         if v is None:
             continue
         out.extend(v if isinstance(v, (list, tuple)) else [v])
+    priors = [getattr(args, "prior", None)]      # --prior FILE (not 'nominal' / 'none')
     if model is not None:
         out += [model.config.source, model.config.urdf_path]
+        priors.append(getattr(model.config.identification, "prior", None))
+    out += [p for p in priors if isinstance(p, str) and p not in ("nominal", "none")]
     return out
 
 

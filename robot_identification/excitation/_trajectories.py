@@ -120,8 +120,11 @@ class FourierTrajectory:
         return q, dq, ddq
 
     def scaled(self, factor):
-        """Copy with the excursion about q0 scaled by ``factor`` (same timing)."""
-        return FourierTrajectory(self.a * factor, self.b * factor, self.base_frequency,
+        """Copy with the excursion about q0 scaled by ``factor`` (same timing; a scalar or
+        one factor per joint)."""
+        f = np.asarray(factor, dtype=float)
+        f = f[:, None] if f.ndim == 1 else f              # per joint (n,)
+        return FourierTrajectory(self.a * f, self.b * f, self.base_frequency,
                                  self.q0, self.periods, False, self.joint_names)
 
     def to_dict(self) -> dict:
@@ -208,7 +211,8 @@ class BSplineTrajectory:
         return self._spline(t), self._d1(t), self._d2(t)
 
     def scaled(self, factor):
-        """Copy with the control points' excursion from the start scaled by ``factor``."""
+        """Copy with the control points' excursion from the start scaled by ``factor`` (a
+        scalar or one factor per joint)."""
         return BSplineTrajectory(self.start + factor * (self.control_points - self.start),
                                  self._duration, self.start,
                                  self.start + factor * (self.end - self.start), self.joint_names)
@@ -360,12 +364,14 @@ def check_limits(model, traj, dt=1e-3):
                 f"{x[i, k]:.6g} {unit} at t = {t[i]:.4g} s (limit {limit} {unit})")
 
 
-def scale_to_limits(model, traj, margin=LIMIT_MARGIN, dt=1e-3):
+def scale_to_limits(model, traj, margin=LIMIT_MARGIN, dt=1e-3, per_joint=False):
     """Largest scaled copy (factor <= 1) of ``traj`` within ``margin`` of the limits.
 
     The excursion about the start point is scaled, so velocity and acceleration
     scale with it; the position range is kept inside the limits (shrunk by
-    ``(1 - margin) / 2`` of the range at each end).
+    ``(1 - margin) / 2`` of the range at each end). One factor for all joints (the shape
+    of an optimised trajectory is kept), or with ``per_joint`` one factor per joint (each
+    joint as large as its own limits allow).
 
     Raises
     ------
@@ -387,14 +393,17 @@ def scale_to_limits(model, traj, margin=LIMIT_MARGIN, dt=1e-3):
         raise ExcitationError(f"excitation start {start[k]:.4g} {unit} of joint "
                               f"'{model.joint_names[k]}' is outside its position limits "
                               f"[{lo[k]:.4g}, {hi[k]:.4g}] {unit} (with margin)")
-    factor = 1.0
     with np.errstate(divide="ignore", invalid="ignore"):
         dev = q - start
         up = np.where(dev > 0, (hi_m - start) / dev, np.inf)
         down = np.where(dev < 0, (lo_m - start) / dev, np.inf)
-        factor = min(factor, np.nanmin(up), np.nanmin(down))
-        factor = min(factor, np.nanmin(margin * vmax / np.abs(dq).max(axis=0)))
-        factor = min(factor, np.nanmin(margin * amax / np.abs(ddq).max(axis=0)))
+        factors = np.fmin.reduce([
+            np.ones(q.shape[1]), np.nanmin(up, axis=0), np.nanmin(down, axis=0),
+            margin * vmax / np.abs(dq).max(axis=0), margin * amax / np.abs(ddq).max(axis=0)])
+    factors = np.where(np.isnan(factors), 1.0, factors)
+    if per_joint:
+        return traj.scaled(factors) if np.any(factors < 1.0) else traj
+    factor = float(factors.min())
     return traj.scaled(factor) if factor < 1.0 else traj
 
 
@@ -425,7 +434,8 @@ def trajectory_from_config(model, spec=None):
     """Excitation trajectory from a robot config's ``simulation.excitation`` mapping.
 
     Random coefficients (seeded) are scaled to stay within ``margin`` (default 0.9)
-    of the position, velocity and acceleration limits (:func:`scale_to_limits`).
+    of the position, velocity and acceleration limits (:func:`scale_to_limits`), by one
+    common factor or (``scaling: joint``, what ``init`` writes) each joint by its own.
 
     Parameters
     ----------
@@ -435,6 +445,8 @@ def trajectory_from_config(model, spec=None):
 
         - ``type``: ``bspline`` (default) or ``fourier``;
         - ``seed`` (int, default 0); ``margin`` (default 0.9);
+        - ``scaling``: ``common`` (default: one factor, the shape is kept) or ``joint``
+          (each joint as large as its own limits allow);
         - ``start``: rest position per joint [rad] (default: middle of the position
           limits, 0 for unlimited joints);
         - ``amplitude``: per-joint (list) or common excursion before scaling [rad or m],
@@ -462,7 +474,7 @@ def trajectory_from_config(model, spec=None):
             path = Path(model.config.source).parent / path
         return load_trajectory(path)
     kind = spec.pop("type", "bspline")
-    common = {"seed", "margin", "start", "amplitude"}
+    common = {"seed", "margin", "start", "amplitude", "scaling"}
     allowed = common | ({"duration", "segments"} if kind == "bspline" else
                         {"base_frequency", "harmonics", "periods"})
     if kind not in ("bspline", "fourier"):
@@ -508,4 +520,8 @@ def trajectory_from_config(model, spec=None):
     except (ValueError, TypeError) as exc:
         raise ConfigError(f"simulation.excitation ({kind}) {spec}: {exc} (amplitude and start "
                           f"take one value or one per joint, {model.n} here)") from None
-    return scale_to_limits(model, traj, margin)
+    scaling = spec.get("scaling", "common")
+    if scaling not in ("common", "joint"):
+        raise ConfigError(f"simulation.excitation.scaling must be 'common' or 'joint', got "
+                          f"{scaling!r}")
+    return scale_to_limits(model, traj, margin, per_joint=scaling == "joint")

@@ -287,13 +287,19 @@ def _head(rec):
 
 
 def _summary(model, rec, ds):
+    """Summary of ``ds`` = ``_head(rec)``, computed once per recording and model."""
     from robot_identification.diagnostics import recording_summary
-    if ds.t.shape[0] < 20:
-        return None
-    try:
-        return recording_summary(model, ds, label=rec.name)
-    except DataError:        # e.g. NaN: the pre-processing names the chunk and refuses it
-        return None
+    cached = rec.summary_cache
+    if cached is not None and cached[0] is model:
+        return cached[1]
+    summary = None
+    if ds.t.shape[0] >= 20:
+        try:
+            summary = recording_summary(model, ds, label=rec.name)
+        except DataError:    # e.g. NaN: the pre-processing names the chunk and refuses it
+            summary = None
+    rec.summary_cache = (model, summary)
+    return summary
 
 
 def recording_summaries(model, recordings):

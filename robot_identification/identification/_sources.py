@@ -326,6 +326,9 @@ class Recording:
         self._used = False
         self.dataset = dataset      # the whole recording when it is in memory
         self._head = None
+        #: (model, recording_summary) once summarised: identify() summarises every
+        #: recording to resolve 'auto' settings, the map step reuses it for the diagnostics
+        self.summary_cache = None
 
     def chunks(self):
         """A new iterator over the chunks.

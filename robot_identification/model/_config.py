@@ -478,6 +478,9 @@ def _excitation_section(data, where, n) -> dict:
     if "type" in r.data:
         out["type"] = kind
     out["seed"] = r.integer("seed", minimum=0)
+    scaling = r.string("scaling", "common", choices=("common", "joint"))
+    if "scaling" in r.data:
+        out["scaling"] = scaling
     out["margin"] = r.number("margin", positive=True)
     if out["margin"] is not None and out["margin"] > 1:
         raise ConfigError(f"{r.where}.margin: the share of the limits used, in (0, 1], got "

@@ -461,8 +461,12 @@ class Identifier(Node):
         out = Path(job.results_file or self.results_file
                    or self.data_directory / f"{bag.name}_results.yaml")
         files = [out] + [out.with_name(f"{out.stem}_{e}{out.suffix}") for e in estimators[1:]]
+        cfg = self.model.config                         # the robot's files are inputs too
+        inputs = [bag, cfg.source, cfg.urdf_path] + [
+            p for p in [getattr(cfg.identification, "prior", None)]
+            if isinstance(p, str) and p not in ("nominal", "none")]
         for f in files:
-            check_output(f, (bag,), "results_file")     # before the long computation
+            check_output(f, inputs, "results_file")     # before the long computation
         log.info(f"identifying {self.model.config.name} from {bag} with {', '.join(estimators)}")
         results = []
         report("reading", 0.0)
@@ -487,7 +491,7 @@ class Identifier(Node):
         for result, f in zip(results, files):
             if isinstance(result.settings, dict):   # the identification data, as the CLI
                 result.settings["data"] = [str(bag)]  # records it (report: spectrum, names)
-            write_results(result, f, self.model, inputs=(bag,))
+            write_results(result, f, self.model, inputs=inputs)
             if self.log_table:
                 log.info(f"{result.estimate.method}: {len(result.names)} base parameters in "
                          f"{result.elapsed:.2f} s; wrote {f}\n{format_table(result)}")
