@@ -262,6 +262,32 @@ def test_epoch_times_with_too_few_digits_are_explained(run, tmp_path, capsys):
     assert_one_line(rc, err, "x.csv", "time 1700000000 s repeats", "too few digits")
 
 
+@pytest.mark.parametrize("label,edit,message", [
+    ("logger restarted", lambda m: np.vstack([m[:1500], np.column_stack(
+        [m[1500:, 0] - m[1500, 0], m[1500:, 1:]])]),
+     "the time goes back at line 1501: a second recording appended"),
+    ("reverse order", lambda m: m[::-1], "rows in reverse order? sort them"),
+])
+def test_time_going_back_in_a_csv_is_explained(run, tmp_path, capsys, label, edit, message):
+    m = edit(np.loadtxt(run / "run.csv", delimiter=","))
+    np.savetxt(_in(tmp_path) / "x.csv", m, delimiter=",", fmt="%.9g")
+    rc, err = run_cli(["identify", "--config", run / "robot.yaml", "--data",
+                       tmp_path / "in" / "x.csv", "--output", tmp_path / "r.yaml"], capsys,
+                      tmp_path / "in")
+    assert_one_line(rc, err, "x.csv", message)
+
+
+def test_csv_preset_of_another_arm_is_named(run, tmp_path, capsys):
+    text = (run / "robot.yaml").read_text()
+    assert "  time: 1\n  position: 2\n  torque: 5\n" in text, text
+    (_in(tmp_path) / "robot.yaml").write_text(text.replace(
+        "  time: 1\n  position: 2\n  torque: 5\n", "  preset: ur\n"))
+    rc, err = run_cli(["identify", "--config", tmp_path / "in" / "robot.yaml", "--data",
+                       run / "run.csv", "--output", tmp_path / "r.yaml"], capsys,
+                      tmp_path / "in")
+    assert_one_line(rc, err, "run.csv", "column mapping of 6 joints", "'ur' maps 6")
+
+
 def test_cutoff_below_the_motion_is_named(run, tmp_path, capsys):
     """A cut-off far below the motion empties the regressor: 'move those joints' alone
     pointed at the excitation, not at the option."""
@@ -374,7 +400,7 @@ def test_bag_stamps_going_back_are_diagnosed(run, tmp_path, capsys):
     assert found[0]["message"].startswith("10 message(s) stamped before an earlier one")
 
 
-def _open_bag(folder, z, flush_every=500, n=1500):
+def _open_bag(folder, z, flush_every=400, n=1200):
     """A bag whose recorder still runs: flushed chunks, no metadata.yaml (left open)."""
     from robot_identification.data._bag import BagWriter, _typestore
     st = _typestore()

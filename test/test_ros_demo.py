@@ -22,6 +22,9 @@ def test_demo_identifies_zollo_planar(tmp_path, capfd):
     assert demo.run(args) == 0
     out = capfd.readouterr().out
     assert "results.yaml" in out and "control loop" in out
+    # each error printed once: the table's line (all, without Coulomb/static friction) and
+    # the demo's (without any friction term)
+    assert out.count("without Coulomb") == 1 and "without any friction term" in out
     results = yaml.safe_load((tmp_path / "results.yaml").read_text())
     entries = {e["name"]: e for e in results["base_parameters"]}
     for k in ("joint1.stiffness", "joint2.stiffness"):

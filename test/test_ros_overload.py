@@ -213,3 +213,26 @@ def test_simulated_robot_skips_periods_and_brakes_on_divergence(context):
         assert sim.diverged is None
     finally:
         sim.destroy_node()
+
+
+def test_simulated_robot_waits_for_a_starved_controller(context):
+    """The latest command is applied for at most command_timeout of robot time: then the
+    robot's clock waits (no state published, counted) until a command comes."""
+    from robot_identification.nodes.simulated_robot import SimulatedRobot
+    sim = SimulatedRobot(context=context, parameter_overrides=[
+        Parameter("lockstep", value=False), Parameter("rate_hz", value=1000.0),
+        Parameter("command_timeout", value=0.003)])
+    states = []
+    sim.pub_joint.publish = states.append
+    try:
+        u = list(sim.sim.dynamics.gravity(np.asarray(sim.q0, dtype=float)))
+        sim.on_command(Float64MultiArray(data=u))
+        for _ in range(6):                                # the controller sends nothing more
+            sim.on_tick()
+        assert [round(stamp_of(s), 6) for s in states] == [0.001, 0.002, 0.003]
+        assert sim.waited == 3 and sim.sim.t == pytest.approx(0.003)
+        sim.on_command(Float64MultiArray(data=u))          # it caught up: the clock runs on
+        sim.on_tick()
+        assert round(stamp_of(states[-1]), 6) == 0.004 and sim.waited == 3
+    finally:
+        sim.destroy_node()

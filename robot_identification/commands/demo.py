@@ -179,8 +179,8 @@ def _run_graph(args, out, domain):
     nme = result.normalised_mean_error(exclude=("coulomb", "stiction", "stribeck"))
     nme_all = result.normalised_mean_error(
         exclude=("viscous", "coulomb", "stiction", "stribeck", "offset"))
-    print(f"normalised mean error: {result.normalised_mean_error():.4f}; without Coulomb "
-          f"friction: {nme:.4f}; without any friction term: {nme_all:.4f}")
+    # (the table's last line gives the error over all and without Coulomb/static friction)
+    print(f"normalised mean error without any friction term: {nme_all:.4f}")
     for name in result.names:
         if name.endswith(".stiffness"):
             i = result.names.index(name)

@@ -309,7 +309,9 @@ def read_csv(path, *, preset=None, time=None, position=None, velocity=None, torq
         raise ConfigError(f"CSV '{path}': give n_joints or joint_names")
     names = tuple(names) if names else tuple(f"joint{k + 1}" for k in range(n))
     if len(names) != n:
-        raise ConfigError(f"CSV '{path}': {len(names)} joint names for {n} joints")
+        raise ConfigError(f"CSV '{path}': {len(names)} joint names (of the robot config or "
+                          f"joint_names) for a column mapping of {n} joints (n_joints or a "
+                          f"preset's, e.g. 'ur' maps 6): make them agree")
 
     try:
         needed = _needed_columns(opts, n)
@@ -341,9 +343,14 @@ def read_csv(path, *, preset=None, time=None, position=None, velocity=None, torq
     total = len(data) + len(bad)
     if len(bad) > opts["max_malformed"] * total:
         repeats = sum(why.endswith(" repeats") for _, why in bad)
+        back = [ln for ln, why in bad if " not after " in why]
         hint = ("; the time stamps repeat: absolute times (Unix epoch) written with too few "
                 "digits? write more digits, or the time since the start"
-                if repeats > len(bad) / 2 and len(t) and np.nanmax(np.abs(t)) > 1e5 else "")
+                if repeats > len(bad) / 2 and len(t) and np.nanmax(np.abs(t)) > 1e5 else
+                "; the time decreases from row to row: rows in reverse order? sort them"
+                if len(back) >= 0.9 * (total - 1) else
+                f"; the time goes back at line {back[0]}: a second recording appended, or a "
+                f"clock reset? split the file there" if len(back) > len(bad) / 2 else "")
         raise DataError(f"CSV '{path}': {len(bad)} of {total} rows are malformed (more than "
                         f"{100 * opts['max_malformed']:.3g} %); first: line {bad[0][0]}: "
                         f"{bad[0][1]}{hint}")

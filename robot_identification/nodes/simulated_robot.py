@@ -64,6 +64,11 @@ class SimulatedRobot(Node):
                                       f"'{self.model.config.name}' has {self.model.n} joints")
         self.sim = Simulator(self.model, rate_hz=rate, seed=declare(self, "seed", 0, "noise seed"),
                              snr_db=snr or None)
+        self.command_timeout = declare(
+            self, "command_timeout", 0.01, "[s] of robot time, real time: the robot's clock "
+            "waits (no step) while the latest command is older than this - a starved "
+            "controller's torque is not applied longer (a simulation can wait, hardware "
+            "cannot); 0 = never wait", low=0.0, high=1e3, read_only=True)
         self.pub_joint = self.create_publisher(
             JointState, declare(self, "joint_states_topic", "joint_states", "link side"), QOS)
         motor_topic = declare(self, "motor_states_topic", "motor_states", "motor side (elastic)")
@@ -80,6 +85,8 @@ class SimulatedRobot(Node):
         self.reset()
         self.period = 1.0 / rate
         self.ticks = self.skipped = 0       # real time: timer ticks, periods it skipped
+        self.waited = 0                     # real time: ticks spent waiting for a command
+        self.steps_since_command = 0        # steps with the latest command
         self.longest_stall = 0.0            # [s] longest time between two ticks
         self.first_tick = self.last_tick = None    # steady clock [s]
         self.t_first = 0.0                  # robot time [s] at the first tick
@@ -112,6 +119,7 @@ class SimulatedRobot(Node):
         self.u = u
         self.commands += 1
         self.last_command = time.monotonic()
+        self.steps_since_command = 0
         if self.lockstep:
             self.on_tick()
 
@@ -128,6 +136,20 @@ class SimulatedRobot(Node):
             self.sim.t += self.sim.dt                   # (the robot's clock runs)
             self.publish(self.sim.t, self.u)
             return
+        if (not self.lockstep and self.command_timeout > 0 and self.diverged is None
+                and self.steps_since_command * self.sim.dt >= self.command_timeout - 1e-12):
+            # the latest command is too old: the robot's clock waits for the controller
+            self.waited += 1
+            self.get_logger().warning(
+                f"waiting for a command: the latest is {self.steps_since_command} periods old "
+                f"(command_timeout {self.command_timeout:g} s; {self.waited} periods waited)",
+                throttle_duration_sec=1.0)
+            if time.monotonic() - self.last_command > self.IDLE:
+                # a command lost for good (none comes without a new state): the state again
+                self.last_command = time.monotonic()
+                self.publish(self.sim.state.t, self.u)
+            return
+        self.steps_since_command += 1
         if self.diverged is None:
             try:
                 self.sim.step(self.u)
@@ -167,14 +189,15 @@ class SimulatedRobot(Node):
     def publish_status(self):
         factor = self.real_time_factor()
         level = (DiagnosticStatus.ERROR if self.diverged else
-                 DiagnosticStatus.OK if self.skipped == 0 else DiagnosticStatus.WARN)
+                 DiagnosticStatus.OK if self.skipped == 0 and self.waited == 0
+                 else DiagnosticStatus.WARN)
         values = {"rate_hz": 1.0 / self.period, "ticks": self.ticks,
-                  "skipped_periods": self.skipped,
+                  "skipped_periods": self.skipped, "waited_periods": self.waited,
                   "longest_stall_s": f"{self.longest_stall:.4f}",
                   "real_time_factor": f"{factor:.3f}", "robot_time_s": f"{self.sim.t:.3f}"}
-        message = ("real time kept" if self.skipped == 0 else
-                   f"{self.skipped} periods skipped: the robot's clock runs at {factor:.2f} x "
-                   f"real time")
+        message = ("real time kept" if self.skipped == 0 and self.waited == 0 else
+                   f"{self.skipped} periods skipped, {self.waited} waited for a command: the "
+                   f"robot's clock runs at {factor:.2f} x real time")
         if self.diverged:
             message = f"{self.diverged}: brakes on until ~/reset; {message}"
         msg = DiagnosticArray(status=[DiagnosticStatus(
