@@ -44,6 +44,8 @@ def run(args):
             print(line[2:])
     print(f"next: robot-identification simulate --config {out} --output run.npz")
     print(f"      robot-identification identify --config {out} --data run.npz")
+    print(f"      robot-identification excite --config {out} --output excitation.yaml"
+          f"   # optimised excitation (simulate --trajectory, excitation_publisher)")
     print(f"      robot-identification demo --config {out} --output demo_run   # ROS 2 graph")
     print("edit the lines marked CHECK before identifying a real arm (config/README.md)")
     return 0
