@@ -481,6 +481,10 @@ def near_reversal(velocity, window):
                             mode="constant").astype(bool)
 
 
+#: Above this fraction of dropped friction rows ``samples_dropped`` is a warning.
+DROPPED_FRICTION_LIMIT = 0.5
+
+
 def check_coulomb_smear(cutoff_hz, velocity_threshold, parameter_kinds, reversal_fraction,
                         dropped=False, window_s=None, fir=None):
     """``coulomb_filter_smear``: sign-based friction, a low-pass filter and rows near velocity
@@ -517,10 +521,19 @@ def check_coulomb_smear(cutoff_hz, velocity_threshold, parameter_kinds, reversal
     what = (f"{cutoff_hz:g} Hz filter" if cutoff_hz is not None
             else f"{fir} filter bank (window {ms:.0f} ms)")
     if dropped:
-        return [Diagnostic("samples_dropped", "info",
+        if reversal_fraction <= DROPPED_FRICTION_LIMIT:
+            return [Diagnostic("samples_dropped", "info",
+                               f"{100 * reversal_fraction:.0f} % of the friction rows lie "
+                               f"within {ms:.0f} ms of a velocity reversal or stop, where the "
+                               f"{what} smears the Coulomb step: dropped", "drop_reversals")]
+        return [Diagnostic("samples_dropped", "warning",
                            f"{100 * reversal_fraction:.0f} % of the friction rows lie within "
-                           f"{ms:.0f} ms of a velocity reversal or stop, where the "
-                           f"{what} smears the Coulomb step: dropped",
+                           f"{ms:.0f} ms of a velocity reversal or stop, where the {what} "
+                           f"smears the Coulomb step: dropped; the friction and inertial "
+                           f"estimates rest on the remaining "
+                           f"{100 * (1 - reversal_fraction):.0f} % (a noisy velocity crossing "
+                           f"zero everywhere, slow motion or a low cut-off: excite faster "
+                           f"motion, or compare with drop_reversals: false)",
                            "drop_reversals")]
     fix = ("raise the cut-off" if cutoff_hz is not None
            else "set drop_reversals: true, shorten the window")

@@ -206,6 +206,8 @@ def test_coulomb_filter_smear_near_reversals():
     d = dg.check_coulomb_smear(5.0, 0.0, {"coulomb", "viscous"}, frac)
     assert codes(d) == ["coulomb_filter_smear"] and d[0].severity == "warning"
     assert dg.check_coulomb_smear(5.0, 0.0, {"coulomb"}, frac, dropped=True)[0].severity == "info"
+    most = dg.check_coulomb_smear(5.0, 0.0, {"coulomb"}, 0.94, dropped=True)[0]
+    assert most.severity == "warning" and "remaining 6 %" in most.message
     assert dg.check_coulomb_smear(None, 0.0, {"coulomb"}, frac) == []
     assert dg.check_coulomb_smear(5.0, 0.0, {"viscous", "stiction"}, frac) == []
 
