@@ -226,3 +226,27 @@ def recorder_receives(status, topics=("/joint_states",)):
     counts = dict(part.rsplit(": ", 1) for part in
                   status.split("received ", 1)[1].split(";")[0].split(", "))
     return all(int(counts.get(t, "0")) > 0 for t in topics)
+
+
+def run_lockstep_excitation(executor, node, call, wait_s=120.0, run_s=120.0):
+    """Start a launched graph's excitation once the recorder receives the robot's link and
+    motor states (:func:`recorder_receives`), then await the end of the run: the latched
+    ``/excitation_publisher/active`` going true, then false. ``call(executor, node, name)``
+    calls a std_srvs/Trigger service; ``wait_s`` / ``run_s`` bound the two waits [s]."""
+    import time
+    from rclpy.qos import DurabilityPolicy, QoSProfile
+    from std_msgs.msg import Bool
+    deadline = time.monotonic() + wait_s
+    while not recorder_receives(call(executor, node, "/recorder/status").message,
+                                ("/joint_states", "/motor_states")):
+        assert time.monotonic() < deadline, "the recorder never received the states"
+        executor.spin_once(timeout_sec=0.1)
+    assert call(executor, node, "/excitation_publisher/start").success
+    active = []
+    node.create_subscription(
+        Bool, "/excitation_publisher/active", lambda m: active.append(m.data),
+        QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+    deadline = time.monotonic() + run_s               # the whole run (lockstep)
+    while not (active and active[-1] is False and True in active):
+        assert time.monotonic() < deadline, active
+        executor.spin_once(timeout_sec=0.1)

@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -18,11 +17,9 @@ import pytest
 rclpy = pytest.importorskip("rclpy")
 
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
-from rclpy.qos import DurabilityPolicy, QoSProfile  # noqa: E402
-from std_msgs.msg import Bool  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
-from conftest import recorder_receives, ros_domain_id  # noqa: E402
+from conftest import ros_domain_id, run_lockstep_excitation  # noqa: E402
 
 pytestmark = pytest.mark.ros          # a plain pytest driving `ros2 launch` (not launch_pytest)
 DOMAIN_ID = ros_domain_id(146)
@@ -74,20 +71,7 @@ def test_ctrl_c_ends_the_launch_cleanly(tmp_path):
         # the run takes a few seconds in lockstep: start it only once the recorder receives
         # the robot's states (discovery on a loaded machine can take longer than the run; a
         # bag that missed it held only the rest at the end: 'unexcited', seen once)
-        deadline = time.monotonic() + 120.0
-        while not recorder_receives(call(ex, node, "/recorder/status").message,
-                                    ("/joint_states", "/motor_states")):
-            assert time.monotonic() < deadline, "the recorder never received the states"
-            ex.spin_once(timeout_sec=0.1)
-        assert call(ex, node, "/excitation_publisher/start").success
-        active = []
-        node.create_subscription(
-            Bool, "/excitation_publisher/active", lambda m: active.append(m.data),
-            QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
-        deadline = time.monotonic() + 120.0               # the whole run (lockstep)
-        while not (active and active[-1] is False and True in active):
-            assert time.monotonic() < deadline, active
-            ex.spin_once(timeout_sec=0.1)
+        run_lockstep_excitation(ex, node, call)
         assert call(ex, node, "/recorder/stop").success
         identified = call(ex, node, "/identifier/identify")
         log.flush()   # a failure shows what the nodes said (e.g. an excitation cut short)

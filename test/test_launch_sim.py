@@ -16,14 +16,12 @@ from launch.actions import IncludeLaunchDescription, SetEnvironmentVariable  # n
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 from launch_pytest.actions import ReadyToTest  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
-from rclpy.qos import DurabilityPolicy, QoSProfile  # noqa: E402
-from std_msgs.msg import Bool  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
 from robot_identification.data._bag import read_bag  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-from conftest import recorder_receives, ros_domain_id  # noqa: E402
+from conftest import ros_domain_id, run_lockstep_excitation  # noqa: E402
 DOMAIN_ID = ros_domain_id(135)
 DATA = Path(os.environ.get("TMPDIR", "/tmp")) / f"ri_launch_sim_{os.getpid()}"
 
@@ -84,19 +82,7 @@ def test_sim_launch_runs_an_experiment():
         assert call(ex, node, "/recorder/start").success
         # the lockstep run takes seconds: start it once the recorder receives the states
         # (a late discovery on a loaded machine would cut the start of the bag)
-        while not recorder_receives(call(ex, node, "/recorder/status").message,
-                                    ("/joint_states", "/motor_states")):
-            assert time.monotonic() < deadline + 60.0, "the recorder never received the states"
-            ex.spin_once(timeout_sec=0.1)
-        assert call(ex, node, "/excitation_publisher/start").success
-        active = []
-        node.create_subscription(
-            Bool, "/excitation_publisher/active", lambda m: active.append(m.data),
-            QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
-        deadline = time.monotonic() + 120.0               # the whole run (lockstep)
-        while not (active and active[-1] is False and True in active):
-            assert time.monotonic() < deadline, active
-            ex.spin_once(timeout_sec=0.1)
+        run_lockstep_excitation(ex, node, call)
         assert call(ex, node, "/recorder/stop").success
         ds = read_bag(next(DATA.glob("run_*")))
         assert ds.t[-1] - ds.t[0] > 3.0                   # the full excitation + hold
