@@ -136,3 +136,67 @@ def test_starved_controller_neither_doubles_a_step_nor_cuts_the_run(client, tmp_
     diags = check_excitation_complete(stopped, "short")
     assert [d.code for d in diags] == ["recording_incomplete"], diags
     assert "stopped after" in diags[0].message and not check_excitation_complete(complete)
+
+
+# -- the same rules in process (no graph): what each node does with the injected event -------
+def test_robot_steps_once_per_state_whatever_the_answers(context):
+    """A command labelled with the state it answers steps the robot only while that state is
+    the current one; a second answer is ignored and counted; unlabelled commands (another
+    controller) step once each."""
+    from rclpy.parameter import Parameter
+
+    from robot_identification.nodes._common import command_msg
+    from robot_identification.nodes.simulated_robot import SimulatedRobot
+    sim = SimulatedRobot(context=context, parameter_overrides=[
+        Parameter("initial_positions", value=[0.3, -0.2])])
+    try:
+        u = [1.0, -2.0]
+        at0 = sim.state_ns
+        sim.on_command(command_msg(u, at0))                 # the answer to the state at 0
+        assert sim.sim.state.t == pytest.approx(1e-3) and sim.commands == 1
+        sim.on_command(command_msg(u, at0))                 # re-sent: ignored, counted
+        assert sim.sim.state.t == pytest.approx(1e-3) and sim.duplicate_commands == 1
+        sim.on_command(command_msg(u, sim.state_ns))        # the next state's answer
+        assert sim.sim.state.t == pytest.approx(2e-3) and sim.commands == 2
+        sim.on_command(Float64MultiArray(data=u))           # unlabelled: one step each
+        sim.on_command(Float64MultiArray(data=u))
+        assert sim.sim.state.t == pytest.approx(4e-3) and sim.commands == 4
+    finally:
+        sim.destroy_node()
+
+
+def test_excitation_says_why_it_stopped_and_the_recording_is_judged(context):
+    """/clock going back stops a lockstep excitation with the reason on /diagnostics; the
+    recorder's judgement of a recording against that status (excitation_coverage)."""
+    from diagnostic_msgs.msg import DiagnosticStatus
+
+    from robot_identification.nodes._recording import excitation_coverage, excitation_status
+    from robot_identification.nodes.excitation_publisher import ExcitationPublisher
+    exc = ExcitationPublisher(context=context)
+    sent = []
+    exc.pub_diag.publish = lambda m: sent.extend(excitation_status(s) for s in m.status)
+    try:
+        assert exc.on_start(None, Trigger.Response()).success
+        for t in (10.0, 10.001, 10.002):
+            exc.tick_on_clock(t)
+        status = sent[-1]
+        assert status["state"] == "running" and status["start_stamp_s"] == 10.0
+        planned = status["planned_s"]
+        assert planned == pytest.approx(exc.traj.duration + exc.hold)
+        # a recording of the whole run, of its first half, and one started late
+        assert excitation_coverage(status, 10.0, 10.0 + planned, 1000.0)["complete"]
+        half = excitation_coverage(status, 10.0, 10.0 + planned / 2, 1000.0)
+        assert not half["complete"] and "ends" in half["why"], half
+        late = excitation_coverage(status, 10.5, 10.0 + planned, 1000.0)
+        assert not late["complete"] and "starts 0.500 s after" in late["why"], late
+        assert excitation_coverage(status, 20.0 + planned, 30.0, 1000.0) is None  # later rec.
+        exc.tick_on_clock(0.5)                      # another robot's clock (or a reset)
+        assert not exc.active
+        status = sent[-1]
+        assert status["state"] == "stopped" and status["level"] == DiagnosticStatus.WARN[0]
+        assert "/clock went back from 10.002000 s to 0.500000 s" in status["reason"], status
+        assert status["played_s"] == pytest.approx(0.002)
+        stopped = excitation_coverage(status, 10.0, 10.002, 1000.0)
+        assert not stopped["complete"] and "stopped after 0.002" in stopped["why"], stopped
+    finally:
+        exc.destroy_node()

@@ -144,12 +144,15 @@ def excitation_coverage(status, first_stamp, last_stamp, rate_hz):
         return None
     robot_clock = status.get("clock") == "robot"
     tol = 0.5 / rate_hz
-    if robot_clock and start + (played or 0.0) < first_stamp - tol:
-        return None                     # a run before this recording
+    ended = status.get("state") != "running"        # else it may still run (played grows)
+    end = start + (played or 0.0) if ended else start + (planned or 0.0)
+    if robot_clock and (start > last_stamp + tol or end < first_stamp - tol):
+        return None                     # a run after, or one that ended before, the recording
     out = dict(status, complete=True, why="")
     if status.get("state") == "stopped":
-        out.update(complete=False, why=f"the excitation was stopped after {played:.3f} of "
-                   f"{planned:.3f} s ({status.get('reason') or status.get('message')})")
+        out.update(complete=False, why=f"the excitation was stopped after "
+                   f"{played or 0.0:.3f} of {planned or 0.0:.3f} s "
+                   f"({status.get('reason') or status.get('message')})")
     elif robot_clock and first_stamp > start + tol:
         out.update(complete=False, why=f"the recording starts {first_stamp - start:.3f} s "
                    f"after the excitation's first reference")

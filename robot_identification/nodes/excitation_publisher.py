@@ -3,7 +3,9 @@
 The reference (trajectory_msgs/JointTrajectory with one point: positions [rad], velocities
 [rad/s], accelerations [rad/s^2]; header.stamp = the time the point applies to) is published
 
-- lockstep (``lockstep: true``): once per ``/clock`` tick of the simulated robot, for that tick;
+- lockstep (``lockstep: true``): once per ``/clock`` tick of the simulated robot, for that tick
+  (a tick going back stops the run: the robot was reset, or another robot's clock shares the
+  ROS domain);
 - real time, ``reference_clock: states`` (default): on the robot's clock - for each joint state
   whose header stamp advanced by at least a period (1 / ``rate_hz``), for that stamp. The
   reference never runs ahead of the robot: a robot (or a simulator) that slows down or stalls
@@ -122,7 +124,8 @@ class ExcitationPublisher(Node):
         self.state_stamp, self.stamps_advance = None, True   # of the latest joint state
         self.stamp_problems = 0         # joint state stamps that did not advance (robot clock)
         if self.lockstep:
-            self.create_subscription(Clock, "/clock", lambda m: self.tick(to_sec(m.clock)), QOS)
+            self.create_subscription(Clock, "/clock", lambda m: self.tick_on_clock(
+                to_sec(m.clock)), QOS)
         elif not self.robot_clock:
             self.create_timer(1.0 / self.rate, lambda: self.tick(
                 self.get_clock().now().nanoseconds * 1e-9))
@@ -165,6 +168,19 @@ class ExcitationPublisher(Node):
             return
         if self.last is None or t >= self.last + self.period * (1.0 - 1e-6):
             self.tick(t)
+
+    def tick_on_clock(self, t):
+        """Lockstep: one reference per ``/clock`` tick ``t`` [s]. The simulated robot's clock
+        only advances (or repeats, its keep-alive): a tick going back stops the excitation
+        (the robot was reset, or another robot's clock shares this ROS domain: its time would
+        end the run early or play it out of order)."""
+        if self.active and self.last is not None and t < self.last:
+            reason = (f"/clock went back from {self.last:.6f} s to {t:.6f} s (the simulated "
+                      f"robot was reset, or another robot's /clock shares this ROS domain)")
+            self.get_logger().error(f"excitation stopped: {reason}")
+            self.end("stopped", reason)
+            return
+        self.tick(t)
 
     def on_diagnostics(self, msg):
         for st in msg.status:
