@@ -723,9 +723,15 @@ def solve(model, neq, settings=None, *, base=None, estimators=None, prior=None,
         raise ConfigError(f"unknown estimator(s) {unknown}; choose from {list(ESTIMATORS)}")
     p = len(base)
     if neq.count.sum() <= p:
+        near, rows = (int(x) for x in neq.reversal_counts)
+        why = [f"velocity threshold {s.velocity_threshold} rad/s"]
+        if near and s.drop_reversals:
+            why.append(f"{near} of {rows} rows at velocity reversals or stops dropped")
         raise DataError(f"only {int(neq.count.sum())} usable equations for {p} base "
-                        f"parameters (velocity threshold {s.velocity_threshold} rad/s); "
-                        f"record longer or lower the threshold")
+                        f"parameters ({'; '.join(why)}); "
+                        + ("record longer or lower the threshold" if s.velocity_threshold
+                           else "record longer; does the robot move? (a simulated run "
+                                "warns when it cannot follow its excitation)"))
     prior_spec = s.prior if prior is None else prior
     ctx = EstimationContext(model=model, base=base, neq=neq, settings=s,
                             prior=load_prior(model, prior_spec), reaccumulate=reaccumulate,
