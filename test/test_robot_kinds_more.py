@@ -184,6 +184,22 @@ def test_massless_link_and_point_mass_body_in_the_physical_estimate(tmp_path):
     assert np.all(np.isfinite(phys.values))
     codes = {d.code for d in result.diagnostics}
     assert "estimator_failed" not in codes and "prior_distance" in codes
+    assert "prior_not_physical" not in codes          # degenerate, but a rigid body
+
+
+def test_a_urdf_body_that_is_no_rigid_body_is_named_as_prior(tmp_path):
+    """Izz above Ixx + Iyy (the triangle inequality): the log-det prior cannot use the
+    URDF's body as it is (before: shifted without a word)."""
+    from robot_identification.model import parse_robot_config
+    cfg, _ = _starter(tmp_path, "vertical_2dof.urdf")
+    urdf = (KINDS / "vertical_2dof.urdf").read_text().replace(
+        'iyy="0.002" iyz="0" izz="0.035"', 'iyy="0.002" iyz="0" izz="0.1"')
+    model = RobotModel(parse_robot_config(yaml.safe_load(cfg.read_text()), source=cfg), urdf)
+    data = simulate(model, seed=0, rate_hz=250.0, duration=4.0)
+    result = identify(model, data, estimators=("wls", "physical"))
+    (d,) = [d for d in result.diagnostics if d.code == "prior_not_physical"]
+    assert d.severity == "warning" and d.subject == "upper_arm" and "the URDF" in d.message
+    assert np.all(np.isfinite(result.estimates["physical"].values))
 
 
 def test_odd_joint_names_survive_results_and_validation(tmp_path, capsys):
