@@ -108,6 +108,14 @@ def test_millimetre_urdf_is_named_by_init_simulate_and_identify(tmp_path, capsys
     assert_one_line(rc, err, "rows at velocity reversals or stops dropped", "does the robot "
                     "move?")
     assert "lower the threshold" not in err                   # the threshold is 0 already
+    # with 60 dB noise (10 s: rows survive) the 'motion' is noise: not "raise the cut-off"
+    noisy = tmp_path / "run60.npz"
+    assert main(["simulate", "--config", str(cfg), "--snr", "60", "--output", str(noisy),
+                 "--quiet"]) == 0
+    rc, err = run_cli(["identify", "--config", cfg, "--data", noisy, "--output",
+                       tmp_path / "r.yaml", "--quiet"], capsys, KINDS)
+    assert_one_line(rc, err, "like noise, not an excitation: does the robot move?")
+    assert "raise the cut-off" not in err
     # a metre URDF: no note (the shipped-kinds arms, the 14-dof torso)
     for name in ("dual_arm_torso.urdf", "vertical_2dof.urdf", "gantry.urdf"):
         assert scale_notes(read_urdf(KINDS / name)) == [], name
