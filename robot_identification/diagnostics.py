@@ -905,6 +905,23 @@ def check_unclosed(metadata, source=""):
                        "be missing (identify it again once the recorder has stopped)", source)]
 
 
+def check_excitation_complete(excitation, source=""):
+    """``recording_incomplete`` (warning): the recorder found that the bag does not hold the
+    whole excitation run (``Dataset.metadata['excitation']``, written by the recorder node
+    from the excitation publisher's ``/diagnostics`` status,
+    :func:`robot_identification.nodes._recording.excitation_coverage`): the run was stopped
+    before its end (a controller fault, ``~/stop``) or the recording starts after its first
+    reference or ends before its planned end. The identification uses what was recorded;
+    the excitation it was designed with was not played in full."""
+    if not isinstance(excitation, dict):
+        return []
+    return [Diagnostic("recording_incomplete", "warning",
+                       f"{name}: {c.get('why') or 'incomplete'}: the identification data hold "
+                       f"only part of the designed excitation", source)
+            for name, c in sorted(excitation.items())
+            if isinstance(c, dict) and c.get("complete") is False]
+
+
 def recording_summary(model, dataset, label=None):
     """What the checks need from one recording, computed from the raw data (cheap, O(N)).
 
@@ -939,6 +956,7 @@ def recording_summary(model, dataset, label=None):
     diags += check_stamp_order(ds.metadata, src)
     diags += check_unclosed(ds.metadata, src)
     diags += check_recording_counts(ds.metadata.get("recording"), src)
+    diags += check_excitation_complete(ds.metadata.get("excitation"), src)
     malformed = ds.metadata.get("malformed_rows") or []
     if malformed:
         diags += check_samples_dropped(0, 0, 0.0, malformed=len(malformed), source=src)
