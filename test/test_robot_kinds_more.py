@@ -61,8 +61,12 @@ def test_mobile_base_and_wheels_are_locked_with_a_reason(tmp_path, capsys):
     for wheel in ("left_wheel_joint", "right_wheel_joint"):
         assert f"{wheel}: wheel-like: continuous, on the mobile base 'base_planar'" in printed
     model = RobotModel(load_robot_config(out))
-    assert [n for n, _ in model.locked_joints] == ["base_planar", "left_wheel_joint",
-                                                   "right_wheel_joint"]
+    # a continuous wheel is locked at angle 0 (before: reported as a multi-dof joint)
+    assert model.locked_joints == (("base_planar", None), ("left_wheel_joint", 0.0),
+                                   ("right_wheel_joint", 0.0))
+    data = simulate(model, seed=0, duration=1.0, rate_hz=250.0)
+    (d,) = [d for d in identify(model, data).diagnostics if d.code == "joints_locked"]
+    assert "base_planar (multi-dof) at the identity pose, left_wheel_joint at 0" in d.message
     # a floating base: the same (the base is fixed at the identity pose)
     floating = (KINDS / "mobile_manipulator.urdf").read_text().replace(
         'type="planar"', 'type="floating"')
