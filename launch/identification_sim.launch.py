@@ -5,6 +5,7 @@ lockstep:=false: the simulated robot free-running on a wall timer, the controlle
 excitation on its /clock (docs/ros.md, "Overload").
 
     ros2 launch robot_identification identification_sim.launch.py robot:=zollo_planar
+    # any robot: robot_config:=my_arm.yaml (robot-identification init --urdf ...)
     ros2 service call /recorder/start std_srvs/srv/Trigger
     ros2 service call /excitation_publisher/start std_srvs/srv/Trigger
     # ... when /excitation_publisher/active is false:
@@ -33,8 +34,9 @@ def recorder(context, data, lockstep):
     """The recorder, without a motor-state topic for rigid arms (none is published)."""
     from robot_identification.model import load_robot_config, robot_files
     try:
-        elastic = load_robot_config(robot_files(
-            LaunchConfiguration("robot").perform(context))).elastic
+        path = (LaunchConfiguration("robot_config").perform(context).strip()
+                or robot_files(LaunchConfiguration("robot").perform(context)))
+        elastic = load_robot_config(path).elastic
     except Exception as exc:            # unknown robot: one line, no traceback
         raise ValueError(" ".join(str(exc).split())) from None
     return [node("recorder", data_directory=data, use_sim_time=lockstep,
@@ -42,13 +44,17 @@ def recorder(context, data, lockstep):
 
 
 def generate_launch_description():
-    robot = LaunchConfiguration("robot")
+    robot = {"robot": LaunchConfiguration("robot"),
+             "robot_config": LaunchConfiguration("robot_config")}
     data = LaunchConfiguration("data_directory")
     lockstep = LaunchConfiguration("lockstep")
     trajectory = LaunchConfiguration("trajectory_file")
     return LaunchDescription([
         DeclareLaunchArgument("robot", default_value="zollo_planar",
                               description="shipped robot: config/robots/<robot>.yaml + its URDF"),
+        DeclareLaunchArgument("robot_config", default_value="",
+                              description="robot config YAML path (overrides robot), e.g. "
+                                          "from robot-identification init"),
         DeclareLaunchArgument("data_directory", default_value="robot_identification_data",
                               description="directory of the recorded bags and results"),
         DeclareLaunchArgument("lockstep", default_value="true",
@@ -58,16 +64,16 @@ def generate_launch_description():
         DeclareLaunchArgument("trajectory_file", default_value="",
                               description="excitation trajectory YAML (robot-identification "
                                           "excite); '' = the robot config's"),
-        node("simulated_robot", robot=robot, lockstep=lockstep, trajectory_file=trajectory),
+        node("simulated_robot", **robot, lockstep=lockstep, trajectory_file=trajectory),
         # on the simulated robot's /clock in both modes: in real time (lockstep:=false) a
         # stall of the simulated robot's process stops its clock, so the controller's
         # watchdog does not take it for lost states, and the reference follows its stamps
-        node("excitation_publisher", robot=robot, lockstep=lockstep, use_sim_time=True,
+        node("excitation_publisher", **robot, lockstep=lockstep, use_sim_time=True,
              trajectory_file=trajectory),
-        node("pd_controller", robot=robot, lockstep=lockstep, use_sim_time=True),
+        node("pd_controller", **robot, lockstep=lockstep, use_sim_time=True),
         OpaqueFunction(function=recorder, args=[data, lockstep]),
-        node("identifier", robot=robot, data_directory=data, compare_with_nominal=True,
+        node("identifier", **robot, data_directory=data, compare_with_nominal=True,
              effort_lag_periods=0.5),
-        node("online_identifier", IfCondition(LaunchConfiguration("online")), robot=robot,
+        node("online_identifier", IfCondition(LaunchConfiguration("online")), **robot,
              use_sim_time=lockstep, effort_lag_periods=0.5, compare_with_nominal=True),
     ])

@@ -38,6 +38,9 @@ VELOCITY_CAP = 3.0
 FRICTION_FRACTION = 0.1
 #: Nominal (link-referred) rotor inertia as a fraction of the joint's largest inertia.
 ARMATURE_FRACTION = 0.05
+#: ``model: elastic``: nominal joint stiffness K = I (2 pi f)^2 with I the joint's largest
+#: inertia and f this frequency [Hz] (harmonic-drive arms: 5-20 Hz link-side resonances).
+ELASTIC_FREQUENCY = 8.0
 
 
 def _joint_limits(urdf_xml: str) -> dict:
@@ -71,7 +74,10 @@ def urdf_joints(urdf_xml: str, grippers: bool = True) -> list[str]:
     revolute joint after them and a stroke of at most :data:`FINGER_STROKE` (fingers; their
     tiny range and speed would scale down the whole excitation), and joints that other
     joints mimic (a coupled mechanism: the model would lock the followers while the leader
-    moves, :class:`RobotModel` refuses it).
+    moves, :class:`RobotModel` refuses it); joints whose ``<limit>`` has lower = upper
+    (the URDF does not let them move); and wheels: continuous joints hung directly on a
+    ``planar`` or ``floating`` base joint with no movable joint after them (with the base
+    locked, i.e. fixed, a spinning wheel would drive a base the model holds still).
 
     Raises
     ------
@@ -88,7 +94,7 @@ def urdf_joints(urdf_xml: str, grippers: bool = True) -> list[str]:
         if full.joints[i].nv != 1 or info.get(name, (None,) * 6)[5]:
             continue
         if not grippers:
-            if name in leaders:
+            if name in leaders or _left_out_kind(full, i, info) is not None:
                 continue
             stroke = (upper - lower) if lower is not None and upper is not None else np.inf
             if kind == "prismatic" and stroke <= FINGER_STROKE and not any(
@@ -97,6 +103,74 @@ def urdf_joints(urdf_xml: str, grippers: bool = True) -> list[str]:
                 continue
         names.append(name)
     return names
+
+
+def _left_out_kind(full, i, info):
+    """Why joint ``i`` of the full pinocchio model is not a joint to identify by default:
+    "immobile" (<limit> lower = upper), "wheel" (continuous, on a planar/floating base,
+    nothing movable after it), or None."""
+    name = full.names[i]
+    kind, lower, upper = info.get(name, ("", None, None, None, None, None))[:3]
+    if kind in ("revolute", "prismatic") and lower is not None and lower == upper:
+        return "immobile"
+    base = full.parents[i]
+    if kind == "continuous" and base > 0 and full.joints[base].nv in (3, 6) and not any(
+            full.joints[k].nv for k in full.subtrees[i] if k != i):
+        return "wheel"
+    return None
+
+
+#: URDF length [m] (joint offset, centre of mass, radius of gyration) from which ``init``
+#: asks whether millimetres were given as metres.
+SUSPICIOUS_LENGTH = 10.0
+
+
+def scale_notes(urdf_xml: str) -> list[str]:
+    """Notes on URDF lengths that look like millimetres given as metres.
+
+    A joint offset, a centre of mass or a radius of gyration (sqrt(largest principal moment
+    about the centre of mass / mass)) of :data:`SUSPICIOUS_LENGTH` or more: a CAD export in
+    mm (or an inertia in kg*mm^2) makes gravity torques 1000 times too large, the simulated
+    arm cannot follow its excitation within the effort limits, and identification fails
+    with messages about the data rather than the URDF.
+
+    Parameters
+    ----------
+    urdf_xml : str
+
+    Returns
+    -------
+    list of str
+        One note naming the largest joint offset, centre of mass and radius of gyration at
+        or above the bound (joint and body), or an empty list.
+
+    Raises
+    ------
+    ModelError
+        Malformed URDF.
+    """
+    full = build_pinocchio_model(urdf_xml)
+    offsets, coms, radii = [], [], []
+    for i in range(1, full.njoints):
+        offsets.append((float(np.linalg.norm(full.jointPlacements[i].translation)),
+                        f"joint '{full.names[i]}'"))
+        body = full.inertias[i]                       # the links the joint moves, merged
+        if not body.mass > 0:
+            continue
+        where = f"the body of joint '{full.names[i]}'"
+        coms.append((float(np.linalg.norm(body.lever)), where))
+        radii.append((float(np.sqrt(max(np.linalg.eigvalsh(body.inertia)[-1], 0.0)
+                                    / body.mass)), where))
+    found = []
+    for what, values in (("joint offset", offsets), ("centre of mass at", coms),
+                         ("radius of gyration", radii)):
+        if values and max(values)[0] >= SUSPICIOUS_LENGTH:
+            x, where = max(values)
+            found.append(f"{what} {x:.4g} m ({where})")
+    if not found:
+        return []
+    return [f"URDF lengths look like millimetres given as metres: {'; '.join(found)} "
+            f"(URDF units: m, kg, kg*m^2); the simulated arm cannot follow its excitation"]
 
 
 def left_out_joints(urdf_xml: str, chosen) -> list[tuple[str, str]]:
@@ -128,7 +202,15 @@ def left_out_joints(urdf_xml: str, chosen) -> list[tuple[str, str]]:
             continue
         kind, mimic = info.get(name, ("",) * 6)[0], info.get(name, (None,) * 6)[5]
         if full.joints[i].nv != 1:
-            why = f"{full.joints[i].nv}-dof joint"
+            why = (f"{kind or str(full.joints[i].nv) + '-dof'} base joint: locked at the "
+                   f"identity pose, i.e. the base is fixed (record with the base standing "
+                   f"still)" if full.parents[i] == 0 and kind in ("planar", "floating")
+                   else f"{full.joints[i].nv}-dof joint")
+        elif _left_out_kind(full, i, info) == "immobile":
+            why = f"{kind} with <limit> lower = upper = {info[name][1]:g}: it cannot move"
+        elif _left_out_kind(full, i, info) == "wheel":
+            why = (f"wheel-like: continuous, on the mobile base '{full.names[full.parents[i]]}'"
+                   f" (locked, so the base is fixed; to identify it, lift the base)")
         elif mimic:
             why = f"{kind}, a <mimic> of '{mimic}'"
         elif name in gripper and any(v[5] == name for v in info.values()):
@@ -152,7 +234,8 @@ def _fmt(x: float) -> str:
 
 
 def starter_config(urdf: str | Path, output: str | Path, joints=None, name=None,
-                   urdf_xml: str | None = None) -> str:
+                   urdf_xml: str | None = None, model: str = "rigid",
+                   xacro_args: dict | None = None) -> str:
     """YAML text of a starter robot configuration for ``urdf``.
 
     Parameters
@@ -167,7 +250,13 @@ def starter_config(urdf: str | Path, output: str | Path, joints=None, name=None,
     name : str, optional
         Robot name (default: the URDF's ``<robot name>``).
     urdf_xml : str, optional
-        The URDF text (default: read ``urdf``, expanding xacro).
+        The URDF text (default: read ``urdf``, expanding xacro with ``xacro_args``).
+    model : {"rigid", "elastic"}
+        ``elastic`` (Zollo et al. 2014) adds a nominal joint stiffness per joint, a
+        link-side resonance at :data:`ELASTIC_FREQUENCY` against the joint's largest
+        inertia (the simulator's true value; identify estimates it); revolute joints only.
+    xacro_args : dict, optional
+        xacro arguments (name -> value), written as the config's ``xacro_args``.
 
     Returns
     -------
@@ -179,11 +268,18 @@ def starter_config(urdf: str | Path, output: str | Path, joints=None, name=None,
     ModelError
         Unreadable or malformed URDF, no movable joint.
     ConfigError
-        ``joints`` names a joint the URDF lacks or a joint that is not movable.
+        ``joints`` names a joint the URDF lacks or a joint that is not movable; ``model``
+        is not rigid or elastic; ``xacro_args`` for a file that is not a .xacro.
     """
     urdf = Path(urdf)
+    if model not in ("rigid", "elastic"):
+        raise ConfigError(f"model must be 'rigid' or 'elastic', got {model!r}")
+    xacro_args = {str(k): str(v) for k, v in (xacro_args or {}).items()}
+    if xacro_args and urdf.suffix != ".xacro":
+        raise ConfigError(f"xacro arguments {sorted(xacro_args)} given, but '{urdf}' is not "
+                          f"a .xacro file")
     if urdf_xml is None:
-        urdf_xml = read_urdf(urdf)
+        urdf_xml = read_urdf(urdf, xacro_args)
     from robot_identification.model._robot_model import check_urdf_tree
     check_urdf_tree(urdf_xml, f"URDF '{urdf}'")
     movable = urdf_joints(urdf_xml)
@@ -199,15 +295,16 @@ def starter_config(urdf: str | Path, output: str | Path, joints=None, name=None,
     if not chosen:
         raise ModelError(f"'{urdf}' has no movable 1-dof joint")
     name = name or re.sub(r"[^A-Za-z0-9_]+", "_", robot_name or urdf.stem) or "robot"
-    args = (urdf, Path(output), chosen, info, name, urdf_xml)
+    args = (urdf, Path(output), chosen, info, name, urdf_xml, model, xacro_args)
     inertia = _joint_inertia(_text(*args, None), Path(output), urdf.resolve(), urdf_xml)
     text = _text(*args, inertia)
     _validate(text, Path(output), urdf.resolve(), urdf_xml)
     return text
 
 
-def _text(urdf, output, chosen, info, name, urdf_xml, inertia):
-    """The YAML; ``inertia`` (n,) [kg*m^2] sets nominal friction and PD gains (None: 0)."""
+def _text(urdf, output, chosen, info, name, urdf_xml, model, xacro_args, inertia):
+    """The YAML; ``inertia`` (n,) [kg*m^2] sets nominal friction, stiffness and PD gains
+    (None: 0, and stiffness 1)."""
     n = len(chosen)
     try:
         rel = Path(_relpath(urdf.resolve(), Path(output).resolve().parent))
@@ -223,8 +320,12 @@ def _text(urdf, output, chosen, info, name, urdf_xml, inertia):
         f"name: {name}",
         f"description: {name} ({n} joints), starter config from {urdf.name}",
         f"urdf: {rel.as_posix()}",
+        *([f"xacro_args: {{{', '.join(f'{k}: {_quote(v)}' for k, v in xacro_args.items())}}}"
+           "   # as xacro FILE NAME:=VALUE"] if xacro_args else []),
         "gravity: [0.0, 0.0, -9.81]         # m/s^2 in the base frame; CHECK the mounting",
-        "model: rigid                       # rigid | elastic (needs motor-side encoders)",
+        f"model: {model:<28s}# rigid | elastic (needs motor-side encoders:"
+        " joint_states",
+        "                                   # link side, motor_states motor side)",
         "friction:",
         "  model: coulomb_viscous           # none | viscous | coulomb_viscous | static",
         "  offset: false                    # true: a constant torque offset per joint "
@@ -232,7 +333,8 @@ def _text(urdf, output, chosen, info, name, urdf_xml, inertia):
         "joints:                            # identification order; joints not listed are "
         "locked at 0",
     ]
-    drive_keys = [k for k in ("rotor_inertia", "viscous", "coulomb") if k in DRIVE_PARAMETERS]
+    drive_keys = [k for k in (("stiffness",) if model == "elastic" else ()) + (
+        "rotor_inertia", "viscous", "coulomb") if k in DRIVE_PARAMETERS]
     comment = [f"#   {k}: {DRIVE_PARAMETER_DESCRIPTIONS[k]} [{DRIVE_PARAMETER_UNITS[k]}]"
                for k in drive_keys]
     for k, j in enumerate(chosen):
@@ -251,7 +353,9 @@ def _text(urdf, output, chosen, info, name, urdf_xml, inertia):
         # largest inertia at the acceleration limit: the PD loop overcomes it on every joint.
         inertia_k = 0.0 if inertia is None else max(inertia[k], 1e-4)
         scale = inertia_k * DEFAULT_ACCELERATION
-        nominal = {"rotor_inertia": float(f"{ARMATURE_FRACTION * inertia_k:.3g}"),
+        stiffness = inertia_k * (2 * math.pi * ELASTIC_FREQUENCY) ** 2 if inertia else 1.0
+        nominal = {"stiffness": float(f"{stiffness:.3g}"),
+                   "rotor_inertia": float(f"{ARMATURE_FRACTION * inertia_k:.3g}"),
                    "viscous": float(f"{0.5 * FRICTION_FRACTION * scale:.3g}"),
                    "coulomb": float(f"{FRICTION_FRACTION * scale:.3g}")}
         drive = ", ".join(f"{k}: {_fmt(nominal[k])}" for k in drive_keys)
@@ -259,7 +363,7 @@ def _text(urdf, output, chosen, info, name, urdf_xml, inertia):
         lines += [f"  - name: {j}{kind}",
                   "    gear_ratio: 1.0                # motor angle / joint angle; 1: "
                   "link-referred drive values",
-                  f"    limits: {{{', '.join(lim)}}}",
+                  f"    limits: {{{', '.join(lim)}}}{_limit_check(vel, effort)}",
                   f"    drive: {{{drive}}}   # CHECK: nominal values (simulation only)"]
     for j, x in zip(chosen, inertia if inertia is not None else []):
         if not x > 0:
@@ -267,6 +371,7 @@ def _text(urdf, output, chosen, info, name, urdf_xml, inertia):
                          f"after it): CHECK the URDF")
             lines.append("#   (simulated data then identify only its drive, with large "
                          "relative errors)")
+    lines += [f"# note: {note}" for note in scale_notes(urdf_xml)]
     left_out = left_out_joints(urdf_xml, chosen)
     if left_out:
         lines.append("# not identified, locked (at 0 or the nearer limit; their links count "
@@ -319,6 +424,22 @@ def _text(urdf, output, chosen, info, name, urdf_xml, inertia):
         f"  n_columns: {1 + 3 * n:<21d} # fields per row",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _limit_check(velocity, effort) -> str:
+    """A CHECK comment for URDF velocity/effort limits that are 0, missing or not finite
+    (hand-written URDFs): the starter writes a default velocity and no effort limit."""
+    bad = [f"{key} {value:g}" if value is not None else f"no {key}"
+           for key, value in (("velocity", velocity), ("effort", effort))
+           if value is None or not (0 < value < math.inf)]
+    return (f"   # CHECK: the URDF gives {' and '.join(bad)}; defaults written"
+            if bad else "")
+
+
+def _quote(value: str) -> str:
+    """A YAML scalar that reads back as the string ``value``."""
+    return value if yaml.safe_load(value) == value and value.strip() == value and value \
+        else "'" + value.replace("'", "''") + "'"
 
 
 def _relpath(target: Path, start: Path) -> str:

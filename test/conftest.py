@@ -100,11 +100,43 @@ def elastic_arm():
     return make_model("elastic", prismatic=False, gear=[50.0, 80.0, 0.1, 30.0, 2.0])
 
 
+#: base -> (ROS domain id, lock file descriptor) held by this test process
+_DOMAINS = {}
+
+
 def ros_domain_id(base):
-    """``base`` shifted by ``$RI_TEST_DOMAIN_OFFSET`` (default 0), so that two test runs on one
-    machine (parallel checkouts) never share a ROS domain."""
+    """A ROS domain id for a test module: ``base`` shifted by ``$RI_TEST_DOMAIN_OFFSET``
+    (default 0) when that domain is free on this machine, else the next free one (1-232).
+
+    Free means that no other test process holds it: each id is held through an exclusive
+    lock on ``/tmp/ri_ros_domain_<id>.lock`` until this process exits, so test runs of
+    parallel checkouts never share a domain even when their offsets overlap (two runs in one
+    domain see each other's /clock, states, commands and /diagnostics: a lockstep run
+    ended early on another graph's clock or controller fault). The same ``base`` gives the
+    same id within one process."""
+    import fcntl
     import os
-    return int(base) + int(os.environ.get("RI_TEST_DOMAIN_OFFSET", "0"))
+    import tempfile
+    if base in _DOMAINS:
+        return _DOMAINS[base][0]
+    wanted = int(base) + int(os.environ.get("RI_TEST_DOMAIN_OFFSET", "0"))
+    taken = {d for d, _ in _DOMAINS.values()}
+    # one folder for every test process on the machine, whatever its $TMPDIR
+    folder = "/tmp" if os.path.isdir("/tmp") else tempfile.gettempdir()
+    for k in range(232):
+        domain = (wanted - 1 + k) % 232 + 1          # 1..232 (0: the default domain)
+        if domain in taken:
+            continue
+        path = os.path.join(folder, f"ri_ros_domain_{domain}.lock")
+        fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue
+        _DOMAINS[base] = (domain, fd)
+        return domain
+    raise RuntimeError("no free ROS domain id (1-232) on this machine")
 
 
 @pytest.fixture(scope="module")

@@ -49,7 +49,11 @@ def launch_description():
         SetEnvironmentVariable("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST"),
         IncludeLaunchDescription(
             PythonLaunchDescriptionSource(str(ROOT / "launch" / "identification_sim.launch.py")),
-            launch_arguments={"robot": "zollo_planar", "data_directory": str(DATA),
+            # robot_config:= (a YAML path, what `init` writes for any arm) rather than
+            # robot:=; the recorder must still see that the config is elastic
+            launch_arguments={"robot_config": str(ROOT / "config" / "robots" /
+                                                  "zollo_planar.yaml"),
+                              "robot": "no_such_robot", "data_directory": str(DATA),
                               "trajectory_file": path}.items()),
         ReadyToTest(),
     ])

@@ -14,6 +14,12 @@ def add_arguments(p):
     p.add_argument("--joints", nargs="+", metavar="JOINT",
                    help="joints to identify (default: every movable joint; others locked at 0)")
     p.add_argument("--name", help="robot name (default: the URDF's robot name)")
+    p.add_argument("--model", choices=("rigid", "elastic"), default="rigid",
+                   help="rigid (default) or elastic joints (Zollo et al. 2014: adds a nominal "
+                        "joint stiffness per joint; needs motor-side encoders)")
+    p.add_argument("--xacro-arg", action="append", default=[], metavar="NAME:=VALUE",
+                   help="xacro argument of a .xacro URDF (as `xacro FILE NAME:=VALUE`; "
+                        "repeat for several); written into the config's xacro_args")
     p.add_argument("--output", required=True, help="robot config YAML to write (never "
                    "overwritten)")
 
@@ -28,7 +34,14 @@ def run(args):
         raise ConfigError(f"--output '{out}': expected a .yaml file")
     from robot_identification.outputs import check_output
     check_output(out, [args.urdf], "--output")          # not into a bag directory
-    text = starter_config(args.urdf, out, joints=args.joints, name=args.name)
+    xacro_args = {}
+    for item in args.xacro_arg:
+        key, sep, value = item.partition(":=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--xacro-arg '{item}': expected NAME:=VALUE")
+        xacro_args[key.strip()] = value
+    text = starter_config(args.urdf, out, joints=args.joints, name=args.name,
+                          model=args.model, xacro_args=xacro_args)
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "x") as f:
         f.write(text)
@@ -37,7 +50,7 @@ def run(args):
     from robot_identification.model import read_urdf
     from robot_identification.starter import left_out_joints
     chosen = [j["name"] for j in yaml.safe_load(text)["joints"]]
-    for name, why in left_out_joints(read_urdf(args.urdf), chosen):
+    for name, why in left_out_joints(read_urdf(args.urdf, xacro_args), chosen):
         print(f"locked (not identified): {name}: {why}")
     for line in text.splitlines():
         if line.startswith("# note: "):

@@ -43,9 +43,12 @@ def run(args):
         raise ConfigError(f"--output '{out}' exists; a bag is never overwritten")
     model = robot_from_args(args)
     check_output_argument(args, model, dataset=True)
-    traj = load_trajectory(args.trajectory) if args.trajectory else None
-    if traj is not None:
+    if args.trajectory:
+        traj = load_trajectory(args.trajectory)
         check_limits(model, traj)
+    else:
+        from robot_identification.excitation import trajectory_from_config
+        traj = trajectory_from_config(model)
     ds = simulate(model, duration=args.duration, trajectory=traj, seed=args.seed,
                   snr_db=args.snr, derivatives=args.derivatives,
                   quantise=not args.no_quantise,
@@ -59,4 +62,49 @@ def run(args):
     print(f"simulated {ds.t[-1]:.2f} s of '{model.config.name}' ({ds.n_samples} samples at "
           f"{ds.sample_rate:.0f} Hz, {ds.metadata['substeps']} RK4 sub-steps)")
     print(f"wrote {out.resolve()}")
+    for line in tracking_warnings(model, ds, traj):
+        print(f"warning: {line}")
     return 0
+
+
+#: Tracking error (RMS of q - q_ref over the RMS excursion of q_ref about its mean) above
+#: which ``simulate`` warns that a joint does not follow its excitation.
+TRACKING_LIMIT = 0.5
+
+
+def tracking_warnings(model, ds, traj) -> list:
+    """One line per joint that does not follow the excitation in a simulated run: the
+    closed loop cannot produce the motion within the effort limits (a URDF in millimetres,
+    an effort limit far below gravity), and identification would then see a robot that
+    barely moves.
+
+    Parameters
+    ----------
+    model : RobotModel
+    ds : Dataset
+        The simulated run (q [rad or m], tau [N*m or N]).
+    traj : trajectory
+        The excitation it followed (``evaluate(t) -> q, dq, ddq``).
+
+    Returns
+    -------
+    list of str
+        Joints whose RMS tracking error exceeds :data:`TRACKING_LIMIT` of the reference's RMS
+        excursion, with the share of samples at the effort limit.
+    """
+    import numpy as np
+    q_ref = traj.evaluate(ds.t)[0]
+    err = np.sqrt(np.mean((ds.q - q_ref) ** 2, axis=0))
+    span = np.sqrt(np.mean((q_ref - q_ref.mean(axis=0)) ** 2, axis=0))
+    out = []
+    for k, j in enumerate(model.config.joints):
+        if not span[k] > 0 or err[k] <= TRACKING_LIMIT * span[k]:
+            continue
+        effort = j.limits.effort
+        sat = (f", its torque at the effort limit ({effort:g}) "
+               f"{100 * np.mean(np.abs(ds.tau[:, k]) >= 0.999 * effort):.0f} % of the time"
+               if effort else "")
+        out.append(f"joint '{j.name}' does not follow the excitation (RMS tracking error "
+                   f"{100 * err[k] / span[k]:.0f} % of its motion{sat}): check the URDF "
+                   f"units (init prints a note), the effort limits and the PD gains")
+    return out

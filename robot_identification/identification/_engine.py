@@ -657,6 +657,13 @@ def _cutoff_hint(neq) -> str:
     removed the motion; ``--cutoff 0.001`` read as "move those joints")."""
     cutoff = (getattr(neq, "preprocessing", None) or {}).get("cutoff_hz")
     bands = [r.get("band_hz") for r in neq.recordings if r.get("band_hz")]
+    noise = [r for r in neq.recordings if r.get("band_hz") and r.get("sample_rate")
+             and r["band_hz"] > 0.2 * r["sample_rate"]]
+    if noise:          # a "band" up to near Nyquist is noise: the arm hardly moved
+        return (f"; the recorded positions vary at up to {noise[0]['band_hz']:.3g} Hz of "
+                f"{noise[0]['sample_rate']:.4g} Hz sampling, like noise, not an excitation: "
+                f"does the robot move? (a simulated run warns when it cannot follow its "
+                f"excitation)")
     if isinstance(cutoff, (int, float)) and bands and cutoff < max(bands):
         return (f"; the filter cut-off {cutoff:g} Hz lies below the motion's band "
                 f"({max(bands):.3g} Hz): the filter removes the motion, raise the cut-off")
@@ -723,9 +730,15 @@ def solve(model, neq, settings=None, *, base=None, estimators=None, prior=None,
         raise ConfigError(f"unknown estimator(s) {unknown}; choose from {list(ESTIMATORS)}")
     p = len(base)
     if neq.count.sum() <= p:
+        near, rows = (int(x) for x in neq.reversal_counts)
+        why = [f"velocity threshold {s.velocity_threshold} rad/s"]
+        if near and s.drop_reversals:
+            why.append(f"{near} of {rows} rows at velocity reversals or stops dropped")
         raise DataError(f"only {int(neq.count.sum())} usable equations for {p} base "
-                        f"parameters (velocity threshold {s.velocity_threshold} rad/s); "
-                        f"record longer or lower the threshold")
+                        f"parameters ({'; '.join(why)}); "
+                        + ("record longer or lower the threshold" if s.velocity_threshold
+                           else "record longer; does the robot move? (a simulated run "
+                                "warns when it cannot follow its excitation)"))
     prior_spec = s.prior if prior is None else prior
     ctx = EstimationContext(model=model, base=base, neq=neq, settings=s,
                             prior=load_prior(model, prior_spec), reaccumulate=reaccumulate,

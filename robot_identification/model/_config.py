@@ -360,6 +360,8 @@ class RobotConfig:
     simulation: SimulationSettings
     source: Path | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    #: xacro arguments (name -> value, as ``xacro FILE name:=value``) of a ``.xacro`` URDF
+    xacro_args: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def elastic(self) -> bool:
@@ -549,6 +551,10 @@ def parse_robot_config(data: Any, source: Path | None = None,
         path = Path(urdf)
         if not path.is_absolute() and source is not None:
             path = (Path(source).parent / path).resolve()
+    xacro_args = _xacro_args(r.raw("xacro_args", {}), f"{where}.xacro_args")
+    if xacro_args and urdf_path is None and path is not None and path.suffix != ".xacro":
+        raise ConfigError(f"{where}.xacro_args: the URDF '{urdf}' is not a .xacro file; "
+                          f"xacro arguments apply to a .xacro only")
     gravity = r.vector("gravity", 3, (0.0, 0.0, -9.81), unit="m/s^2")
     model = r.string("model", "rigid", choices=("rigid", "elastic"))
     coupling = r.string("coupling", "complete", choices=("complete", "reduced"))
@@ -625,7 +631,37 @@ def parse_robot_config(data: Any, source: Path | None = None,
                               f"rotor_inertia is null for {no_rotor}")
     return RobotConfig(name=name, urdf_path=path, gravity=gravity, model=model,
                        coupling=coupling, damping=damping, friction=friction, joints=joints,
-                       identification=ident, simulation=sim, source=source, extra=extra)
+                       identification=ident, simulation=sim, source=source, extra=extra,
+                       xacro_args=xacro_args)
+
+
+def _xacro_args(value, where) -> dict:
+    """``xacro_args``: a mapping of argument names to scalars, returned as strings (what
+    xacro receives from ``name:=value``; booleans as ``true``/``false``).
+
+    Raises
+    ------
+    ConfigError
+        Not a mapping, a name that is not a string, or a value that is not a scalar.
+    """
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: expected a mapping of xacro argument names to values "
+                          f"(e.g. {{prefix: 'arm_', use_gripper: false}}), got {value!r}")
+    out = {}
+    for key, v in value.items():
+        if not isinstance(key, str) or not key:
+            raise ConfigError(f"{where}: argument name {key!r} is not a string")
+        if isinstance(v, bool):
+            v = "true" if v else "false"
+        elif isinstance(v, (int, float, str)):
+            v = str(v)
+        else:
+            raise ConfigError(f"{where}.{key}: expected a string, number or boolean, got "
+                              f"{v!r}")
+        out[key] = v
+    return out
 
 
 def load_robot_config(path: str | Path, urdf_path: str | Path | None = None) -> RobotConfig:

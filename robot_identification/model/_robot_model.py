@@ -19,6 +19,9 @@ from robot_identification.model._inertia import (
 def read_urdf(path: str | Path, xacro_args: dict | None = None) -> str:
     """Return the URDF XML of ``path``, expanding it with xacro when it ends in ``.xacro``.
 
+    ``xacro_args`` (name -> value) are the xacro arguments, as ``xacro FILE name:=value``
+    (the robot config's ``xacro_args``); they are not used for a plain URDF.
+
     Raises
     ------
     ModelError
@@ -184,6 +187,15 @@ def _xacro_cause(path, exc):
     half = len(text) // 2                      # xacro repeats some messages: "X X"
     if len(text) > 20 and text[:half].strip() == text[half:].strip():
         text = text[:half].strip()
+    try:
+        declared = list(dict.fromkeys(re.findall(r"<xacro:arg\s+name=[\"']([^\"']+)",
+                                                 Path(path).read_text())))
+    except (OSError, UnicodeDecodeError):
+        declared = []
+    if declared or "substitution argument" in text:
+        text += ((f" (the file declares xacro arguments {declared}: " if declared else " (")
+                 + "pass values with `init --xacro-arg NAME:=VALUE`, or xacro_args: "
+                   "{NAME: VALUE} in the robot config)")
     return text
 
 
@@ -201,7 +213,7 @@ def check_urdf_tree(urdf_xml: str, source: str = "the URDF"):
     ------
     ModelError
         Not XML / no ``<robot>``; duplicate or missing link/joint names; a joint naming an
-        undefined link; a link that is the child
+        undefined link; a link with several ``<inertial>`` elements; a link that is the child
         of several joints or a chain of joints that closes on itself (a kinematic loop); more
         than one root link; a revolute or prismatic joint without ``<limit effort velocity>``;
         a negative or non-finite mass or inertia; an inertia tensor with a negative principal
@@ -262,6 +274,11 @@ def check_urdf_tree(urdf_xml: str, source: str = "the URDF"):
         raise ModelError(f"{source} has {len(roots)} root links {roots[:5]} (links without "
                          f"a parent joint); a URDF is one tree: connect them with joints")
     for lk in root.findall("link"):
+        if len(lk.findall("inertial")) > 1:
+            raise ModelError(f"{source}: link '{lk.get('name')}' has "
+                             f"{len(lk.findall('inertial'))} <inertial> elements; a URDF link "
+                             f"has at most one (pinocchio reads the first, urdf_parser_py the "
+                             f"last): merge them into one body")
         inertial = lk.find("inertial")
         if inertial is None:
             continue
@@ -501,7 +518,7 @@ class RobotModel:
             if config.urdf_path is None:
                 raise ConfigError(f"robot config '{config.name}' names no URDF "
                                   f"(key 'urdf') and none was given")
-            urdf_xml = read_urdf(config.urdf_path)
+            urdf_xml = read_urdf(config.urdf_path, config.xacro_args)
         self.urdf_xml = urdf_xml
         check_urdf_tree(urdf_xml, f"URDF '{config.urdf_path}'" if config.urdf_path
                         else f"URDF of '{config.name}'")

@@ -140,6 +140,44 @@ def to_stamp(t: float, msg_cls):
     return msg_cls(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 
 
+def stamp_ns(stamp) -> int:
+    """builtin_interfaces/Time -> integer nanoseconds (exact, for matching stamps)."""
+    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
+
+
+#: lockstep: label of an effort command's layout dimension naming the state it answers
+#: (``state_stamp_ns=<header stamp of that joint state in ns>``)
+STATE_STAMP_LABEL = "state_stamp_ns="
+
+
+def command_msg(u, state_ns=None):
+    """An effort command (std_msgs/Float64MultiArray, forward_command_controller convention:
+    ``data`` = the (n,) torques [N*m]). Lockstep (``state_ns`` given): its one layout
+    dimension (size n) is labelled with the header stamp [ns] of the joint state it answers,
+    so that a simulated robot steps once per state even when a command is sent twice (the
+    answer to a re-published state, :mod:`~robot_identification.nodes.simulated_robot`);
+    consumers that ignore the layout (ros2_control) read the same torques."""
+    from std_msgs.msg import Float64MultiArray, MultiArrayDimension, MultiArrayLayout
+    data = [float(x) for x in u]
+    msg = Float64MultiArray(data=data)
+    if state_ns is not None:
+        msg.layout = MultiArrayLayout(dim=[MultiArrayDimension(
+            label=f"{STATE_STAMP_LABEL}{int(state_ns)}", size=len(data), stride=len(data))])
+    return msg
+
+
+def command_state_ns(msg):
+    """The state stamp [ns] a lockstep command answers (:func:`command_msg`), or ``None``
+    for a command that names none."""
+    for d in msg.layout.dim:
+        if d.label.startswith(STATE_STAMP_LABEL):
+            try:
+                return int(d.label[len(STATE_STAMP_LABEL):])
+            except ValueError:
+                return None
+    return None
+
+
 def finite(*arrays) -> bool:
     return all(math.isfinite(x) for a in arrays for x in a)
 

@@ -97,6 +97,72 @@ class TopicCount:
         return line
 
 
+def excitation_status(status) -> dict:
+    """An excitation publisher's ``/diagnostics`` entry (diagnostic_msgs/DiagnosticStatus,
+    name ``<node>: excitation``) as plain values: ``name``, ``level``, ``message`` and its
+    key/values (``state``, ``reason``, ``start_stamp_s``, ``played_s``, ``planned_s``,
+    ``clock``; numbers as floats, an empty start as ``None``)."""
+    level = status.level
+    out = {"name": status.name, "message": status.message,
+           "level": level[0] if isinstance(level, (bytes, bytearray)) else int(level)}
+    for kv in status.values:
+        value = kv.value
+        if kv.key in ("start_stamp_s", "played_s", "planned_s"):
+            try:
+                value = float(value) if value != "" else None
+            except ValueError:
+                value = None
+        out[kv.key] = value
+    return out
+
+
+def excitation_coverage(status, first_stamp, last_stamp, rate_hz):
+    """Whether a recording holds the whole excitation run that ``status``
+    (:func:`excitation_status`) describes.
+
+    Parameters
+    ----------
+    status : dict
+        The excitation publisher's latest status when the recording stopped.
+    first_stamp, last_stamp : float or None
+        [s] header stamps of the first and last recorded joint state.
+    rate_hz : float
+        State rate [Hz]: half a period is the tolerance on the stamps.
+
+    Returns
+    -------
+    dict or None
+        ``None`` when no run overlaps the recording (idle, a run that ended before it began,
+        no states recorded); else ``status`` plus ``complete`` (bool) and ``why`` (one line
+        when incomplete): the run was ``stopped`` before its end (its reason), or - runs on
+        the robot's clock (``clock: robot``: lockstep, ``reference_clock: states``) - the
+        recorded stamps start after the run's first reference or end before its planned end.
+    """
+    start, played, planned = (status.get(k) for k in ("start_stamp_s", "played_s",
+                                                       "planned_s"))
+    if status.get("state") in (None, "", "idle") or start is None or first_stamp is None:
+        return None
+    robot_clock = status.get("clock") == "robot"
+    tol = 0.5 / rate_hz
+    ended = status.get("state") != "running"        # else it may still run (played grows)
+    end = start + (played or 0.0) if ended else start + (planned or 0.0)
+    if robot_clock and (start > last_stamp + tol or end < first_stamp - tol):
+        return None                     # a run after, or one that ended before, the recording
+    out = dict(status, complete=True, why="")
+    if status.get("state") == "stopped":
+        out.update(complete=False, why=f"the excitation was stopped after "
+                   f"{played or 0.0:.3f} of {planned or 0.0:.3f} s "
+                   f"({status.get('reason') or status.get('message')})")
+    elif robot_clock and first_stamp > start + tol:
+        out.update(complete=False, why=f"the recording starts {first_stamp - start:.3f} s "
+                   f"after the excitation's first reference")
+    elif robot_clock and planned is not None and last_stamp < start + planned - tol:
+        out.update(complete=False, why=f"the recording ends {start + planned - last_stamp:.3f}"
+                   f" s before the end of the excitation ({last_stamp - start:.3f} of "
+                   f"{planned:.3f} s recorded): stopped while it ran")
+    return out
+
+
 class QueuedBagWriter:
     """A :class:`~robot_identification.data._bag.BagWriter` fed through an unbounded queue by a
     writer thread: :meth:`write` only enqueues, so a slow or stalled disk never blocks the

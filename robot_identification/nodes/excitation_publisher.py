@@ -3,7 +3,9 @@
 The reference (trajectory_msgs/JointTrajectory with one point: positions [rad], velocities
 [rad/s], accelerations [rad/s^2]; header.stamp = the time the point applies to) is published
 
-- lockstep (``lockstep: true``): once per ``/clock`` tick of the simulated robot, for that tick;
+- lockstep (``lockstep: true``): once per ``/clock`` tick of the simulated robot, for that tick
+  (a tick going back stops the run: the robot was reset, or another robot's clock shares the
+  ROS domain);
 - real time, ``reference_clock: states`` (default): on the robot's clock - for each joint state
   whose header stamp advanced by at least a period (1 / ``rate_hz``), for that stamp. The
   reference never runs ahead of the robot: a robot (or a simulator) that slows down or stalls
@@ -26,6 +28,16 @@ robot's position/velocity/acceleration limits is refused at start-up.
 ``state_timeout`` s and, unless ``controller_status`` is '', the controller's latest entry on
 ``/diagnostics`` (at most ``status_timeout`` s old) is OK. A controller fault (ERROR) during
 the excitation stops it; a new ``~/start`` is refused until the controller is re-enabled.
+
+The run's state is on ``/diagnostics`` (entry ``excitation_publisher: excitation``), at every
+change and every second (steady clock): ``idle``, ``running``, ``finished`` (level OK) or
+``stopped`` before its end (level WARN, the reason in the message: ``~/stop``, a controller
+fault, a stamp going back), with ``start_stamp_s`` (the time of its first reference: in
+lockstep and with ``reference_clock: states`` the robot's stamp), ``played_s`` and
+``planned_s`` (move to start + trajectory + hold). The recorder keeps it in the bag and judges
+from it whether the recording holds the whole run (:mod:`~robot_identification.nodes.recorder`).
+A lockstep run only ends at its planned end or on one of those reasons, never because the
+machine is slow: no wall-clock time limit applies to it.
 """
 from __future__ import annotations
 
@@ -33,7 +45,9 @@ import time
 
 import numpy as np
 from builtin_interfaces.msg import Duration, Time
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.clock import Clock as RosClock
+from rclpy.clock import ClockType
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from rosgraph_msgs.msg import Clock
@@ -110,11 +124,17 @@ class ExcitationPublisher(Node):
         self.state_stamp, self.stamps_advance = None, True   # of the latest joint state
         self.stamp_problems = 0         # joint state stamps that did not advance (robot clock)
         if self.lockstep:
-            self.create_subscription(Clock, "/clock", lambda m: self.tick(to_sec(m.clock)), QOS)
+            self.create_subscription(Clock, "/clock", lambda m: self.tick_on_clock(
+                to_sec(m.clock)), QOS)
         elif not self.robot_clock:
             self.create_timer(1.0 / self.rate, lambda: self.tick(
                 self.get_clock().now().nanoseconds * 1e-9))
+        self.run_state, self.stop_reason = "idle", ""   # of the latest run (/diagnostics)
+        self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.create_timer(1.0, self.publish_status,
+                          clock=RosClock(clock_type=ClockType.STEADY_TIME))
         self.pub_active.publish(Bool(data=False))
+        self.publish_status()
         self.get_logger().info(f"excitation {self.traj!r}, {self.traj.duration:.3g} s")
 
     _logged_tenth = 0                   # progress logged up to this tenth of the run
@@ -142,12 +162,25 @@ class ExcitationPublisher(Node):
             return
         if self.last is not None and t < self.last:
             self.stamp_problems += 1
-            self.get_logger().error(f"excitation stopped: joint state stamp went back from "
-                                    f"{self.last:.6f} s to {t:.6f} s")
-            self.on_stop(None, Trigger.Response())
+            reason = f"joint state stamp went back from {self.last:.6f} s to {t:.6f} s"
+            self.get_logger().error(f"excitation stopped: {reason}")
+            self.end("stopped", reason)
             return
         if self.last is None or t >= self.last + self.period * (1.0 - 1e-6):
             self.tick(t)
+
+    def tick_on_clock(self, t):
+        """Lockstep: one reference per ``/clock`` tick ``t`` [s]. The simulated robot's clock
+        only advances (or repeats, its keep-alive): a tick going back stops the excitation
+        (the robot was reset, or another robot's clock shares this ROS domain: its time would
+        end the run early or play it out of order)."""
+        if self.active and self.last is not None and t < self.last:
+            reason = (f"/clock went back from {self.last:.6f} s to {t:.6f} s (the simulated "
+                      f"robot was reset, or another robot's /clock shares this ROS domain)")
+            self.get_logger().error(f"excitation stopped: {reason}")
+            self.end("stopped", reason)
+            return
+        self.tick(t)
 
     def on_diagnostics(self, msg):
         for st in msg.status:
@@ -155,7 +188,7 @@ class ExcitationPublisher(Node):
                 self.status = (st.level, st.message, time.monotonic())
                 if st.level >= DiagnosticStatus.ERROR and self.active:
                     self.get_logger().error(f"excitation stopped: {st.name}: {st.message}")
-                    self.on_stop(None, Trigger.Response())
+                    self.end("stopped", f"{st.name}: {st.message}")
 
     def not_ready(self) -> str:
         """Why an excitation may not start now ('' when it may)."""
@@ -194,6 +227,7 @@ class ExcitationPublisher(Node):
         self.t_start = "next"           # starts at the next tick
         self._logged_tenth = 0
         self.last, self.last_msg = None, None
+        self.run_state, self.stop_reason, self._start_stamp = "running", "", None
         if self.pub_jtc is not None:
             self.pub_jtc.publish(self.joint_trajectory())
         self.pub_active.publish(Bool(data=True))
@@ -221,11 +255,54 @@ class ExcitationPublisher(Node):
         """[s] from the start to the trajectory's first point (the move to start)."""
         return self.move[2] if self.move else 0.0
 
+    @property
+    def planned(self) -> float:
+        """[s] of the whole run: move to start + trajectory + hold."""
+        return self.offset + self.traj.duration + self.hold
+
     def on_stop(self, request, response):
         response.success, response.message = self.active, "stopped" if self.active else "idle"
+        if self.active:
+            self.get_logger().warning("excitation stopped by ~/stop")
+            self.end("stopped", "stopped by ~/stop")
+        return response
+
+    def end(self, state, reason=""):
+        """End the run: ``finished`` (its planned end) or ``stopped`` (before it, for
+        ``reason``); said on /diagnostics and by ``~/active`` false."""
+        if not self.active:
+            return
+        self.run_state, self.stop_reason = state, reason
+        self.publish_status()           # before ~/active: a recorder stopped on it knows why
         self.t_start = None
         self.pub_active.publish(Bool(data=False))
-        return response
+
+    def publish_status(self):
+        """The run's state on /diagnostics (see the module docstring)."""
+        start = self._start_stamp
+        played = self.last - start if start is not None and self.last is not None else 0.0
+        planned = self.planned
+        if self.run_state == "stopped":
+            level = DiagnosticStatus.WARN
+            message = (f"stopped after {played:.3f} of {planned:.3f} s: {self.stop_reason}")
+        elif self.run_state == "running":
+            level, message = DiagnosticStatus.OK, f"running: {played:.3f} of {planned:.3f} s"
+        elif self.run_state == "finished":
+            level, message = DiagnosticStatus.OK, f"finished: {planned:.3f} s played"
+        else:
+            level, message = DiagnosticStatus.OK, "idle"
+        values = {"state": self.run_state, "reason": self.stop_reason,
+                  "start_stamp_s": "" if start is None else f"{start:.9f}",
+                  "played_s": f"{played:.6f}", "planned_s": f"{planned:.6f}",
+                  "clock": "robot" if self.lockstep or self.robot_clock else "node"}
+        msg = DiagnosticArray(status=[DiagnosticStatus(
+            level=level, name=self.get_name() + ": excitation", message=message,
+            hardware_id=self.model.config.name,
+            values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])])
+        msg.header.stamp = self.get_clock().now().to_msg()
+        self.pub_diag.publish(msg)
+
+    _start_stamp = None                 # [s] first tick of the latest run (kept after its end)
 
     def tick(self, t):
         if not self.active:
@@ -237,7 +314,8 @@ class ExcitationPublisher(Node):
             self.pub.publish(self.last_msg)
             return
         if self.t_start == "next":
-            self.t_start = t
+            self.t_start = self._start_stamp = self.last = t
+            self.publish_status()       # the start stamp: a recorder judges its coverage
         self.last = t
         tau = t - self.t_start
         if tau > self.offset + self.traj.duration + self.hold:
@@ -246,7 +324,7 @@ class ExcitationPublisher(Node):
                                    f"({self.offset:.3g} s move to start, "
                                    f"{self.traj.duration:.3g} s trajectory, {self.hold:.3g} s "
                                    f"hold)")
-            self.on_stop(None, Trigger.Response())
+            self.end("finished")
             return
         total = self.offset + self.traj.duration + self.hold
         tenth = int(10 * tau / total) if total > 0 else 10

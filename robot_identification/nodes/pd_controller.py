@@ -26,8 +26,10 @@ Faults, each checked where it can first be seen:
 - a non-finite state or reference; a state or reference beyond the position/velocity limits.
 
 lockstep: a command is computed once per state stamp, when the link state, the motor state
-(elastic) and the reference with that stamp have all arrived; otherwise on every joint state
-with the latest reference.
+(elastic) and the reference with that stamp have all arrived, and labelled with that stamp
+(:func:`~robot_identification.nodes._common.command_msg`: the simulated robot steps once per
+state, also when a command is re-sent for a re-published state); otherwise on every joint
+state with the latest reference.
 
 Overload (real time) degrades safely and is counted (``/diagnostics`` values, warnings at most
 once a second): ``missed_periods`` (control periods this node's timer could not run: the
@@ -48,8 +50,9 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from robot_identification.nodes._common import (LATEST, QOS, declare, declare_optional,
-                                                declare_robot, main_for, to_sec)
+from robot_identification.nodes._common import (LATEST, QOS, command_msg, declare,
+                                                declare_optional, declare_robot, main_for,
+                                                stamp_ns, to_sec)
 from robot_identification.simulation import make_controller
 
 #: name of this controller's entry in /diagnostics (``<node name>: control loop``)
@@ -129,6 +132,8 @@ class PDController(Node):
         self.watchdog_gap = None      # [s] counted by the tick that tripped on stale states
         self.last_stamp = -np.inf     # state stamp of the last command
         self.last_u = None            # last command [N*m] (re-sent for a repeated state)
+        self.last_msg = None          # ... as published (lockstep: labelled with its state)
+        self.joint_ns = None          # [ns] header stamp of the latest joint state
         self.commands = self.fail_safe_commands = self.zero_commands = 0
         self.ref_time = None          # node clock [s] when the reference last arrived
         self.previous_state_time = None   # node clock [s] of the joint state before the last
@@ -210,6 +215,7 @@ class PDController(Node):
         previous = self.joint[0] if self.joint is not None else None
         self.joint = (stamp, self._vector(msg.name, msg.position),
                       self._vector(msg.name, msg.velocity))
+        self.joint_ns = stamp_ns(msg.header.stamp)
         if self.last_state_time is not None and not self.lockstep:
             gap = now - self.last_state_time
             self.longest_state_gap = max(self.longest_state_gap, gap)
@@ -231,9 +237,11 @@ class PDController(Node):
                       f"{now - self.stamp_time:.3f} s")
         if self.lockstep and stamp == self.last_stamp and self.last_u is not None:
             # the simulated robot re-publishes a state when the loop went quiet: the command
-            # for it was lost (e.g. sent before the robot had matched the topic); resend it
+            # for it was lost (e.g. sent before the robot had matched the topic) or is still
+            # on its way (a process starved for longer than the robot's keep-alive period);
+            # resend it: labelled with this state's stamp, the robot steps once either way
             self.get_logger().warning(f"state t = {stamp:.4f} s repeated: command re-sent")
-            self.pub.publish(Float64MultiArray(data=self.last_u.tolist()))
+            self.pub.publish(self.last_msg)
             return
         self.update()
 
@@ -331,7 +339,8 @@ class PDController(Node):
 
     def command(self, u, fail_safe=False):
         self.last_u = u
-        self.pub.publish(Float64MultiArray(data=u.tolist()))
+        self.last_msg = command_msg(u, self.joint_ns if self.lockstep else None)
+        self.pub.publish(self.last_msg)
         self.commands += 1
         self.fail_safe_commands += fail_safe
         self.zero_commands += not np.any(u)

@@ -16,6 +16,15 @@ control loop that skipped periods, or lost) and their arrival rate on the record
 The counts are logged, returned by ``~/stop`` and ``~/status`` and stored in the bag
 (metadata.yaml ``custom_data``, read back as ``Dataset.metadata['recording']``; the identifier
 turns them into ``messages_lost`` / ``samples_missing`` diagnostics).
+
+Whether the recording holds the whole excitation run: the latest ``/diagnostics`` entry of
+an excitation publisher (``<node>: excitation``, :mod:`.excitation_publisher`) when the
+recording stops, judged against the recorded joint state stamps
+(:func:`~robot_identification.nodes._recording.excitation_coverage`): a run stopped before
+its end (a controller fault, ``~/stop``, ...) or a recording that starts after the run's first
+reference or ends before its planned end is *incomplete*: said by ``~/stop`` (and a warning in
+the log), stored as ``Dataset.metadata['excitation']`` and turned into the identifier's
+``recording_incomplete`` diagnostic - never a silently short bag.
 """
 from __future__ import annotations
 
@@ -23,6 +32,7 @@ import struct
 import time
 from pathlib import Path
 
+from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
@@ -32,7 +42,8 @@ from trajectory_msgs.msg import JointTrajectory
 from robot_identification.data._bag import BagWriter
 from robot_identification.errors import DataError
 from robot_identification.nodes._common import declare, main_for
-from robot_identification.nodes._recording import RECORD_QOS, QueuedBagWriter, TopicCount
+from robot_identification.nodes._recording import (RECORD_QOS, QueuedBagWriter, TopicCount,
+                                                   excitation_coverage, excitation_status)
 
 __all__ = ["Recorder", "TopicCount", "QueuedBagWriter", "RECORD_QOS", "main"]
 
@@ -70,6 +81,7 @@ class Recorder(Node):
             "sequence numbers (needs the message info, which rclpy's EventsExecutor does not "
             "give: false there, lost messages 'unknown')", read_only=True)
         self.topics, self.states, self.subs = {}, set(), []
+        self.joint_topic = None     # resolved link-side state topic (the first one)
         for topic, (cls, state) in topics.items():
             if topic:
                 info = {}
@@ -84,6 +96,7 @@ class Recorder(Node):
                 self.topics[sub.topic_name] = _TYPES[cls]
                 if state:
                     self.states.add(sub.topic_name)
+                    self.joint_topic = self.joint_topic or sub.topic_name
                 self.subs.append(sub)
         self.writer = None
         self.last_bag = None
@@ -92,6 +105,10 @@ class Recorder(Node):
         self.create_service(Trigger, "~/stop", self.on_stop)
         self.received = {}          # messages received per topic (recording or not)
         self.create_service(Trigger, "~/status", self.on_status)
+        self.excitations = {}       # excitation publisher -> its latest status (plain values)
+        self.running_seen = set()   # ... that were running during the current recording
+        self.create_subscription(DiagnosticArray, "/diagnostics", self.on_diagnostics,
+                                 RECORD_QOS)
         if declare(self, "autostart", False, "start recording at launch"):
             self.on_start(None, Trigger.Response())
 
@@ -110,6 +127,28 @@ class Recorder(Node):
         self.counts[topic].add(info.get("publication_sequence_number"),
                                None if gid is None else bytes(gid.get("data", b"")), stamp,
                                now * 1e-9)
+
+    def on_diagnostics(self, msg):
+        for st in msg.status:
+            if st.name.endswith(": excitation"):
+                status = excitation_status(st)
+                self.excitations[st.name] = status
+                if self.writer is not None and status.get("state") == "running":
+                    self.running_seen.add(st.name)
+
+    def excitation_summary(self) -> dict:
+        """Excitation publisher -> :func:`excitation_coverage` of its latest run against the
+        recorded joint state stamps (runs that do not overlap the recording left out)."""
+        joint = self.counts.get(self.joint_topic)
+        first, last = (joint.first_stamp, joint.last_stamp) if joint else (None, None)
+        out = {}
+        for name, status in sorted(self.excitations.items()):
+            if status.get("clock") != "robot" and name not in self.running_seen:
+                continue                # node clock: only runs seen running while recording
+            cover = excitation_coverage(status, first, last, self.rate)
+            if cover is not None:
+                out[name] = cover
+        return out
 
     def totals(self) -> dict:
         """Sums over the topics: ``missed`` (state samples missing from the stamps),
@@ -143,6 +182,8 @@ class Recorder(Node):
             return response
         self.counts = {t: TopicCount(self.rate if t in self.states else None)
                        for t in self.topics}
+        self.running_seen = {n for n, s in self.excitations.items()
+                             if s.get("state") == "running"}
         self.get_logger().info(f"recording {sorted(self.topics)} to {path}")
         response.success, response.message = True, str(path.resolve())
         return response
@@ -152,8 +193,12 @@ class Recorder(Node):
             response.success, response.message = False, "not recording"
             return response
         writer, self.writer = self.writer, None
+        excitation = self.excitation_summary()
+        incomplete = "; ".join(f"{n}: {c['why']}" for n, c in excitation.items()
+                               if not c["complete"])
         writer.writer.set_metadata({"recording": {t: c.summary()
-                                                  for t, c in self.counts.items()}})
+                                                  for t, c in self.counts.items()},
+                                    "excitation": excitation})
         try:
             writer.close()
         except DataError as exc:
@@ -163,7 +208,10 @@ class Recorder(Node):
         self.last_bag = writer.path
         counts = ", ".join(f"{t}: {n}" for t, n in writer.counts.items())
         msg = f"{writer.path.resolve()} ({counts}; {self.counts_text()})"
-        if self.totals()["lost"] not in (0, "unknown"):
+        if incomplete:
+            msg += f"; INCOMPLETE recording: {incomplete}"
+            self.get_logger().warning(f"stopped recording, incomplete: {msg}")
+        elif self.totals()["lost"] not in (0, "unknown"):
             self.get_logger().warning(f"stopped recording, messages lost: {msg}")
         else:
             self.get_logger().info(f"stopped recording: {msg}")

@@ -6,7 +6,13 @@ link-referred, effort = applied motor torque) and ``/clock``.
 
 - lockstep: one control period per received command (deterministic, as fast as the graph
   allows); until the first command (or after 0.5 s without one) the state is re-published
-  at 10 Hz.
+  at 10 Hz, with the same stamp (a keep-alive: late-joining nodes get the state, a lost
+  command is sent again). A command labelled with the state it answers (pd_controller,
+  :func:`~robot_identification.nodes._common.command_msg`) steps the robot only when it
+  answers the current state: a second answer to a re-published state (the first was still on
+  its way while a process was starved for longer than the keep-alive period) is ignored and
+  counted, so the robot never steps twice with one command whatever the load. Unlabelled
+  commands (other controllers) step once each.
 - realtime: a wall timer steps at ``rate_hz`` with the latest command; before the first
   command the brakes hold the arm (the state is published at ``rate_hz``, its stamp
   advancing, as a real arm before its controller starts). Every tick advances exactly one
@@ -31,8 +37,9 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 
-from robot_identification.nodes._common import (LATEST, QOS, declare, declare_robot, finite,
-                                                main_for, to_stamp)
+from robot_identification.nodes._common import (LATEST, QOS, command_state_ns, declare,
+                                                declare_robot, finite, main_for, stamp_ns,
+                                                to_stamp)
 from robot_identification.errors import DataError, IdentificationError
 from robot_identification.excitation import load_trajectory, trajectory_from_config
 from robot_identification.simulation import Simulator
@@ -82,6 +89,8 @@ class SimulatedRobot(Node):
         self.create_service(Trigger, "~/reset", self.on_reset)
         self.u = np.zeros(self.model.n)
         self.commands, self.last_command = 0, 0.0
+        self.state_ns = None                # [ns] stamp of the latest published state
+        self.duplicate_commands = 0         # lockstep: answers to an already answered state
         self.reset()
         self.period = 1.0 / rate
         self.ticks = self.skipped = 0       # real time: timer ticks, periods it skipped
@@ -115,6 +124,17 @@ class SimulatedRobot(Node):
         if u.shape != (self.model.n,) or not finite(u):
             self.get_logger().error(f"ignored command {list(msg.data)}: expected {self.model.n} "
                                     f"finite torques for {list(self.model.joint_names)}")
+            return
+        answers = command_state_ns(msg) if self.lockstep else None
+        if answers is not None and answers != self.state_ns:
+            # an answer to an earlier state (a re-sent command for a re-published state,
+            # after the first answer had already stepped the robot): stepping again would
+            # apply that torque over one more period
+            self.duplicate_commands += 1
+            self.get_logger().info(
+                f"command for the state at {answers * 1e-9:.4f} s ignored: the robot is at "
+                f"{(self.state_ns or 0) * 1e-9:.4f} s ({self.duplicate_commands} repeated "
+                f"answers ignored)", throttle_duration_sec=1.0)
             return
         self.u = u
         self.commands += 1
@@ -210,6 +230,7 @@ class SimulatedRobot(Node):
     def publish(self, t, u):
         m = self.sim.measure()
         stamp = to_stamp(t, Time)
+        self.state_ns = stamp_ns(stamp)
         names = list(self.model.joint_names)
         if self.pub_clock is not None:
             self.pub_clock.publish(Clock(clock=stamp))
