@@ -92,6 +92,12 @@ def test_urdf_limits_zero_huge_and_equal(tmp_path):
     assert "CHECK: the URDF gives velocity 0 and effort 0; defaults written" in line1
     j2 = model.config.joints[1].limits
     assert j2.velocity == 3.0 and j2.effort == 1e30            # capped / kept
+    assert "degrees given as radians" not in text              # 1e16 is not degrees
+    degrees = (KINDS / "limits_arm.urdf").read_text().replace(
+        'lower="-3" upper="3"', 'lower="-170" upper="170"')
+    text = starter_config(KINDS / "limits_arm.urdf", cfg, urdf_xml=degrees)
+    assert "# note: joint 'joint1' has position limits [-170, 170] rad: degrees given as " \
+           "radians?" in text
 
 
 def test_millimetre_urdf_is_named_by_init_simulate_and_identify(tmp_path, capsys):
