@@ -18,9 +18,15 @@ link-referred, effort = applied motor torque) and ``/clock``.
   advancing, as a real arm before its controller starts). Every tick advances exactly one
   period: when this process is starved the timer skips periods (rcl timers do) and the
   robot's clock (stamps, ``/clock``) falls behind the wall clock instead of integrating a
-  long step with a stale command. Said on ``/diagnostics`` (entry ``simulated_robot: real
-  time``: ``skipped_periods``, ``longest_stall_s``, ``real_time_factor`` = robot time / wall
-  time) every second and in a warning at most once a second.
+  long step with a stale command. A command is applied for at most ``command_timeout`` of
+  robot time, then the clock waits for the next one (auto: as long as the loop with the
+  config's gains tolerates, :func:`~robot_identification.simulation.tolerated_command_delay`
+  - one period for the elastic arms, whose stiff motor loop diverges with a period of command
+  delay: the robot then steps at the controller's pace, as a simulator whose controllers run
+  in its physics step). Said on ``/diagnostics`` (entry ``simulated_robot: real time``:
+  ``skipped_periods``, ``waited_periods``, ``longest_stall_s``, ``real_time_factor`` = robot
+  time / wall time, ``command_timeout_s``, ``tolerated_delay_periods``) every second and in a
+  warning at most once a second.
 """
 from __future__ import annotations
 
