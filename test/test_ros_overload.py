@@ -75,17 +75,22 @@ def test_reference_follows_the_robot_clock(context):
             exc.on_joint(state(5.0 + 0.001 * k, q1))
         assert [round(stamp_of(r), 6) for r in refs] == [5.001, 5.005, 5.009]
         # the robot stalls or slows down (its stamps advance less than the wall clock, which
-        # this node never reads): the reference stays with the robot's time, no jump
+        # this node never reads): the reference stays with the robot's time; a stamp more
+        # than max_reference_step (0.01 s) past the last reference (this node was starved
+        # and missed the states between, or the robot stalled): the trajectory resumes where
+        # it stopped, one period on, instead of jumping 0.587 s ahead
         exc.on_joint(state(5.013, q1))
         exc.on_joint(state(5.6, q1))
-        taus = [stamp_of(r) - 5.001 for r in refs]
+        exc.on_joint(state(5.604, q1))
+        taus = [0.0, 0.004, 0.008, 0.012, 0.016, 0.020]
         for r, tau in zip(refs, taus):
             q, dq, _ = exc.traj.evaluate(tau)
             np.testing.assert_allclose(r.points[0].positions, q[0], atol=1e-12)
             np.testing.assert_allclose(r.points[0].velocities, dq[0], atol=1e-12)
-        assert round(stamp_of(refs[-1]), 6) == 5.6
+        assert [round(stamp_of(r), 6) for r in refs[3:]] == [5.013, 5.6, 5.604]
+        assert exc.reference_pauses == 1 and exc.reference_lag == pytest.approx(0.583)
         n = len(refs)
-        exc.on_joint(state(5.6, q1))                     # a repeated stamp: nothing new
+        exc.on_joint(state(5.604, q1))                   # a repeated stamp: nothing new
         assert len(refs) == n and exc.active
         exc.on_joint(state(1.0, q1))                     # the robot was restarted: stop
         assert not exc.active and len(refs) == n and exc.stamp_problems == 1

@@ -109,6 +109,14 @@ class ExcitationPublisher(Node):
                                   high=1e3)
         self.start_tolerance = declare(self, "start_tolerance", 0.005, "[rad] no move to "
                                        "start within this distance", low=0.0, high=10.0)
+        self.max_step = declare(
+            self, "max_reference_step", 0.01, "[s] real time: a state stamped more than this "
+            "after the last reference (this node missed the states between: its process was "
+            "starved) advances the trajectory by one period only, so the reference resumes "
+            "where it stopped - the controller held it meanwhile - instead of jumping ahead; "
+            "the trajectory's time then lags the robot's (reference_lag_s on /diagnostics); "
+            "0 = always follow the stamps", low=0.0, high=1e3)
+        self.reference_lag, self.reference_pauses = 0.0, 0     # [s], count (latest run)
         self.q_now, self.state_time = None, None     # latest joint positions, arrival [s]
         self.status = None              # (level, message, steady time) of the controller
         self.create_subscription(JointState, declare(
@@ -294,7 +302,9 @@ class ExcitationPublisher(Node):
         values = {"state": self.run_state, "reason": self.stop_reason,
                   "start_stamp_s": "" if start is None else f"{start:.9f}",
                   "played_s": f"{played:.6f}", "planned_s": f"{planned:.6f}",
-                  "clock": "robot" if self.lockstep or self.robot_clock else "node"}
+                  "clock": "robot" if self.lockstep or self.robot_clock else "node",
+                  "reference_lag_s": f"{self.reference_lag:.6f}",
+                  "reference_pauses": self.reference_pauses}
         msg = DiagnosticArray(status=[DiagnosticStatus(
             level=level, name=self.get_name() + ": excitation", message=message,
             hardware_id=self.model.config.name,
@@ -315,7 +325,22 @@ class ExcitationPublisher(Node):
             return
         if self.t_start == "next":
             self.t_start = self._start_stamp = self.last = t
+            self.reference_lag, self.reference_pauses = 0.0, 0
             self.publish_status()       # the start stamp: a recorder judges its coverage
+        elif (not self.lockstep and self.max_step > 0 and self.last is not None
+              and t - self.last > self.max_step * (1.0 + 1e-6)):
+            # this node missed states (starved): resume the trajectory where it stopped, one
+            # period on - a jump would be a step of the reference that a stiff (elastic)
+            # loop turns into a velocity spike (docs/ros.md, "Elastic arms in real time")
+            lag = t - self.last - self.period
+            self.t_start += lag
+            self.reference_lag += lag
+            self.reference_pauses += 1
+            self.get_logger().warning(
+                f"no joint state processed for {t - self.last:.3f} s of robot time (this node "
+                f"was starved): the trajectory resumes where it stopped, {self.reference_lag:.3f}"
+                f" s behind the robot's clock ({self.reference_pauses} pauses)",
+                throttle_duration_sec=1.0)
         self.last = t
         tau = t - self.t_start
         if tau > self.offset + self.traj.duration + self.hold:

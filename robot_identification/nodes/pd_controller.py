@@ -377,10 +377,12 @@ class PDController(Node):
         for name, v, lim in velocities:
             if np.any(np.abs(v) > lim):
                 hint = ("" if name != "velocity" or self.tolerated_delay is None else
-                        f" (this loop tolerates {self.tolerated_delay} periods of command "
-                        f"delay; more - a late command, or a robot that steps on without "
-                        f"one - destabilises it: lower bandwidth_scale, or let the robot "
-                        f"wait for the command)")
+                        f" (if commands came late: this loop tolerates "
+                        f"{self.tolerated_delay} periods of command delay; more - a late "
+                        f"command, or a robot that steps on without one - destabilises it: "
+                        f"lower bandwidth_scale, or let the robot wait for the command"
+                        + (f"; {self.stale_reference_commands} commands held a stale "
+                           f"reference" if self.stale_reference_commands else "") + ")")
                 return self.trip(f"{name} {v.tolist()} beyond the limits {lim.tolist()}{hint}")
 
     def trip(self, reason):
