@@ -12,6 +12,7 @@ the simulator): normalised mean error without Coulomb friction (Zollo et al. 201
 and the stiffness errors.
 
     PYTHONPATH=$PWD python benchmarks/realtime_elastic.py --robot zollo_planar --runs 5 --load 3
+    PYTHONPATH=$PWD python benchmarks/realtime_elastic.py --lockstep --load 0   # the reference
 
 Needs the ROS launch tools (docs/ros.md, "Launch tests"); the checkout is made launchable as
 in the launch tests (test/conftest.py). ROS_DOMAIN_ID: ``--domain`` (default 109).
@@ -29,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "test")]
 
 
-def run(robot, domain, timeout):
+def run(robot, domain, timeout, lockstep=False):
     import rclpy
     from diagnostic_msgs.msg import DiagnosticArray
     from rclpy.executors import SingleThreadedExecutor
@@ -45,7 +46,8 @@ def run(robot, domain, timeout):
     with open(tmp / "launch.log", "w") as log:
         launch = subprocess.Popen(
             [str(Path(sys.executable).parent / "ros2"), "launch", "robot_identification",
-             "identification_sim.launch.py", f"robot:={robot}", "lockstep:=false",
+             "identification_sim.launch.py", f"robot:={robot}",
+             f"lockstep:={'true' if lockstep else 'false'}",
              f"data_directory:={tmp}"], env=env, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True)
     ctx = rclpy.Context()
@@ -126,10 +128,11 @@ def run(robot, domain, timeout):
             stopped = call_ok("/recorder/stop").message
             ident = identification(call_ok("/identifier/identify", seconds=600.0).message)
             ident += f"\n  recorder: {stopped}"
-        print(f"{robot}: {outcome}{at} (robot time after the start); wall {wall:.1f} s, load "
-              f"{os.getloadavg()[0]:.1f}; real-time factor {sim.get('real_time_factor')}, "
+        mode = " (lockstep)" if lockstep else ""
+        print(f"{robot}{mode}: {outcome}{at} (robot time after the start); wall {wall:.1f} s, "
+              f"load {os.getloadavg()[0]:.1f}; real-time factor {sim.get('real_time_factor')}, "
               f"skipped {sim.get('skipped_periods')}, waited {sim.get('waited_periods')}, "
-              f"command_timeout {sim.get('command_timeout_s', '0.01')} s; controller faults "
+              f"command_timeout {sim.get('command_timeout_s')} s; controller faults "
               f"{pd.get('faults')}, fail-safe commands {pd.get('fail_safe_commands')}"
               + (f"; '{fault[:100]}'" if fault else "") + ident, flush=True)
     finally:
@@ -166,6 +169,8 @@ def main():
     ap.add_argument("--load", type=int, default=3, help="busy-loop processes beside the graph")
     ap.add_argument("--domain", type=int, default=109)
     ap.add_argument("--timeout", type=float, default=300.0, help="[s] wall time per run")
+    ap.add_argument("--lockstep", action="store_true",
+                    help="the reference: the same launch in lockstep (deterministic)")
     args = ap.parse_args()
     import conftest
     if conftest.LAUNCH_SKIP_REASON:
@@ -174,7 +179,7 @@ def main():
     try:
         for _ in range(args.runs):
             for robot in args.robot or ["zollo_planar", "puma560_elastic"]:
-                run(robot, args.domain, args.timeout)
+                run(robot, args.domain, args.timeout, args.lockstep)
     finally:
         for p in busy:
             p.kill()
