@@ -131,7 +131,7 @@ def main():
     from robot_identification.identifiability import base_parameters
     from robot_identification.model import RobotModel, load_robot
     from robot_identification.pipeline import identify
-    from robot_identification.validation import validate
+    from robot_identification.validation import settings_from_results, validate
     if DATA is None:
         print("shared UR10e data not found; nothing to do")
         return 0
@@ -154,8 +154,7 @@ def main():
         return default, est, static, plain, plain_s
 
     def evaluate(default, est, static, plain, plain_s, datasets, names):
-        s = replace(model.config.identification, cutoff_hz=default.settings["cutoff_hz"],
-                    friction_deadband=tuple(default.settings["friction_deadband"]))
+        s = settings_from_results(model, {"settings": default.settings})   # as validate
         rows = {}
         for key in ("wls", "physical"):
             beta = est[key].values

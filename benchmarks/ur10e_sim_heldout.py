@@ -94,7 +94,7 @@ def record(model, traj, seed):
 def main(argv=None):
     from robot_identification.excitation import trajectory_from_config
     from robot_identification.pipeline import identify
-    from robot_identification.validation import validate
+    from robot_identification.validation import settings_from_results, validate
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=3)
     args = ap.parse_args(argv)
@@ -116,8 +116,7 @@ def main(argv=None):
         plain_s = replace(model.config.identification, friction_deadband=0.0,
                           drop_reversals=False)
         plain = identify(model, ident, plain_s, estimator="ols")
-        s = replace(model.config.identification, cutoff_hz=default.settings["cutoff_hz"],
-                    friction_deadband=tuple(default.settings["friction_deadband"]))
+        s = settings_from_results(model, {"settings": default.settings})   # as validate
         f = validate(model, default.base, {"m": default.estimate.values}, [val], s,
                      rest_velocity=0.0)
         rows["default"].append(f[0]["models"]["m"]["nrmse_mean"])

@@ -725,6 +725,44 @@ def check_bodies(body_names, min_eigenvalues, epsilon, masses=None, nominal_mass
     return out
 
 
+def check_prior_bodies(body_names, prior, source="the URDF"):
+    """``prior_not_physical``: bodies of the physical estimate's prior (standard parameters)
+    whose pseudo-inertia (Wensing et al. 2018, eq. 4) has a negative eigenvalue, i.e. no
+    rigid body has them (a principal moment above the sum of the other two, the triangle
+    inequality; a centre of mass far outside the inertia ellipsoid). The log-det divergence
+    (Lee, Wensing & Park 2020, eq. 22) needs a positive definite prior, so such a body is
+    replaced by a shifted one (:func:`~robot_identification.estimation._physical.
+    nominal_pseudo_inertias`): the estimate is pulled toward a body that is not the URDF's.
+
+    Parameters
+    ----------
+    body_names : list of str
+        (n,)
+    prior : array_like (10 n + drive parameters,)
+        Standard parameters [kg, kg*m, kg*m^2] of the prior, body by body.
+    source : str
+        What the prior is, for the message.
+
+    Returns
+    -------
+    list of Diagnostic
+        One warning per such body, subject the body.
+    """
+    from robot_identification.estimation._physical import pseudo_inertia
+    prior = np.asarray(prior, dtype=float)
+    out = []
+    for k, nm in enumerate(body_names):
+        ev = np.linalg.eigvalsh(pseudo_inertia(prior[10 * k: 10 * k + 10]))
+        if ev[0] < -1e-9 * max(abs(ev[-1]), 1e-12):
+            out.append(Diagnostic("prior_not_physical", "warning",
+                                  f"the prior body from {source} is no rigid body (pseudo-"
+                                  f"inertia eigenvalue {ev[0]:.3g} < 0: a principal moment "
+                                  f"above the sum of the other two?); the physical estimate's "
+                                  f"log-det prior uses a shifted body: fix its <inertia>, or "
+                                  f"give --prior none or a prior file", nm))
+    return out
+
+
 def check_saturation(joint_names, tau, effort_limits, source="", fraction=0.01):
     """``effort_saturated``: torques at the effort limit in more than ``fraction`` of the
     samples (within 0.5 %), where the drive clips the command and the measured torque no

@@ -117,7 +117,8 @@ def select(model, datasets, settings=None, grid=None, blocks=3, log=None):
     """
     from robot_identification.errors import IdentificationError
     from robot_identification.pipeline import identify, preprocess
-    from robot_identification.validation import predict_torque, torque_errors
+    from robot_identification.validation import (
+        predict_torque, prediction_deadband, torque_errors)
     if model.config.elastic:
         raise DataError("--select supports rigid models (torque prediction on the joint rows)")
     s0 = settings or model.config.identification
@@ -134,12 +135,14 @@ def select(model, datasets, settings=None, grid=None, blocks=3, log=None):
         try:
             for train, test in pairs:
                 res = identify(m, train, s)
-                dead = tuple(res.settings["friction_deadband"])
-                for ds in test:
-                    st, _ = preprocess(m, ds, replace(s, friction_deadband=dead))
+                fit = replace(s, friction_deadband=tuple(res.settings["friction_deadband"]),
+                              stop_velocity=tuple(np.broadcast_to(
+                                  res.settings.get("stop_velocity", 0.0), (m.n,))))
+                for ds in test:      # predicted as validate does
+                    st, _ = preprocess(m, ds, fit)
                     meas, _ = preprocess(m, ds, ref)
                     pred = predict_torque(m, res.base, res.estimate.values, st,
-                                          friction_deadband=dead)
+                                          friction_deadband=prediction_deadband(m, fit))
                     scores.append(torque_errors(meas["tau"], pred, m.joint_names)["nrmse_mean"])
             score = float(np.mean(scores))
         except (DataError, IdentificationError):

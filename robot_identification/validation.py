@@ -114,7 +114,45 @@ def settings_from_results(model, doc):
     stop = got.get("stop_velocity")
     kw["stop_velocity"] = (tuple(float(v) for v in stop)
                            if isinstance(stop, list) and len(stop) == model.n else 0.0)
+    if isinstance(got.get("drop_reversals"), bool):
+        kw["drop_reversals"] = got["drop_reversals"]
     return replace(s, **kw)
+
+
+def prediction_deadband(model, settings):
+    """Width of the Coulomb ramp for predicting torque [rad/s], shape (n,).
+
+    The identification's ``friction_deadband`` and, where identification dropped the friction
+    rows of a joint at rest (``drop_reversals`` with a low-pass filter and Coulomb friction:
+    |filtered v| below ``stop_velocity`` is a stop, its friction anywhere in [-f_c, f_c];
+    :class:`robot_identification.identification.ReversalWindow`), at least that joint's stop
+    velocity. Below it the data say nothing about the sign of the friction, so the
+    prediction ramps v / stop_velocity to 0 at rest instead of switching f_c on the sign of a
+    velocity that flickers at its noise. On every row identification used (|v| >= the stop
+    velocity) the ramp is sign(v), the same column the estimate was fitted with.
+
+    Parameters
+    ----------
+    model : RobotModel
+    settings : IdentificationSettings
+        Resolved (numbers, not ``auto``; see :func:`settings_from_results`); an ``auto``
+        deadband or stop velocity counts as 0.
+
+    Returns
+    -------
+    ndarray (n,)
+    """
+    n = model.n
+    dead = settings.friction_deadband
+    dead = np.zeros(n) if isinstance(dead, str) else np.broadcast_to(
+        np.asarray(dead, dtype=float), (n,))
+    stop = settings.stop_velocity
+    dropped = (bool(settings.drop_reversals) and not isinstance(stop, str)
+               and "coulomb" in model.drive_parameter_keys()
+               and (settings.cutoff_hz is not None or settings.preprocessing != "butterworth"))
+    if not dropped:
+        return dead.copy()
+    return np.maximum(dead, np.broadcast_to(np.asarray(stop, dtype=float), (n,)))
 
 
 def predict_torque(model, base, beta, states, chunk=2048, rest_velocity=0.0,
@@ -171,7 +209,8 @@ def validate(model, base, models, datasets, settings=None, labels=None, keep_sig
         name -> beta (p,) (see :func:`load_estimates`).
     datasets : list of Dataset
     settings : IdentificationSettings, optional
-        Filtering; default the robot config's.
+        Filtering and the Coulomb ramp (:func:`prediction_deadband`); default the robot
+        config's.
     labels : list of str, optional
         File label per dataset (default ``metadata['source']``).
     keep_signals : bool
@@ -198,7 +237,7 @@ def validate(model, base, models, datasets, settings=None, labels=None, keep_sig
     n = model.n
     motor = slice(n, 2 * n) if model.config.elastic else slice(0, n)
     s = settings or model.config.identification
-    dead = None if isinstance(s.friction_deadband, str) else s.friction_deadband
+    dead = None if isinstance(s.friction_deadband, str) else prediction_deadband(model, s)
     if rest_velocity is not None and not 0 <= rest_velocity < np.inf:
         raise ConfigError(f"rest velocity must be a finite number >= 0 rad/s, got "
                           f"{rest_velocity!r}")

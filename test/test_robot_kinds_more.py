@@ -61,8 +61,12 @@ def test_mobile_base_and_wheels_are_locked_with_a_reason(tmp_path, capsys):
     for wheel in ("left_wheel_joint", "right_wheel_joint"):
         assert f"{wheel}: wheel-like: continuous, on the mobile base 'base_planar'" in printed
     model = RobotModel(load_robot_config(out))
-    assert [n for n, _ in model.locked_joints] == ["base_planar", "left_wheel_joint",
-                                                   "right_wheel_joint"]
+    # a continuous wheel is locked at angle 0 (before: reported as a multi-dof joint)
+    assert model.locked_joints == (("base_planar", None), ("left_wheel_joint", 0.0),
+                                   ("right_wheel_joint", 0.0))
+    data = simulate(model, seed=0, duration=1.0, rate_hz=250.0)
+    (d,) = [d for d in identify(model, data).diagnostics if d.code == "joints_locked"]
+    assert "base_planar (multi-dof) at the identity pose, left_wheel_joint at 0" in d.message
     # a floating base: the same (the base is fixed at the identity pose)
     floating = (KINDS / "mobile_manipulator.urdf").read_text().replace(
         'type="planar"', 'type="floating"')
@@ -108,6 +112,14 @@ def test_millimetre_urdf_is_named_by_init_simulate_and_identify(tmp_path, capsys
     assert_one_line(rc, err, "rows at velocity reversals or stops dropped", "does the robot "
                     "move?")
     assert "lower the threshold" not in err                   # the threshold is 0 already
+    # with 60 dB noise (10 s: rows survive) the 'motion' is noise: not "raise the cut-off"
+    noisy = tmp_path / "run60.npz"
+    assert main(["simulate", "--config", str(cfg), "--snr", "60", "--output", str(noisy),
+                 "--quiet"]) == 0
+    rc, err = run_cli(["identify", "--config", cfg, "--data", noisy, "--output",
+                       tmp_path / "r.yaml", "--quiet"], capsys, KINDS)
+    assert_one_line(rc, err, "like noise, not an excitation: does the robot move?")
+    assert "raise the cut-off" not in err
     # a metre URDF: no note (the shipped-kinds arms, the 14-dof torso)
     for name in ("dual_arm_torso.urdf", "vertical_2dof.urdf", "gantry.urdf"):
         assert scale_notes(read_urdf(KINDS / name)) == [], name
@@ -184,6 +196,22 @@ def test_massless_link_and_point_mass_body_in_the_physical_estimate(tmp_path):
     assert np.all(np.isfinite(phys.values))
     codes = {d.code for d in result.diagnostics}
     assert "estimator_failed" not in codes and "prior_distance" in codes
+    assert "prior_not_physical" not in codes          # degenerate, but a rigid body
+
+
+def test_a_urdf_body_that_is_no_rigid_body_is_named_as_prior(tmp_path):
+    """Izz above Ixx + Iyy (the triangle inequality): the log-det prior cannot use the
+    URDF's body as it is (before: shifted without a word)."""
+    from robot_identification.model import parse_robot_config
+    cfg, _ = _starter(tmp_path, "vertical_2dof.urdf")
+    urdf = (KINDS / "vertical_2dof.urdf").read_text().replace(
+        'iyy="0.002" iyz="0" izz="0.035"', 'iyy="0.002" iyz="0" izz="0.1"')
+    model = RobotModel(parse_robot_config(yaml.safe_load(cfg.read_text()), source=cfg), urdf)
+    data = simulate(model, seed=0, rate_hz=250.0, duration=4.0)
+    result = identify(model, data, estimators=("wls", "physical"))
+    (d,) = [d for d in result.diagnostics if d.code == "prior_not_physical"]
+    assert d.severity == "warning" and d.subject == "upper_arm" and "the URDF" in d.message
+    assert np.all(np.isfinite(result.estimates["physical"].values))
 
 
 def test_odd_joint_names_survive_results_and_validation(tmp_path, capsys):

@@ -657,6 +657,13 @@ def _cutoff_hint(neq) -> str:
     removed the motion; ``--cutoff 0.001`` read as "move those joints")."""
     cutoff = (getattr(neq, "preprocessing", None) or {}).get("cutoff_hz")
     bands = [r.get("band_hz") for r in neq.recordings if r.get("band_hz")]
+    noise = [r for r in neq.recordings if r.get("band_hz") and r.get("sample_rate")
+             and r["band_hz"] > 0.2 * r["sample_rate"]]
+    if noise:          # a "band" up to near Nyquist is noise: the arm hardly moved
+        return (f"; the recorded positions vary at up to {noise[0]['band_hz']:.3g} Hz of "
+                f"{noise[0]['sample_rate']:.4g} Hz sampling, like noise, not an excitation: "
+                f"does the robot move? (a simulated run warns when it cannot follow its "
+                f"excitation)")
     if isinstance(cutoff, (int, float)) and bands and cutoff < max(bands):
         return (f"; the filter cut-off {cutoff:g} Hz lies below the motion's band "
                 f"({max(bands):.3g} Hz): the filter removes the motion, raise the cut-off")

@@ -208,7 +208,11 @@ def _physical(ctx):
                                      prior_scales=np.full(P, np.inf), prior="gaussian")
         phys.prior_distance = None
     else:                       # log-det divergence toward the prior's bodies
+        from robot_identification.diagnostics import check_prior_bodies
         phys = physically_consistent(model, ctx.base, info, w.values, nominal=ctx.prior)
+        urdf = np.array_equal(np.asarray(ctx.prior, dtype=float), model.nominal_parameters())
+        ctx.diagnostics += check_prior_bodies(model.body_names, ctx.prior,
+                                              "the URDF" if urdf else "the prior file")
     ctx.diagnostics += physical_diagnostics(model, phys)
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = 100.0 * w.std / np.abs(phys.base)

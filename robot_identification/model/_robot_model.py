@@ -413,6 +413,17 @@ def _lock_configuration(full):
     return q
 
 
+def _locked_position(full, q_lock, i):
+    """Position [rad or m] at which 1-dof joint ``i`` is locked (a continuous joint's angle
+    from its cos/sin pair), None for a multi-dof joint (floating, planar)."""
+    jm = full.joints[i]
+    if jm.nv != 1:
+        return None
+    if jm.nq == 2:
+        return float(np.arctan2(q_lock[jm.idx_q + 1], q_lock[jm.idx_q]))
+    return float(q_lock[jm.idx_q])
+
+
 def _check_mimic(urdf_xml, config):
     """Refuse a model that would break a URDF ``<mimic>`` coupling: pinocchio's model moves
     a mimic joint independently of the joint it mimics (a silently wrong model).
@@ -533,9 +544,8 @@ class RobotModel:
         _check_mimic(urdf_xml, config)
         lock = [i for i in range(1, full.njoints) if full.names[i] not in config.joint_names]
         q_lock = _lock_configuration(full)
-        self.locked_joints = tuple(
-            (full.names[i], float(q_lock[full.joints[i].idx_q]) if full.joints[i].nq == 1
-             else None) for i in lock)
+        self.locked_joints = tuple((full.names[i], _locked_position(full, q_lock, i))
+                                   for i in lock)
         model = (pin.buildReducedModel(full, lock, q_lock) if lock else full)
         model.gravity = pin.Motion(np.array(config.gravity), np.zeros(3))
         self.pin_model = model
