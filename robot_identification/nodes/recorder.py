@@ -20,7 +20,7 @@ turns them into ``messages_lost`` / ``samples_missing`` diagnostics).
 ``~/stop`` first records what was published before it was called: a starved recorder is
 behind the graph, and a caller stops it as soon as the run ends. It takes what DDS holds until
 a joint state published after the call has arrived (DDS source timestamps) and an excitation
-run that ended is recorded up to its end, or the publishers were silent for 1 s, at most
+run that ended is recorded up to its end, or the publishers were silent for 5 s, at most
 ``drain_timeout`` s: the tail of a run is not cut off because the recorder was slow.
 
 Whether the recording holds the whole excitation run: the latest ``/diagnostics`` entry of
@@ -193,7 +193,9 @@ class Recorder(Node):
         return None
 
     #: [s] steady time without any message after which the publishers count as silent
-    QUIET = 1.0
+    #: (longer than DDS takes to re-send what a starved reader missed: Fast DDS's reliable
+    #: heartbeat period is 3 s)
+    QUIET = 5.0
 
     def drain(self, called_ns):
         """Before the bag closes, record what was published before ``~/stop`` was called
