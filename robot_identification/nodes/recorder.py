@@ -277,11 +277,12 @@ class Recorder(Node):
         response.success, response.message = True, str(path.resolve())
         return response
 
-    def on_stop(self, request, response):
+    def on_stop(self, request, response, drain=True):
         if self.writer is None:
             response.success, response.message = False, "not recording"
             return response
-        self.drain(time.time_ns())
+        if drain:                       # (not while the process ends: close at once)
+            self.drain(time.time_ns())
         writer, self.writer = self.writer, None
         excitation = self.excitation_summary()
         incomplete = "; ".join(f"{n}: {c['why']}" for n, c in excitation.items()
@@ -325,7 +326,7 @@ class Recorder(Node):
 
     def shutdown(self):
         if self.writer is not None:
-            self.on_stop(None, Trigger.Response())
+            self.on_stop(None, Trigger.Response(), drain=False)
 
 
 def main(args=None):
