@@ -725,6 +725,47 @@ def check_bodies(body_names, min_eigenvalues, epsilon, masses=None, nominal_mass
     return out
 
 
+#: Joint deflection RMS / its noise below which ``deflection_below_noise`` is raised.
+DEFLECTION_NOISE_RATIO = 5.0
+
+
+def check_deflection(joint_names, q, theta, source=""):
+    """``deflection_below_noise`` (warning), elastic joints: the joint deflection
+    theta - q (motor minus link position, link side), which carries the elastic torque
+    K (theta - q) (Zollo et al. 2014, eq. 2), has an RMS below :data:`DEFLECTION_NOISE_RATIO`
+    times its measurement noise (:func:`noise_std`): the stiffness and the motor-side
+    parameters of that joint then rest on noise (a stiff joint with light torques, coarse or
+    noisy encoders).
+
+    Parameters
+    ----------
+    joint_names : list of str
+    q, theta : ndarray (N, n)
+        Link and motor positions [rad], link side.
+    source : str
+
+    Returns
+    -------
+    list of Diagnostic
+        One per such joint, subject the joint.
+    """
+    x = np.asarray(theta, dtype=float) - np.asarray(q, dtype=float)
+    if x.ndim != 2 or x.shape[0] < 8:
+        return []
+    rms = np.sqrt(np.mean(x ** 2, axis=0))
+    noise = noise_std(x)
+    out = []
+    for nm, r, s in zip(joint_names, rms, noise):
+        if s > 0 and r < DEFLECTION_NOISE_RATIO * s:
+            out.append(Diagnostic("deflection_below_noise", "warning",
+                                  f"{source + ': ' if source else ''}the joint deflection "
+                                  f"theta - q has RMS {r:.3g} rad, only {r / s:.2g} x its "
+                                  f"noise {s:.3g} rad: the stiffness and motor-side "
+                                  f"parameters rest on noise (finer encoders, larger torques, "
+                                  f"or a rigid model for this arm)", nm))
+    return out
+
+
 def check_prior_bodies(body_names, prior, source="the URDF"):
     """``prior_not_physical``: bodies of the physical estimate's prior (standard parameters)
     whose pseudo-inertia (Wensing et al. 2018, eq. 4) has a negative eigenvalue, i.e. no
@@ -967,6 +1008,8 @@ def recording_summary(model, dataset, label=None):
         vel if not model.config.elastic else np.gradient(ds.q, ds.t, axis=0))
     diags += check_velocity_limits(model.joint_names, link_vel,
                                    [j.limits.velocity for j in model.config.joints], src)
+    if model.config.elastic and ds.theta is not None:
+        diags += check_deflection(model.joint_names, ds.q, ds.theta, src)
     band = excitation_band(ds.t, ds.q)
     # the signals the regressor differentiates: measured velocities when recorded, else
     # positions (link and, for elastic joints, motor)

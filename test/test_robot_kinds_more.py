@@ -92,6 +92,12 @@ def test_urdf_limits_zero_huge_and_equal(tmp_path):
     assert "CHECK: the URDF gives velocity 0 and effort 0; defaults written" in line1
     j2 = model.config.joints[1].limits
     assert j2.velocity == 3.0 and j2.effort == 1e30            # capped / kept
+    assert "degrees given as radians" not in text              # 1e16 is not degrees
+    degrees = (KINDS / "limits_arm.urdf").read_text().replace(
+        'lower="-3" upper="3"', 'lower="-170" upper="170"')
+    text = starter_config(KINDS / "limits_arm.urdf", cfg, urdf_xml=degrees)
+    assert "# note: joint 'joint1' has position limits [-170, 170] rad: degrees given as " \
+           "radians?" in text
 
 
 def test_millimetre_urdf_is_named_by_init_simulate_and_identify(tmp_path, capsys):
@@ -236,3 +242,27 @@ def test_model_error_names_the_xacro(tmp_path):
                       '<link name="${undefined_property}"/></robot>')
     with pytest.raises(ModelError, match="xacro expansion of .*b.urdf.xacro"):
         read_urdf(broken)
+
+
+def test_elastic_deflection_below_noise_is_named(tmp_path):
+    """A stiff elastic joint with light torques: 60 dB position noise on q and theta is
+    comparable to the deflection theta - q that carries the elastic torque."""
+    from dataclasses import replace
+
+    from robot_identification.diagnostics import check_deflection
+    from robot_identification.identification import Recording
+    from robot_identification.identification import identify as engine_identify
+    _, model = _starter(tmp_path, "vertical_2dof.urdf", model="elastic")
+    data = simulate(model, seed=0, rate_hz=500.0, duration=4.0)
+    assert not check_deflection(model.joint_names, data.q, data.theta)
+    rng = np.random.default_rng(0)
+    deflection = np.sqrt(np.mean((data.theta - data.q) ** 2, axis=0))
+    noise = np.array([0.0, 0.3 * deflection[1]])            # elbow only: about 2.4 x
+    noisy = replace(data, q=data.q + rng.normal(0, 1, data.q.shape) * noise,
+                    theta=data.theta + rng.normal(0, 1, data.q.shape) * noise)
+    (d,) = check_deflection(model.joint_names, noisy.q, noisy.theta, "run.npz")
+    assert d.code == "deflection_below_noise" and d.subject == "elbow"
+    assert d.severity == "warning" and d.message.startswith("run.npz: the joint deflection")
+    codes = [x.subject for x in engine_identify(model, Recording.from_dataset(noisy, model))
+             .diagnostics if x.code == "deflection_below_noise"]
+    assert codes == ["elbow"]
