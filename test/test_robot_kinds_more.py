@@ -141,6 +141,14 @@ def test_duplicate_inertial_is_refused(tmp_path, capsys):
     rc, err = run_cli(["init", "--urdf", urdf, "--output", tmp_path / "d.yaml"], capsys,
                       tmp_path)
     assert_one_line(rc, err, "link 'link2' has 2 <inertial> elements", "merge them")
+    # an <inertial> without <inertia>: urdfdom dropped it, 2.5 kg included, and printed
+    # four C++ error lines per model build
+    urdf.write_text((KINDS / "vertical_2dof.urdf").read_text().replace(
+        '<inertia ixx="0.035" ixy="0" ixz="0" iyy="0.002" iyz="0" izz="0.035"/>', ""))
+    rc, err = run_cli(["init", "--urdf", urdf, "--output", tmp_path / "d.yaml"], capsys,
+                      tmp_path)
+    assert_one_line(rc, err, "link 'upper_arm' has an <inertial> without <inertia>",
+                    "zeros for a point mass")
 
 
 def test_xacro_arguments_from_init_to_the_config(tmp_path, capsys):
