@@ -922,9 +922,10 @@ def check_recording_counts(recording, source=""):
 def check_stamp_order(metadata, source=""):
     """``stamps_reordered`` (warning): a bag's messages whose header stamps lie before an
     earlier message's (the reader sorts them by stamp) or repeat one (dropped), from the
-    reader's ``metadata['out_of_order']`` and ``['duplicates_dropped']``. Ten messages
-    stamped 5 ms early in 1000 at 1 kHz moved a Stribeck estimate from -0.21 to 0.80 without
-    a word: a driver's stamping jitter makes the derivatives across them wrong."""
+    reader's ``metadata['out_of_order']`` and ``['duplicates_dropped']`` (a message re-published
+    unchanged, e.g. a lockstep simulator's keep-alive, is no stamping fault: not counted). Ten
+    messages stamped 5 ms early in 1000 at 1 kHz moved a Stribeck estimate from -0.21 to 0.80
+    without a word: a driver's stamping jitter makes the derivatives across them wrong."""
     back = int((metadata or {}).get("out_of_order") or 0)
     dup = int((metadata or {}).get("duplicates_dropped") or 0)
     if not back and not dup:
