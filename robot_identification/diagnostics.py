@@ -708,20 +708,63 @@ def check_samples_dropped(used_rows, total_rows, velocity_threshold, malformed=0
 def check_bodies(body_names, min_eigenvalues, epsilon, masses=None, nominal_masses=None,
                  mass_factor=3.0):
     """Physically consistent estimate: ``body_on_bound`` (pseudo-inertia's smallest
-    eigenvalue within 1 % of the LMI margin ``epsilon``: a degenerate body, e.g. a line or
-    point mass) and ``mass_far_from_nominal`` (mass outside [1/f, f] x the URDF's)."""
+    eigenvalue within 1 % of the LMI margin ``epsilon``, one for all bodies or (n,): a
+    degenerate body, e.g. a line or point mass) and ``mass_far_from_nominal`` (mass
+    outside [1/f, f] x the URDF's)."""
     out = []
+    eps = np.broadcast_to(np.asarray(epsilon, dtype=float), (len(body_names),))
     for k, (nm, ev) in enumerate(zip(body_names, min_eigenvalues)):
-        if ev <= 1.01 * epsilon:
+        if ev <= 1.01 * eps[k]:
             out.append(Diagnostic("body_on_bound", "warning",
                                   f"smallest pseudo-inertia eigenvalue {ev:.3g} is on the bound "
-                                  f"{epsilon:.3g}: a degenerate body (line or point mass)", nm))
+                                  f"{eps[k]:.3g}: a degenerate body (line or point mass)", nm))
         if masses is not None and nominal_masses is not None and nominal_masses[k] > 0:
             r = masses[k] / nominal_masses[k]
             if not (1.0 / mass_factor <= r <= mass_factor):
                 out.append(Diagnostic("mass_far_from_nominal", "warning",
                                       f"mass {masses[k]:.4g} kg is {r:.3g}x the URDF's "
                                       f"{nominal_masses[k]:.4g} kg", nm))
+    return out
+
+
+#: Joint deflection RMS / its noise below which ``deflection_below_noise`` is raised.
+DEFLECTION_NOISE_RATIO = 5.0
+
+
+def check_deflection(joint_names, q, theta, source=""):
+    """``deflection_below_noise`` (warning), elastic joints: the joint deflection
+    theta - q (motor minus link position, link side), which carries the elastic torque
+    K (theta - q) (Zollo et al. 2014, eq. 2), has an RMS below :data:`DEFLECTION_NOISE_RATIO`
+    times its measurement noise (:func:`noise_std`): the stiffness and the motor-side
+    parameters of that joint then rest on noise (a stiff joint with light torques, coarse or
+    noisy encoders).
+
+    Parameters
+    ----------
+    joint_names : list of str
+    q, theta : ndarray (N, n)
+        Link and motor positions [rad], link side.
+    source : str
+
+    Returns
+    -------
+    list of Diagnostic
+        One per such joint, subject the joint.
+    """
+    x = np.asarray(theta, dtype=float) - np.asarray(q, dtype=float)
+    if x.ndim != 2 or x.shape[0] < 8:
+        return []
+    rms = np.sqrt(np.mean(x ** 2, axis=0))
+    noise = noise_std(x)
+    out = []
+    for nm, r, s in zip(joint_names, rms, noise):
+        if s > 0 and r < DEFLECTION_NOISE_RATIO * s:
+            out.append(Diagnostic("deflection_below_noise", "warning",
+                                  f"{source + ': ' if source else ''}the joint deflection "
+                                  f"theta - q has RMS {r:.3g} rad, only {r / s:.2g} x its "
+                                  f"noise {s:.3g} rad: the stiffness and motor-side "
+                                  f"parameters rest on noise (finer encoders, larger torques, "
+                                  f"or a rigid model for this arm)", nm))
     return out
 
 
@@ -879,9 +922,10 @@ def check_recording_counts(recording, source=""):
 def check_stamp_order(metadata, source=""):
     """``stamps_reordered`` (warning): a bag's messages whose header stamps lie before an
     earlier message's (the reader sorts them by stamp) or repeat one (dropped), from the
-    reader's ``metadata['out_of_order']`` and ``['duplicates_dropped']``. Ten messages
-    stamped 5 ms early in 1000 at 1 kHz moved a Stribeck estimate from -0.21 to 0.80 without
-    a word: a driver's stamping jitter makes the derivatives across them wrong."""
+    reader's ``metadata['out_of_order']`` and ``['duplicates_dropped']`` (a message re-published
+    unchanged, e.g. a lockstep simulator's keep-alive, is no stamping fault: not counted). Ten
+    messages stamped 5 ms early in 1000 at 1 kHz moved a Stribeck estimate from -0.21 to 0.80
+    without a word: a driver's stamping jitter makes the derivatives across them wrong."""
     back = int((metadata or {}).get("out_of_order") or 0)
     dup = int((metadata or {}).get("duplicates_dropped") or 0)
     if not back and not dup:
@@ -967,6 +1011,8 @@ def recording_summary(model, dataset, label=None):
         vel if not model.config.elastic else np.gradient(ds.q, ds.t, axis=0))
     diags += check_velocity_limits(model.joint_names, link_vel,
                                    [j.limits.velocity for j in model.config.joints], src)
+    if model.config.elastic and ds.theta is not None:
+        diags += check_deflection(model.joint_names, ds.q, ds.theta, src)
     band = excitation_band(ds.t, ds.q)
     # the signals the regressor differentiates: measured velocities when recorded, else
     # positions (link and, for elastic joints, motor)

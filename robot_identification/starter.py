@@ -372,6 +372,7 @@ def _text(urdf, output, chosen, info, name, urdf_xml, model, xacro_args, inertia
             lines.append("#   (simulated data then identify only its drive, with large "
                          "relative errors)")
     lines += [f"# note: {note}" for note in scale_notes(urdf_xml)]
+    lines += [f"# note: {note}" for note in _degree_notes(chosen, info)]
     left_out = left_out_joints(urdf_xml, chosen)
     if left_out:
         lines.append("# not identified, locked (at 0 or the nearer limit; their links count "
@@ -424,6 +425,21 @@ def _text(urdf, output, chosen, info, name, urdf_xml, model, xacro_args, inertia
         f"  n_columns: {1 + 3 * n:<21d} # fields per row",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _degree_notes(chosen, info) -> list:
+    """Notes on revolute position limits beyond 4 pi and at most 400 in magnitude: degrees
+    written where the URDF wants radians (e.g. lower="-170" upper="170"); the starter would
+    take them as 'practically unlimited' and a real arm's recorded positions would never
+    come near them."""
+    out = []
+    for j in chosen:
+        kind, lower, upper = info.get(j, ("", None, None))[:3]
+        ends = [abs(x) for x in (lower, upper) if x is not None and math.isfinite(x)]
+        if kind == "revolute" and ends and 4 * math.pi < max(ends) <= 400:
+            out.append(f"joint '{j}' has position limits [{_fmt(lower)}, {_fmt(upper)}] rad: "
+                       f"degrees given as radians? (URDF angles are in rad); CHECK them")
+    return out
 
 
 def _limit_check(velocity, effort) -> str:

@@ -27,6 +27,7 @@ KINDS = Path(__file__).resolve().parent / "robot_kinds"
 EXPECTED = {
     "mobile_manipulator.urdf": ["arm_joint1", "arm_joint2", "arm_joint3"],
     "limits_arm.urdf": ["joint1", "joint2"],
+    "heavy_arm.urdf": ["joint1", "joint2", "joint3"],
     "vertical_2dof.urdf": ["shoulder", "elbow"],
     "odd_names.urdf": ["arm/joint 1", "schulter.gelenk", "肘"],
     "dual_arm_torso.urdf": [f"{side}_joint{k}" for side in ("left", "right")
@@ -61,8 +62,12 @@ def test_mobile_base_and_wheels_are_locked_with_a_reason(tmp_path, capsys):
     for wheel in ("left_wheel_joint", "right_wheel_joint"):
         assert f"{wheel}: wheel-like: continuous, on the mobile base 'base_planar'" in printed
     model = RobotModel(load_robot_config(out))
-    assert [n for n, _ in model.locked_joints] == ["base_planar", "left_wheel_joint",
-                                                   "right_wheel_joint"]
+    # a continuous wheel is locked at angle 0 (before: reported as a multi-dof joint)
+    assert model.locked_joints == (("base_planar", None), ("left_wheel_joint", 0.0),
+                                   ("right_wheel_joint", 0.0))
+    data = simulate(model, seed=0, duration=1.0, rate_hz=250.0)
+    (d,) = [d for d in identify(model, data).diagnostics if d.code == "joints_locked"]
+    assert "base_planar (multi-dof) at the identity pose, left_wheel_joint at 0" in d.message
     # a floating base: the same (the base is fixed at the identity pose)
     floating = (KINDS / "mobile_manipulator.urdf").read_text().replace(
         'type="planar"', 'type="floating"')
@@ -88,6 +93,12 @@ def test_urdf_limits_zero_huge_and_equal(tmp_path):
     assert "CHECK: the URDF gives velocity 0 and effort 0; defaults written" in line1
     j2 = model.config.joints[1].limits
     assert j2.velocity == 3.0 and j2.effort == 1e30            # capped / kept
+    assert "degrees given as radians" not in text              # 1e16 is not degrees
+    degrees = (KINDS / "limits_arm.urdf").read_text().replace(
+        'lower="-3" upper="3"', 'lower="-170" upper="170"')
+    text = starter_config(KINDS / "limits_arm.urdf", cfg, urdf_xml=degrees)
+    assert "# note: joint 'joint1' has position limits [-170, 170] rad: degrees given as " \
+           "radians?" in text
 
 
 def test_millimetre_urdf_is_named_by_init_simulate_and_identify(tmp_path, capsys):
@@ -131,6 +142,14 @@ def test_duplicate_inertial_is_refused(tmp_path, capsys):
     rc, err = run_cli(["init", "--urdf", urdf, "--output", tmp_path / "d.yaml"], capsys,
                       tmp_path)
     assert_one_line(rc, err, "link 'link2' has 2 <inertial> elements", "merge them")
+    # an <inertial> without <inertia>: urdfdom dropped it, 2.5 kg included, and printed
+    # four C++ error lines per model build
+    urdf.write_text((KINDS / "vertical_2dof.urdf").read_text().replace(
+        '<inertia ixx="0.035" ixy="0" ixz="0" iyy="0.002" iyz="0" izz="0.035"/>', ""))
+    rc, err = run_cli(["init", "--urdf", urdf, "--output", tmp_path / "d.yaml"], capsys,
+                      tmp_path)
+    assert_one_line(rc, err, "link 'upper_arm' has an <inertial> without <inertia>",
+                    "zeros for a point mass")
 
 
 def test_xacro_arguments_from_init_to_the_config(tmp_path, capsys):
@@ -232,3 +251,44 @@ def test_model_error_names_the_xacro(tmp_path):
                       '<link name="${undefined_property}"/></robot>')
     with pytest.raises(ModelError, match="xacro expansion of .*b.urdf.xacro"):
         read_urdf(broken)
+
+
+def test_elastic_deflection_below_noise_is_named(tmp_path):
+    """A stiff elastic joint with light torques: 60 dB position noise on q and theta is
+    comparable to the deflection theta - q that carries the elastic torque."""
+    from dataclasses import replace
+
+    from robot_identification.diagnostics import check_deflection
+    from robot_identification.identification import Recording
+    from robot_identification.identification import identify as engine_identify
+    _, model = _starter(tmp_path, "vertical_2dof.urdf", model="elastic")
+    data = simulate(model, seed=0, rate_hz=500.0, duration=4.0)
+    assert not check_deflection(model.joint_names, data.q, data.theta)
+    rng = np.random.default_rng(0)
+    deflection = np.sqrt(np.mean((data.theta - data.q) ** 2, axis=0))
+    noise = np.array([0.0, 0.3 * deflection[1]])            # elbow only: about 2.4 x
+    noisy = replace(data, q=data.q + rng.normal(0, 1, data.q.shape) * noise,
+                    theta=data.theta + rng.normal(0, 1, data.q.shape) * noise)
+    (d,) = check_deflection(model.joint_names, noisy.q, noisy.theta, "run.npz")
+    assert d.code == "deflection_below_noise" and d.subject == "elbow"
+    assert d.severity == "warning" and d.message.startswith("run.npz: the joint deflection")
+    codes = [x.subject for x in engine_identify(model, Recording.from_dataset(noisy, model))
+             .diagnostics if x.code == "deflection_below_noise"]
+    assert codes == ["elbow"]
+
+
+def test_micro_arm_physical_estimate_keeps_the_urdf_masses(tmp_path):
+    """10-30 g links a few cm long: their pseudo-inertias' smallest eigenvalues (1e-5 to
+    3e-5) are near the fixed LMI margin of 1e-6; the margin now scales with the body (before:
+    noise-free data, prior = truth, link2 at 8-12 x its URDF mass, three bodies on the
+    bound)."""
+    _, model = _starter(tmp_path, "micro_arm.urdf")
+    data = simulate(model, seed=0, rate_hz=500.0)
+    result = identify(model, data, estimators=("wls", "physical"))
+    assert result.normalised_mean_error() <= 0.05
+    codes = {d.code for d in result.diagnostics}
+    assert not codes & {"body_on_bound", "mass_far_from_nominal"}, codes
+    sp = result.estimates["physical"].details["standard_parameters"]
+    urdf = model.nominal_parameters()
+    for k, body in enumerate(model.body_names):
+        assert sp[f"{body}.m"] == pytest.approx(urdf[10 * k], rel=0.5), body

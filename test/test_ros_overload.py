@@ -8,7 +8,12 @@ assertions): the nodes' clocks and callbacks are driven by the test.
   reference that stopped arriving is held at zero velocity instead of driven on, counted;
 - simulated_robot: a stall skips periods (one period per tick, never a long step with a stale
   command), counted on /diagnostics; a diverging integration engages the brakes instead of
-  ending the node with a traceback.
+  ending the node with a traceback;
+- the elastic arm's motor loop tolerates no period of command delay (test_command_delay.py):
+  the controller acts on the motor state of the link state's stamp, whichever comes first,
+  and the robot applies a command for one period only (``command_timeout`` auto), so a
+  controller that answers late slows the robot's clock instead of destabilising the arm
+  (with the former 0.01 s the same late controller trips the velocity limit).
 """
 import numpy as np
 import pytest
@@ -176,7 +181,8 @@ def test_stale_reference_is_held_not_driven_on(context):
 def test_simulated_robot_skips_periods_and_brakes_on_divergence(context):
     from robot_identification.nodes.simulated_robot import SimulatedRobot
     sim = SimulatedRobot(context=context, parameter_overrides=[
-        Parameter("lockstep", value=False), Parameter("rate_hz", value=1000.0)])
+        Parameter("lockstep", value=False), Parameter("rate_hz", value=1000.0),
+        Parameter("command_timeout", value=0.01)])
     states, diagnostics = [], []
     sim.pub_joint.publish = states.append
     sim.pub_diag.publish = lambda m: diagnostics.extend(m.status)
@@ -236,3 +242,90 @@ def test_simulated_robot_waits_for_a_starved_controller(context):
         assert round(stamp_of(states[-1]), 6) == 0.004 and sim.waited == 3
     finally:
         sim.destroy_node()
+
+
+def test_elastic_controller_acts_on_the_motor_state_of_the_stamp(context):
+    ctrl, clock, sent = make_controller(context)          # zollo_planar: elastic
+    try:
+        feed(ctrl, clock, 1.0, 3)
+        assert len(sent) == 3
+        # the link state of the next stamp arrives before its motor state: no command from
+        # the previous period's motor state (a period of delay), one once the motor state
+        # of this stamp is in
+        clock.t += 0.001
+        ctrl.on_joint(state(1.003, q=(0.1, 0.2)))
+        assert len(sent) == 3
+        ctrl.on_motor(state(1.003, q=(0.13, 0.24)))
+        assert len(sent) == 4
+        np.testing.assert_allclose(sent[-1], ctrl.law(ctrl.hold_q, np.zeros(2), {
+            "q": np.array([0.1, 0.2]), "dq": np.zeros(2), "theta": np.array([0.13, 0.24]),
+            "dtheta": np.zeros(2)}))
+        ctrl.on_motor(state(1.004, q=(0.13, 0.24)))        # motor first: waits for the link
+        assert len(sent) == 4
+        ctrl.on_joint(state(1.004))
+        assert len(sent) == 5
+        # a motor topic that lags by more than the watchdog timeout is used as it is (the
+        # commands go on; no silent stop)
+        for k in range(40):                 # within 0.05 s of the motor state: waiting
+            clock.t += 0.001
+            ctrl.on_joint(state(1.005 + 0.001 * k))
+        assert len(sent) == 5
+        ctrl.on_joint(state(1.06))          # 0.056 s behind: computed with it
+        assert len(sent) == 6
+        assert ctrl.fault is None
+    finally:
+        ctrl.destroy_node()
+
+
+def closed_loop(context, command_timeout, periods, answer_every=3):
+    """simulated_robot (zollo_planar, real time) and pd_controller wired by hand: the robot
+    ticks every period, the controller gets the newest states (keep-latest) and answers only
+    every ``answer_every`` ticks (a starved process); its command reaches the robot at once.
+    Returns the robot, the controller and the peak link speed [rad/s]."""
+    from robot_identification.nodes.simulated_robot import SimulatedRobot
+    sim = SimulatedRobot(context=context, parameter_overrides=[
+        Parameter("lockstep", value=False), Parameter("rate_hz", value=1000.0),
+        Parameter("command_timeout", value=command_timeout)])
+    ctrl, clock, sent = make_controller(context, watchdog_timeout=10.0)
+    latest = {}
+    sim.pub_motor.publish = lambda m: latest.__setitem__("motor", m)
+    sim.pub_joint.publish = lambda m: latest.__setitem__("joint", m)
+    sim.pub_clock = None
+    ctrl.pub.publish = sim.on_command
+    q0 = np.asarray(sim.q0, dtype=float)
+    ctrl.on_reference(JointTrajectory(joint_names=NAMES, points=[JointTrajectoryPoint(
+        positions=list(q0 + 0.02), velocities=[0.0, 0.0])]))
+    peak = 0.0
+    for k in range(periods):
+        sim.on_tick()
+        clock.t += 0.001
+        ctrl.ref_time = clock.t                           # the reference is fresh
+        if k % answer_every == 0 and latest:
+            ctrl.on_motor(latest["motor"])
+            ctrl.on_joint(latest["joint"])
+        peak = max(peak, float(np.max(np.abs(sim.sim.state.dq))))
+        if ctrl.fault is not None:
+            break
+    return sim, ctrl, peak
+
+
+def test_late_controller_slows_the_elastic_robot_instead_of_destabilising_it(context):
+    sim, ctrl, peak = closed_loop(context, -1.0, 900)
+    try:
+        assert sim.command_timeout == pytest.approx(0.001) and sim.tolerated_delay == 0
+        assert ctrl.fault is None and peak < 1.5          # half the 3 rad/s limit
+        # the robot's clock waited for the controller: 1 step per answer, so about a third
+        # of the ticks stepped (the clock at about 1/3 of real time), counted
+        assert sim.waited > 500 and sim.sim.t == pytest.approx(0.001 * (900 - sim.waited))
+    finally:
+        sim.destroy_node()
+        ctrl.destroy_node()
+    # the former fixed 0.01 s: the robot runs on with commands up to 2 periods old and the
+    # motor loop diverges until the controller's velocity limit trips
+    sim, ctrl, peak = closed_loop(context, 0.01, 900)
+    try:
+        assert ctrl.fault is not None and "velocity" in ctrl.fault, ctrl.fault
+        assert "tolerates 0 periods of command delay" in ctrl.fault      # says why
+    finally:
+        sim.destroy_node()
+        ctrl.destroy_node()

@@ -213,7 +213,8 @@ def check_urdf_tree(urdf_xml: str, source: str = "the URDF"):
     ------
     ModelError
         Not XML / no ``<robot>``; duplicate or missing link/joint names; a joint naming an
-        undefined link; a link with several ``<inertial>`` elements; a link that is the child
+        undefined link; a link with several ``<inertial>`` elements or an ``<inertial>``
+        without ``<mass>`` or ``<inertia>``; a link that is the child
         of several joints or a chain of joints that closes on itself (a kinematic loop); more
         than one root link; a revolute or prismatic joint without ``<limit effort velocity>``;
         a negative or non-finite mass or inertia; an inertia tensor with a negative principal
@@ -284,6 +285,12 @@ def check_urdf_tree(urdf_xml: str, source: str = "the URDF"):
             continue
         mass = inertial.find("mass")
         inertia = inertial.find("inertia")
+        for tag, elem in (("mass", mass), ("inertia", inertia)):
+            if elem is None:            # urdfdom drops the whole inertial (and prints why)
+                raise ModelError(f"{source}: link '{lk.get('name')}' has an <inertial> without "
+                                 f"<{tag}>; the URDF parsers then drop the whole inertial: "
+                                 f"add <{tag} .../> (zeros for a "
+                                 f"{'massless link' if tag == 'mass' else 'point mass'})")
         values = {"mass": mass.get("value") if mass is not None else "0"}
         if inertia is not None:
             values.update({k: inertia.get(k, "0") for k in ("ixx", "iyy", "izz")})
@@ -413,6 +420,17 @@ def _lock_configuration(full):
     return q
 
 
+def _locked_position(full, q_lock, i):
+    """Position [rad or m] at which 1-dof joint ``i`` is locked (a continuous joint's angle
+    from its cos/sin pair), None for a multi-dof joint (floating, planar)."""
+    jm = full.joints[i]
+    if jm.nv != 1:
+        return None
+    if jm.nq == 2:
+        return float(np.arctan2(q_lock[jm.idx_q + 1], q_lock[jm.idx_q]))
+    return float(q_lock[jm.idx_q])
+
+
 def _check_mimic(urdf_xml, config):
     """Refuse a model that would break a URDF ``<mimic>`` coupling: pinocchio's model moves
     a mimic joint independently of the joint it mimics (a silently wrong model).
@@ -533,9 +551,8 @@ class RobotModel:
         _check_mimic(urdf_xml, config)
         lock = [i for i in range(1, full.njoints) if full.names[i] not in config.joint_names]
         q_lock = _lock_configuration(full)
-        self.locked_joints = tuple(
-            (full.names[i], float(q_lock[full.joints[i].idx_q]) if full.joints[i].nq == 1
-             else None) for i in lock)
+        self.locked_joints = tuple((full.names[i], _locked_position(full, q_lock, i))
+                                   for i in lock)
         model = (pin.buildReducedModel(full, lock, q_lock) if lock else full)
         model.gravity = pin.Motion(np.array(config.gravity), np.zeros(3))
         self.pin_model = model

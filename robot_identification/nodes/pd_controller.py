@@ -28,8 +28,10 @@ Faults, each checked where it can first be seen:
 lockstep: a command is computed once per state stamp, when the link state, the motor state
 (elastic) and the reference with that stamp have all arrived, and labelled with that stamp
 (:func:`~robot_identification.nodes._common.command_msg`: the simulated robot steps once per
-state, also when a command is re-sent for a re-published state); otherwise on every joint
-state with the latest reference.
+state, also when a command is re-sent for a re-published state); otherwise once per joint
+state with the latest reference - for elastic arms once the motor state of that stamp is in
+too (the stiff motor loop tolerates no period of delay; a motor topic lagging by more than
+``watchdog_timeout`` is used as it is).
 
 Overload (real time) degrades safely and is counted (``/diagnostics`` values, warnings at most
 once a second): ``missed_periods`` (control periods this node's timer could not run: the
@@ -53,7 +55,7 @@ from trajectory_msgs.msg import JointTrajectory
 from robot_identification.nodes._common import (LATEST, QOS, command_msg, declare,
                                                 declare_optional, declare_robot, main_for,
                                                 stamp_ns, to_sec)
-from robot_identification.simulation import make_controller
+from robot_identification.simulation import make_controller, tolerated_command_delay
 
 #: name of this controller's entry in /diagnostics (``<node name>: control loop``)
 STATUS_SUFFIX = ": control loop"
@@ -96,6 +98,10 @@ class PDController(Node):
         self.q_hi = np.array([li.position[1] if li.position else np.inf for li in lim])
         self.v_max = np.array([li.velocity or np.inf for li in lim])
         self.factor = factor
+        #: real time: command delay [periods] the linearised loop with these gains tolerates
+        #: (docs/ros.md, "Overload"), said with a measured velocity beyond the limits
+        self.tolerated_delay = (None if self.lockstep else tolerated_command_delay(
+            model, self.law, rate_hz=rate))
         # lockstep: every message counts; real time: the newest state is what matters
         sub_qos = QOS if self.lockstep else LATEST
         self.pub = self.create_publisher(Float64MultiArray, declare(
@@ -191,7 +197,9 @@ class PDController(Node):
                   "longest_stall_s": f"{self.longest_stall:.4f}",
                   "state_gaps": self.state_gaps,
                   "longest_state_gap_s": f"{self.longest_state_gap:.4f}",
-                  "stale_reference_commands": self.stale_reference_commands}
+                  "stale_reference_commands": self.stale_reference_commands,
+                  "tolerated_delay_periods": ("" if self.tolerated_delay is None
+                                              else self.tolerated_delay)}
         status = DiagnosticStatus(
             level=level, name=self.get_name() + STATUS_SUFFIX, message=self.status_message(),
             hardware_id=self.model.config.name,
@@ -248,8 +256,8 @@ class PDController(Node):
     def on_motor(self, msg):
         self.motor = (to_sec(msg.header.stamp), self._vector(msg.name, msg.position),
                       self._vector(msg.name, msg.velocity))
-        if self.lockstep:
-            self.update()
+        if self.lockstep or (self.joint is not None and self.joint[0] > self.last_stamp):
+            self.update()       # real time: a joint state that waited for its motor state
 
     def on_reference(self, msg):
         p = msg.points[0] if msg.points else None
@@ -269,7 +277,8 @@ class PDController(Node):
 
     def update(self):
         """One command: lockstep once per state stamp with the matching reference (and motor
-        state); real time once per joint state with the latest reference and motor state."""
+        state); real time once per joint state (and the motor state of its stamp) with the
+        latest reference."""
         if self.joint is None or (self.model.config.elastic and self.motor is None):
             return
         t = self.joint[0]
@@ -283,6 +292,14 @@ class PDController(Node):
                 self.last_stamp, self.last_u = -np.inf, None
             if t <= self.last_stamp:
                 return
+        elif (self.motor is not None and self.motor[0] < t and t > self.last_stamp
+              and t - self.motor[0] <= self.max_age):
+            # real time, elastic: the law acts on the motor state; one of an older stamp
+            # than the link state is a period of delay, which the stiff motor loop may not
+            # tolerate (docs/ros.md, "Overload"): wait for the motor state of this stamp
+            # (on_motor computes then); a motor topic that lags by more than the watchdog
+            # timeout is used as it is
+            return
         new = t > self.last_stamp
         self.last_stamp = max(t, self.last_stamp)
         meas = self.measurement()
@@ -359,7 +376,12 @@ class PDController(Node):
             (name, v, self.v_max) for name, v in refs[1:]]
         for name, v, lim in velocities:
             if np.any(np.abs(v) > lim):
-                return self.trip(f"{name} {v.tolist()} beyond the limits {lim.tolist()}")
+                hint = ("" if name != "velocity" or self.tolerated_delay is None else
+                        f" (this loop tolerates {self.tolerated_delay} periods of command "
+                        f"delay; more - a late command, or a robot that steps on without "
+                        f"one - destabilises it: lower bandwidth_scale, or let the robot "
+                        f"wait for the command)")
+                return self.trip(f"{name} {v.tolist()} beyond the limits {lim.tolist()}{hint}")
 
     def trip(self, reason):
         if self.fault is None:

@@ -42,7 +42,22 @@ from robot_identification.nodes._common import (LATEST, QOS, command_state_ns, d
                                                 to_stamp)
 from robot_identification.errors import DataError, IdentificationError
 from robot_identification.excitation import load_trajectory, trajectory_from_config
-from robot_identification.simulation import Simulator
+from robot_identification.simulation import Simulator, tolerated_command_delay
+
+
+#: [s] the longest a command is applied in real time with ``command_timeout: -1`` (auto)
+MAX_COMMAND_TIMEOUT = 0.01
+
+
+def auto_command_timeout(tolerated_periods: int, period: float) -> float:
+    """``command_timeout`` [s] for a loop that tolerates ``tolerated_periods`` periods of
+    command delay (:func:`tolerated_command_delay`): a command may be applied for N periods
+    where 2 N - 1 <= the tolerated delay - a command that arrives while the robot runs on
+    the previous one answers a state up to N - 1 periods old and is then held N periods -
+    at least one period (the controller's pace: lockstep on a wall timer, as a simulator
+    whose controllers run in its loop), at most ``MAX_COMMAND_TIMEOUT``."""
+    periods = max(1, (tolerated_periods + 1) // 2)
+    return min(MAX_COMMAND_TIMEOUT, periods * period)
 
 
 class SimulatedRobot(Node):
@@ -72,10 +87,25 @@ class SimulatedRobot(Node):
         self.sim = Simulator(self.model, rate_hz=rate, seed=declare(self, "seed", 0, "noise seed"),
                              snr_db=snr or None)
         self.command_timeout = declare(
-            self, "command_timeout", 0.01, "[s] of robot time, real time: the robot's clock "
+            self, "command_timeout", -1.0, "[s] of robot time, real time: the robot's clock "
             "waits (no step) while the latest command is older than this - a starved "
             "controller's torque is not applied longer (a simulation can wait, hardware "
-            "cannot); 0 = never wait", low=0.0, high=1e3, read_only=True)
+            "cannot); 0 = never wait; -1 = auto: what the arm's loop with the config's gains "
+            "tolerates (at most 0.01 s; one period for a stiff elastic-joint motor loop)",
+            low=-1.0, high=1e3, read_only=True)
+        #: command delay [periods] the linearised loop with the config's gains tolerates
+        self.tolerated_delay = (None if self.lockstep else tolerated_command_delay(
+            self.model, rate_hz=rate, q=self.q0))
+        if self.command_timeout < 0 and not self.lockstep:
+            self.command_timeout = auto_command_timeout(self.tolerated_delay, 1.0 / rate)
+            if self.tolerated_delay < 0:
+                self.get_logger().warning(
+                    f"the loop with the config's gains is unstable at {rate:g} Hz even "
+                    f"without command delay (linearised): the arm may diverge (brakes)")
+            self.get_logger().info(
+                f"command_timeout {self.command_timeout:g} s ({self.tolerated_delay} periods "
+                f"of command delay tolerated by the loop with the config's gains): the "
+                f"robot's clock waits for the controller beyond that")
         self.pub_joint = self.create_publisher(
             JointState, declare(self, "joint_states_topic", "joint_states", "link side"), QOS)
         motor_topic = declare(self, "motor_states_topic", "motor_states", "motor side (elastic)")
@@ -214,6 +244,8 @@ class SimulatedRobot(Node):
         values = {"rate_hz": 1.0 / self.period, "ticks": self.ticks,
                   "skipped_periods": self.skipped, "waited_periods": self.waited,
                   "longest_stall_s": f"{self.longest_stall:.4f}",
+                  "command_timeout_s": f"{self.command_timeout:g}",
+                  "tolerated_delay_periods": self.tolerated_delay,
                   "real_time_factor": f"{factor:.3f}", "robot_time_s": f"{self.sim.t:.3f}"}
         message = ("real time kept" if self.skipped == 0 and self.waited == 0 else
                    f"{self.skipped} periods skipped, {self.waited} waited for a command: the "

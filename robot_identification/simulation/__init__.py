@@ -4,14 +4,15 @@
 - :class:`ArmDynamics` -- equations of motion (Zollo et al. 2014 complete model, Spong reduced
   model, rigid arm with armature) and friction (:class:`FrictionModel`, :func:`zollo_stribeck`)
 - :class:`ElasticPDController`, :class:`RigidPDController`, :func:`make_controller` -- PD with
-  gravity compensation (De Luca, Siciliano & Zollo 2005)
+  gravity compensation (De Luca, Siciliano & Zollo 2005); :func:`tolerated_command_delay` --
+  the command delay [periods] their linearised closed loop tolerates
 - :func:`simulate` -- closed-loop run along an excitation trajectory -> Dataset
 - :func:`add_measurement_noise` -- Gaussian noise at an SNR [dB]
 - :func:`monte_carlo` -- OLS/WLS bias and spread over noise seeds vs the Cramér-Rao bound
   (:func:`simulated_observations`: exact regressor of a noise-free run; Dask workers)
 """
 from robot_identification.simulation._control import (  # noqa: F401
-    ElasticPDController, RigidPDController, make_controller)
+    ElasticPDController, RigidPDController, make_controller, tolerated_command_delay)
 from robot_identification.simulation._friction import FrictionModel, zollo_stribeck  # noqa: F401
 from robot_identification.simulation._run import add_measurement_noise, simulate  # noqa: F401
 from robot_identification.simulation._simulator import (  # noqa: F401

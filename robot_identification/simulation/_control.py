@@ -179,3 +179,94 @@ def make_controller(model, kp=None, kd=None, saturate=True):
     """PD controller of the model: :class:`ElasticPDController` or :class:`RigidPDController`."""
     cls = ElasticPDController if model.config.elastic else RigidPDController
     return cls(model, kp, kd, saturate)
+
+
+def tolerated_command_delay(model, controller=None, rate_hz=None, q=None, max_periods=40):
+    """Largest command delay, in whole control periods, the linearised closed loop tolerates.
+
+    The arm (:class:`~robot_identification.simulation.Simulator` with the drives' viscous
+    friction only: the sign laws have no derivative at rest, and only add damping about a
+    moving state) is linearised at
+    rest at link positions ``q`` (elastic: theta = q + K^-1 g(q)), held by ``controller``
+    with the reference q: x_{k+1} = A x_k + B u_{k-d}, u_k = C x_k (central differences of
+    one control period under a zero-order hold). The loop with d periods of delay is
+    stable when the spectral radius of the augmented map on (x_k, u_{k-1}, ..., u_{k-d})
+    is at most 1 (+1e-7); d = 0 is a command computed from the state at the start of the
+    period it is held over (the lockstep simulation). A command held over the period
+    after the one it answers, e.g. because a simulator stepped on before the controller
+    answered, or a controller combined a new link state with the previous motor state, is
+    d = 1.
+
+    Parameters
+    ----------
+    model : RobotModel
+    controller : callable, optional
+        ``controller(q_d, dq_d, measurement) -> u`` (:func:`make_controller`); default
+        the model's PD with the config's gains, unsaturated.
+    rate_hz : float, optional
+        Control rate [Hz]; default the config's ``simulation.rate_hz``.
+    q : array_like (n,), optional
+        Link positions [rad] of the linearisation; default the start of the config's
+        excitation.
+    max_periods : int
+        Largest delay tried.
+
+    Returns
+    -------
+    int
+        The largest d <= ``max_periods`` for which the loops with 0..d periods of delay are
+        all stable; -1 when even d = 0 is unstable.
+
+    Source: the discrete-time delay augmentation, e.g. Franklin, Powell & Workman,
+    *Digital Control of Dynamic Systems* (1998), Sec. 4.3.4.
+    """
+    from robot_identification.simulation._simulator import Simulator
+    n = model.n
+    law = controller if controller is not None else make_controller(model, saturate=False)
+    sim = Simulator(model, rate_hz=rate_hz, quantise=False, friction="regressor")
+    friction = sim.dynamics.friction        # the viscous terms only (linear in velocity)
+    friction._coef = {"viscous": friction._coef.get("viscous", np.zeros(n))}
+    friction._keys = ["viscous"]
+    if q is None:
+        from robot_identification.excitation import trajectory_from_config
+        q = trajectory_from_config(model).evaluate(0.0)[0][0]
+    q = np.asarray(q, dtype=float).reshape(n)
+    sim.reset(q)
+    x0 = sim._x.copy()
+    nx = x0.size
+    zero = np.zeros(n)
+
+    def measurement(x):
+        if sim.elastic:
+            return {"q": x[:n], "theta": x[n:2 * n], "dq": x[2 * n:3 * n],
+                    "dtheta": x[3 * n:]}
+        return {"q": x[:n], "dq": x[n:]}
+
+    def step(x, u):
+        sim._x, sim.t = x.copy(), 0.0
+        sim.step(u)
+        return sim._x.copy()
+
+    u0 = law(q, zero, measurement(x0))
+    eps = 1e-6
+
+    def jac(f, x, m):
+        return np.column_stack([(f(x + eps * e) - f(x - eps * e)) / (2 * eps)
+                                for e in np.eye(m)])
+    A = jac(lambda x: step(x, u0), x0, nx)
+    B = jac(lambda u: step(x0, u), u0, n)
+    C = jac(lambda x: law(q, zero, measurement(x)), x0, nx)
+    for d in range(max_periods + 1):
+        m = nx + d * n
+        M = np.zeros((m, m))
+        if d == 0:
+            M[:, :] = A + B @ C
+        else:
+            M[:nx, :nx] = A
+            M[:nx, m - n:] = B                    # the command of d periods ago
+            M[nx:nx + n, :nx] = C                 # u_k becomes u_{k-1} of the next period
+            for i in range(1, d):
+                M[nx + i * n:nx + (i + 1) * n, nx + (i - 1) * n:nx + i * n] = np.eye(n)
+        if np.max(np.abs(np.linalg.eigvals(M))) > 1.0 + 1e-7:
+            return d - 1
+    return max_periods
