@@ -7,9 +7,11 @@ identification's filter; ``robot_identification.validation.validate``) for
 - ``default``: ``identify`` with the robot config (its estimator, automatic deadband, stop and
   reversal rows dropped), predicted with the config's pre-processing as ``validate`` does;
 - ``physical``: the physically consistent estimate (log-det prior toward the URDF), what
-  ``validate`` reports first for ``identify``'s default output on rigid arms;
+  ``validate`` reports first for ``identify``'s default output on rigid arms (default,
+  physical and truth are predicted as ``validate`` predicts: the Coulomb ramp up to the stop
+  velocity, filtered like the measured torque);
 - ``plain OLS``: ordinary least squares with plain sign(v) friction, no deadband, no rows
-  dropped, the same cut-off;
+  dropped, the same cut-off, predicted with sign(filtered v) (what a short script does);
 - ``truth``: the simulator's parameters through the default's predictor (the floor left by
   noise, filter and the friction model at rest);
 
@@ -216,7 +218,9 @@ def run_robot(name, seeds, snr_db, log=print):
             for k in MODELS:
                 r = plain if k == "plain OLS" else default
                 beta = plain.estimate.values if k == "plain OLS" else betas[k]
-                a, m = scores(model, r.base, beta, val, s_plain if k == "plain OLS" else s_def)
+                plain_k = k == "plain OLS"       # a short script: sign of the filtered v
+                a, m = scores(model, r.base, beta, val, s_plain if plain_k else s_def,
+                              filter_coulomb=not plain_k)
                 nrmse[(motion, k)].append(a)
                 moving[(motion, k)].append(m)
             log(f"{name} seed {seed} {motion:<15} ({traj.duration:5.1f} s) " + "  ".join(
@@ -227,17 +231,19 @@ def run_robot(name, seeds, snr_db, log=print):
     return nrmse, moving, nme
 
 
-def scores(model, base, beta, dataset, settings):
+def scores(model, base, beta, dataset, settings, filter_coulomb=True):
     """Mean NRMSE over joints of the predicted torque on ``dataset`` (what ``validate``
     reports), and the same over the samples where the joint moves (|filtered velocity| >=
     REST_VELOCITY; each joint's error RMS there over its measured torque RMS there)."""
     from robot_identification.pipeline import preprocess
     from robot_identification.validation import (
-        predict_torque, prediction_deadband, torque_errors)
+        filtered_coulomb, predict_torque, prediction_deadband, torque_errors)
     states, _ = preprocess(model, dataset, settings)
     meas = states["tau"]
-    pred = predict_torque(model, base, beta, states,
-                          friction_deadband=prediction_deadband(model, settings))
+    width = prediction_deadband(model, settings)
+    pred = predict_torque(model, base, beta, states, friction_deadband=width,
+                          coulomb=filtered_coulomb(model, dataset, settings, width)
+                          if filter_coulomb else None)
     full = torque_errors(meas, pred, model.joint_names)["nrmse_mean"]
     move = np.abs(states["dq"]) >= REST_VELOCITY
     err = np.where(move, pred - meas, 0.0)

@@ -19,7 +19,8 @@ Models compared:
 - ``static friction``: the same with Szabó's smooth static friction model (eq. 7-9), the
   model ``identify --select`` prefers on the identification runs (leave-one-recording-out);
 - ``plain OLS``: ordinary least squares with plain sign(dq) friction in identification and
-  prediction (what a short script with the same URDF does);
+  prediction (what a short script with the same URDF does); the row "validate's Coulomb
+  column" predicts it as ``validate`` predicts (ramp filtered like the torque);
 - ``authors``: the parameters Mamedov & Mikhel publish with the data
   (shamilmamedov/dynamic_calibration, UR10E_parameters.txt: pi_rgd, pi_drvs, pi_frcn; their
   link frames are the joint frames of their URDF, the shared ``ur10e.urdf``), predicted with
@@ -164,24 +165,26 @@ def main():
         files = validate(static_model, static.base, {"m": static.estimate.values}, datasets,
                          replace(s, friction_deadband=0.0), labels=names, rest_velocity=0.0)
         rows["static friction"] = mean_nrmse(files, "m")
-        files = validate(plain_model, plain.base, {"ols": plain.estimate.values}, datasets,
-                         replace(plain_s, cutoff_hz=default.settings["cutoff_hz"]),
-                         labels=names, rest_velocity=0.0)
-        rows["plain OLS"] = mean_nrmse(files, "ols")
         amodel, api = authors_model_and_parameters()
         abase = base_parameters(amodel)
-        files = validate(amodel, abase, {"authors": abase.base_values(api)}, datasets,
-                         replace(plain_s, cutoff_hz=default.settings["cutoff_hz"]),
-                         labels=names, rest_velocity=0.0)
-        rows["authors"] = mean_nrmse(files, "authors")
+        ref_s = replace(plain_s, cutoff_hz=default.settings["cutoff_hz"])
+        for own in (False, True):     # their own prediction (sign of the filtered dq); ours
+            tail = ", validate's Coulomb column" if own else ""
+            files = validate(plain_model, plain.base, {"ols": plain.estimate.values},
+                             datasets, ref_s, labels=names, rest_velocity=0.0,
+                             filter_coulomb=own)
+            rows["plain OLS" + tail] = mean_nrmse(files, "ols")
+            files = validate(amodel, abase, {"authors": abase.base_values(api)}, datasets,
+                             ref_s, labels=names, rest_velocity=0.0, filter_coulomb=own)
+            rows["authors" + tail] = mean_nrmse(files, "authors")
         return rows
 
     def show(title, rows):
         cols = list(next(iter(rows.values())))
         print(title)
-        print(f"  {'model':<18}" + "".join(f"{c[:28]:>30}" for c in cols))
+        print(f"  {'model':<40}" + "".join(f"{c[:28]:>30}" for c in cols))
         for name, r in rows.items():
-            print(f"  {name:<18}" + "".join(f"{r[c]:>30.4f}" for c in cols))
+            print(f"  {name:<40}" + "".join(f"{r[c]:>30.4f}" for c in cols))
 
     fitted = fit(ident)
     d = fitted[0]

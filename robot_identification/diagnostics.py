@@ -708,14 +708,16 @@ def check_samples_dropped(used_rows, total_rows, velocity_threshold, malformed=0
 def check_bodies(body_names, min_eigenvalues, epsilon, masses=None, nominal_masses=None,
                  mass_factor=3.0):
     """Physically consistent estimate: ``body_on_bound`` (pseudo-inertia's smallest
-    eigenvalue within 1 % of the LMI margin ``epsilon``: a degenerate body, e.g. a line or
-    point mass) and ``mass_far_from_nominal`` (mass outside [1/f, f] x the URDF's)."""
+    eigenvalue within 1 % of the LMI margin ``epsilon``, one for all bodies or (n,): a
+    degenerate body, e.g. a line or point mass) and ``mass_far_from_nominal`` (mass
+    outside [1/f, f] x the URDF's)."""
     out = []
+    eps = np.broadcast_to(np.asarray(epsilon, dtype=float), (len(body_names),))
     for k, (nm, ev) in enumerate(zip(body_names, min_eigenvalues)):
-        if ev <= 1.01 * epsilon:
+        if ev <= 1.01 * eps[k]:
             out.append(Diagnostic("body_on_bound", "warning",
                                   f"smallest pseudo-inertia eigenvalue {ev:.3g} is on the bound "
-                                  f"{epsilon:.3g}: a degenerate body (line or point mass)", nm))
+                                  f"{eps[k]:.3g}: a degenerate body (line or point mass)", nm))
         if masses is not None and nominal_masses is not None and nominal_masses[k] > 0:
             r = masses[k] / nominal_masses[k]
             if not (1.0 / mass_factor <= r <= mass_factor):
@@ -920,9 +922,10 @@ def check_recording_counts(recording, source=""):
 def check_stamp_order(metadata, source=""):
     """``stamps_reordered`` (warning): a bag's messages whose header stamps lie before an
     earlier message's (the reader sorts them by stamp) or repeat one (dropped), from the
-    reader's ``metadata['out_of_order']`` and ``['duplicates_dropped']``. Ten messages
-    stamped 5 ms early in 1000 at 1 kHz moved a Stribeck estimate from -0.21 to 0.80 without
-    a word: a driver's stamping jitter makes the derivatives across them wrong."""
+    reader's ``metadata['out_of_order']`` and ``['duplicates_dropped']`` (a message re-published
+    unchanged, e.g. a lockstep simulator's keep-alive, is no stamping fault: not counted). Ten
+    messages stamped 5 ms early in 1000 at 1 kHz moved a Stribeck estimate from -0.21 to 0.80
+    without a word: a driver's stamping jitter makes the derivatives across them wrong."""
     back = int((metadata or {}).get("out_of_order") or 0)
     dup = int((metadata or {}).get("duplicates_dropped") or 0)
     if not back and not dup:

@@ -118,7 +118,7 @@ def select(model, datasets, settings=None, grid=None, blocks=3, log=None):
     from robot_identification.errors import IdentificationError
     from robot_identification.pipeline import identify, preprocess
     from robot_identification.validation import (
-        predict_torque, prediction_deadband, torque_errors)
+        filtered_coulomb, predict_torque, prediction_deadband, torque_errors)
     if model.config.elastic:
         raise DataError("--select supports rigid models (torque prediction on the joint rows)")
     s0 = settings or model.config.identification
@@ -141,8 +141,10 @@ def select(model, datasets, settings=None, grid=None, blocks=3, log=None):
                 for ds in test:      # predicted as validate does
                     st, _ = preprocess(m, ds, fit)
                     meas, _ = preprocess(m, ds, ref)
+                    width = prediction_deadband(m, fit)
                     pred = predict_torque(m, res.base, res.estimate.values, st,
-                                          friction_deadband=prediction_deadband(m, fit))
+                                          friction_deadband=width,
+                                          coulomb=filtered_coulomb(m, ds, fit, width))
                     scores.append(torque_errors(meas["tau"], pred, m.joint_names)["nrmse_mean"])
             score = float(np.mean(scores))
         except (DataError, IdentificationError):

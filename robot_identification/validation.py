@@ -155,8 +155,49 @@ def prediction_deadband(model, settings):
     return np.maximum(dead, np.broadcast_to(np.asarray(stop, dtype=float), (n,)))
 
 
+def filtered_coulomb(model, dataset, settings, width):
+    """The Coulomb column as the measured torque sees it, shape (N, n), or None.
+
+    The measured torque is low-pass filtered before it is compared (zero-phase Butterworth,
+    or the FIR bank of ``savgol`` / ``polynomial``): its Coulomb part f_c sign(v) is smeared
+    over the filter's settling time at every reversal, start and stop, and a velocity that
+    flickers at rest is averaged. So the Coulomb ramp is evaluated on the recorded velocity
+    (measured, else central differences of the recorded positions; motor side for elastic
+    joints) and passed through the same pre-processing as the torque (:func:`preprocess` of
+    a copy whose torque is that ramp): the column the filtered measurement holds, not the
+    ramp of the filtered velocity. Gautier's parallel filtering of the model, for the one
+    column that is not a smooth function of the filtered states.
+
+    Parameters
+    ----------
+    dataset : Dataset
+    settings : IdentificationSettings
+        Resolved pre-processing (as :func:`validate` uses it).
+    width : ndarray (n,)
+        Ramp half-width [rad/s] (:func:`prediction_deadband`).
+
+    Returns
+    -------
+    ndarray (N, n) aligned with ``preprocess(model, dataset, settings)``, or None when the
+    model has no Coulomb friction.
+    """
+    from dataclasses import replace
+    from robot_identification.pipeline import preprocess
+    from robot_identification.regressor._regressor import coulomb_sign
+    from robot_identification.signal import central_difference
+    if "coulomb" not in model.drive_parameter_keys():
+        return None
+    elastic = model.config.elastic
+    v = dataset.dtheta if elastic else dataset.dq
+    if v is None:
+        v = central_difference(dataset.theta if elastic else dataset.q, dataset.t)
+    column = coulomb_sign(v, width)
+    states, _ = preprocess(model, replace(dataset, tau=column), settings)
+    return states["tau"]
+
+
 def predict_torque(model, base, beta, states, chunk=2048, rest_velocity=0.0,
-                   friction_deadband=0.0):
+                   friction_deadband=0.0, coulomb=None):
     """Torque predicted by base parameters, shape (N, rows).
 
     Parameters
@@ -170,8 +211,12 @@ def predict_torque(model, base, beta, states, chunk=2048, rest_velocity=0.0,
     friction_deadband : float or ndarray (n,)
         Coulomb sign deadband [rad/s], as in identification
         (:func:`robot_identification.regressor.coulomb_sign`).
+    coulomb : ndarray (N, n), optional
+        Values of the Coulomb columns replacing coulomb_sign(v, friction_deadband)
+        (:func:`filtered_coulomb`).
     """
     from robot_identification.regressor import iter_regressor_blocks
+    from robot_identification.regressor._regressor import coulomb_sign
     out = []
     st = dict(states)
     if rest_velocity > 0:
@@ -181,7 +226,19 @@ def predict_torque(model, base, beta, states, chunk=2048, rest_velocity=0.0,
     st.setdefault("tau", np.zeros_like(st["q"]))
     for _, Y, _ in iter_regressor_blocks(model, st, chunk, friction_deadband=friction_deadband):
         out.append(base.project(Y) @ beta)
-    return np.concatenate(out, axis=0)
+    pred = np.concatenate(out, axis=0)
+    if coulomb is not None:
+        n = model.n
+        v = st["dtheta" if model.config.elastic else "dq"]
+        old = coulomb_sign(v, friction_deadband)
+        rows = n if model.config.elastic else 0
+        index = {int(k): b for b, k in enumerate(base.independent)}
+        names = list(model.parameter_names)
+        for j, joint in enumerate(model.joint_names):
+            k = names.index(f"{joint}.coulomb") if f"{joint}.coulomb" in names else -1
+            if k in index:          # the column is a base column of its own
+                pred[:, rows + j] += (coulomb[:, j] - old[:, j]) * beta[index[k]]
+    return pred
 
 
 def torque_errors(measured, predicted, names):
@@ -196,7 +253,7 @@ def torque_errors(measured, predicted, names):
 
 
 def validate(model, base, models, datasets, settings=None, labels=None, keep_signals=False,
-             rest_velocity=None):
+             rest_velocity=None, filter_coulomb=True):
     """Validate base-parameter models on held-out datasets.
 
     Parameters
@@ -219,6 +276,10 @@ def validate(model, base, models, datasets, settings=None, labels=None, keep_sig
         See :func:`predict_torque`; default 0 when ``settings.friction_deadband`` is a
         number (the identification's deadband is used), else :data:`REST_VELOCITY`
         [rad/s].
+    filter_coulomb : bool
+        Predict the Coulomb column as the filtered measurement holds it
+        (:func:`filtered_coulomb`); False: the ramp of the filtered velocity (what a plain
+        script does; the benchmarks' references).
 
     Returns
     -------
@@ -251,9 +312,12 @@ def validate(model, base, models, datasets, settings=None, labels=None, keep_sig
         entry = {"file": str(label), "moving": bool(ds.metadata.get(
             "moving", np.abs(states["dq"]).max() > 0.01)), "models": {}}
         preds = {}
+        coulomb = (filtered_coulomb(model, ds, s, dead) if filter_coulomb and dead is not None
+                   else None)
         for name, beta in models.items():
             pred = predict_torque(model, base, beta, states, rest_velocity=rest_velocity,
-                                  friction_deadband=0.0 if dead is None else dead)[:, motor]
+                                  friction_deadband=0.0 if dead is None else dead,
+                                  coulomb=coulomb)[:, motor]
             preds[name] = pred
             entry["models"][name] = torque_errors(meas, pred, model.joint_names)
         if keep_signals:

@@ -264,7 +264,9 @@ def run_lockstep_excitation(executor, node, call, wait_s=120.0, run_s=120.0):
     """Start a launched graph's excitation once the recorder receives the robot's link and
     motor states (:func:`recorder_receives`), then await the end of the run: the latched
     ``/excitation_publisher/active`` going true, then false. ``call(executor, node, name)``
-    calls a std_srvs/Trigger service; ``wait_s`` / ``run_s`` bound the two waits [s]."""
+    calls a std_srvs/Trigger service; ``wait_s`` bounds the wait for the recorder [s],
+    ``run_s`` the time the robot's clock may stand still during the run
+    (:func:`await_lockstep_end`)."""
     import time
     from rclpy.qos import DurabilityPolicy, QoSProfile
     from std_msgs.msg import Bool
@@ -278,7 +280,26 @@ def run_lockstep_excitation(executor, node, call, wait_s=120.0, run_s=120.0):
     node.create_subscription(
         Bool, "/excitation_publisher/active", lambda m: active.append(m.data),
         QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
-    deadline = time.monotonic() + run_s               # the whole run (lockstep)
-    while not (active and active[-1] is False and True in active):
-        assert time.monotonic() < deadline, active
-        executor.spin_once(timeout_sec=0.1)
+    await_lockstep_end(lambda: executor.spin_once(timeout_sec=0.1), node, active, run_s)
+
+
+def await_lockstep_end(spin_once, node, active, stall_s=120.0):
+    """Await the end of a lockstep run (``active``: the values of the latched
+    ``/excitation_publisher/active``, True then False) while it makes progress: fails only
+    when the robot's ``/clock`` stood still for ``stall_s`` s of wall time. A loaded machine
+    makes a lockstep run slower, never a failure; a stalled one still fails."""
+    import time
+    from rosgraph_msgs.msg import Clock
+    clock = [None]
+    sub = node.create_subscription(Clock, "/clock", lambda m: clock.__setitem__(
+        0, (m.clock.sec, m.clock.nanosec)), 10)
+    seen, deadline = None, time.monotonic() + stall_s
+    try:
+        while not (active and active[-1] is False and True in active):
+            if clock[0] != seen:
+                seen, deadline = clock[0], time.monotonic() + stall_s
+            assert time.monotonic() < deadline, (f"the robot's /clock stood still at {seen} "
+                                                 f"for {stall_s} s", active)
+            spin_once()
+    finally:
+        node.destroy_subscription(sub)

@@ -177,3 +177,32 @@ def test_bad_bags_give_data_errors(tmp_path):
     _write_states(tmp_path / "unstamped", [0] * 50, [["joint1", "joint2"]] * 50)
     with pytest.raises(DataError, match="does not stamp its messages"):
         read_bag(tmp_path / "unstamped", elastic=False)
+
+
+def test_unchanged_republication_is_no_stamping_fault(tmp_path):
+    """A state re-published unchanged with its stamp (a lockstep simulator's keep-alive) is
+    dropped as a repeat without the stamps_reordered warning; a repeated stamp with other
+    values is a stamping fault and warned."""
+    from robot_identification.data._bag import BagWriter, _typestore
+    from robot_identification.diagnostics import check_stamp_order
+    T = _typestore().types
+    w = BagWriter(tmp_path / "bag", {"/joint_states": "sensor_msgs/msg/JointState"})
+
+    def state(ns, q):
+        msg = T["sensor_msgs/msg/JointState"](
+            header=T["std_msgs/msg/Header"](stamp=T["builtin_interfaces/msg/Time"](
+                sec=ns // 10**9, nanosec=ns % 10**9), frame_id=""), name=["joint1"],
+            position=np.array([q]), velocity=np.zeros(0), effort=np.array([2.0 * q]))
+        w.write("/joint_states", _typestore().serialize_cdr(msg, "sensor_msgs/msg/JointState"),
+                ns)
+    for k in range(50):
+        state(k * 10**6, 0.01 * k)
+        if k == 0:
+            state(0, 0.0)                   # keep-alive: the same state again
+        if k == 30:
+            state(k * 10**6, 0.5)           # same stamp, other position: a stamping fault
+    w.close()
+    meta = read_bag(tmp_path / "bag").metadata
+    assert (meta["repeats_dropped"], meta["duplicates_dropped"]) == (1, 1), meta
+    found = check_stamp_order(meta)
+    assert len(found) == 1 and "1 with a repeated stamp" in found[0].message, found

@@ -77,7 +77,7 @@ def test_sim_launch_runs_an_experiment():
     ex = SingleThreadedExecutor(context=ctx)
     ex.add_node(node)
     try:
-        deadline = time.monotonic() + 30.0
+        deadline = time.monotonic() + 120.0        # five Python processes start (load: slow)
         expected = {"simulated_robot", "excitation_publisher", "pd_controller", "recorder",
                     "identifier"}
         while not expected <= set(node.get_node_names()):

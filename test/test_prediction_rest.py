@@ -1,6 +1,7 @@
-"""Torque prediction at rest: the Coulomb ramp of validate/report/--select extends to the stop
-velocity where identification dropped the friction rows of stopped joints
-(validation.prediction_deadband)."""
+"""Torque prediction at rest and at reversals: the Coulomb ramp of validate/report/--select
+extends to the stop velocity where identification dropped the friction rows of stopped joints
+(validation.prediction_deadband) and is filtered like the measured torque
+(validation.filtered_coulomb)."""
 from dataclasses import replace
 
 import numpy as np
@@ -76,3 +77,34 @@ def test_validate_predicts_no_coulomb_torque_on_a_joint_creeping_at_rest(puma):
     inner = np.concatenate([np.arange(k * B + 150, (k + 1) * B - 150) for k in range(4)])
     want = g + (fv + fc / stop) * 0.3 * stop * sign[inner]
     assert np.all(np.abs(pred[inner] - want) < 0.05 * fc)    # sign(v) friction: 0.7 f_c off
+
+
+def test_validate_predicts_the_filtered_coulomb_step_at_reversals(puma):
+    """Torque computed independently (pinocchio rnea + armature + f_v v + f_c sign(v)) on an
+    exact sinusoidal motion with reversals, then filtered by validate like any measured
+    torque: the truth predicts it to a small fraction of f_c, also at the reversals, where the
+    sign of the filtered velocity is a step the filtered measurement does not have."""
+    import pinocchio as pin
+    model, run, s, res = puma
+    fit = settings_from_results(model, {"settings": res.settings})
+    t = np.arange(0.0, 4.0, 1e-3)
+    w = 2 * np.pi * np.array([0.5, 0.4, 0.6, 0.7, 0.55, 0.45])
+    q = run.q[0] + 0.3 * np.sin(w * t[:, None])
+    dq = 0.3 * w * np.cos(w * t[:, None])
+    ddq = -0.3 * w ** 2 * np.sin(w * t[:, None])
+    pm = model.pin_model
+    data = pm.createData()
+    joints = model.config.joints
+    arm = np.array([j.drive["rotor_inertia"] for j in joints]) * model.gear_ratios ** 2
+    fv = np.array([j.drive["viscous"] for j in joints])
+    fc = np.array([j.drive["coulomb"] for j in joints])
+    tau = np.array([pin.rnea(pm, data, model.pin_configuration(a), b, c)[model.velocity_indices]
+                    for a, b, c in zip(q, dq, ddq)]) + arm * ddq + fv * dq + fc * np.sign(dq)
+    rec = replace(run, t=t, q=q, dq=dq, ddq=ddq, tau=tau, theta=None,
+                  metadata=dict(run.metadata, source="exact"))
+    f = validate(model, res.base, {"truth": res.true_values}, [rec], fit, keep_signals=True)[0]
+    err = f["signals"]["predicted"]["truth"] - f["signals"]["measured"]
+    inner = slice(200, -200)                 # the filter's start and end transients
+    # 0.03-0.08 f_c (the ramp below the stop velocity); the sign of the filtered velocity
+    # (the column before filtered_coulomb) leaves 0.36-0.92 f_c at the reversals
+    assert np.all(np.abs(err[inner]).max(axis=0) < 0.1 * fc)

@@ -27,6 +27,7 @@ KINDS = Path(__file__).resolve().parent / "robot_kinds"
 EXPECTED = {
     "mobile_manipulator.urdf": ["arm_joint1", "arm_joint2", "arm_joint3"],
     "limits_arm.urdf": ["joint1", "joint2"],
+    "heavy_arm.urdf": ["joint1", "joint2", "joint3"],
     "vertical_2dof.urdf": ["shoulder", "elbow"],
     "odd_names.urdf": ["arm/joint 1", "schulter.gelenk", "肘"],
     "dual_arm_torso.urdf": [f"{side}_joint{k}" for side in ("left", "right")
@@ -141,6 +142,14 @@ def test_duplicate_inertial_is_refused(tmp_path, capsys):
     rc, err = run_cli(["init", "--urdf", urdf, "--output", tmp_path / "d.yaml"], capsys,
                       tmp_path)
     assert_one_line(rc, err, "link 'link2' has 2 <inertial> elements", "merge them")
+    # an <inertial> without <inertia>: urdfdom dropped it, 2.5 kg included, and printed
+    # four C++ error lines per model build
+    urdf.write_text((KINDS / "vertical_2dof.urdf").read_text().replace(
+        '<inertia ixx="0.035" ixy="0" ixz="0" iyy="0.002" iyz="0" izz="0.035"/>', ""))
+    rc, err = run_cli(["init", "--urdf", urdf, "--output", tmp_path / "d.yaml"], capsys,
+                      tmp_path)
+    assert_one_line(rc, err, "link 'upper_arm' has an <inertial> without <inertia>",
+                    "zeros for a point mass")
 
 
 def test_xacro_arguments_from_init_to_the_config(tmp_path, capsys):
@@ -266,3 +275,20 @@ def test_elastic_deflection_below_noise_is_named(tmp_path):
     codes = [x.subject for x in engine_identify(model, Recording.from_dataset(noisy, model))
              .diagnostics if x.code == "deflection_below_noise"]
     assert codes == ["elbow"]
+
+
+def test_micro_arm_physical_estimate_keeps_the_urdf_masses(tmp_path):
+    """10-30 g links a few cm long: their pseudo-inertias' smallest eigenvalues (1e-5 to
+    3e-5) are near the fixed LMI margin of 1e-6; the margin now scales with the body (before:
+    noise-free data, prior = truth, link2 at 8-12 x its URDF mass, three bodies on the
+    bound)."""
+    _, model = _starter(tmp_path, "micro_arm.urdf")
+    data = simulate(model, seed=0, rate_hz=500.0)
+    result = identify(model, data, estimators=("wls", "physical"))
+    assert result.normalised_mean_error() <= 0.05
+    codes = {d.code for d in result.diagnostics}
+    assert not codes & {"body_on_bound", "mass_far_from_nominal"}, codes
+    sp = result.estimates["physical"].details["standard_parameters"]
+    urdf = model.nominal_parameters()
+    for k, body in enumerate(model.body_names):
+        assert sp[f"{body}.m"] == pytest.approx(urdf[10 * k], rel=0.5), body

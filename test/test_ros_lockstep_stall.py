@@ -2,9 +2,10 @@
 keep-alive period (SIGSTOP until the robot re-publishes its state, then SIGCONT): the injected
 form of a heavily loaded machine. The run may only get slower: every state is answered once,
 the torque applied over each period is the controller's answer to the state at its start, and
-the recording is complete. A run that does end early (here ``~/stop``) is said by the
-excitation publisher, the recorder and the identification diagnostics. Separate processes
-over DDS (unique ROS_DOMAIN_ID, localhost discovery)."""
+the recording is complete, also when the recorder was starved at the end of the run (its
+~/stop waits for the tail still on its way). A run that does end early (here ``~/stop``) is
+said by the excitation publisher, the recorder and the identification diagnostics. Separate
+processes over DDS (unique ROS_DOMAIN_ID, localhost discovery)."""
 import os
 import signal
 
@@ -20,7 +21,7 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Bool, Float64MultiArray  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
-from conftest import recorder_receives, ros_domain_id  # noqa: E402
+from conftest import await_lockstep_end, recorder_receives, ros_domain_id  # noqa: E402
 from robot_identification.nodes._common import command_state_ns, stamp_ns  # noqa: E402
 from test_ros_graph import Graph, call, spin_until  # noqa: E402
 
@@ -88,8 +89,14 @@ def test_starved_controller_neither_doubles_a_step_nor_cuts_the_run(client, tmp_
         # clock): the controller then holds that state twice (and maybe its own answer)
         spin_until(client, lambda: len(set(states[n - 1:])) < len(states[n - 1:]), 60.0)
         controller.send_signal(signal.SIGCONT)
-        spin_until(client, lambda: True in active and active[-1] is False, 120.0)
+        # the recorder starved for the last 300 periods: it is behind when the run ends,
+        # and ~/stop comes at once (as a caller awaiting the end does): it must wait for them
+        spin_until(client, lambda: len(commands) >= 800, 60.0)
+        recorder = g.procs["recorder"]
+        recorder.send_signal(signal.SIGSTOP)
+        await_lockstep_end(lambda: client.executor_.spin_once(timeout_sec=0.05), client, active)
         spin_until(client, lambda: max(states) in motor, 30.0)
+        recorder.send_signal(signal.SIGCONT)
         full = call(client, Trigger, "/recorder/stop")
         # a run that ends early: stopped by ~/stop after 100 periods
         assert call(client, Trigger, "/recorder/start").success
@@ -97,7 +104,7 @@ def test_starved_controller_neither_doubles_a_step_nor_cuts_the_run(client, tmp_
         assert call(client, Trigger, "/excitation_publisher/start").success
         spin_until(client, lambda: len(commands) >= n + 100, 60.0)
         assert call(client, Trigger, "/excitation_publisher/stop").success
-        spin_until(client, lambda: True in active and active[-1] is False, 60.0)
+        await_lockstep_end(lambda: client.executor_.spin_once(timeout_sec=0.05), client, active)
         short = call(client, Trigger, "/recorder/stop")
         logs = "".join(f"\n--- {k}\n{g.log(k)}" for k in g.procs)
     finally:

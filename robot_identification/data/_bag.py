@@ -282,7 +282,9 @@ def read_bag(path, *, joint_topic: str = JOINT_TOPIC, motor_topic: str = MOTOR_T
         ``t`` (N,) [s] from the link-side header stamps, shifted to start at 0 (the original
         start time is in ``metadata['t0']``), ``q, dq`` (N, n), ``tau`` (N, n) and for elastic
         arms ``theta, dtheta`` (N, n) interpolated onto the link stamps when they differ.
-        Out-of-order messages are sorted, duplicate stamps dropped (counted in metadata).
+        Out-of-order messages are sorted, duplicate stamps dropped (counted in metadata:
+        ``duplicates_dropped`` with other values, ``repeats_dropped`` unchanged re-publications
+        such as a lockstep simulator's keep-alive).
 
     Raises
     ------
@@ -320,6 +322,11 @@ def read_bag(path, *, joint_topic: str = JOINT_TOPIC, motor_topic: str = MOTOR_T
     if dropped > len(t) // 2:
         raise DataError(f"{dropped} of {len(t)} '{joint_topic}' messages in '{path}' repeat an "
                         f"earlier header stamp: the driver does not stamp its messages")
+    # a message re-published unchanged (same stamp, same values: a lockstep simulator's
+    # keep-alive) is a harmless repeat; a repeated stamp with other values is a stamping fault
+    fields = [link[f][order] for f in ("position", "velocity", "effort") if link[f] is not None]
+    repeats = sum(all(np.array_equal(a[i], a[i - 1]) for a in fields)
+                  for i in np.flatnonzero(~keep))
     t = t[order][keep]
     q = link["position"][order][keep]
     dq = None if link["velocity"] is None else link["velocity"][order][keep]
@@ -356,7 +363,8 @@ def read_bag(path, *, joint_topic: str = JOINT_TOPIC, motor_topic: str = MOTOR_T
         tau = np.column_stack([np.interp(ts, t, tau[:, j]) for j in range(tau.shape[1])])
     meta = {"source": str(path), "effort_lag": effort_lag, "t0": float(t[0]),
             "other_publisher_messages": other,
-            "duplicates_dropped": int(dropped),
+            "duplicates_dropped": int(dropped - repeats),
+            "repeats_dropped": int(repeats),
             "out_of_order": int(np.sum(np.diff(order) < 0)), "unclosed": _unclosed(path)}
     custom = _custom_data(path)
     meta.update(custom.get("metadata", {}))

@@ -82,8 +82,8 @@ class PhysicalEstimate:
     on_bound : list of int
         Bodies whose smallest pseudo-inertia eigenvalue is within 1 % of ``epsilon``
         (degenerate: a line or point mass), and drive parameters at 0 are not included.
-    epsilon : float
-        LMI margin used [kg*m^2 | kg].
+    epsilon : ndarray (n,)
+        LMI margin used per body [kg*m^2 | kg] (:func:`body_margins`).
     prior : str
         ``bregman`` or ``gaussian``.
     """
@@ -95,7 +95,7 @@ class PhysicalEstimate:
     status: str
     prior_distance: np.ndarray = None
     on_bound: list = None
-    epsilon: float = 1e-6
+    epsilon: np.ndarray | float = 1e-6
     prior: str = "bregman"
 
 
@@ -129,6 +129,35 @@ def nominal_pseudo_inertias(model, nominal=None, floor=1e-3):
             J0 = J0 + (delta - min(ev[0], 0.0)) * np.eye(4)
         out[k] = J0
     return out
+
+
+#: A body's LMI margin is at most this fraction of its nominal pseudo-inertia's smallest
+#: eigenvalue (:func:`body_margins`).
+MARGIN_FRACTION = 1e-2
+
+
+def body_margins(J0, epsilon=1e-6):
+    """LMI margin per body: min(``epsilon``, :data:`MARGIN_FRACTION` x the smallest
+    eigenvalue of its nominal pseudo-inertia J0_k).
+
+    A fixed margin of 1e-6 kg*m^2 is larger than the bodies of a micro arm (10-30 g links,
+    centimetres: smallest eigenvalues 1e-5 to 3e-5): the LMI J_k >= 1e-6 * 1 then forces
+    masses of 8 x the URDF's onto noise-free data. Bodies of arm size (smallest nominal
+    eigenvalue >= 1e-4, all shipped robots) keep ``epsilon``.
+
+    Parameters
+    ----------
+    J0 : ndarray (n, 4, 4)
+        Positive definite nominal pseudo-inertias (:func:`nominal_pseudo_inertias`).
+    epsilon : float
+        The largest margin [kg*m^2 | kg].
+
+    Returns
+    -------
+    ndarray (n,)
+    """
+    low = np.array([np.linalg.eigvalsh(J)[0] for J in J0])
+    return np.minimum(epsilon, MARGIN_FRACTION * low)
 
 
 def log_det_divergence(J, J0):
@@ -189,7 +218,8 @@ def physically_consistent(model, base, information, beta_ls, *, nominal=None,
     prior_scales : ndarray (P,), optional
         Prior standard deviations; default :func:`default_prior_scales`.
     epsilon : float
-        Margin of the pseudo-inertia LMIs [kg*m^2 | kg].
+        Margin of the pseudo-inertia LMIs [kg*m^2 | kg], at most; a body whose nominal
+        pseudo-inertia is smaller gets a smaller one (:func:`body_margins`).
     nonnegative : tuple of str
         Drive parameter kinds constrained to be >= 0.
     prior : {'bregman', 'gaussian'}
@@ -237,6 +267,7 @@ def physically_consistent(model, base, information, beta_ls, *, nominal=None,
     keep &= np.isfinite(s)
     A = _pseudo_basis()
     J0 = nominal_pseudo_inertias(model, pi0)
+    margins = body_margins(J0, epsilon)
 
     def constraints_and_prior(x):
         """LMIs, sign constraints and the prior term of the standard parameters ``x``."""
@@ -246,7 +277,7 @@ def physically_consistent(model, base, information, beta_ls, *, nominal=None,
             reg = cp.sum_squares(cp.multiply(1.0 / s[idx], x[idx] - pi0[idx]))
         for k in range(model.n):
             J = sum(x[10 * k + i] * A[i] for i in range(10))
-            cons.append(J - epsilon * np.eye(4) >> 0)
+            cons.append(J - margins[k] * np.eye(4) >> 0)
             if prior == "bregman":
                 J0inv = np.linalg.inv(J0[k])
                 reg = reg + weight * (-cp.log_det(J) + cp.trace(J0inv @ J)
@@ -295,8 +326,9 @@ def physically_consistent(model, base, information, beta_ls, *, nominal=None,
                             cost_increase=float(r_opt @ r_opt) / ref,
                             status=status + ("" if refined else " (null space unrefined)"),
                             prior_distance=dist,
-                            on_bound=[k for k in range(model.n) if eig[k] <= 1.01 * epsilon],
-                            epsilon=epsilon, prior=prior)
+                            on_bound=[k for k in range(model.n)
+                                      if eig[k] <= 1.01 * margins[k]],
+                            epsilon=margins, prior=prior)
 
 
 def _solve(problem, x, solver, what):

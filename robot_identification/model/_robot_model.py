@@ -213,7 +213,8 @@ def check_urdf_tree(urdf_xml: str, source: str = "the URDF"):
     ------
     ModelError
         Not XML / no ``<robot>``; duplicate or missing link/joint names; a joint naming an
-        undefined link; a link with several ``<inertial>`` elements; a link that is the child
+        undefined link; a link with several ``<inertial>`` elements or an ``<inertial>``
+        without ``<mass>`` or ``<inertia>``; a link that is the child
         of several joints or a chain of joints that closes on itself (a kinematic loop); more
         than one root link; a revolute or prismatic joint without ``<limit effort velocity>``;
         a negative or non-finite mass or inertia; an inertia tensor with a negative principal
@@ -284,6 +285,12 @@ def check_urdf_tree(urdf_xml: str, source: str = "the URDF"):
             continue
         mass = inertial.find("mass")
         inertia = inertial.find("inertia")
+        for tag, elem in (("mass", mass), ("inertia", inertia)):
+            if elem is None:            # urdfdom drops the whole inertial (and prints why)
+                raise ModelError(f"{source}: link '{lk.get('name')}' has an <inertial> without "
+                                 f"<{tag}>; the URDF parsers then drop the whole inertial: "
+                                 f"add <{tag} .../> (zeros for a "
+                                 f"{'massless link' if tag == 'mass' else 'point mass'})")
         values = {"mass": mass.get("value") if mass is not None else "0"}
         if inertia is not None:
             values.update({k: inertia.get(k, "0") for k in ("ixx", "iyy", "izz")})

@@ -17,6 +17,12 @@ The counts are logged, returned by ``~/stop`` and ``~/status`` and stored in the
 (metadata.yaml ``custom_data``, read back as ``Dataset.metadata['recording']``; the identifier
 turns them into ``messages_lost`` / ``samples_missing`` diagnostics).
 
+``~/stop`` first records what was published before it was called: a starved recorder is
+behind the graph, and a caller stops it as soon as the run ends. It takes what DDS holds until
+a joint state published after the call has arrived (DDS source timestamps) and an excitation
+run that ended is recorded up to its end, or the publishers were silent for 5 s, at most
+``drain_timeout`` s: the tail of a run is not cut off because the recorder was slow.
+
 Whether the recording holds the whole excitation run: the latest ``/diagnostics`` entry of
 an excitation publisher (``<node>: excitation``, :mod:`.excitation_publisher`) when the
 recording stops, judged against the recorded joint state stamps
@@ -80,6 +86,8 @@ class Recorder(Node):
             self, "message_info", True, "count lost messages from the DDS publication "
             "sequence numbers (needs the message info, which rclpy's EventsExecutor does not "
             "give: false there, lost messages 'unknown')", read_only=True)
+        self.message_info = message_info
+        self.newest_source_ns = 0   # [ns] latest publication time of a recorded joint state
         self.topics, self.states, self.subs = {}, set(), []
         self.joint_topic = None     # resolved link-side state topic (the first one)
         for topic, (cls, state) in topics.items():
@@ -107,8 +115,13 @@ class Recorder(Node):
         self.create_service(Trigger, "~/status", self.on_status)
         self.excitations = {}       # excitation publisher -> its latest status (plain values)
         self.running_seen = set()   # ... that were running during the current recording
-        self.create_subscription(DiagnosticArray, "/diagnostics", self.on_diagnostics,
-                                 RECORD_QOS)
+        self.diag_sub = self.create_subscription(DiagnosticArray, "/diagnostics",
+                                                 self.on_diagnostics, RECORD_QOS)
+        self.drain_timeout = declare(
+            self, "drain_timeout", 10.0, "[s] at most this long (steady clock) ~/stop waits "
+            "for the states published before it was called and up to the end of an "
+            "excitation run that ended (a starved recorder is behind the graph: the tail is "
+            "still on its way); 0 = only what DDS holds already", low=0.0, high=600.0)
         if declare(self, "autostart", False, "start recording at launch"):
             self.on_start(None, Trigger.Response())
 
@@ -123,6 +136,9 @@ class Recorder(Node):
             sec, nsec = struct.unpack_from("<iI" if data[1] == 1 else ">iI", data, 4)
             stamp = sec + 1e-9 * nsec
         info = info or {}
+        if topic == self.joint_topic:
+            self.newest_source_ns = max(self.newest_source_ns,
+                                        int(info.get("source_timestamp") or 0))
         gid = info.get("publisher_gid")
         self.counts[topic].add(info.get("publication_sequence_number"),
                                None if gid is None else bytes(gid.get("data", b"")), stamp,
@@ -135,6 +151,79 @@ class Recorder(Node):
                 self.excitations[st.name] = status
                 if self.writer is not None and status.get("state") == "running":
                     self.running_seen.add(st.name)
+
+    def take_pending(self) -> int:
+        """Take and record the messages DDS already holds for the recorder's subscriptions
+        (and ``/diagnostics``) now, from a callback (``~/stop``). Returns how many."""
+        n = 0
+        for sub in (*self.subs, self.diag_sub):
+            while True:
+                try:
+                    with sub.handle:
+                        taken = sub.handle.take_message(sub.msg_type, sub.raw)
+                except Exception:          # noqa: BLE001 - a destroyed subscription
+                    break
+                if taken is None:
+                    break
+                n += 1
+                if sub is self.diag_sub:
+                    self.on_diagnostics(taken[0])
+                elif self.message_info:
+                    sub.callback(taken[0], taken[1])
+                else:
+                    sub.callback(taken[0])
+        return n
+
+    def pending_end(self):
+        """[s] joint state stamp an ended excitation run (``finished`` or ``stopped``, on the
+        robot's clock, overlapping this recording) reached and the recording has not yet, or
+        ``None``."""
+        joint = self.counts.get(self.joint_topic)
+        if joint is None or joint.last_stamp is None:
+            return None
+        tol = 0.5 / self.rate
+        for status in self.excitations.values():
+            start, played = status.get("start_stamp_s"), status.get("played_s")
+            if (status.get("clock") != "robot" or start is None or played is None
+                    or status.get("state") not in ("finished", "stopped")):
+                continue
+            end = start + played
+            if end >= joint.first_stamp - tol and joint.last_stamp < end - tol:
+                return end
+        return None
+
+    #: [s] steady time without any message after which the publishers count as silent
+    #: (longer than DDS takes to re-send what a starved reader missed: Fast DDS's reliable
+    #: heartbeat period is 3 s)
+    QUIET = 5.0
+
+    def drain(self, called_ns):
+        """Before the bag closes, record what was published before ``~/stop`` was called
+        (``called_ns``, wall clock [ns]) - a starved recorder is behind the graph, the tail
+        still on its way. Takes what DDS holds until a joint state published after the call
+        arrived (its DDS source timestamp; the lockstep robot's keep-alive comes within
+        0.6 s of an idle graph) and an excitation run that ended is recorded up to its end
+        (:meth:`pending_end`), or the publishers were silent for :attr:`QUIET` s, at most
+        ``drain_timeout`` s (steady clock). Without message info (EventsExecutor) only the
+        run's end is awaited."""
+        begin = heard = time.monotonic()
+        while self.context.ok():                # (shutting down: nothing more comes)
+            if self.take_pending():
+                heard = time.monotonic()
+            caught_up = not self.message_info or self.newest_source_ns >= called_ns
+            end = self.pending_end()
+            now = time.monotonic()
+            if (caught_up and end is None) or (end is None and now - heard > self.QUIET):
+                return
+            if now - begin > self.drain_timeout:
+                joint = self.counts[self.joint_topic].last_stamp if self.joint_topic in \
+                    self.counts else None
+                self.get_logger().warning(
+                    f"stopping after waiting {self.drain_timeout:g} s for the states "
+                    f"published before ~/stop (recorded up to {joint} s"
+                    + (f", the excitation run ended at {end:.6f} s)" if end else ")"))
+                return
+            time.sleep(0.005)
 
     def excitation_summary(self) -> dict:
         """Excitation publisher -> :func:`excitation_coverage` of its latest run against the
@@ -188,10 +277,12 @@ class Recorder(Node):
         response.success, response.message = True, str(path.resolve())
         return response
 
-    def on_stop(self, request, response):
+    def on_stop(self, request, response, drain=True):
         if self.writer is None:
             response.success, response.message = False, "not recording"
             return response
+        if drain:                       # (not while the process ends: close at once)
+            self.drain(time.time_ns())
         writer, self.writer = self.writer, None
         excitation = self.excitation_summary()
         incomplete = "; ".join(f"{n}: {c['why']}" for n, c in excitation.items()
@@ -235,7 +326,7 @@ class Recorder(Node):
 
     def shutdown(self):
         if self.writer is not None:
-            self.on_stop(None, Trigger.Response())
+            self.on_stop(None, Trigger.Response(), drain=False)
 
 
 def main(args=None):
