@@ -277,9 +277,14 @@ def validate(model, base, models, datasets, settings=None, labels=None, keep_sig
         number (the identification's deadband is used), else :data:`REST_VELOCITY`
         [rad/s].
     filter_coulomb : bool
-        Predict the Coulomb column as the filtered measurement holds it
-        (:func:`filtered_coulomb`); False: the ramp of the filtered velocity (what a plain
-        script does; the benchmarks' references).
+        Where identification dropped the friction rows at reversals and stops
+        (``settings.drop_reversals``), predict the Coulomb column as the filtered measurement
+        holds it (:func:`filtered_coulomb`): on the rows identification used it equals the
+        fitted column up to the filter's settling tolerance, on the dropped rows the fitted
+        column says nothing. Without ``drop_reversals`` identification fitted the ramp of the
+        filtered velocity on every row, and prediction uses that same column. False: always
+        the ramp of the filtered velocity (what a plain script does; the benchmarks'
+        references).
 
     Returns
     -------
@@ -312,8 +317,8 @@ def validate(model, base, models, datasets, settings=None, labels=None, keep_sig
         entry = {"file": str(label), "moving": bool(ds.metadata.get(
             "moving", np.abs(states["dq"]).max() > 0.01)), "models": {}}
         preds = {}
-        coulomb = (filtered_coulomb(model, ds, s, dead) if filter_coulomb and dead is not None
-                   else None)
+        coulomb = (filtered_coulomb(model, ds, s, dead)
+                   if filter_coulomb and dead is not None and s.drop_reversals else None)
         for name, beta in models.items():
             pred = predict_torque(model, base, beta, states, rest_velocity=rest_velocity,
                                   friction_deadband=0.0 if dead is None else dead,
