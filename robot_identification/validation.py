@@ -253,7 +253,7 @@ def torque_errors(measured, predicted, names):
 
 
 def validate(model, base, models, datasets, settings=None, labels=None, keep_signals=False,
-             rest_velocity=None, filter_coulomb=True):
+             rest_velocity=None, filter_coulomb=None):
     """Validate base-parameter models on held-out datasets.
 
     Parameters
@@ -276,15 +276,15 @@ def validate(model, base, models, datasets, settings=None, labels=None, keep_sig
         See :func:`predict_torque`; default 0 when ``settings.friction_deadband`` is a
         number (the identification's deadband is used), else :data:`REST_VELOCITY`
         [rad/s].
-    filter_coulomb : bool
-        Where identification dropped the friction rows at reversals and stops
-        (``settings.drop_reversals``), predict the Coulomb column as the filtered measurement
-        holds it (:func:`filtered_coulomb`): on the rows identification used it equals the
-        fitted column up to the filter's settling tolerance, on the dropped rows the fitted
-        column says nothing. Without ``drop_reversals`` identification fitted the ramp of the
-        filtered velocity on every row, and prediction uses that same column. False: always
-        the ramp of the filtered velocity (what a plain script does; the benchmarks'
-        references).
+    filter_coulomb : bool or None
+        True: predict the Coulomb column as the filtered measurement holds it
+        (:func:`filtered_coulomb`); False: the ramp of the filtered velocity (what a plain
+        script does; the benchmarks' references). None (default): True where identification
+        dropped the friction rows at reversals and stops (``settings.drop_reversals``) - on
+        the rows it used the filtered column equals the fitted one up to the filter's
+        settling tolerance, on the dropped rows the fitted column says nothing -, else False:
+        without ``drop_reversals`` identification fitted the ramp of the filtered velocity on
+        every row, and prediction uses that same column.
 
     Returns
     -------
@@ -318,7 +318,8 @@ def validate(model, base, models, datasets, settings=None, labels=None, keep_sig
             "moving", np.abs(states["dq"]).max() > 0.01)), "models": {}}
         preds = {}
         coulomb = (filtered_coulomb(model, ds, s, dead)
-                   if filter_coulomb and dead is not None and s.drop_reversals else None)
+                   if dead is not None and (s.drop_reversals if filter_coulomb is None
+                                            else filter_coulomb) else None)
         for name, beta in models.items():
             pred = predict_torque(model, base, beta, states, rest_velocity=rest_velocity,
                                   friction_deadband=0.0 if dead is None else dead,
