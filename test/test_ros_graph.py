@@ -66,13 +66,13 @@ class Graph:
 from conftest import await_lockstep_end, ros_domain_id  # noqa: E402
 
 
-@pytest.fixture
-def client(request):
-    domain_id = ros_domain_id(request.param)
+def client_node(domain_id, name="test_client"):
+    """A node on its own rclpy context in ``domain_id`` (localhost discovery) with a
+    SingleThreadedExecutor (``node.executor_``); a generator for pytest fixtures."""
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     ctx = rclpy.Context()
     rclpy.init(context=ctx, domain_id=domain_id)
-    node = rclpy.create_node("test_client", context=ctx)
+    node = rclpy.create_node(name, context=ctx)
     node.domain_id = domain_id
     node.executor_ = SingleThreadedExecutor(context=ctx)
     node.executor_.add_node(node)
@@ -80,6 +80,11 @@ def client(request):
     node.executor_.shutdown()
     node.destroy_node()
     rclpy.shutdown(context=ctx)
+
+
+@pytest.fixture
+def client(request):
+    yield from client_node(ros_domain_id(request.param))
 
 
 def call(node, srv_type, name, request=None, timeout=60.0):

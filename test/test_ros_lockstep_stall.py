@@ -6,7 +6,6 @@ the recording is complete, also when the recorder was starved at the end of the 
 ~/stop waits for the tail still on its way). A run that does end early (here ``~/stop``) is
 said by the excitation publisher, the recorder and the identification diagnostics. Separate
 processes over DDS (unique ROS_DOMAIN_ID, localhost discovery)."""
-import os
 import signal
 
 import numpy as np
@@ -14,7 +13,6 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy")
 
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile,  # noqa: E402
                        ReliabilityPolicy)
 from sensor_msgs.msg import JointState  # noqa: E402
@@ -23,7 +21,7 @@ from std_srvs.srv import Trigger  # noqa: E402
 
 from conftest import await_lockstep_end, recorder_receives, ros_domain_id  # noqa: E402
 from robot_identification.nodes._common import command_state_ns, stamp_ns  # noqa: E402
-from test_ros_graph import Graph, call, spin_until  # noqa: E402
+from test_ros_graph import Graph, call, client_node, spin_until  # noqa: E402
 
 pytestmark = pytest.mark.ros
 DOMAIN_ID = ros_domain_id(152)
@@ -33,17 +31,7 @@ KEEP_ALL = QoSProfile(history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPol
 
 @pytest.fixture
 def client():
-    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx, domain_id=DOMAIN_ID)
-    node = rclpy.create_node("stall_test_client", context=ctx)
-    node.domain_id = DOMAIN_ID
-    node.executor_ = SingleThreadedExecutor(context=ctx)
-    node.executor_.add_node(node)
-    yield node
-    node.executor_.shutdown()
-    node.destroy_node()
-    rclpy.shutdown(context=ctx)
+    yield from client_node(DOMAIN_ID, "stall_test_client")
 
 
 def test_starved_controller_neither_doubles_a_step_nor_cuts_the_run(client, tmp_path):
