@@ -709,12 +709,21 @@ def check_bodies(body_names, min_eigenvalues, epsilon, masses=None, nominal_mass
                  mass_factor=3.0):
     """Physically consistent estimate: ``body_on_bound`` (pseudo-inertia's smallest
     eigenvalue within 1 % of the LMI margin ``epsilon``, one for all bodies or (n,): a
-    degenerate body, e.g. a line or point mass) and ``mass_far_from_nominal`` (mass
-    outside [1/f, f] x the URDF's)."""
+    degenerate body, e.g. a line or point mass), ``body_not_physical`` (smallest eigenvalue
+    below -``epsilon``: the solver's answer violates the pseudo-inertia LMI J_k >= epsilon 1
+    of :func:`~robot_identification.estimation.physically_consistent` - no rigid body, e.g.
+    a negative mass, typically with ``solver_inaccurate``) and ``mass_far_from_nominal`` (mass outside [1/f, f] x the
+    URDF's)."""
     out = []
     eps = np.broadcast_to(np.asarray(epsilon, dtype=float), (len(body_names),))
     for k, (nm, ev) in enumerate(zip(body_names, min_eigenvalues)):
-        if ev <= 1.01 * eps[k]:
+        if ev < -eps[k]:
+            out.append(Diagnostic("body_not_physical", "warning",
+                                  f"smallest pseudo-inertia eigenvalue {ev:.3g} < 0: the "
+                                  f"solver's answer violates the physical constraint (margin "
+                                  f"{eps[k]:.3g}), this is no rigid body; use the wls "
+                                  f"estimate, and better excitation or filtering", nm))
+        elif ev <= 1.01 * eps[k]:
             out.append(Diagnostic("body_on_bound", "warning",
                                   f"smallest pseudo-inertia eigenvalue {ev:.3g} is on the bound "
                                   f"{eps[k]:.3g}: a degenerate body (line or point mass)", nm))

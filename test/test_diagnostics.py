@@ -119,6 +119,11 @@ def test_bodies_on_bound_and_far_masses():
                         nominal_masses=[1.1, 2.0])
     assert codes(d) == ["body_on_bound", "mass_far_from_nominal"]
     assert [x.subject for x in d] == ["b1", "b2"]
+    # a solver answer outside the physical set is not "on the bound" (szabo_3dof, 60 dB,
+    # no filter: eigenvalues -5.8e-4, -1.9e-5 with status optimal_inaccurate)
+    d = dg.check_bodies(["b1", "b2", "b3"], [-5.8e-4, 0.9e-6, -1e-9], 1e-6)
+    assert codes(d) == ["body_not_physical", "body_on_bound", "body_on_bound"]
+    assert "violates" in d[0].message and d[0].severity == "warning"
 
 
 def test_physical_estimate_with_an_unrefined_null_space():
