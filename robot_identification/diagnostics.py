@@ -712,8 +712,8 @@ def check_bodies(body_names, min_eigenvalues, epsilon, masses=None, nominal_mass
     degenerate body, e.g. a line or point mass), ``body_not_physical`` (smallest eigenvalue
     below -``epsilon``: the solver's answer violates the pseudo-inertia LMI J_k >= epsilon 1
     of :func:`~robot_identification.estimation.physically_consistent` - no rigid body, e.g.
-    a negative mass, typically with ``solver_inaccurate``) and ``mass_far_from_nominal`` (mass outside [1/f, f] x the
-    URDF's)."""
+    a negative mass, typically with ``solver_inaccurate``) and ``mass_far_from_nominal``
+    (mass outside [1/f, f] x the URDF's)."""
     out = []
     eps = np.broadcast_to(np.asarray(epsilon, dtype=float), (len(body_names),))
     for k, (nm, ev) in enumerate(zip(body_names, min_eigenvalues)):
