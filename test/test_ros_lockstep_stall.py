@@ -120,7 +120,7 @@ def test_starved_controller_neither_doubles_a_step_nor_cuts_the_run(client, tmp_
     from robot_identification.data._bag import read_bag
     from robot_identification.diagnostics import check_excitation_complete
     assert full.success and "INCOMPLETE" not in full.message, full.message
-    assert short.success and "INCOMPLETE recording" in short.message, short.message
+    assert short.success and "INCOMPLETE recording" in short.message, (short.message, logs)
     assert "stopped by ~/stop" in short.message, short.message
     assert "excitation stopped by ~/stop" in g.log("excitation_publisher")
     bags = sorted((tmp_path / "data").glob("run_*"))

@@ -178,6 +178,20 @@ def command_state_ns(msg):
     return None
 
 
+def diagnostic_status(node, name, level, message, values):
+    """One ``/diagnostics`` entry of ``node`` (diagnostic_msgs/DiagnosticArray, stamped now):
+    status ``'<node name>: <name>'`` with ``level`` (DiagnosticStatus.OK/WARN/ERROR),
+    ``message``, the robot config's name as hardware id and ``values`` (key -> value, sent
+    as strings), as the ROS diagnostics convention (REP 107) lays it out."""
+    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+    msg = DiagnosticArray(status=[DiagnosticStatus(
+        level=level, name=f"{node.get_name()}: {name}", message=message,
+        hardware_id=node.model.config.name,
+        values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])])
+    msg.header.stamp = node.get_clock().now().to_msg()
+    return msg
+
+
 def finite(*arrays) -> bool:
     return all(math.isfinite(x) for a in arrays for x in a)
 

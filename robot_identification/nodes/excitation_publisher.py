@@ -45,7 +45,7 @@ import time
 
 import numpy as np
 from builtin_interfaces.msg import Duration, Time
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.clock import Clock as RosClock
 from rclpy.clock import ClockType
 from rclpy.node import Node
@@ -57,8 +57,9 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robot_identification.excitation import check_limits, load_trajectory, trajectory_from_config
-from robot_identification.nodes._common import (LATEST, QOS, declare, declare_robot, main_for,
-                                                to_sec, to_stamp)
+from robot_identification.nodes._common import (LATEST, QOS, declare, declare_robot,
+                                                diagnostic_status, main_for, to_sec,
+                                                to_stamp)
 
 
 class ExcitationPublisher(Node):
@@ -305,12 +306,7 @@ class ExcitationPublisher(Node):
                   "clock": "robot" if self.lockstep or self.robot_clock else "node",
                   "reference_lag_s": f"{self.reference_lag:.6f}",
                   "reference_pauses": self.reference_pauses}
-        msg = DiagnosticArray(status=[DiagnosticStatus(
-            level=level, name=self.get_name() + ": excitation", message=message,
-            hardware_id=self.model.config.name,
-            values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])])
-        msg.header.stamp = self.get_clock().now().to_msg()
-        self.pub_diag.publish(msg)
+        self.pub_diag.publish(diagnostic_status(self, "excitation", level, message, values))
 
     _start_stamp = None                 # [s] first tick of the latest run (kept after its end)
 

@@ -34,7 +34,7 @@ import time
 
 import numpy as np
 from builtin_interfaces.msg import Time
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.clock import Clock as RosClock
 from rclpy.clock import ClockType
 from rclpy.node import Node
@@ -44,8 +44,8 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 
 from robot_identification.nodes._common import (LATEST, QOS, command_state_ns, declare,
-                                                declare_robot, finite, main_for, stamp_ns,
-                                                to_stamp)
+                                                declare_robot, diagnostic_status, finite,
+                                                main_for, stamp_ns, to_stamp)
 from robot_identification.errors import DataError, IdentificationError
 from robot_identification.excitation import load_trajectory, trajectory_from_config
 from robot_identification.simulation import Simulator, tolerated_command_delay
@@ -258,12 +258,7 @@ class SimulatedRobot(Node):
                    f"robot's clock runs at {factor:.2f} x real time")
         if self.diverged:
             message = f"{self.diverged}: brakes on until ~/reset; {message}"
-        msg = DiagnosticArray(status=[DiagnosticStatus(
-            level=level, name=self.get_name() + ": real time", message=message,
-            hardware_id=self.model.config.name,
-            values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])])
-        msg.header.stamp = self.get_clock().now().to_msg()
-        self.pub_diag.publish(msg)
+        self.pub_diag.publish(diagnostic_status(self, "real time", level, message, values))
 
     def publish(self, t, u):
         m = self.sim.measure()
