@@ -305,7 +305,10 @@ class ExcitationPublisher(Node):
                   "played_s": f"{played:.6f}", "planned_s": f"{planned:.6f}",
                   "clock": "robot" if self.lockstep or self.robot_clock else "node",
                   "reference_lag_s": f"{self.reference_lag:.6f}",
-                  "reference_pauses": self.reference_pauses}
+                  "reference_pauses": self.reference_pauses,
+                  # wall clock [ns]: a recorder's ~/stop knows whether this status is older
+                  # than the call (a reliable reader behind a gap gets it seconds late)
+                  "published_ns": time.time_ns()}
         self.pub_diag.publish(diagnostic_status(self, "excitation", level, message, values))
 
     _start_stamp = None                 # [s] first tick of the latest run (kept after its end)

@@ -19,9 +19,10 @@ turns them into ``messages_lost`` / ``samples_missing`` diagnostics).
 
 ``~/stop`` first records what was published before it was called: a starved recorder is
 behind the graph, and a caller stops it as soon as the run ends. It takes what DDS holds until
-a joint state published after the call has arrived (DDS source timestamps) and an excitation
-run that ended is recorded up to its end, or the publishers were silent for 5 s, at most
-``drain_timeout`` s: the tail of a run is not cut off because the recorder was slow.
+a joint state published after the call has arrived (DDS source timestamps), an excitation
+run that ended is recorded up to its end and each excitation publisher's latest status was
+published after the call (it re-sends it every second), or the publishers were silent for 5 s,
+at most ``drain_timeout`` s: the tail of a run is not cut off because the recorder was slow.
 
 Whether the recording holds the whole excitation run: the latest ``/diagnostics`` entry of
 an excitation publisher (``<node>: excitation``, :mod:`.excitation_publisher`) when the
@@ -203,7 +204,8 @@ class Recorder(Node):
         still on its way. Takes what DDS holds until a joint state published after the call
         arrived (its DDS source timestamp; the lockstep robot's keep-alive comes within
         0.6 s of an idle graph) and an excitation run that ended is recorded up to its end
-        (:meth:`pending_end`), or the publishers were silent for :attr:`QUIET` s, at most
+        (:meth:`pending_end`) and no excitation status is older than the call
+        (:meth:`stale_excitations`), or the publishers were silent for :attr:`QUIET` s, at most
         ``drain_timeout`` s (steady clock). Without message info (EventsExecutor) only the
         run's end is awaited."""
         begin = heard = time.monotonic()
@@ -212,8 +214,10 @@ class Recorder(Node):
                 heard = time.monotonic()
             caught_up = not self.message_info or self.newest_source_ns >= called_ns
             end = self.pending_end()
+            stale = self.stale_excitations(called_ns)
             now = time.monotonic()
-            if (caught_up and end is None) or (end is None and now - heard > self.QUIET):
+            if not stale and ((caught_up and end is None)
+                              or (end is None and now - heard > self.QUIET)):
                 return
             if now - begin > self.drain_timeout:
                 joint = self.counts[self.joint_topic].last_stamp if self.joint_topic in \
@@ -221,9 +225,28 @@ class Recorder(Node):
                 self.get_logger().warning(
                     f"stopping after waiting {self.drain_timeout:g} s for the states "
                     f"published before ~/stop (recorded up to {joint} s"
-                    + (f", the excitation run ended at {end:.6f} s)" if end else ")"))
+                    + (f", the excitation run ended at {end:.6f} s" if end else "")
+                    + (f"; the latest status of {stale} is older than ~/stop: the recording "
+                       f"is judged on it" if stale else "") + ")")
                 return
             time.sleep(0.005)
+
+    def stale_excitations(self, called_ns):
+        """Excitation publishers whose latest ``/diagnostics`` status was published (its
+        ``published_ns``, wall clock [ns]) before ``called_ns``: a reliable reader that missed
+        messages (a starved recorder) gets the later ones only once the gap is repaired
+        (Fast DDS: at its next heartbeat, up to 3 s), so a run's start or stop may still be
+        on its way. The publisher re-sends its status every second. Statuses without the
+        stamp (older publishers) are taken as they are."""
+        out = []
+        for name, status in sorted(self.excitations.items()):
+            try:
+                published = int(status.get("published_ns") or 0)
+            except (TypeError, ValueError):
+                published = 0
+            if 0 < published < called_ns:
+                out.append(name)
+        return out
 
     def excitation_summary(self) -> dict:
         """Excitation publisher -> :func:`excitation_coverage` of its latest run against the
