@@ -1023,6 +1023,10 @@ def recording_summary(model, dataset, label=None):
     if model.config.elastic and ds.theta is not None:
         diags += check_deflection(model.joint_names, ds.q, ds.theta, src)
     band = excitation_band(ds.t, ds.q)
+    if not model.config.elastic:
+        from robot_identification._nominal_check import check_against_nominal
+        diags += check_against_nominal(model, ds.t, ds.q, ds.tau, ds.dq, band, src,
+                                       noise_std(ds.tau))[0]
     # the signals the regressor differentiates: measured velocities when recorded, else
     # positions (link and, for elastic joints, motor)
     diff = [ds.dq if ds.dq is not None else ds.q]
@@ -1090,6 +1094,20 @@ def check_torque_against_nominal(labels, neq, nominal_base):
     return out
 
 
+#: Codes of the per-recording check against the URDF's model
+#: (:func:`robot_identification._nominal_check.check_against_nominal`).
+NOMINAL_CODES = ("torque_sign", "torque_scale", "joints_swapped", "encoder_offset",
+                 "torque_dead", "torque_unexplained")
+
+
+def _said_per_recording(d, said):
+    """The per-recording check already named this joint (or every joint's scale)."""
+    return ((d.code, d.subject) in said
+            or (d.code == "torque_scale" and ("torque_scale", "") in said)
+            or any(c in ("joints_swapped", "encoder_offset", "torque_dead")
+                   and d.subject in s.split(" and ") for c, s in said))
+
+
 def check_locked_joints(locked):
     """Joints of the URDF that the configuration leaves out (gripper fingers, passive or
     mimic joints): locked, their links identified as part of the body they hang on.
@@ -1142,8 +1160,10 @@ def collect_diagnostics(model, result, recordings=()):
     out += check_signs(result.names, result.expressions, est.values, est.std, result.units)
     if neq is not None and getattr(result, "base", None) is not None:
         nominal = np.array(model.nominal_parameters(), dtype=float)
-        out += check_torque_against_nominal(result.row_labels, neq,
-                                            result.base.base_values(np.nan_to_num(nominal)))
+        said = {(d.code, d.subject) for d in out if d.code in NOMINAL_CODES}
+        out += [d for d in check_torque_against_nominal(
+                    result.row_labels, neq, result.base.base_values(np.nan_to_num(nominal)))
+                if not _said_per_recording(d, said)]
     out += check_parameter_std(result.names, est.values, est.relative_std)
     if recordings:
         noise = np.median(np.stack([r["torque_noise"] for r in recordings]), axis=0)

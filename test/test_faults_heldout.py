@@ -324,12 +324,14 @@ def test_simulate_too_short_is_refused(tmp_path, capsys):
 
 
 # ------------------------------------------------------------------------------ torques
-@pytest.mark.parametrize("label,scale,code,message", [
-    ("sign flipped", -1.0, "torque_sign", "runs against the torque the URDF's nominal"),
-    ("mN*m", 1000.0, "torque_scale", "is 1e+03x the torque the URDF's nominal"),
+@pytest.mark.parametrize("label,scale,code,message,subjects", [
+    ("sign flipped", -1.0, "torque_sign", "runs against the torque the URDF's nominal",
+     {"joint1", "joint2", "joint3"}),
+    ("mN*m", 1000.0, "torque_scale", "x what the URDF's model predicts on every joint",
+     {""}),
 ])
 def test_torque_sign_and_unit_are_diagnosed(run, tmp_path, capsys, label, scale, code,
-                                            message):
+                                            message, subjects):
     """Torques of the opposite sign convention identified negative masses, and torques in
     mN*m masses 1000x too large, without a word (the sign check looks only at base
     parameters that stand alone)."""
@@ -342,7 +344,7 @@ def test_torque_sign_and_unit_are_diagnosed(run, tmp_path, capsys, label, scale,
     assert rc == 0, err
     found = [d for d in yaml.safe_load((tmp_path / "r.yaml").read_text())["diagnostics"]
              if d["code"].startswith("torque_s")]
-    assert {d["subject"] for d in found} == {"joint1", "joint2", "joint3"}, found
+    assert {d["subject"] for d in found} == subjects, found
     assert all(d["code"] == code and message in d["message"] for d in found), found
 
 

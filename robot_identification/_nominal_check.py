@@ -1,0 +1,286 @@
+"""Recorded joint data against the URDF's nominal model: faults of real robot data that are
+syntactically valid (a reversed joint direction, two joints' columns swapped, an encoder zero
+offset, torques in other units or scaled by a drive gain, a dead torque channel) and give a
+silently wrong identification otherwise.
+
+Per recording (:func:`check_against_nominal`, called by
+:func:`robot_identification.diagnostics.recording_summary`): the positions and torques are
+resampled onto a uniform grid and low-pass filtered alike (4th-order zero-phase Butterworth at
+5 x the excitation band, 1 Hz to 0.1 x the sampling rate), velocities and accelerations are
+differentiated, and the torque the URDF's inertial parameters (and the config's rotor
+inertia) predict, tau_0 = Y(q, dq, ddq) pi_0, is compared with the measured torque of each
+joint k by least squares on the columns [tau_0k, sign(dq_k), dq_k, 1] (friction and offset
+are free: a URDF has none). Per joint: the normalised residual
+e_k = |res_k| / |tau_k - mean(tau_k)| and the scale c_k of the nominal column. Where a joint
+whose torque matters (its nominal or measured variation above 2 % of the largest joint's
+nominal variation and 3 x its noise) is explained badly (e_k > 0.5) or has a scale off the
+other joints' (outside [1/1.6, 1.6] x their median), alternative readings of the data are
+tried - one joint's direction reversed, two joints' columns swapped, a zero offset of one
+joint's encoder (three Gauss-Newton steps on the nominal torque) - and the one that explains
+the data is named: score sum_k e_k^2 + log(c_k / median c)^2 over those joints at most a
+third of the recorded one, every such joint then fitted with e_k <= 0.5. A common scale of
+all joints outside [1/3, 3] tells torques in other units or motor currents; one joint's
+scale, its gear ratio or drive gain.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+#: Normalised residual above which a joint counts as unexplained by the nominal model.
+UNEXPLAINED = 0.5
+#: An alternative reading must bring the summed squared normalised residual below this
+#: fraction of the recorded one.
+IMPROVEMENT = 0.5
+#: Scale of the nominal torque beyond which a unit / drive gain problem is said.
+SCALE = 3.0
+#: Fewest / most grid samples used.
+MIN_SAMPLES, MAX_SAMPLES = 200, 1500
+
+
+def _diag(code, severity, message, subject=""):
+    from robot_identification.diagnostics import Diagnostic
+    return Diagnostic(code, severity, message, subject)
+
+
+def _states(model, t, q, tau, dq, band_hz):
+    """Uniform grid, zero-phase low-pass of q (or dq) and tau alike, derivatives."""
+    from robot_identification.signal._filters import lowpass_filtfilt
+    dt = float(np.median(np.diff(t)))
+    fs = 1.0 / dt
+    fc = float(np.clip(5.0 * band_hz, 1.0, 0.1 * fs))
+    grid = np.arange(t[0], t[-1], dt)
+    if grid.shape[0] < MIN_SAMPLES:
+        return None
+
+    def interp(x):
+        return np.column_stack([np.interp(grid, t, x[:, k]) for k in range(x.shape[1])])
+
+    qf = lowpass_filtfilt(interp(q), fs, fc, order=4)
+    tf = lowpass_filtfilt(interp(tau), fs, fc, order=4)
+    if dq is not None:
+        dqf = lowpass_filtfilt(interp(dq), fs, fc, order=4)
+    else:
+        dqf = np.gradient(qf, dt, axis=0)
+    ddq = np.gradient(dqf, dt, axis=0)
+    # leave out the filter's end transients, keep at most MAX_SAMPLES rows
+    edge = min(int(np.ceil(1.0 / (fc * dt))), grid.shape[0] // 10)
+    idx = np.arange(edge, grid.shape[0] - edge)
+    idx = idx[:: max(1, idx.shape[0] // MAX_SAMPLES)]
+    if idx.shape[0] < MIN_SAMPLES:
+        return None
+    return {"q": qf[idx], "dq": dqf[idx], "ddq": ddq[idx], "tau": tf[idx]}
+
+
+def _nominal_torque(model, q, dq, ddq):
+    """tau_0 (N, n): the URDF inertials and the config's rotor inertia, no friction."""
+    from robot_identification.regressor import rigid_regressor
+    pi0 = np.nan_to_num(np.array(model.nominal_parameters(), dtype=float))
+    keep = np.array([not (nm.endswith((".viscous", ".coulomb", ".offset", ".stiction",
+                                       ".stribeck"))) for nm in model.parameter_names])
+    Y = rigid_regressor(model, q, dq, ddq)
+    return Y[:, :, keep] @ pi0[keep]
+
+
+def _fit(tau, nominal, dq):
+    """Per joint least squares of tau_k on [nominal_k, sign(dq_k), dq_k, 1]: normalised
+    residual e (n,) (NaN for a constant torque) and scale c (n,) of the nominal column."""
+    n = tau.shape[1]
+    e, c = np.full(n, np.nan), np.full(n, np.nan)
+    for k in range(n):
+        y = tau[:, k]
+        sst = float(np.sum((y - y.mean()) ** 2))
+        X = np.column_stack([nominal[:, k], np.sign(dq[:, k]), dq[:, k], np.ones_like(y)])
+        coef = np.linalg.lstsq(X, y, rcond=None)[0]
+        res = y - X @ coef
+        if sst > 0:
+            e[k] = np.sqrt(float(res @ res) / sst)
+        c[k] = coef[0]
+    return e, c
+
+
+def _score(e, c, use):
+    """Sum over the joints ``use`` of e_k^2 + log(c_k / common scale)^2."""
+    e, c = e[use], np.maximum(c[use], 0.05)
+    if not len(e):
+        return 0.0
+    common = np.exp(np.median(np.log(c)))
+    return float(np.nansum(np.minimum(e, 2.0) ** 2) + np.sum(np.log(c / common) ** 2))
+
+
+def check_against_nominal(model, t, q, tau, dq=None, band_hz=1.0, source="",
+                          torque_noise=None):
+    """Diagnostics of one recording against the URDF's nominal torques (module docstring).
+
+    Parameters
+    ----------
+    model : RobotModel
+        Rigid models only (elastic: no check, an empty list).
+    t : ndarray (N,) [s]; q, tau : ndarray (N, n) [rad, N*m]; dq : ndarray (N, n) or None
+    band_hz : float
+        Excitation band of the motion [Hz] (:func:`diagnostics.excitation_band`).
+    source : str
+        Recording label for the messages.
+
+    Returns
+    -------
+    (list of Diagnostic, dict)
+        The findings (codes ``torque_sign``, ``joints_swapped``, ``encoder_offset``,
+        ``torque_dead``, ``torque_scale``, ``torque_unexplained``) and the
+        per-joint numbers (``fit``: e_k, ``scale``: c_k).
+    """
+    if model.config.elastic or np.asarray(q).ndim != 2:
+        return [], {}
+    try:
+        st = _states(model, np.asarray(t, float), np.asarray(q, float),
+                     np.asarray(tau, float), None if dq is None else np.asarray(dq, float),
+                     band_hz)
+    except Exception:       # too short, irregular: the other checks speak for the data
+        return [], {}
+    if st is None:
+        return [], {}
+    names = list(model.joint_names)
+    n = len(names)
+    nom = _nominal_torque(model, st["q"], st["dq"], st["ddq"])
+    meas = st["tau"]
+    e, c = _fit(meas, nom, st["dq"])
+    info = {"fit": e.tolist(), "scale": c.tolist()}
+    src = f"{source}: " if source else ""
+    moving = np.sqrt(np.mean(st["dq"] ** 2, axis=0)) > 1e-3
+    nom_rms = np.sqrt(np.mean((nom - nom.mean(axis=0)) ** 2, axis=0))
+    meas_rms = np.sqrt(np.mean((meas - meas.mean(axis=0)) ** 2, axis=0))
+    # joints where the nominal or the measured torque varies by more than 2 % of the
+    # largest joint's nominal variation and 3 x the torque noise
+    matters = nom_rms > 0.02 * max(float(np.max(nom_rms)), 1e-12)
+    if torque_noise is not None:
+        matters &= np.maximum(nom_rms, meas_rms) > 3 * np.asarray(torque_noise, dtype=float)
+    out = []
+
+    # a dead channel: (about) constant torque while the model predicts a varying one
+    # (a recorded torque exactly constant while the joint moves is dead whatever the URDF
+    # predicts: a real sensor has noise)
+    raw = np.asarray(tau, dtype=float)
+    frozen = np.ptp(raw, axis=0) <= 1e-12 * max(1.0, float(np.max(np.abs(raw))))
+    dead = [k for k in range(n) if moving[k] and (
+        matters[k] and meas_rms[k] < 0.02 * nom_rms[k] or frozen[k])]
+    for k in dead:
+        out.append(_diag("torque_dead", "error",
+                         f"{src}joint {names[k]}: the measured torque is constant (RMS "
+                         f"variation {meas_rms[k]:.3g} N*m) while the joint moves and the "
+                         f"URDF's model predicts {nom_rms[k]:.3g} N*m: a dead torque or "
+                         f"current channel, or a column that is not this joint's?",
+                         names[k]))
+    live = np.array([k not in dead for k in range(n)])
+    use = live & matters
+    bad = [k for k in range(n) if use[k] and e[k] > UNEXPLAINED]
+    common = np.exp(np.median(np.log(np.maximum(c[use], 0.05)))) if use.any() else 1.0
+    base_score = _score(e, c, use)
+    if use.any() and base_score > 0.01:
+        hyp = _alternatives(model, st, meas, use, names)
+        found = None
+        for code, text, e_alt, c_alt in hyp:
+            s = _score(e_alt, c_alt, use)
+            ok = np.all(~use | (e_alt <= UNEXPLAINED))
+            if s <= IMPROVEMENT * base_score and ok and (found is None or s < found[0]):
+                found = (s, code, text, e_alt, c_alt)
+        if found is not None:
+            s, code, text, e_alt, c_alt = found
+            gain = (np.minimum(e, 2.0) ** 2 - np.minimum(e_alt, 2.0) ** 2
+                    + np.log(np.maximum(c, 0.05) / common) ** 2)
+            top = [k for k in np.argsort(-np.where(use, gain, -np.inf))[:3] if use[k]]
+            worst = ", ".join(f"{names[k]} {e[k]:.2f} (scale {c[k]:.2g}) -> {e_alt[k]:.2f} "
+                              f"({c_alt[k]:.2g})" for k in top)
+            out.append(_diag(code, "error",
+                             f"{src}{text}: the URDF's model then explains the measured "
+                             f"torques (normalised residual and scale of the URDF's torque: "
+                             f"{worst})", text.split(":")[0].split(" ", 1)[1]))
+            return out, info
+        for k in bad:
+            if c[k] < 0:        # said below as a sign
+                continue
+            out.append(_diag(
+                "torque_unexplained", "warning",
+                f"{src}joint {names[k]}: the URDF's model with fitted friction explains "
+                f"only {100 * max(0.0, 1 - e[k] ** 2):.0f} % of the measured torque's "
+                f"variation (normalised residual {e[k]:.2f}): another robot, a payload or "
+                f"a URDF far from this arm, or a column of another quantity?", names[k]))
+    # a sign reversal visible on the scale alone (no single reading explains everything)
+    sign = [k for k in range(n) if live[k] and matters[k] and c[k] < -0.3 and e[k] < 0.9]
+    for k in sign:
+        if any(d.code in ("joints_swapped", "encoder_offset") for d in out):
+            break
+        out.append(_diag("torque_sign", "error",
+                         f"{src}joint {names[k]}: the measured torque runs against the torque "
+                         f"the URDF's nominal parameters predict (scale {c[k]:.2f}): the "
+                         f"joint's direction (encoder sign vs "
+                         f"URDF axis) or its torque sign reversed?", names[k]))
+    # scale: all joints alike (units, drive gain) or one joint
+    ok = [k for k in range(n) if live[k] and matters[k] and c[k] > 0 and e[k] < UNEXPLAINED]
+    if ok:
+        w = nom_rms[ok] ** 2
+        common = float(np.exp(np.sum(w * np.log(c[ok])) / np.sum(w)))
+        if not 1 / SCALE <= common <= SCALE and len(ok) >= max(2, n // 2):
+            out.append(_diag("torque_scale", "warning",
+                             f"{src}the measured torques are {common:.3g}x what the URDF's "
+                             f"model predicts on every joint (per joint "
+                             f"{', '.join(f'{c[k]:.3g}' for k in ok)}): torque units (mN*m?) "
+                             f"or motor currents (A) given as torque - a drive gain missing?"))
+        else:
+            for k in ok:
+                r = c[k] / (common if len(ok) >= 3 else 1.0)
+                if not 1 / SCALE <= c[k] <= SCALE:
+                    out.append(_diag("torque_scale", "warning",
+                                     f"{src}joint {names[k]}: the measured torque is "
+                                     f"{c[k]:.3g}x what the URDF's model predicts (the other "
+                                     f"joints about {common:.3g}x; ratio {r:.3g}): this "
+                                     f"joint's gear ratio, drive gain or torque unit?",
+                                     names[k]))
+    return out, info
+
+
+def _alternatives(model, st, meas, use, names):
+    """Alternative readings of the data: list of (code, text, e_alt (n,), c_alt (n,))."""
+    n = len(names)
+    q, dq, ddq = st["q"], st["dq"], st["ddq"]
+    out = []
+    # a joint reversed: q, dq, ddq and tau of joint k negated
+    for k in range(n):
+        s = np.ones(n)
+        s[k] = -1.0
+        nom_k = _nominal_torque(model, q * s, dq * s, ddq * s)
+        e_alt, c_alt = _fit(meas * s, nom_k, dq * s)
+        out.append(("torque_sign", f"joint {names[k]}: direction reversed (encoder or torque "
+                    f"sign against the URDF axis)?", e_alt, c_alt))
+    # two joints' columns swapped
+    for k in range(n):
+        for m in range(k + 1, n):
+            p = np.arange(n)
+            p[[k, m]] = p[[m, k]]
+            nom_p = _nominal_torque(model, q[:, p], dq[:, p], ddq[:, p])
+            e_alt, c_alt = _fit(meas[:, p], nom_p, dq[:, p])
+            out.append(("joints_swapped", f"joints {names[k]} and {names[m]}: columns "
+                        f"swapped (data joint order vs URDF)?", e_alt, c_alt))
+    # an encoder zero offset of one joint: the best of a grid of offsets, refined by a
+    # parabola through its neighbours
+    grid = np.array([-0.8, -0.5, -0.3, -0.2, -0.1, -0.05, 0.05, 0.1, 0.2, 0.3, 0.5, 0.8])
+
+    def at(k, off):
+        dlt = np.zeros(n)
+        dlt[k] = off
+        e_alt, c_alt = _fit(meas, _nominal_torque(model, q + dlt, dq, ddq), dq)
+        return _score(e_alt, c_alt, use), e_alt, c_alt
+
+    for k in range(n):
+        scores = [at(k, off)[0] for off in grid]
+        i = int(np.argmin(scores))
+        off = grid[i]
+        if 0 < i < len(grid) - 1:
+            x, y = grid[i - 1: i + 2], np.array(scores[i - 1: i + 2])
+            A = np.polyfit(x, y, 2)
+            if A[0] > 0:
+                off = float(np.clip(-A[1] / (2 * A[0]), x[0], x[2]))
+        _, e_alt, c_alt = at(k, off)
+        out.append(("encoder_offset", f"joint {names[k]}: encoder zero offset: the recorded "
+                    f"position is {-off:+.3g} rad from the URDF's (q_URDF = q_recorded "
+                    f"{off:+.3g} rad)?",
+                    e_alt, c_alt))
+    return out
