@@ -16,7 +16,8 @@ whose torque matters (its nominal or measured variation above 2 % of the largest
 nominal variation and 3 x its noise) is explained badly (e_k > 0.5) or has a scale off the
 other joints' (outside [1/1.6, 1.6] x their median), alternative readings of the data are
 tried - one joint's direction reversed, two joints' columns swapped, a zero offset of one
-joint's encoder (three Gauss-Newton steps on the nominal torque) - and the one that explains
+joint's encoder (a grid from -0.8 to 0.8 rad, refined by a parabola), a payload at the last
+body (its mass and first moments fitted with all joints together) - and the one that explains
 the data is named: score sum_k e_k^2 + log(c_k / median c)^2 over those joints at most a
 third of the recorded one, every such joint then fitted with e_k <= 0.5. A common scale of
 all joints outside [1/3, 3] tells torques in other units or motor currents; one joint's
@@ -31,8 +32,10 @@ UNEXPLAINED = 0.5
 #: An alternative reading must bring the summed squared normalised residual below this
 #: fraction of the recorded one.
 IMPROVEMENT = 0.5
-#: Scale of the nominal torque beyond which a unit / drive gain problem is said.
+#: Scale of the nominal torque beyond which a unit / drive gain problem is said (one joint).
 SCALE = 3.0
+#: ... and for the common scale of all joints (units, drive gain, another arm).
+COMMON_SCALE = 2.0
 #: Fewest / most grid samples used.
 MIN_SAMPLES, MAX_SAMPLES = 200, 1500
 
@@ -109,6 +112,17 @@ def _score(e, c, use):
 
 def check_against_nominal(model, t, q, tau, dq=None, band_hz=1.0, source="",
                           torque_noise=None):
+    """Diagnostics of one recording against the URDF's nominal torques: see
+    :func:`_check` (a numerical failure of the check, e.g. a singular fit on degenerate
+    data, leaves the recording unchecked instead of failing the identification)."""
+    from robot_identification.errors import DataError
+    try:
+        return _check(model, t, q, tau, dq, band_hz, source, torque_noise)
+    except (ValueError, ArithmeticError, np.linalg.LinAlgError, DataError):
+        return [], {}
+
+
+def _check(model, t, q, tau, dq, band_hz, source, torque_noise):
     """Diagnostics of one recording against the URDF's nominal torques (module docstring).
 
     Parameters
@@ -125,18 +139,14 @@ def check_against_nominal(model, t, q, tau, dq=None, band_hz=1.0, source="",
     -------
     (list of Diagnostic, dict)
         The findings (codes ``torque_sign``, ``joints_swapped``, ``encoder_offset``,
-        ``torque_dead``, ``torque_scale``, ``torque_unexplained``) and the
+        ``unmodelled_payload``, ``torque_dead``, ``torque_scale``, ``torque_unexplained``) and the
         per-joint numbers (``fit``: e_k, ``scale``: c_k).
     """
     if model.config.elastic or np.asarray(q).ndim != 2:
         return [], {}
-    try:
-        st = _states(model, np.asarray(t, float), np.asarray(q, float),
-                     np.asarray(tau, float), None if dq is None else np.asarray(dq, float),
-                     band_hz)
-    except Exception:       # too short, irregular: the other checks speak for the data
-        return [], {}
-    if st is None:
+    st = _states(model, np.asarray(t, float), np.asarray(q, float), np.asarray(tau, float),
+                 None if dq is None else np.asarray(dq, float), band_hz)
+    if st is None:          # too short: the other checks speak for the data
         return [], {}
     names = list(model.joint_names)
     n = len(names)
@@ -189,10 +199,11 @@ def check_against_nominal(model, t, q, tau, dq=None, band_hz=1.0, source="",
             top = [k for k in np.argsort(-np.where(use, gain, -np.inf))[:3] if use[k]]
             worst = ", ".join(f"{names[k]} {e[k]:.2f} (scale {c[k]:.2g}) -> {e_alt[k]:.2f} "
                               f"({c_alt[k]:.2g})" for k in top)
-            out.append(_diag(code, "error",
+            out.append(_diag(code, "warning" if code == "unmodelled_payload" else "error",
                              f"{src}{text}: the URDF's model then explains the measured "
                              f"torques (normalised residual and scale of the URDF's torque: "
-                             f"{worst})", text.split(":")[0].split(" ", 1)[1]))
+                             f"{worst})", text.split(":")[0].split(" ", 1)[1]
+                             if code != "unmodelled_payload" else model.body_names[-1]))
             return out, info
         for k in bad:
             if c[k] < 0:        # said below as a sign
@@ -218,12 +229,13 @@ def check_against_nominal(model, t, q, tau, dq=None, band_hz=1.0, source="",
     if ok:
         w = nom_rms[ok] ** 2
         common = float(np.exp(np.sum(w * np.log(c[ok])) / np.sum(w)))
-        if not 1 / SCALE <= common <= SCALE and len(ok) >= max(2, n // 2):
+        if not 1 / COMMON_SCALE <= common <= COMMON_SCALE and len(ok) >= max(2, n // 2):
             out.append(_diag("torque_scale", "warning",
                              f"{src}the measured torques are {common:.3g}x what the URDF's "
                              f"model predicts on every joint (per joint "
                              f"{', '.join(f'{c[k]:.3g}' for k in ok)}): torque units (mN*m?) "
-                             f"or motor currents (A) given as torque - a drive gain missing?"))
+                             f"or motor currents (A) given as torque - a drive gain missing? "
+                             f"Or the data of another arm than the URDF's?"))
         else:
             for k in ok:
                 r = c[k] / (common if len(ok) >= 3 else 1.0)
@@ -283,4 +295,43 @@ def _alternatives(model, st, meas, use, names):
                     f"position is {-off:+.3g} rad from the URDF's (q_URDF = q_recorded "
                     f"{off:+.3g} rad)?",
                     e_alt, c_alt))
+    # a payload at the last body that the URDF lacks: its mass and first moments (m, m c)
+    # fitted together with each joint's scale and friction
+    payload = _payload_fit(model, st, meas)
+    if payload is not None:
+        mass, com, e_alt, c_alt = payload
+        out.append(("unmodelled_payload", f"the last body {model.body_names[-1]}: a payload "
+                    f"of {mass:.3g} kg that the URDF does not have (centre of mass "
+                    f"{np.round(com, 3).tolist()} m in the body's parameter frame)?",
+                    e_alt, c_alt))
     return out
+
+
+def _payload_fit(model, st, meas):
+    """Fit tau_k = c_k tau_0k + friction_k + Y_k(m, m c of the last body) p, all joints
+    together (each weighted by 1 / its torque's std): (mass, com, e (n,), c (n,)) or None."""
+    from robot_identification.regressor import rigid_regressor
+    n = model.n
+    q, dq, ddq = st["q"], st["dq"], st["ddq"]
+    Y = rigid_regressor(model, q, dq, ddq)
+    cols = [10 * (n - 1) + i for i in range(4)]       # m, mx, my, mz of the last body
+    nom = _nominal_torque(model, q, dq, ddq)
+    N = q.shape[0]
+    A = np.zeros((N * n, 4 * n + 4))
+    y = np.empty(N * n)
+    w = 1.0 / np.maximum(np.std(meas, axis=0), 1e-12)
+    for k in range(n):
+        rows = slice(k * N, (k + 1) * N)
+        A[rows, 4 * k: 4 * k + 4] = w[k] * np.column_stack(
+            [nom[:, k], np.sign(dq[:, k]), dq[:, k], np.ones(N)])
+        A[rows, 4 * n:] = w[k] * Y[:, k, cols]
+        y[rows] = w[k] * meas[:, k]
+    coef = np.linalg.lstsq(A, y, rcond=None)[0]
+    p = coef[4 * n:]
+    if not p[0] > 0:
+        return None
+    res = (y - A @ coef).reshape(n, N).T / w
+    e = np.array([np.sqrt(float(res[:, k] @ res[:, k])
+                          / max(float(np.sum((meas[:, k] - meas[:, k].mean()) ** 2)), 1e-300))
+                  for k in range(n)])
+    return float(p[0]), p[1:] / p[0], e, coef[0: 4 * n: 4]

@@ -4,6 +4,7 @@ reversed, two joints' columns swapped, an encoder zero offset, torques in other 
 dead torque channel. Each on a crafted szabo_3dof simulation (the simulator's true
 parameters are the URDF's, so the fault is the only difference); none on clean simulations.
 """
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -41,7 +42,8 @@ def _nominal(model, ds):
 
 def _one(found, code, subject, *needles):
     assert [(d.code, d.subject) for d in found] == [(code, subject)], found
-    assert found[0].severity == ("warning" if code == "torque_scale" else "error")
+    assert found[0].severity == ("warning" if code in ("torque_scale", "unmodelled_payload")
+                                 else "error")
     for n in needles:
         assert n in found[0].message, found[0].message
 
@@ -116,3 +118,34 @@ def test_cli_names_swapped_csv_columns(szabo, tmp_path, capsys):
     doc = yaml.safe_load((tmp_path / "r.yaml").read_text())
     assert [d["subject"] for d in doc["diagnostics"]
             if d["code"] == "joints_swapped"] == ["joint2 and joint3"]
+
+
+def test_payload_the_urdf_lacks_is_named(szabo, tmp_path):
+    """1 kg at the tip (frame3) of szabo_3dof's last link (1.41 kg): simulated with the
+    payload, checked against the URDF without it."""
+    model, _ = szabo
+    urdf = (REPO / "urdf" / "szabo_3dof.urdf").read_text().replace(
+        '<link name="frame3"/>', '<link name="frame3"><inertial><origin xyz="0 0 0"/>'
+        '<mass value="1.0"/><inertia ixx="1e-4" ixy="0" ixz="0" iyy="1e-4" iyz="0" '
+        'izz="1e-4"/></inertial></link>')
+    (tmp_path / "payload.urdf").write_text(urdf)
+    loaded = load_robot("szabo_3dof", urdf=tmp_path / "payload.urdf")
+    found = _nominal(model, simulate(loaded, seed=0))
+    _one(found, "unmodelled_payload", "link3", "a payload of")
+    mass = float(found[0].message.split("a payload of ")[1].split(" kg")[0])
+    assert mass == pytest.approx(1.0, rel=0.3)    # 1.25: the free scales take a part
+
+
+def test_torques_of_a_lighter_arm_are_named(szabo, tmp_path):
+    """Data of an arm with 0.4 x the link masses and inertias (another robot of the same
+    kinematics): every joint's torque about 0.4 x the URDF's."""
+    model, _ = szabo
+    urdf = (REPO / "urdf" / "szabo_3dof.urdf").read_text()
+    urdf = re.sub(r'<mass value="([0-9.]+)"/>',
+                  lambda g: f'<mass value="{float(g.group(1)) * 0.4}"/>', urdf)
+    urdf = re.sub(r'(i[xyz]{2})="([0-9.eE+-]+)"',
+                  lambda g: f'{g.group(1)}="{float(g.group(2)) * 0.4}"', urdf)
+    (tmp_path / "light.urdf").write_text(urdf)
+    light = load_robot("szabo_3dof", urdf=tmp_path / "light.urdf")
+    _one(_nominal(model, simulate(light, seed=0)), "torque_scale", "",
+         "on every joint", "another arm")
