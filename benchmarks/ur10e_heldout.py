@@ -147,7 +147,7 @@ def more_runs(folder):
               "other Fourier runs": []}
     for f in sorted(root.glob("*/*.csv"), key=lambda f: (f.parent.name, f.name)):
         name, part = f.name, f.parent.name
-        if name in IDENT or "load" in name.lower() or part == "collision":
+        if name in IDENT or re.search(r"(?<!un)load", name.lower()) or part == "collision":
             continue                        # identification data, payload, external force
         if "ptp" in name:
             groups["point-to-point"].append(f)
