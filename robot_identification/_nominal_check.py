@@ -37,7 +37,7 @@ SCALE = 3.0
 #: ... and for the common scale of all joints (units, drive gain, another arm).
 COMMON_SCALE = 2.0
 #: Fewest / most grid samples used.
-MIN_SAMPLES, MAX_SAMPLES = 200, 1500
+MIN_SAMPLES, MAX_SAMPLES = 200, 600
 
 
 def _diag(code, severity, message, subject=""):
