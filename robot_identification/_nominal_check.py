@@ -206,24 +206,21 @@ def _check(model, t, q, tau, dq, band_hz, source, torque_noise):
                              if code != "unmodelled_payload" else model.body_names[-1]))
             return out, info
         for k in bad:
-            if c[k] < 0:        # said below as a sign
-                continue
             out.append(_diag(
                 "torque_unexplained", "warning",
                 f"{src}joint {names[k]}: the URDF's model with fitted friction explains "
                 f"only {100 * max(0.0, 1 - e[k] ** 2):.0f} % of the measured torque's "
-                f"variation (normalised residual {e[k]:.2f}): another robot, a payload or "
+                f"variation (normalised residual {e[k]:.2f}, scale {c[k]:.2g}): another "
+                f"robot, a payload or "
                 f"a URDF far from this arm, or a column of another quantity?", names[k]))
     # a sign reversal visible on the scale alone (no single reading explains everything)
-    sign = [k for k in range(n) if live[k] and matters[k] and c[k] < -0.3 and e[k] < 0.9]
+    sign = [k for k in range(n) if use[k] and c[k] < -0.3 and e[k] <= UNEXPLAINED]
     for k in sign:
-        if any(d.code in ("joints_swapped", "encoder_offset") for d in out):
-            break
         out.append(_diag("torque_sign", "error",
                          f"{src}joint {names[k]}: the measured torque runs against the torque "
                          f"the URDF's nominal parameters predict (scale {c[k]:.2f}): the "
-                         f"joint's direction (encoder sign vs "
-                         f"URDF axis) or its torque sign reversed?", names[k]))
+                         f"joint's direction (encoder sign vs URDF axis) or its torque sign "
+                         f"reversed?", names[k]))
     # scale: all joints alike (units, drive gain) or one joint
     ok = [k for k in range(n) if live[k] and matters[k] and c[k] > 0 and e[k] < UNEXPLAINED]
     if ok:

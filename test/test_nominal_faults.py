@@ -42,8 +42,8 @@ def _nominal(model, ds):
 
 def _one(found, code, subject, *needles):
     assert [(d.code, d.subject) for d in found] == [(code, subject)], found
-    assert found[0].severity == ("warning" if code in ("torque_scale", "unmodelled_payload")
-                                 else "error")
+    assert found[0].severity == ("warning" if code in ("torque_scale", "unmodelled_payload",
+                                                       "torque_unexplained") else "error")
     for n in needles:
         assert n in found[0].message, found[0].message
 
@@ -85,6 +85,15 @@ def test_dead_torque_channel_is_named(szabo, value):
     tau[:, 1] = value
     _one(_nominal(model, replace(ds, tau=tau)), "torque_dead", "joint2",
          "joint joint2: the measured torque is constant")
+
+
+def test_column_of_another_quantity_is_unexplained(szabo):
+    """joint2's torque column holds a signal unrelated to the motion: no reading explains it."""
+    model, ds = szabo
+    tau = ds.tau.copy()
+    tau[:, 1] = 1.4 * np.std(tau[:, 1]) * np.sin(2 * np.pi * 0.7 * ds.t)
+    _one(_nominal(model, replace(ds, tau=tau)), "torque_unexplained", "joint2",
+         "joint joint2: the URDF's model with fitted friction explains only")
 
 
 @pytest.mark.parametrize("robot", ["szabo_3dof", "ur10e", "puma560"])
