@@ -1101,7 +1101,7 @@ def check_torque_against_nominal(labels, neq, nominal_base):
 #: Codes of the per-recording check against the URDF's model
 #: (:func:`robot_identification._nominal_check.check_against_nominal`).
 NOMINAL_CODES = ("torque_sign", "torque_scale", "joints_swapped", "encoder_offset",
-                 "torque_dead", "torque_unexplained", "unmodelled_payload")
+                 "torque_dead", "torque_unexplained", "unmodelled_payload", "torque_lag")
 
 
 def _said_per_recording(d, said):

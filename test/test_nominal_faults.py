@@ -43,7 +43,8 @@ def _nominal(model, ds):
 def _one(found, code, subject, *needles):
     assert [(d.code, d.subject) for d in found] == [(code, subject)], found
     assert found[0].severity == ("warning" if code in ("torque_scale", "unmodelled_payload",
-                                                       "torque_unexplained") else "error")
+                                                       "torque_unexplained", "torque_lag")
+                                 else "error")
     for n in needles:
         assert n in found[0].message, found[0].message
 
@@ -85,6 +86,15 @@ def test_dead_torque_channel_is_named(szabo, value):
     tau[:, 1] = value
     _one(_nominal(model, replace(ds, tau=tau)), "torque_dead", "joint2",
          "joint joint2: the measured torque is constant")
+
+
+def test_torque_lag_is_named():
+    """ur10e (1 kHz): the torques recorded 10 samples behind the positions."""
+    model = load_robot("ur10e")
+    ds = simulate(model, seed=0, duration=5.0)
+    tau = np.vstack([np.repeat(ds.tau[:1], 10, axis=0), ds.tau[:-10]])
+    _one(_nominal(model, replace(ds, tau=tau)), "torque_lag", "",
+         "the measured torques lag the positions by 10 ms (10 samples)")
 
 
 def test_column_of_another_quantity_is_unexplained(szabo):
