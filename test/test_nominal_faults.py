@@ -168,3 +168,27 @@ def test_torques_of_a_lighter_arm_are_named(szabo, tmp_path):
     light = load_robot("szabo_3dof", urdf=tmp_path / "light.urdf")
     _one(_nominal(model, simulate(light, seed=0)), "torque_scale", "",
          "on every joint", "another arm")
+
+
+def test_sign_from_normal_equations_only_where_the_urdf_explains_the_joint():
+    """check_torque_against_nominal from the normal equations of a crafted joint: measured
+    tau = -0.6 y + friction-like noise. A URDF torque y within 10x of the measured one keeps
+    'torque_sign' whether or not the per-recording check ran; a URDF torque 1/25 of the
+    measured (a friction-dominated wrist: a real UR10e run, correlation -0.54) gives it only
+    where no per-recording check fitted the friction."""
+    from types import SimpleNamespace
+
+    from robot_identification.diagnostics import check_torque_against_nominal
+    rng = np.random.default_rng(0)
+    N = 4000
+    y = np.sin(np.linspace(0, 40, N))
+    tau = -0.6 * y + 0.5 * rng.normal(0, 1.0, N)           # correlation about -0.65
+    for scale, kept in ((1.0, True), (1 / 25, False)):     # slope -0.6 / -15
+        Y = (y * scale)[:, None]
+        neq = SimpleNamespace(G=[Y.T @ Y], b=[Y.T @ tau], c=[float(tau @ tau)])
+        r = float(Y[:, 0] @ tau / np.sqrt((Y[:, 0] @ Y[:, 0]) * (tau @ tau)))
+        assert -0.8 < r < -0.5
+        alone = check_torque_against_nominal(["wrist"], neq, np.ones(1))
+        fitted = check_torque_against_nominal(["wrist"], neq, np.ones(1), fitted_elsewhere=True)
+        assert [d.code for d in alone] == ["torque_sign"]
+        assert [d.code for d in fitted] == (["torque_sign"] if kept else [])
