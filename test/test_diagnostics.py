@@ -28,6 +28,14 @@ def test_negative_stiffness_mass_rotor_inertia():
     assert codes(d) == ["negative_stiffness", "negative_mass", "negative_rotor_inertia"]
     assert all(x.severity == "error" for x in d)
     assert "not significantly" in d[0].message and "not significantly" not in d[1].message
+    # a mass or rotor inertia within 2 std of 0 may be 0: info, not an error
+    d = dg.check_signs(["link3.m", "joint2.rotor_inertia", "joint6.stiffness"],
+                       ["link3.m", "joint2.rotor_inertia", "joint6.stiffness"],
+                       [-0.01, -4e-7, -519.0], [0.01, 2e-6, 3500.0])
+    assert [(x.code, x.severity) for x in d] == [
+        ("negative_mass", "info"), ("negative_rotor_inertia", "info"),
+        ("negative_stiffness", "error")]
+    assert "consistent with 0" in d[1].message
     # a grouped base parameter (expression with other terms) is not a physical quantity
     assert dg.check_signs(["link1.m"], ["link1.m + link2.m"], [-1.0], [0.1]) == []
 
