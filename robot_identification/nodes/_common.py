@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import math
 
+import threading
+
 import rclpy
 from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
                                 SetParametersResult)
@@ -196,6 +198,39 @@ def finite(*arrays) -> bool:
     return all(math.isfinite(x) for a in arrays for x in a)
 
 
+#: After Ctrl-C: the spin loop must end within this long [s] (it returns every 0.2 s), and
+#: rclpy / DDS clean-up after the node's own ``shutdown()`` within this long.
+EXIT_GRACE = 15.0
+
+
+def _exit_watchdog(name, left_loop, shut_down, failed, grace=EXIT_GRACE):
+    """Bound the process's life after Ctrl-C (a daemon thread armed by the first SIGINT).
+
+    ``ros2 launch`` escalates to SIGTERM 5 s after SIGINT (exit code -15, "process has
+    died"): on a loaded 2-core machine an idle excitation publisher stayed alive 45 s after
+    SIGINT in 2 of about 20 runs of test_launch_sigint, the other five nodes ending at once.
+    The node's own ``shutdown()`` (a recorder closing its bag) is never cut short: the wait
+    for it is unbounded. A spin loop that has not ended ``grace`` s after Ctrl-C, or a
+    clean-up still running ``grace`` s after ``shutdown()``, prints where every thread
+    stands and ends the process: exit code 1 when ``shutdown()`` never ran or failed, else
+    0."""
+    import faulthandler
+    import os
+    import sys
+    import time
+    if not left_loop.wait(grace):
+        print(f"{name}: still in its spin loop {grace:g} s after Ctrl-C: exiting without "
+              f"shutdown; threads:", file=sys.stderr, flush=True)
+        faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+        os._exit(1)
+    shut_down.wait()
+    time.sleep(grace)           # a process that ends in time never gets past this line
+    print(f"{name}: ROS clean-up still running {grace:g} s after shutdown: exiting; "
+          f"threads:", file=sys.stderr, flush=True)
+    faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+    os._exit(1 if failed else 0)
+
+
 def main_for(node_cls, args=None):
     """Run one node until Ctrl-C / shutdown (ros2/demos form).
 
@@ -221,8 +256,17 @@ def main_for(node_cls, args=None):
     parser.add_argument("--executor", choices=("single", "events"), default="single")
     options = parser.parse_args(remove_ros_args(args=argv)[1:])
     stopping, failed = [], []
+    left_loop, shut_down = threading.Event(), threading.Event()
+
+    def on_sigint(signum, frame):
+        if not stopping:
+            threading.Thread(target=_exit_watchdog, args=(node_cls.__name__, left_loop,
+                                                          shut_down, failed),
+                             daemon=True).start()
+        stopping.append(signum)
+
     # installed before rclpy.init, whose handler shuts the context down and then calls this one
-    signal.signal(signal.SIGINT, lambda signum, frame: stopping.append(signum))
+    signal.signal(signal.SIGINT, on_sigint)
     try:
         with rclpy.init(args=argv):
             try:
@@ -250,6 +294,7 @@ def main_for(node_cls, args=None):
                         if rclpy.ok() and not stopping:
                             raise
             finally:
+                left_loop.set()
                 if hasattr(node, "shutdown"):
                     try:
                         node.shutdown()
@@ -258,6 +303,7 @@ def main_for(node_cls, args=None):
                         print(f"{node_cls.__name__}: error during shutdown: {text}",
                               file=sys.stderr)
                         failed.append(exc)
+                shut_down.set()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:                # exiting: a late SIGINT must not kill the interpreter's clean-up
