@@ -100,6 +100,50 @@ def identify(model, datasets, settings: IdentificationSettings | None = None, *,
         s = replace(s, estimator=estimator)
     if isinstance(datasets, (list, tuple)) and not datasets:
         raise DataError("no dataset given")
-    return _identify(model, datasets, s, estimators=estimators, prior=prior, base=base,
-                     block=chunk, use_measured_derivatives=use_measured_derivatives, log=log,
-                     workers=workers, scheduler=scheduler)
+    result = _identify(model, datasets, s, estimators=estimators, prior=prior, base=base,
+                       block=chunk, use_measured_derivatives=use_measured_derivatives,
+                       log=log, workers=workers, scheduler=scheduler)
+    resolve_presliding(model, result, datasets, s, log=log)
+    return result
+
+
+def resolve_presliding(model, result, datasets, settings, log=None):
+    """Record the prediction's Coulomb friction state in ``result.settings``
+    (``friction_presliding`` [rad] or None, ``position_jitter`` [rad] per joint and, for
+    ``auto``, the in-sample table ``presliding_selection``: [delta or None, mean NRMSE]).
+
+    ``auto`` is resolved by :func:`robot_identification.validation.select_presliding` on
+    the in-memory identification datasets with the primary estimate; recordings streamed
+    from files (bags) are not held in memory: there ``auto`` stays the ramp (None). A
+    number is kept as given. Only for models with Coulomb friction whose identification
+    dropped the friction rows at reversals and stops (else None).
+    """
+    from robot_identification.validation import (
+        position_jitter, select_presliding, settings_from_results)
+    wanted = getattr(settings, "friction_presliding", None)
+    sets = datasets if isinstance(datasets, (list, tuple)) else [datasets]
+    sets = [d for d in sets if isinstance(d, Dataset)]
+    out = result.settings
+    out["friction_presliding"] = None
+    if (wanted is None or not sets or "coulomb" not in model.drive_parameter_keys()
+            or not out.get("drop_reversals")):
+        return
+    resolved = settings_from_results(model, {"settings": out})
+    try:
+        if wanted == "auto":
+            delta, jitter, table = select_presliding(
+                model, result.base, result.estimate.values, sets, resolved)
+            out["presliding_selection"] = [[None if d is None else float(d),
+                                            round(e, 5)] for d, e in table]
+        else:
+            delta, jitter = float(wanted), position_jitter(model, sets, resolved)
+    except (DataError, ValueError) as e:      # too short for the filter: keep the ramp
+        if log:
+            log(f"friction pre-sliding state not resolved ({e}); Coulomb ramp kept")
+        return
+    out["position_jitter"] = [float(f"{v:.3g}") for v in jitter]
+    if delta is not None:
+        out["friction_presliding"] = [float(f"{max(delta, v):.3g}") for v in jitter]
+    if log:
+        log("friction pre-sliding state (Dahl, reset at stops): "
+            + ("none (the Coulomb ramp)" if delta is None else f"delta {delta:g} rad"))

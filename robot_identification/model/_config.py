@@ -311,6 +311,12 @@ class IdentificationSettings:
     #                                   RMS (resolve_settings); 0: reversals only
     friction_deadband: float | str = "auto"  # |v| below: Coulomb term ramps linearly to 0
     #                                   [rad/s]; 'auto': 3 x the measured velocity noise
+    friction_presliding: float | tuple | str | None = "auto"  # Dahl pre-sliding
+    #                                   displacement of the predicted Coulomb state [rad];
+    #                                   None: the ramp; 'auto': chosen on the identification
+    #                                   data (validation.select_presliding)
+    position_jitter: tuple | None = None  # position steps at rest [rad] (resolved with
+    #                                   friction_presliding; validation.position_jitter)
     estimator: str = "wls"              # one of ESTIMATORS
     decimate: int = 1                   # keep every k-th sample after filtering
     preprocessing: str = "butterworth"  # one of PREPROCESSING
@@ -587,6 +593,8 @@ def parse_robot_config(data: Any, source: Path | None = None,
         velocity_threshold=idr.number("velocity_threshold", 0.0, minimum=0.0, unit="rad/s"),
         friction_deadband=_auto_number(idr, "friction_deadband", minimum=0.0, unit="rad/s"),
         stop_velocity=_auto_number(idr, "stop_velocity", minimum=0.0, unit="rad/s"),
+        friction_presliding=_auto_number(idr, "friction_presliding", positive=True,
+                                         unit="rad", null=True),
         drop_reversals=idr.boolean("drop_reversals", True),
         estimator=estimators[0],
         extra_estimators=estimators[1:],
