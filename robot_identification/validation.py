@@ -210,6 +210,10 @@ def filtered_coulomb(model, dataset, settings, width):
 
 #: Candidate pre-sliding displacements [rad] of ``friction_presliding: auto`` (besides none).
 PRESLIDING_GRID = (1e-5, 3e-5, 1e-4, 2e-4, 5e-4, 1e-3, 3e-3)
+#: Below-stop-velocity intervals shorter than this many cutoff periods between two moving
+#: intervals are reversals, not stops (:func:`motion_direction`; the reversal window of
+#: identification, 0.6 / f_c for orders 4-5).
+BRIDGE_CUTOFF_PERIODS = 0.6
 #: Position jitter at rest = this factor x the typical non-zero position step there.
 JITTER_FACTOR = 2.0
 #: ``auto`` keeps the pre-sliding state only where it lowers the in-sample NRMSE by this
@@ -230,7 +234,13 @@ def presliding_of(model, settings):
 def motion_direction(model, dataset, settings):
     """Per sample and joint on the dataset's own time grid: +1 / -1 where the joint moves
     (|filtered velocity| >= the identification's stop velocity, motor side for elastic
-    joints), 0 at rest. Shape (N, n) int8."""
+    joints), 0 where it stops. Shape (N, n) int8.
+
+    A reversal passes below the stop velocity too; an interval below it shorter than the
+    filter's settling time (0.6 / cutoff, :data:`BRIDGE_CUTOFF_PERIODS`) between two moving
+    intervals is a reversal or a slow-down, not a stop: its first half keeps the direction
+    before, its second half the direction after (:func:`presliding_state` then carries the
+    pre-sliding state through it instead of resetting it)."""
     from dataclasses import replace
     from robot_identification.pipeline import preprocess
     states, t = preprocess(model, dataset, replace(settings, decimate=1))
@@ -238,7 +248,21 @@ def motion_direction(model, dataset, settings):
     stop = np.broadcast_to(np.asarray(settings.stop_velocity if not isinstance(
         settings.stop_velocity, str) else 0.0, dtype=float), (model.n,))
     vi = np.stack([np.interp(dataset.t, t, v[:, j]) for j in range(model.n)], axis=1)
-    return np.where(np.abs(vi) >= np.maximum(stop, 1e-12), np.sign(vi), 0).astype(np.int8)
+    d = np.where(np.abs(vi) >= np.maximum(stop, 1e-12), np.sign(vi), 0).astype(np.int8)
+    cut = settings.cutoff_hz if isinstance(settings.cutoff_hz, (int, float)) else None
+    dt = float(np.median(np.diff(dataset.t))) if len(dataset.t) > 1 else 1.0
+    bridge = (BRIDGE_CUTOFF_PERIODS / cut) if cut else 10 * dt
+    for j in range(model.n):
+        col = d[:, j]
+        edges = np.flatnonzero(np.diff(col)) + 1
+        starts, ends = np.r_[0, edges], np.r_[edges, len(col)]
+        for a, b in zip(starts, ends):
+            if (col[a] == 0 and a > 0 and b < len(col)
+                    and dataset.t[b - 1] - dataset.t[a] < bridge):
+                mid = (a + b) // 2
+                col[a:mid] = col[a - 1]
+                col[mid:b] = col[b]
+    return d
 
 
 def presliding_state(x, direction, delta, jitter=0.0):
