@@ -116,6 +116,8 @@ def test_auto_chooses_the_presliding_state_and_it_predicts_held_out_motion(craft
     table = dict((d, e) for d, e in res.settings["presliding_selection"][1:])
     assert res.settings["friction_presliding"] == pytest.approx([1e-3] * model.n)
     assert min(table, key=table.get) == 1e-3
+    said = [d for d in res.diagnostics if d.code == "friction_presliding"]
+    assert len(said) == 1 and said[0].severity == "info" and "0.001 rad" in said[0].message
     fit = settings_from_results(model, {"settings": res.settings})
     got = validate(model, res.base, {"m": res.estimate.values}, [held_out], fit)
     ramp = validate(model, res.base, {"m": res.estimate.values}, [held_out],
