@@ -160,7 +160,7 @@ def prediction_deadband(model, settings):
     return np.maximum(dead, np.broadcast_to(np.asarray(stop, dtype=float), (n,)))
 
 
-def filtered_coulomb(model, dataset, settings, width):
+def filtered_coulomb(model, dataset, settings, width, direction=None):
     """The Coulomb column as the measured torque sees it, shape (N, n), or None.
 
     The measured torque is low-pass filtered before it is compared (zero-phase Butterworth,
@@ -180,6 +180,9 @@ def filtered_coulomb(model, dataset, settings, width):
         Resolved pre-processing (as :func:`validate` uses it).
     width : ndarray (n,)
         Ramp half-width [rad/s] (:func:`prediction_deadband`).
+    direction : ndarray (N, n), optional
+        :func:`motion_direction` of the dataset, where ``settings`` hold a pre-sliding
+        displacement (computed when not given).
 
     Returns
     -------
@@ -200,7 +203,8 @@ def filtered_coulomb(model, dataset, settings, width):
     column = coulomb_sign(v, width)
     delta = presliding_of(model, settings)
     if delta is not None:
-        direction = motion_direction(model, dataset, settings)
+        if direction is None:
+            direction = motion_direction(model, dataset, settings)
         jitter = np.broadcast_to(np.asarray(getattr(settings, "position_jitter", None)
                                             or 0.0, dtype=float), (model.n,))
         column = presliding_state(x, direction, delta, jitter)
@@ -380,14 +384,20 @@ def select_presliding(model, base, beta, datasets, settings, grid=PRESLIDING_GRI
     motor = slice(model.n, 2 * model.n) if model.config.elastic else slice(0, model.n)
     cands = [None] + list(grid)
     errs = {c: [] for c in cands}
+    fc = coulomb_coefficients(model, base, beta)
     for ds in datasets:
         states, _ = preprocess(model, ds, settings)
+        direction = motion_direction(model, ds, settings)
+        ramp = filtered_coulomb(model, ds, replace(settings, friction_presliding=None), width)
+        pred0 = predict_torque(model, base, beta, states, friction_deadband=width,
+                               coulomb=ramp)[:, motor]
         for c in cands:
-            s = replace(settings, friction_presliding=None if c is None
-                        else tuple(np.maximum(c, jitter)), position_jitter=tuple(jitter))
-            col = filtered_coulomb(model, ds, s, width)
-            pred = predict_torque(model, base, beta, states, friction_deadband=width,
-                                  coulomb=col)[:, motor]
+            pred = pred0
+            if c is not None:     # only the Coulomb columns change: no regressor pass
+                s = replace(settings, friction_presliding=tuple(np.maximum(c, jitter)),
+                            position_jitter=tuple(jitter))
+                col = filtered_coulomb(model, ds, s, width, direction=direction)
+                pred = pred0 + (col - ramp) * fc
             errs[c].append(torque_errors(states["tau"], pred, model.joint_names)["nrmse_mean"])
     table = [[c, float(np.mean(errs[c]))] for c in cands]
     best = min(table[1:], key=lambda r: r[1])
@@ -432,13 +442,22 @@ def predict_torque(model, base, beta, states, chunk=2048, rest_velocity=0.0,
         v = st["dtheta" if model.config.elastic else "dq"]
         old = coulomb_sign(v, friction_deadband)
         rows = n if model.config.elastic else 0
-        index = {int(k): b for b, k in enumerate(base.independent)}
-        names = list(model.parameter_names)
-        for j, joint in enumerate(model.joint_names):
-            k = names.index(f"{joint}.coulomb") if f"{joint}.coulomb" in names else -1
-            if k in index:          # the column is a base column of its own
-                pred[:, rows + j] += (coulomb[:, j] - old[:, j]) * beta[index[k]]
+        pred[:, rows:rows + n] += (coulomb - old) * coulomb_coefficients(model, base, beta)
     return pred
+
+
+def coulomb_coefficients(model, base, beta):
+    """Per joint the base parameter multiplying its Coulomb column, shape (n,): f_c where
+    the column is a base column of its own, else 0 (no Coulomb term, or one merged with
+    other columns, which a replacement column cannot change)."""
+    index = {int(k): b for b, k in enumerate(base.independent)}
+    names = list(model.parameter_names)
+    out = np.zeros(model.n)
+    for j, joint in enumerate(model.joint_names):
+        k = names.index(f"{joint}.coulomb") if f"{joint}.coulomb" in names else -1
+        if k in index:
+            out[j] = beta[index[k]]
+    return out
 
 
 def torque_errors(measured, predicted, names):
