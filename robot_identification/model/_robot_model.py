@@ -56,6 +56,9 @@ PARSED_URDF_ELEMENTS = {
     "link": {"inertial", "visual", "collision"},
     "joint": {"parent", "child", "origin", "axis", "limit", "dynamics", "mimic",
               "calibration", "safety_controller"},
+    "link/visual": {"origin", "geometry", "material"},
+    "link/collision": {"origin", "geometry"},
+    "link/inertial": {"origin", "mass", "inertia"},
 }
 #: Attributes of ``<dynamics>`` the parsers read (``K``, ``D``, ``mu_coulomb`` of Franka's
 #: URDF are not URDF and are dropped).
@@ -66,7 +69,9 @@ def parser_urdf(urdf_xml: str) -> str:
     """A copy of a URDF with only what the URDF parsers read, for pinocchio and urdf_parser_py.
 
     ``<transmission>``, ``<gazebo>``, ``<ros2_control>`` and other elements outside the
-    URDF schema (:data:`PARSED_URDF_ELEMENTS`), and ``<dynamics>`` attributes other than
+    URDF schema (:data:`PARSED_URDF_ELEMENTS`; also inside ``<visual>``, ``<collision>``
+    and ``<inertial>``, e.g. the ``<material>`` in the ``<collision>`` of Kinova's gripper
+    pads), and ``<dynamics>`` attributes other than
     ``damping`` and ``friction``, are left out: the parsers ignore them but print one
     ``Unknown tag/attribute`` line each to stderr, hundreds for common public URDFs,
     every time a model is built. Nothing the parsers read changes (the model is the same),
@@ -90,8 +95,12 @@ def parser_urdf(urdf_xml: str) -> str:
     if root.tag != "robot":
         return urdf_xml
     changed = False
-    for parent in [root, *root.findall("link"), *root.findall("joint")]:
-        keep = PARSED_URDF_ELEMENTS[parent.tag]
+    parents = [(root, "robot"), *((e, "link") for e in root.findall("link")),
+               *((e, "joint") for e in root.findall("joint")),
+               *((e, f"link/{tag}") for tag in ("visual", "collision", "inertial")
+                 for e in root.findall(f"link/{tag}"))]
+    for parent, path in parents:
+        keep = PARSED_URDF_ELEMENTS[path]
         for child in list(parent):
             if child.tag not in keep:
                 parent.remove(child)
