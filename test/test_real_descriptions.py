@@ -103,3 +103,25 @@ def test_collision_material_prints_no_unknown_tag(tmp_path, capfd):
                        '<box size="1 1 1"/></geometry><material name="m"/></collision>'
                        '</link></robot>')
     assert kept.count("<material") == 1 and "<visual><geometry>" in kept
+
+
+def test_a_xacro_that_adds_inertials_only_under_an_argument_is_named(tmp_path, capsys):
+    xacro_file = KINDS / "inertia_arg.urdf.xacro"
+    assert main(["init", "--urdf", str(xacro_file), "--output", str(tmp_path / "a.yaml"),
+                 "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "moves no inertia" in out
+    assert ("no joint moves any <inertial>; the xacro declares arguments ['with_inertia']"
+            in out)
+    assert main(["init", "--urdf", str(xacro_file), "--xacro-arg", "with_inertia:=true",
+                 "--output", str(tmp_path / "b.yaml"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "moves no inertia" not in out and "declares arguments" not in out
+    # a plain URDF without inertials gets only the per-joint notes
+    plain = tmp_path / "plain.urdf"
+    from robot_identification.model import read_urdf
+    plain.write_text(read_urdf(xacro_file))
+    assert main(["init", "--urdf", str(plain), "--output", str(tmp_path / "c.yaml"),
+                 "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "moves no inertia" in out and "declares arguments" not in out
