@@ -302,6 +302,24 @@ def starter_config(urdf: str | Path, output: str | Path, joints=None, name=None,
     return text
 
 
+def _no_inertial_notes(urdf):
+    """A note when no configured joint moves any inertia and ``urdf`` is a xacro that
+    declares arguments: descriptions such as franka_description add the <inertial>
+    elements only under one (``gazebo:=true``)."""
+    if not str(urdf).endswith(".xacro"):
+        return []
+    try:
+        declared = list(dict.fromkeys(re.findall(r"<xacro:arg\s+name=[\"']([^\"']+)",
+                                                 Path(urdf).read_text())))
+    except (OSError, UnicodeDecodeError):
+        return []
+    if not declared:
+        return []
+    return [f"no joint moves any <inertial>; the xacro declares arguments {declared}: some "
+            f"descriptions add the inertials only under one (franka_description: "
+            f"gazebo:=true), pass it with --xacro-arg NAME:=VALUE"]
+
+
 def _text(urdf, output, chosen, info, name, urdf_xml, model, xacro_args, inertia):
     """The YAML; ``inertia`` (n,) [kg*m^2] sets nominal friction, stiffness and PD gains
     (None: 0, and stiffness 1)."""
@@ -371,6 +389,8 @@ def _text(urdf, output, chosen, info, name, urdf_xml, model, xacro_args, inertia
                          f"after it): CHECK the URDF")
             lines.append("#   (simulated data then identify only its drive, with large "
                          "relative errors)")
+    if inertia is not None and len(chosen) and not any(x > 0 for x in inertia):
+        lines += [f"# note: {note}" for note in _no_inertial_notes(urdf)]
     lines += [f"# note: {note}" for note in scale_notes(urdf_xml)]
     lines += [f"# note: {note}" for note in _degree_notes(chosen, info)]
     left_out = left_out_joints(urdf_xml, chosen)

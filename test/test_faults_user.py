@@ -204,6 +204,16 @@ def test_link_without_inertial_is_refused_not_simulated_forever(tmp_path, capsys
     rc, err = run_cli(["simulate", "--robot", "szabo_3dof", "--urdf", tmp_path / "arm.urdf",
                        "--duration", "0.1", "--output", tmp_path / "o" / "x.npz"], capsys,
                       tmp_path)
+    # joint1 moves exactly no inertia (the right angles of the URDF are exact since
+    # snap_right_angles; before, round-off left it 1e-30 and the sub-step cap refused it)
+    assert_one_line(rc, err, "arm.urdf", "moves no inertia", "singular")
+    # almost no inertia: refused by the sub-step cap
+    tiny = ('<link name="link1"><inertial><mass value="1e-9"/><inertia ixx="1e-15" ixy="0" '
+            'ixz="0" iyy="1e-15" iyz="0" izz="1e-15"/></inertial></link>')
+    (tmp_path / "arm.urdf").write_text(text[:start] + tiny + text[end:])
+    rc, err = run_cli(["simulate", "--robot", "szabo_3dof", "--urdf", tmp_path / "arm.urdf",
+                       "--duration", "0.1", "--output", tmp_path / "o" / "x.npz"], capsys,
+                      tmp_path)
     assert_one_line(rc, err, "arm.urdf", "RK4 sub-steps", "almost no inertia")
 
 

@@ -7,5 +7,5 @@
 - :func:`check_excitation` -- names the base parameters a dataset does not excite
 """
 from robot_identification.identifiability._base import (  # noqa: F401
-    RANK_TOLERANCE, BaseParameters, base_parameters, base_parameters_from_matrix,
-    check_excitation, independent_columns, random_states)
+    DEPENDENCY_TOLERANCE, RANK_TOLERANCE, BaseParameters, base_parameters,
+    base_parameters_from_matrix, check_excitation, independent_columns, random_states)

@@ -7,11 +7,23 @@ import numpy as np
 
 from robot_identification.errors import ExcitationError
 
-#: Relative residual below which a column counts as a combination of earlier ones.
+#: Relative residual below which a column counts as a combination of earlier ones
+#: (:func:`independent_columns`, :func:`base_parameters_from_matrix`), and relative norm
+#: below which a column counts as zero (unidentifiable).
 RANK_TOLERANCE = 1e-7
+#: Relative residual (distance of a normalised regressor column from the span of the
+#: others, on random states) below which :func:`base_parameters` groups a parameter with
+#: others. A column this close to the others is not a parameter any data can separate:
+#: :func:`check_excitation` refuses data whose columns are within this distance
+#: (``tol = DEPENDENCY_TOLERANCE**2`` on the normalised Gram matrix). It comes from
+#: rounded geometry: a URDF ``rpy="1.5708 0 0"`` is pi/2 + 3.7e-6 rad and leaves a rotor
+#: inertia 4e-6 away from its link's inertia (Kinova Gen3), which the old 1e-7 kept as a
+#: base parameter that no excitation can identify. Genuine base parameters of the shipped
+#: and tested robots lie 1e-2 or more from the others.
+DEPENDENCY_TOLERANCE = 1e-4
 
 
-def independent_columns(W, tol=RANK_TOLERANCE, order=None):
+def independent_columns(W, tol=RANK_TOLERANCE, order=None, null_tol=None):
     """Greedy, ordered selection of linearly independent columns.
 
     Walks the columns in ``order`` and keeps a column when its distance from the
@@ -28,22 +40,25 @@ def independent_columns(W, tol=RANK_TOLERANCE, order=None):
         Relative residual threshold.
     order : sequence of int, optional
         Column preference order; default ``range(P)``.
+    null_tol : float, optional
+        Relative column norm at or below which a column is zero; default ``tol``.
 
     Returns
     -------
     independent : ndarray of int
         Kept columns, in preference order.
     null : ndarray of int
-        Columns whose norm is below ``tol`` times the largest column norm.
+        Columns whose norm is below ``null_tol`` times the largest column norm.
     """
     W = np.asarray(W, dtype=float)
+    null_tol = tol if null_tol is None else null_tol
     norms = np.linalg.norm(W, axis=0)
     scale = norms.max() if norms.size and norms.max() > 0 else 1.0
-    null = np.flatnonzero(norms <= tol * scale)
+    null = np.flatnonzero(norms <= null_tol * scale)
     Q = np.zeros((W.shape[0], 0))
     kept = []
     for j in (range(W.shape[1]) if order is None else order):
-        if norms[j] <= tol * scale:
+        if norms[j] <= null_tol * scale:
             continue
         v = W[:, j] / norms[j]
         for _ in range(2):
@@ -134,7 +149,7 @@ def _fmt(x, digits):
 
 
 def base_parameters_from_matrix(W, standard_names, tol=RANK_TOLERANCE, order=None,
-                                zero_tol=1e-9):
+                                zero_tol=1e-9, null_tol=None):
     """Base parameters of an observation matrix ``W`` (M, P).
 
     Parameters
@@ -148,6 +163,8 @@ def base_parameters_from_matrix(W, standard_names, tol=RANK_TOLERANCE, order=Non
         Preference order of the columns (which standard parameters lead a group).
     zero_tol : float
         Grouping coefficients below ``zero_tol`` (relative to the column scales) are 0.
+    null_tol : float, optional
+        Relative norm of a zero column (:func:`independent_columns`); default ``tol``.
 
     Returns
     -------
@@ -157,7 +174,7 @@ def base_parameters_from_matrix(W, standard_names, tol=RANK_TOLERANCE, order=Non
     P = W.shape[1]
     if len(standard_names) != P:
         raise ValueError(f"{len(standard_names)} names for {P} columns")
-    indep, null = independent_columns(W, tol, order)
+    indep, null = independent_columns(W, tol, order, null_tol)
     dep = np.setdiff1d(np.setdiff1d(np.arange(P), indep), null)
     grouping = np.zeros((len(indep), P))
     grouping[np.arange(len(indep)), indep] = 1.0
@@ -166,8 +183,21 @@ def base_parameters_from_matrix(W, standard_names, tol=RANK_TOLERANCE, order=Non
         # solve with unit-norm columns: column scales differ by many orders of magnitude
         # (e.g. k_m^2 rotor columns vs wrist inertias) and round-off would otherwise leave
         # spurious ~1e-12 coefficients that turn identifiable parameters into combinations
-        Tn, *_ = np.linalg.lstsq(W[:, indep] / norms[indep], W[:, dep] / norms[dep],
-                                 rcond=None)
+        A, B = W[:, indep] / norms[indep], W[:, dep] / norms[dep]
+        Tn, *_ = np.linalg.lstsq(A, B, rcond=None)
+        # a column only nearly dependent (residual above round-off, below ``tol``: rounded
+        # geometry such as rpy 1.5708) spreads its residual over every column in tiny
+        # coefficients; keep only the coefficients of at least ``tol`` and refit on them
+        for k in np.flatnonzero(np.linalg.norm(A @ Tn - B, axis=0) > 1e-9):
+            keep = np.abs(Tn[:, k]) >= tol
+            for _ in range(5):
+                Tk = np.zeros(len(indep))
+                if keep.any():
+                    Tk[keep] = np.linalg.lstsq(A[:, keep], B[:, k], rcond=None)[0]
+                if np.array_equal(np.abs(Tk) >= tol, keep):
+                    break
+                keep = np.abs(Tk) >= tol
+            Tn[:, k] = Tk
         # relative size of a coefficient: its contribution to the dependent column
         rel = np.abs(Tn)
         T = Tn * norms[dep][None, :] / norms[indep][:, None]
@@ -206,7 +236,7 @@ def random_states(model, n_samples, rng):
     return st
 
 
-def base_parameters(model, n_samples=None, seed=0, tol=RANK_TOLERANCE, order=None):
+def base_parameters(model, n_samples=None, seed=0, tol=DEPENDENCY_TOLERANCE, order=None):
     """Base parameters of a :class:`RobotModel` from random samples.
 
     The structural rank of the regressor is found on random states within the
@@ -220,6 +250,9 @@ def base_parameters(model, n_samples=None, seed=0, tol=RANK_TOLERANCE, order=Non
         Random samples; default max(200, 4 P / rows).
     seed : int
     tol : float
+        Distance of a normalised column from the span of the columns before it below
+        which the parameter is grouped with them (:data:`DEPENDENCY_TOLERANCE`); a column
+        whose norm is below :data:`RANK_TOLERANCE` times the largest is unidentifiable.
     order : sequence of int, optional
         Column preference order; default the standard parameter order (inertial
         parameters body by body, then drive parameters), which for Zollo's planar arm
@@ -237,10 +270,10 @@ def base_parameters(model, n_samples=None, seed=0, tol=RANK_TOLERANCE, order=Non
     st = random_states(model, n_samples, rng)
     Y = regressor(model, **st)
     return base_parameters_from_matrix(Y.reshape(-1, model.n_parameters), model.parameter_names,
-                                       tol, order)
+                                       tol, order, null_tol=min(tol, RANK_TOLERANCE))
 
 
-def check_excitation(gram, names, tol=1e-8):
+def check_excitation(gram, names, tol=DEPENDENCY_TOLERANCE ** 2):
     """Raise :class:`ExcitationError` naming the base parameters the data do not excite.
 
     Parameters

@@ -14,7 +14,7 @@ from robot_identification.model._inertia import (  # noqa: F401
     INERTIAL_NAMES, frame_change_matrix, spin_inertia_parameters,
     transform_standard_parameters)
 from robot_identification.model._robot_model import (  # noqa: F401
-    ParameterLayout, RobotModel, read_urdf)
+    RIGHT_ANGLE_TOLERANCE, ParameterLayout, RobotModel, read_urdf, snap_right_angles)
 from robot_identification.model._ros2_control import (  # noqa: F401
     gazebo_xacro, ros2_controllers_config, ros2_controllers_yaml)
 from robot_identification.model._robots import (  # noqa: F401

@@ -56,6 +56,9 @@ PARSED_URDF_ELEMENTS = {
     "link": {"inertial", "visual", "collision"},
     "joint": {"parent", "child", "origin", "axis", "limit", "dynamics", "mimic",
               "calibration", "safety_controller"},
+    "link/visual": {"origin", "geometry", "material"},
+    "link/collision": {"origin", "geometry"},
+    "link/inertial": {"origin", "mass", "inertia"},
 }
 #: Attributes of ``<dynamics>`` the parsers read (``K``, ``D``, ``mu_coulomb`` of Franka's
 #: URDF are not URDF and are dropped).
@@ -66,7 +69,9 @@ def parser_urdf(urdf_xml: str) -> str:
     """A copy of a URDF with only what the URDF parsers read, for pinocchio and urdf_parser_py.
 
     ``<transmission>``, ``<gazebo>``, ``<ros2_control>`` and other elements outside the
-    URDF schema (:data:`PARSED_URDF_ELEMENTS`), and ``<dynamics>`` attributes other than
+    URDF schema (:data:`PARSED_URDF_ELEMENTS`; also inside ``<visual>``, ``<collision>``
+    and ``<inertial>``, e.g. the ``<material>`` in the ``<collision>`` of Kinova's gripper
+    pads), and ``<dynamics>`` attributes other than
     ``damping`` and ``friction``, are left out: the parsers ignore them but print one
     ``Unknown tag/attribute`` line each to stderr, hundreds for common public URDFs,
     every time a model is built. Nothing the parsers read changes (the model is the same),
@@ -90,8 +95,12 @@ def parser_urdf(urdf_xml: str) -> str:
     if root.tag != "robot":
         return urdf_xml
     changed = False
-    for parent in [root, *root.findall("link"), *root.findall("joint")]:
-        keep = PARSED_URDF_ELEMENTS[parent.tag]
+    parents = [(root, "robot"), *((e, "link") for e in root.findall("link")),
+               *((e, "joint") for e in root.findall("joint")),
+               *((e, f"link/{tag}") for tag in ("visual", "collision", "inertial")
+                 for e in root.findall(f"link/{tag}"))]
+    for parent, path in parents:
+        keep = PARSED_URDF_ELEMENTS[path]
         for child in list(parent):
             if child.tag not in keep:
                 parent.remove(child)
@@ -126,11 +135,52 @@ def build_pinocchio_model(urdf_xml: str, source: str = "the URDF"):
     """
     try:
         with _native_stderr() as native:
-            return pin.buildModelFromXML(parser_urdf(urdf_xml))
+            model = pin.buildModelFromXML(parser_urdf(urdf_xml))
     except Exception as exc:  # pinocchio raises ValueError/RuntimeError
         cause = [ln.split(":", 1)[1].strip() for ln in native.text.splitlines()
                  if ln.startswith("Error:")][:1]
         raise ModelError(f"cannot parse {source}: {'; '.join(cause + [str(exc)])}") from None
+    snap_right_angles(model)
+    return model
+
+
+#: Largest deviation (rad, matrix entries) of a joint or frame rotation from a rotation by
+#: multiples of 90 degrees that :func:`snap_right_angles` reads as that rotation.
+RIGHT_ANGLE_TOLERANCE = 1e-4
+
+
+def snap_right_angles(model, tol=RIGHT_ANGLE_TOLERANCE):
+    """Make joint and frame rotations that are within ``tol`` of a rotation by multiples of
+    90 degrees exactly that rotation (in place); returns how many were changed.
+
+    URDFs from CAD exports write pi/2 as ``1.5708`` and pi as ``3.1416`` (Kinova Gen3:
+    every joint). The 4e-6 to 1e-4 rad that are left tilt an axis off the gravity
+    direction and off the axis before it; that turns parameters that cannot be identified
+    (the first link's mx, my about a vertical axis) or can only be identified together
+    (a rotor inertia and its link's inertia about the same axis) into base parameters
+    whose regressor columns are 1e-6 of the others: no data identify them, the
+    excitation check refuses the data or the estimates carry absurd errors. The
+    dynamics change by at most ``tol`` relative; a deliberate tilt below 0.006 degrees
+    is not a geometry any identification can see.
+    """
+    changed = 0
+    placements = [("joint", i, model.jointPlacements[i]) for i in range(1, model.njoints)]
+    placements += [("frame", k, model.frames[k].placement) for k in range(len(model.frames))]
+    for kind, i, placement in placements:
+        R = np.array(placement.rotation)
+        S = np.round(R)
+        if (np.array_equal(R, S) or np.abs(R - S).max() > tol
+                or not np.allclose(S @ S.T, np.eye(3)) or np.linalg.det(S) < 0):
+            continue
+        placement.rotation = S
+        if kind == "joint":
+            model.jointPlacements[i] = placement
+        else:
+            frame = model.frames[i]
+            frame.placement = placement
+            model.frames[i] = frame
+        changed += 1
+    return changed
 
 
 class _native_stderr:
