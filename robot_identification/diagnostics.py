@@ -408,6 +408,11 @@ def _percent(value):
     return f"{v:.0f}" if not np.isfinite(v) or abs(v) >= 10 else f"{v:.2g}"
 
 
+#: A true parameter below this fraction of the largest true parameter is numerically 0
+#: (check_truth: its relative error is no measure of the estimate).
+NUMERICAL_ZERO = 1e-6
+
+
 def check_truth(nme, values, true_values, std, names=None, relative_std=None):
     """Simulated data: ``far_from_truth`` (normalised mean error above
     :data:`TRUTH_NME_LIMIT`: warning, above :data:`TRUTH_NME_TARGET`: info), naming the base
@@ -453,7 +458,21 @@ def check_truth(nme, values, true_values, std, names=None, relative_std=None):
             msg += f"; {100 * share:.0f} % of it from " + ", ".join(parts)
             sds = [err[i] / sd[i] for i in top if np.isfinite(sd[i]) and sd[i] > 0]
             k = float(np.median(sds)) if sds else 0.0
-            if relative_std is not None:
+            zero = np.abs(tru) < NUMERICAL_ZERO * np.abs(tru).max()
+            if rel[zero].sum() >= 0.5 * rel.sum() and (~zero).any():
+                # products of inertia of 6e-9 kg m^2 in a CAD URDF (Kinova Gen3): a relative
+                # error on a parameter that is 0 is no measure of the estimate
+                msg += (f"; {100 * rel[zero].sum() / rel.sum():.0f} % of it from "
+                        f"{int(zero.sum())} parameters whose true values are numerically 0 "
+                        f"(below {NUMERICAL_ZERO:g} x the largest true parameter): a "
+                        f"relative error on them says nothing "
+                        f"about the estimate; the {int((~zero).sum())} parameters with a true "
+                        f"value above that have mean error {rel[~zero].mean():.3g} (judge the "
+                        f"model by those, or by its torque prediction: `validate`)")
+                out.append(Diagnostic("far_from_truth", "info", msg))
+                relative_std = None
+                top = None
+            if top is not None and relative_std is not None:
                 good = np.asarray(relative_std) < POORLY_IDENTIFIED_PERCENT
                 if good.any():
                     gm = rel[good].mean()
@@ -468,8 +487,9 @@ def check_truth(nme, values, true_values, std, names=None, relative_std=None):
                                 f"{BIAS_STD_RATIO:g} std (excite more or longer: "
                                 "`robot-identification excite` optimises the condition "
                                 "number)")
-        out.append(Diagnostic("far_from_truth",
-                              "warning" if nme > TRUTH_NME_LIMIT else "info", msg))
+        if not out:
+            out.append(Diagnostic("far_from_truth",
+                                  "warning" if nme > TRUTH_NME_LIMIT else "info", msg))
     ok = np.isfinite(sd) & (sd > 0)
     if ok.any():
         ratio = float(np.median(err[ok] / sd[ok]))

@@ -233,6 +233,17 @@ def test_far_from_truth_names_the_parameters_that_carry_the_error():
     assert "poorly excited" in far.message
 
 
+def test_far_from_truth_on_parameters_that_are_numerically_zero_says_so():
+    """A CAD URDF's products of inertia of 6e-9 kg m^2 (Kinova Gen3) estimated at 1e-5:
+    relative error 1700, no excitation fixes that; the message says the true values are 0
+    and gives the error of the others instead of 'excite more'."""
+    d = dg.check_truth(500.0, [1.01, 0.2, 1e-5], [1.0, 0.2, 6e-9], [0.01, 0.01, 1e-4],
+                       ["m", "Izz", "Ixy"], [1.0, 5.0, 1000.0])
+    (far,) = [x for x in d if x.code == "far_from_truth"]
+    assert far.severity == "info" and "numerically 0" in far.message
+    assert "mean error 0.005" in far.message and "excite" not in far.message
+
+
 def test_noise_of_a_quantised_signal_is_not_zero():
     rng = np.random.default_rng(2)
     t = np.arange(0, 10, 1e-2)
