@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from robot_identification.errors import ConfigError, DataError
-from robot_identification.data._dataset import Dataset
+from robot_identification.data._dataset import Dataset, uniform_grid
 
 #: Column layouts (1-based column numbers; a list gives one column per joint, an int the
 #: first of ``n_joints`` consecutive columns).
@@ -399,13 +399,7 @@ def read_csv(path, *, preset=None, time=None, position=None, velocity=None, torq
     irregular = bool(np.max(np.abs(dt - step)) > 0.05 * step)
     resampled = None
     if opts["resample"] and irregular:
-        n_grid = np.floor((t[-1] - t[0]) / step + 1e-9) + 1
-        if n_grid > 4 * len(t):                     # bound the allocation before making it
-            k = int(np.argmax(dt))
-            raise DataError(f"CSV '{path}': time jumps by {dt[k]:.6g} s after {t[k]:.6g} s "
-                            f"(median step {step:.3g} s): a uniform grid would need "
-                            f"{n_grid:.3g} samples for {len(t)} rows; split the file there")
-        tu = t[0] + step * np.arange(int(n_grid))
+        tu = uniform_grid(t, step, f"CSV {str(path)!r}")   # bounded before allocating
 
         def interp(x):
             return None if x is None else np.column_stack(
