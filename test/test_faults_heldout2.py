@@ -2,12 +2,14 @@
 with one line naming the file and the problem (exit 2); inputs never change.
 
 Classes: finite but absurd sample values (1e300: a conic-solver panic), clock jumps in bags
-(messages stamped 0 before the clock ran: "out of memory").
+(messages stamped 0 before the clock ran: "out of memory"), SQLite3 recordings whose recorder
+was killed (no metadata.yaml: the data were refused).
 """
 from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 import test_faults_heldout
 from conftest import assert_one_line, run_cli
@@ -93,3 +95,40 @@ def test_bag_stamped_zero_before_the_clock_is_named(run, tmp_path, capsys, comma
     rc, err = run_cli(argv, capsys, _in(tmp_path))
     assert_one_line(rc, err, "'", "bag'", "1.7e+09 s")
     assert "out of memory" not in err
+
+
+# ---------------------------------------------------------------- killed SQLite3 recorder
+def test_sqlite_recording_without_metadata_is_read(run, tmp_path, capsys):
+    """rosbag2's default storage before Iron is SQLite3; a recorder killed before it wrote
+    metadata.yaml left 'bag_0.db3' alone, refused as "not a rosbag2 directory": the recorded
+    data were lost. It is read (SQLite commits whole transactions) with the
+    recording_unclosed warning, and the directory is left as it was (no journal, no -shm)."""
+    from rosbags.rosbag2 import StoragePlugin, Writer
+
+    from robot_identification.data._bag import _typestore
+    bag = _in(tmp_path) / "killed"
+    st = _typestore()
+    T = st.types
+    js = "sensor_msgs/msg/JointState"
+    ds = load_dataset(run / "run.npz")
+    w = Writer(bag, version=8, storage_plugin=StoragePlugin.SQLITE3)
+    w.open()
+    conn = w.add_connection("/joint_states", js, typestore=st)
+    for k in range(ds.n_samples):
+        ns = 10**9 + int(round(ds.t[k] * 1e9))
+        m = T[js](header=T["std_msgs/msg/Header"](stamp=T["builtin_interfaces/msg/Time"](
+            sec=ns // 10**9, nanosec=ns % 10**9), frame_id=""), name=list(ds.joint_names),
+            position=ds.q[k].copy(), velocity=np.zeros(0), effort=ds.tau[k].copy())
+        w.write(conn, ns, st.serialize_cdr(m, js))
+    w.close()
+    (bag / "metadata.yaml").unlink()                     # the recorder was killed
+    got = load_dataset(bag)
+    assert got.n_samples == ds.n_samples and got.metadata["unclosed"]
+    np.testing.assert_allclose(got.tau, ds.tau)
+    rc, err = run_cli(_identify(run, bag, tmp_path / "r.yaml"), capsys, _in(tmp_path))
+    assert rc == 0, err
+    codes = [d["code"] for d in yaml.safe_load((tmp_path / "r.yaml").read_text())["diagnostics"]]
+    assert "recording_unclosed" in codes
+    (bag / "killed.db3").write_bytes(b"not a database" * 100)
+    rc, err = run_cli(_identify(run, bag, tmp_path / "r.yaml"), capsys, _in(tmp_path))
+    assert_one_line(rc, err, "killed.db3", "SQLite3", "not a database")

@@ -64,7 +64,8 @@ def _iter_bag(path: Path, topics):
     :class:`DataError` naming the file, the counts and, for MCAP, the damaged record (chunk
     CRCs are checked by the ``mcap`` reader). A recording cut short by a crash (no
     metadata.yaml, or a bare MCAP file without footer) is read record by record up to its last
-    complete chunk.
+    complete chunk; SQLite3 storage without metadata.yaml (rosbags cannot open it) is read
+    with ``sqlite3`` (:func:`_iter_sqlite`).
 
     Raises
     ------
@@ -75,6 +76,10 @@ def _iter_bag(path: Path, topics):
     files = sorted(path.glob("*.mcap")) if path.is_dir() else [path]
     if path.is_file() and path.stat().st_size == 0:
         raise DataError(f"'{path}' is empty (0 bytes): the recording never wrote a message")
+    sqlite = sorted(path.glob("*.db3")) if path.is_dir() else []
+    if sqlite and not files and not (path / "metadata.yaml").exists():
+        yield from _iter_sqlite(sqlite, topics)        # a killed SQLite3 recorder
+        return
     if path.is_dir() and not (path / "metadata.yaml").exists() and not files:
         inside = sorted(p.name for p in path.iterdir() if p.suffix.lower() in (".csv", ".npz"))
         hint = (f"; it holds {inside[:3]}{' ...' if len(inside) > 3 else ''}: give the files "
@@ -200,6 +205,54 @@ def _iter_truncated_mcap(files, topics):
                 if f.tell() < size and not isinstance(e, RecordLengthLimitExceeded):
                     raise DataError(f"recording '{file}' is damaged near byte {f.tell()} of "
                                     f"{size} ({type(e).__name__})") from None
+
+
+def _iter_sqlite(files, topics):
+    """Messages of rosbag2 SQLite3 storage files read without metadata.yaml (the recorder
+    was killed before it wrote one; rosbags needs it), in log-time order per file:
+    SQLite commits whole transactions, so the file holds every message flushed before the
+    kill. The files are opened read-only and immutable (no journal, lock or ``-shm`` file is
+    created next to them); a write-ahead log left beside a file is read from a temporary
+    copy.
+
+    Raises
+    ------
+    DataError
+        A file that is not a rosbag2 SQLite3 database, or is damaged.
+    """
+    import shutil
+    import sqlite3
+    import tempfile
+    for file in files:
+        with tempfile.TemporaryDirectory() as tmp:
+            src = file
+            if Path(f"{file}-wal").is_file():      # committed pages still in the WAL
+                src = Path(tmp) / file.name
+                shutil.copyfile(file, src)
+                shutil.copyfile(f"{file}-wal", f"{src}-wal")
+            uri = f"file:{src}?{'mode=ro' if src != file else 'immutable=1'}"
+            try:
+                con = sqlite3.connect(uri, uri=True)
+                try:
+                    conns = dict(((i, (n, ty)) for i, n, ty in con.execute(
+                        "SELECT id, name, type FROM topics")))
+                    wanted = [i for i, (n, _) in conns.items() if n in topics]
+                    if not wanted:
+                        raise _NoTopic(sorted(n for n, _ in conns.values()))
+                    rows = con.execute(
+                        f"SELECT topic_id, timestamp, data FROM messages WHERE topic_id IN "
+                        f"({','.join('?' * len(wanted))}) ORDER BY timestamp", wanted)
+                    for tid, t_ns, raw in rows:
+                        topic, msgtype = conns[tid]
+                        yield topic, msgtype, bytes(raw), int(t_ns)
+                finally:
+                    con.close()
+            except _NoTopic as exc:
+                raise DataError(f"bag '{file}' has none of the topics {sorted(topics)}; its "
+                                f"topics: {exc.args[0]}") from None
+            except sqlite3.Error as exc:
+                raise DataError(f"cannot read '{file}' as a rosbag2 SQLite3 recording: "
+                                f"{exc}") from None
 
 
 def _name_index(msg_names, names, path=None):
