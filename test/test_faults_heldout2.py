@@ -3,7 +3,8 @@ with one line naming the file and the problem (exit 2); inputs never change.
 
 Classes: finite but absurd sample values (1e300: a conic-solver panic), clock jumps in bags
 (messages stamped 0 before the clock ran: "out of memory"), SQLite3 recordings whose recorder
-was killed (no metadata.yaml: the data were refused).
+was killed (no metadata.yaml: the data were refused), results files whose optional sections
+have the wrong type (report tracebacks).
 """
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import yaml
 
 import test_faults_heldout
 from conftest import assert_one_line, run_cli
+from robot_identification import cli
 from robot_identification.data import load_dataset
 
 run = test_faults_heldout.run          # fixture: the szabo_3dof config and a 3 s run
@@ -132,3 +134,66 @@ def test_sqlite_recording_without_metadata_is_read(run, tmp_path, capsys):
     (bag / "killed.db3").write_bytes(b"not a database" * 100)
     rc, err = run_cli(_identify(run, bag, tmp_path / "r.yaml"), capsys, _in(tmp_path))
     assert_one_line(rc, err, "killed.db3", "SQLite3", "not a database")
+
+
+# ------------------------------------------------------------ results sections of any type
+@pytest.fixture(scope="module")
+def results(run, tmp_path_factory):
+    out = tmp_path_factory.mktemp("results2") / "results.yaml"
+    assert cli.main([str(a) for a in _identify(run, run / "run.npz", out)]) == 0
+    return yaml.safe_load(out.read_text())
+
+
+def _set(path, value):
+    def edit(doc):
+        d = doc
+        for k in path[:-1]:
+            d = d[k]
+        d[path[-1]] = value
+    return edit
+
+
+@pytest.mark.parametrize("path, value, message", [
+    (("metrics",), "x", "'metrics' must be a mapping"),
+    (("metrics", "condition_number"), "large", "metrics.condition_number must be a number"),
+    (("base_parameters", 0, "expression"), 5, "expression must be a string"),
+    (("base_parameters", 0, "unit"), None, "unit must be a string"),
+    (("base_parameters", 0, "relative_std"), [1], "relative_std must be a number"),
+    (("drive_gains",), [10.0, 10.0, 10.0], "'drive_gains' must be a mapping"),
+    (("drive_gains",), {"identified": "10"}, "drive_gains.identified must be a list"),
+    (("diagnostics", 0, "severity"), ["error"], "'diagnostics' must be a list of mappings"),
+    (("estimates", "physical", "min_pseudo_inertia_eigenvalues"), [1.0],
+     "min_pseudo_inertia_eigenvalues must be a mapping"),
+    (("settings", "velocity_threshold"), "fast", "settings.velocity_threshold must be a"),
+])
+def test_results_sections_of_the_wrong_type_are_named(run, results, tmp_path, capsys, path,
+                                                      value, message):
+    """report formatted what read_results had not checked: a hand-edited or foreign
+    results.yaml ended in AttributeError / TypeError / ValueError tracebacks (33 of 265
+    one-key mutations of a results file)."""
+    import copy
+    doc = copy.deepcopy(results)
+    doc.setdefault("diagnostics", []).append({"code": "c", "severity": "info", "message": "m"})
+    _set(path, value)(doc)
+    f = _in(tmp_path) / "results.yaml"
+    f.write_text(yaml.safe_dump(doc))
+    for command in ("report", "validate", "export-urdf"):
+        argv = [command, "--config", run / "robot.yaml", "--results", f, "--output",
+                tmp_path / ("out.urdf" if command == "export-urdf" else "out"), "--quiet"]
+        if command == "validate":
+            argv[-3:-3] = ["--data", run / "run.npz"]
+        rc, err = run_cli(argv, capsys, _in(tmp_path))
+        assert_one_line(rc, err, "results.yaml", message)
+
+
+def test_physical_estimate_without_standard_parameters_is_named(run, results, tmp_path,
+                                                               capsys):
+    """export-urdf: 'standard_parameters: null' was a TypeError traceback."""
+    import copy
+    doc = copy.deepcopy(results)
+    doc["estimates"]["physical"]["standard_parameters"] = None
+    f = _in(tmp_path) / "results.yaml"
+    f.write_text(yaml.safe_dump(doc))
+    rc, err = run_cli(["export-urdf", "--config", run / "robot.yaml", "--results", f,
+                       "--output", tmp_path / "out.urdf"], capsys, _in(tmp_path))
+    assert_one_line(rc, err, "results.yaml", "lacks standard parameters")
