@@ -4,7 +4,8 @@ with one line naming the file and the problem (exit 2); inputs never change.
 Classes: finite but absurd sample values (1e300: a conic-solver panic), clock jumps in bags
 (messages stamped 0 before the clock ran: "out of memory"), SQLite3 recordings whose recorder
 was killed (no metadata.yaml: the data were refused), results files whose optional sections
-have the wrong type (report tracebacks).
+have the wrong type (report tracebacks), a position column that stands still while the
+measured velocity moves (a result without the cause).
 """
 from pathlib import Path
 
@@ -197,3 +198,23 @@ def test_physical_estimate_without_standard_parameters_is_named(run, results, tm
     rc, err = run_cli(["export-urdf", "--config", run / "robot.yaml", "--results", f,
                        "--output", tmp_path / "out.urdf"], capsys, _in(tmp_path))
     assert_one_line(rc, err, "results.yaml", "lacks standard parameters")
+
+
+# ------------------------------------------------------------------ stuck position column
+def test_still_position_with_a_moving_velocity_is_named(run, tmp_path, capsys):
+    """A constant position column (an encoder or driver fault, a mapping onto a constant
+    field) beside a measured velocity that moves: the velocity check skipped joints whose
+    position does not move, and identify wrote a result (negative rotor inertias, torque
+    'unexplained') without naming the cause. A joint at rest whose velocity has an offset
+    (a drift) stays accepted."""
+    from dataclasses import replace
+    ds = load_dataset(run / "run.npz")
+    ds = replace(ds, dq=np.gradient(ds.q, ds.t, axis=0))          # measured velocities
+    assert np.ptp(ds.q[:, 1]) > 0.5
+    ds.q[:, 1] = 0.3
+    ds.save_npz(_in(tmp_path) / "stuck.npz")
+    rc, err = run_cli(_identify(run, _in(tmp_path) / "stuck.npz", tmp_path / "r.yaml"),
+                      capsys, _in(tmp_path))
+    assert_one_line(rc, err, "stuck.npz", "joint 'joint2' stands still", "stuck position")
+    ds.dq[:, 1] = 0.01 + 1e-3 * np.random.default_rng(0).standard_normal(ds.n_samples)
+    ds.check_velocities()                       # offset and noise at rest: accepted

@@ -155,14 +155,17 @@ class Dataset:
         """Check measured velocities ``dq`` against the positions: over windows of ``window``
         seconds, the integral of ``dq`` must follow the change of ``q`` (least-squares factor
         in (0.5, 2), correlation above 0.5) for every joint whose position spans more than
-        ``moving`` [rad | m]. Windowed increments average the position noise out.
+        ``moving`` [rad | m]. Windowed increments average the position noise out. A joint
+        whose position stands still must not move by its measured velocity either (the
+        integral, linear drift removed, within 10 ``moving``).
 
         Raises
         ------
         DataError
             A moving joint whose measured velocity is 0 throughout (a driver that fills the
             field with zeros) or does not match its positions (deg/s, another column or
-            joint); the message suggests ``--numerical-derivatives``.
+            joint); the message suggests ``--numerical-derivatives``. A still position
+            with a moving velocity (a constant or stuck position column).
         """
         if self.dq is None or self.n_samples < 20:
             return self
@@ -179,6 +182,16 @@ class Dataset:
         prefix = f"'{where}': " if where else ""
         for j, name in enumerate(self.joint_names):
             if np.ptp(q[:, j]) <= moving:
+                # a still position but a moving velocity: detrended (a velocity offset
+                # integrates to a drift, not a motion)
+                s = t - t[0]
+                drift = integral[:, j] - np.polyval(np.polyfit(s, integral[:, j], 1), s)
+                if np.ptp(drift) > 10 * moving:
+                    raise DataError(f"{prefix}the position of joint '{name}' stands still "
+                                    f"(it spans {np.ptp(q[:, j]):.3g}) while its measured "
+                                    f"velocity moves it over {np.ptp(drift):.3g}: a constant "
+                                    f"or stuck position column (the csv: mapping, an encoder "
+                                    f"or driver fault)?")
                 continue
             sa, sb, sab = a[:, j] @ a[:, j], b[:, j] @ b[:, j], a[:, j] @ b[:, j]
             if not sb > 0:
