@@ -5,7 +5,8 @@ Classes: finite but absurd sample values (1e300: a conic-solver panic), clock ju
 (messages stamped 0 before the clock ran: "out of memory"), SQLite3 recordings whose recorder
 was killed (no metadata.yaml: the data were refused), results files whose optional sections
 have the wrong type (report tracebacks), a position column that stands still while the
-measured velocity moves (a result without the cause).
+measured velocity moves (a result without the cause), outputs in places that take no new file
+(the error named the temporary file).
 """
 from pathlib import Path
 
@@ -218,3 +219,14 @@ def test_still_position_with_a_moving_velocity_is_named(run, tmp_path, capsys):
     assert_one_line(rc, err, "stuck.npz", "joint 'joint2' stands still", "stuck position")
     ds.dq[:, 1] = 0.01 + 1e-3 * np.random.default_rng(0).standard_normal(ds.n_samples)
     ds.check_velocities()                       # offset and noise at rest: accepted
+
+
+# ------------------------------------------------------------------ unwritable output place
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux /proc")
+def test_unwritable_output_names_the_output_not_a_temporary_file(run, tmp_path, capsys):
+    """An output in a place that takes no new files (/proc, a read-only mount): the error
+    named the hidden temporary file ('/proc/.results.1234.tmp.yaml')."""
+    rc, err = run_cli(_identify(run, run / "run.npz", "/proc/results.yaml", "--no-physical"),
+                      capsys, _in(tmp_path))
+    assert_one_line(rc, err, "'/proc/results.yaml'")
+    assert ".tmp" not in err
