@@ -6,7 +6,8 @@ Classes: finite but absurd sample values (1e300: a conic-solver panic), clock ju
 was killed (no metadata.yaml: the data were refused), results files whose optional sections
 have the wrong type (report tracebacks), a position column that stands still while the
 measured velocity moves (a result without the cause), outputs in places that take no new file
-(the error named the temporary file).
+(the error named the temporary file), absurd filter orders, harmonics and trajectory lengths
+(NaN blamed on the data, "out of memory").
 """
 from pathlib import Path
 
@@ -230,3 +231,42 @@ def test_unwritable_output_names_the_output_not_a_temporary_file(run, tmp_path, 
                       capsys, _in(tmp_path))
     assert_one_line(rc, err, "'/proc/results.yaml'")
     assert ".tmp" not in err
+
+
+# ------------------------------------------------------------- absurd sizes in the configs
+@pytest.mark.parametrize("section, key, value, command, message", [
+    ("identification", "filter_order", 1000, "identify", "filter_order: must be <= 50"),
+    ("excitation", "harmonics", 10**8, "simulate", "harmonics: must be <= 1000"),
+    ("excitation", "periods", 10**8, "simulate", "periods: 100000000 periods of 10 s"),
+])
+def test_absurd_sizes_in_the_config_are_named(run, tmp_path, capsys, section, key, value,
+                                               command, message):
+    """filter_order 1000 made the zero-phase filter return NaN, named as "q: non-finite
+    value at sample 0" (the data blamed); 1e8 harmonics or periods ended in "out of
+    memory"."""
+    cfg = yaml.safe_load((run / "robot.yaml").read_text())
+    (cfg["identification"] if section == "identification"
+     else cfg["simulation"]["excitation"])[key] = value
+    if section == "identification":
+        cfg["identification"]["cutoff_hz"] = 5.0
+    config = _in(tmp_path) / "robot.yaml"
+    config.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    argv = ["simulate", "--config", config, "--duration", "2", "--output",
+            tmp_path / "o.npz", "--quiet"] if command == "simulate" else [
+        "identify", "--config", config, "--data", run / "run.npz", "--output",
+        tmp_path / "r.yaml", "--quiet"]
+    rc, err = run_cli(argv, capsys, _in(tmp_path))
+    assert_one_line(rc, err, "robot.yaml", message)
+
+
+def test_trajectory_file_of_1e8_periods_is_named(run, tmp_path, capsys):
+    """A trajectory file lasting 1e9 s (periods or base_frequency wrong) was sampled at
+    1 kHz for the limits check: "out of memory", also with --duration 3."""
+    traj = _in(tmp_path) / "traj.yaml"
+    traj.write_text(yaml.safe_dump({"type": "fourier", "base_frequency": 0.1,
+                                    "periods": 10**8, "q0": [0.0, 0.0, 0.0],
+                                    "a": [[0.1]] * 3, "b": [[0.0]] * 3}))
+    rc, err = run_cli(["simulate", "--config", run / "robot.yaml", "--trajectory", traj,
+                       "--duration", "3", "--output", tmp_path / "o.npz", "--quiet"],
+                      capsys, _in(tmp_path))
+    assert_one_line(rc, err, "traj.yaml", "lasts 1e+09 s, above 3600 s")

@@ -74,6 +74,7 @@ class FourierTrajectory:
         if int(periods) < 1:
             raise ConfigError(f"fourier periods must be >= 1, got {periods}")
         n, M = a.shape
+        _check_size(M, "harmonics", int(periods) / float(base_frequency))
         harm = np.arange(1, M + 1, dtype=float)
         if enforce_rest:
             a = a - a.mean(axis=1, keepdims=True)
@@ -171,6 +172,7 @@ class BSplineTrajectory:
                               f"got shape {np.shape(control_points)}")
         if not duration or duration <= 0:
             raise ConfigError(f"bspline duration must be > 0 s, got {duration}")
+        _check_size(c.shape[0], "control points", float(duration))
         n = c.shape[1]
         self.control_points = c
         self.start = np.zeros(n) if start is None else np.asarray(start, float).reshape(n)
@@ -230,6 +232,25 @@ class BSplineTrajectory:
 
 
 # ----------------------------------------------------------------- serialisation
+def _check_size(count, what, duration):
+    """Bound a trajectory before it is sampled: 1e8 periods or harmonics (a typo, a file of
+    another tool) ended in "out of memory" when the limits check sampled it at 1 kHz.
+
+    Raises
+    ------
+    ConfigError
+        More than MAX_HARMONICS harmonics / control points, or longer than
+        MAX_EXCITATION_S.
+    """
+    from robot_identification.model._config import MAX_EXCITATION_S, MAX_HARMONICS
+    if count > MAX_HARMONICS:
+        raise ConfigError(f"{count} {what}, above {MAX_HARMONICS}")
+    if not duration <= MAX_EXCITATION_S:
+        raise ConfigError(f"it lasts {duration:.3g} s, above "
+                          f"{MAX_EXCITATION_S:g} s (1 h): periods, base_frequency or "
+                          f"duration wrong?")
+
+
 def trajectory_from_dict(d):
     """Build a trajectory from the mapping written by ``to_dict`` / a YAML file.
 
