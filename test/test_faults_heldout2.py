@@ -7,7 +7,7 @@ was killed (no metadata.yaml: the data were refused), results files whose option
 have the wrong type (report tracebacks), a position column that stands still while the
 measured velocity moves (a result without the cause), outputs in places that take no new file
 (the error named the temporary file), absurd filter orders, harmonics and trajectory lengths
-(NaN blamed on the data, "out of memory").
+(NaN blamed on the data, "out of memory"), CSVs in UTF-16 without byte-order mark.
 """
 from pathlib import Path
 
@@ -270,3 +270,17 @@ def test_trajectory_file_of_1e8_periods_is_named(run, tmp_path, capsys):
                        "--duration", "3", "--output", tmp_path / "o.npz", "--quiet"],
                       capsys, _in(tmp_path))
     assert_one_line(rc, err, "traj.yaml", "lasts 1e+09 s, above 3600 s")
+
+
+# ------------------------------------------------------------------ UTF-16 without BOM
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+def test_utf16_csv_without_byte_order_mark_is_read_whole(run, tmp_path, encoding):
+    """A CSV saved as UTF-16 without byte-order mark (every other byte 0) decoded as UTF-8
+    into lines of "non-numeric fields": refused as holding no numeric data row."""
+    from robot_identification.model import load_robot
+    ds = load_dataset(run / "run.npz")
+    rows = [",".join(f"{v:.9g}" for v in r) for r in np.column_stack([ds.t, ds.q, ds.tau])]
+    (tmp_path / "x.csv").write_bytes("\n".join(rows).encode(encoding))
+    got = load_dataset(tmp_path / "x.csv", model=load_robot(config=run / "robot.yaml"))
+    assert got.n_samples == len(rows) and not got.metadata["malformed_rows"]
+    np.testing.assert_allclose(got.tau, np.loadtxt(rows, delimiter=",")[:, 4:7])
