@@ -7,7 +7,8 @@ was killed (no metadata.yaml: the data were refused), results files whose option
 have the wrong type (report tracebacks), a position column that stands still while the
 measured velocity moves (a result without the cause), outputs in places that take no new file
 (the error named the temporary file), absurd filter orders, harmonics and trajectory lengths
-(NaN blamed on the data, "out of memory"), CSVs in UTF-16 without byte-order mark.
+(NaN blamed on the data, "out of memory"), CSVs in UTF-16 without byte-order mark, empty
+file arguments (an unset shell variable: another cause was named).
 """
 from pathlib import Path
 
@@ -284,3 +285,18 @@ def test_utf16_csv_without_byte_order_mark_is_read_whole(run, tmp_path, encoding
     got = load_dataset(tmp_path / "x.csv", model=load_robot(config=run / "robot.yaml"))
     assert got.n_samples == len(rows) and not got.metadata["malformed_rows"]
     np.testing.assert_allclose(got.tau, np.loadtxt(rows, delimiter=",")[:, 4:7])
+
+
+# ------------------------------------------------------------------ empty file arguments
+@pytest.mark.parametrize("option", ["--data", "--config", "--urdf", "--prior", "--output"])
+def test_empty_file_argument_is_named(run, tmp_path, capsys, option):
+    """--data "$RUN" with RUN unset: '' is the working directory as a path, and the error
+    blamed the output ('lies inside the input directory .') or the URDF ('is a
+    directory')."""
+    argv = _identify(run, run / "run.npz", tmp_path / "r.yaml")
+    if option in argv:
+        argv[argv.index(option) + 1] = ""
+    else:
+        argv += [option, ""]
+    rc, err = run_cli(argv, capsys, _in(tmp_path))
+    assert_one_line(rc, err, f"{option} is an empty string")
