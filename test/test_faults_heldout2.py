@@ -8,7 +8,8 @@ have the wrong type (report tracebacks), a position column that stands still whi
 measured velocity moves (a result without the cause), outputs in places that take no new file
 (the error named the temporary file), absurd filter orders, harmonics and trajectory lengths
 (NaN blamed on the data, "out of memory"), CSVs in UTF-16 without byte-order mark, empty
-file arguments (an unset shell variable: another cause was named).
+file arguments (an unset shell variable: another cause was named), bags whose first messages
+lack efforts.
 """
 from pathlib import Path
 
@@ -73,7 +74,7 @@ def test_a_panicking_solver_is_a_failed_attempt():
 
 
 # ------------------------------------------------------------------------------ clock jumps
-def _bag(path, stamps_ns, n_joints=3):
+def _bag(path, stamps_ns, n_joints=3, effort_from=0):
     from robot_identification.data._bag import BagWriter, _typestore
     st = _typestore()
     T = st.types
@@ -84,7 +85,7 @@ def _bag(path, stamps_ns, n_joints=3):
             sec=int(ns) // 10**9, nanosec=int(ns) % 10**9), frame_id=""),
             name=[f"joint{j + 1}" for j in range(n_joints)],
             position=np.sin(k / 100 + np.arange(n_joints)), velocity=np.zeros(0),
-            effort=np.cos(k / 70 + np.arange(n_joints)))
+            effort=np.cos(k / 70 + np.arange(n_joints)) if k >= effort_from else np.zeros(0))
         w.write("/joint_states", st.serialize_cdr(m, js), 10**9 + k * 10**6)
     w.close()
     return path
@@ -300,3 +301,13 @@ def test_empty_file_argument_is_named(run, tmp_path, capsys, option):
         argv += [option, ""]
     rc, err = run_cli(argv, capsys, _in(tmp_path))
     assert_one_line(rc, err, f"{option} is an empty string")
+
+
+# ------------------------------------------------------- efforts missing in some messages
+def test_bag_whose_first_messages_lack_efforts_says_which(run, tmp_path, capsys):
+    """A driver that fills the effort field once its controller runs: the bag was refused
+    as "carry no efforts", as if no message had any."""
+    _bag(_in(tmp_path) / "bag", [10**9 + k * 10**6 for k in range(600)], effort_from=50)
+    rc, err = run_cli(_identify(run, _in(tmp_path) / "bag", tmp_path / "r.yaml"), capsys,
+                      _in(tmp_path))
+    assert_one_line(rc, err, "bag'", "50 of 600 messages lack them", "t = 0.049 s")

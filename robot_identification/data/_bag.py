@@ -293,6 +293,22 @@ def _main_publisher(msgs):
     return kept, len(msgs) - len(kept)
 
 
+def _lacking(msgs, field) -> str:
+    """Which messages lack ``field`` (fewer values than names), when only some do: a driver
+    that fills the efforts once its controller runs."""
+    bad = [k for k, m in enumerate(msgs) if len(getattr(m, field)) != len(m.name)]
+    if not bad or len(bad) == len(msgs):
+        return ""
+
+    def stamp(m):
+        return m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec
+    t0 = min(stamp(m) for m in msgs)
+    return (f": {len(bad)} of {len(msgs)} messages lack them, the first at "
+            f"t = {stamp(msgs[bad[0]]) - t0:.6g} s and the last at "
+            f"t = {stamp(msgs[bad[-1]]) - t0:.6g} s (from the first message); cut those out "
+            f"of the bag (ros2 bag convert, a start/end time) or record them")
+
+
 def _joint_arrays(msgs, names, path=None):
     """Stamps (N,) and position/velocity/effort (N, n) of JointState messages (``names`` order)."""
     t = np.array([m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for m in msgs])
@@ -407,7 +423,8 @@ def read_bag(path, *, joint_topic: str = JOINT_TOPIC, motor_topic: str = MOTOR_T
         theta, dtheta, tau = arrays["position"], arrays["velocity"], arrays["effort"]
     else:
         if link["effort"] is None:
-            raise DataError(f"'{joint_topic}' messages in '{path}' carry no efforts (torques)")
+            raise DataError(f"'{joint_topic}' messages in '{path}' carry no efforts (torques)"
+                            + _lacking(msgs[joint_topic], "effort"))
         tau = link["effort"][order][keep]
     if len(t) < 2:
         raise DataError(f"bag '{path}' holds {len(t)} usable sample(s) on '{joint_topic}'")
