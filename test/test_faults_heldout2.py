@@ -9,7 +9,7 @@ measured velocity moves (a result without the cause), outputs in places that tak
 (the error named the temporary file), absurd filter orders, harmonics and trajectory lengths
 (NaN blamed on the data, "out of memory"), CSVs in UTF-16 without byte-order mark, empty
 file arguments (an unset shell variable: another cause was named), bags whose first messages
-lack efforts.
+lack efforts, trajectory files of another robot (the file was not named).
 """
 from pathlib import Path
 
@@ -311,3 +311,17 @@ def test_bag_whose_first_messages_lack_efforts_says_which(run, tmp_path, capsys)
     rc, err = run_cli(_identify(run, _in(tmp_path) / "bag", tmp_path / "r.yaml"), capsys,
                       _in(tmp_path))
     assert_one_line(rc, err, "bag'", "50 of 600 messages lack them", "t = 0.049 s")
+
+
+# ---------------------------------------------------------- trajectory of another robot
+def test_trajectory_file_of_another_robot_names_the_file(run, tmp_path, capsys):
+    """An excitation file of a 2-joint arm given to a 3-joint robot: 'trajectory has 2
+    joints', without the file."""
+    traj = _in(tmp_path) / "other_arm.yaml"
+    traj.write_text(yaml.safe_dump({"type": "fourier", "base_frequency": 0.2, "periods": 1,
+                                    "q0": [0.0, 0.0], "a": [[0.1], [0.1]],
+                                    "b": [[0.0], [0.0]]}))
+    rc, err = run_cli(["simulate", "--config", run / "robot.yaml", "--trajectory", traj,
+                       "--duration", "2", "--output", tmp_path / "o.npz", "--quiet"],
+                      capsys, _in(tmp_path))
+    assert_one_line(rc, err, "trajectory file '", "other_arm.yaml' has 2 joints", "has 3")

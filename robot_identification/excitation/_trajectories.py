@@ -325,9 +325,17 @@ def load_trajectory(path):
     path = Path(path)
     d = read_yaml_file(path, "trajectory file", ConfigError)
     try:
-        return trajectory_from_dict(d)
+        traj = trajectory_from_dict(d)
     except ConfigError as exc:
         raise ConfigError(f"trajectory file '{path}': {exc}") from None
+    traj.source = str(path)         # named by the joint checks (a file of another robot)
+    return traj
+
+
+def trajectory_label(traj) -> str:
+    """``trajectory file 'x.yaml'`` for a trajectory read from a file, else ``trajectory``."""
+    src = getattr(traj, "source", None)
+    return f"trajectory file '{src}'" if src else "trajectory"
 
 
 # ----------------------------------------------------------------- limits
@@ -363,7 +371,7 @@ def check_limits(model, traj, dt=1e-3):
         violated; the message names the joint, the limit, the value and the time.
     """
     if traj.n_joints != model.n:
-        raise ExcitationError(f"trajectory has {traj.n_joints} joints, robot "
+        raise ExcitationError(f"{trajectory_label(traj)} has {traj.n_joints} joints, robot "
                               f"'{model.config.name}' has {model.n}")
     t = np.arange(0.0, traj.duration + 0.5 * dt, dt)
     q, dq, ddq = traj.evaluate(t)
