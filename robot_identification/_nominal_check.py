@@ -50,13 +50,15 @@ def _diag(code, severity, message, subject=""):
     return Diagnostic(code, severity, message, subject)
 
 
-def _states(model, t, q, tau, dq, band_hz):
+def _states(model, t, q, tau, dq, band_hz, source=None):
     """Uniform grid, zero-phase low-pass of q (or dq) and tau alike, derivatives."""
+    from robot_identification.data._dataset import uniform_grid
     from robot_identification.signal._filters import lowpass_filtfilt
     dt = float(np.median(np.diff(t)))
     fs = 1.0 / dt
     fc = float(np.clip(5.0 * band_hz, 1.0, 0.1 * fs))
-    grid = np.arange(t[0], t[-1], dt)
+    grid = uniform_grid(t, dt, f"'{source}'" if source else None)
+    grid = grid[grid < t[-1]]
     if grid.shape[0] < MIN_SAMPLES:
         return None
 
@@ -155,7 +157,7 @@ def _check(model, t, q, tau, dq, band_hz, source, torque_noise):
     if model.config.elastic or np.asarray(q).ndim != 2:
         return [], {}
     st = _states(model, np.asarray(t, float), np.asarray(q, float), np.asarray(tau, float),
-                 None if dq is None else np.asarray(dq, float), band_hz)
+                 None if dq is None else np.asarray(dq, float), band_hz, source)
     if st is None:          # too short: the other checks speak for the data
         return [], {}
     names = list(model.joint_names)

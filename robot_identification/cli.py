@@ -74,6 +74,8 @@ def main(argv=None) -> int:
     progress.enable(not getattr(args, "quiet", False))
     format_warning, warnings.formatwarning = warnings.formatwarning, _format_warning
     try:
+        from robot_identification.commands._common import check_empty_arguments
+        check_empty_arguments(args)
         return int(args._run(args) or 0)
     except (IdentificationError, OSError) as exc:   # bad input; unreadable/unwritable file
         _error(args.command, exc)

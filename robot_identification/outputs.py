@@ -126,6 +126,9 @@ def atomic_output(path, inputs=(), what="output", dataset=False):
     ------
     ConfigError
         See :func:`check_output`.
+    OSError
+        The target cannot be written (a read-only or virtual file system such as ``/proc``,
+        permissions): the message names ``path``, not the temporary file.
     """
     p = check_output(path, inputs, what, dataset)
     if _is_special_file(p):
@@ -150,6 +153,10 @@ def atomic_output(path, inputs=(), what="output", dataset=False):
     try:
         yield tmp
         os.replace(tmp, p)
+    except OSError as exc:      # name the user's file, not the hidden temporary one
+        if str(tmp) not in (str(exc.filename), str(exc.filename2)) and str(tmp) not in str(exc):
+            raise
+        raise OSError(exc.errno, f"cannot write {what} '{p}': {exc.strerror}") from None
     finally:
         if tmp.exists():
             tmp.unlink()

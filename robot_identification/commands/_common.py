@@ -34,6 +34,26 @@ def robot_from_args(args):
 INPUT_ARGUMENTS = ("config", "urdf", "data", "results", "trajectory", "unloaded", "loaded")
 
 
+def check_empty_arguments(args):
+    """Refuse a file or robot argument that is an empty string (``--data "$RUN"`` with
+    ``RUN`` unset): '' is the working directory as a path, and the message blamed something
+    else (the output lying inside the input directory '.', the URDF being a directory).
+
+    Raises
+    ------
+    ConfigError
+        The first empty argument.
+    """
+    from robot_identification.errors import ConfigError
+    for key in INPUT_ARGUMENTS + ("output", "prior", "robot"):
+        value = getattr(args, key, None)
+        for v in value if isinstance(value, (list, tuple)) else [value]:
+            if isinstance(v, str) and not v.strip():
+                what = f"blank ({v!r})" if v else "an empty string"
+                raise ConfigError(f"--{key} is {what}: a path or name was expected (an unset "
+                                  f"shell variable?)")
+
+
 def input_paths(args, model=None) -> list:
     """Every input file/directory named on the command line (and the model's config and
     URDF, and a prior file of ``--prior`` or the config's ``identification.prior``), for

@@ -30,7 +30,7 @@ def export_from_results(model, results, output, inputs=()):
     if not phys:
         raise DataError(f"'{results}' has no physically consistent estimate; run identify "
                         f"with --physical")
-    sp = phys["standard_parameters"]
+    sp = phys.get("standard_parameters") or {}
     missing = [n for n in model.parameter_names if n not in sp]
     if missing:
         raise DataError(f"'{results}' lacks standard parameters {missing[:5]} of robot "

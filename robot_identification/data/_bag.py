@@ -64,7 +64,8 @@ def _iter_bag(path: Path, topics):
     :class:`DataError` naming the file, the counts and, for MCAP, the damaged record (chunk
     CRCs are checked by the ``mcap`` reader). A recording cut short by a crash (no
     metadata.yaml, or a bare MCAP file without footer) is read record by record up to its last
-    complete chunk.
+    complete chunk; SQLite3 storage without metadata.yaml (rosbags cannot open it) is read
+    with ``sqlite3`` (:func:`_iter_sqlite`).
 
     Raises
     ------
@@ -75,6 +76,10 @@ def _iter_bag(path: Path, topics):
     files = sorted(path.glob("*.mcap")) if path.is_dir() else [path]
     if path.is_file() and path.stat().st_size == 0:
         raise DataError(f"'{path}' is empty (0 bytes): the recording never wrote a message")
+    sqlite = sorted(path.glob("*.db3")) if path.is_dir() else []
+    if sqlite and not files and not (path / "metadata.yaml").exists():
+        yield from _iter_sqlite(sqlite, topics)        # a killed SQLite3 recorder
+        return
     if path.is_dir() and not (path / "metadata.yaml").exists() and not files:
         inside = sorted(p.name for p in path.iterdir() if p.suffix.lower() in (".csv", ".npz"))
         hint = (f"; it holds {inside[:3]}{' ...' if len(inside) > 3 else ''}: give the files "
@@ -202,6 +207,54 @@ def _iter_truncated_mcap(files, topics):
                                     f"{size} ({type(e).__name__})") from None
 
 
+def _iter_sqlite(files, topics):
+    """Messages of rosbag2 SQLite3 storage files read without metadata.yaml (the recorder
+    was killed before it wrote one; rosbags needs it), in log-time order per file:
+    SQLite commits whole transactions, so the file holds every message flushed before the
+    kill. The files are opened read-only and immutable (no journal, lock or ``-shm`` file is
+    created next to them); a write-ahead log left beside a file is read from a temporary
+    copy.
+
+    Raises
+    ------
+    DataError
+        A file that is not a rosbag2 SQLite3 database, or is damaged.
+    """
+    import shutil
+    import sqlite3
+    import tempfile
+    for file in files:
+        with tempfile.TemporaryDirectory() as tmp:
+            src = file
+            if Path(f"{file}-wal").is_file():      # committed pages still in the WAL
+                src = Path(tmp) / file.name
+                shutil.copyfile(file, src)
+                shutil.copyfile(f"{file}-wal", f"{src}-wal")
+            uri = f"file:{src}?{'mode=ro' if src != file else 'immutable=1'}"
+            try:
+                con = sqlite3.connect(uri, uri=True)
+                try:
+                    conns = dict(((i, (n, ty)) for i, n, ty in con.execute(
+                        "SELECT id, name, type FROM topics")))
+                    wanted = [i for i, (n, _) in conns.items() if n in topics]
+                    if not wanted:
+                        raise _NoTopic(sorted(n for n, _ in conns.values()))
+                    rows = con.execute(
+                        f"SELECT topic_id, timestamp, data FROM messages WHERE topic_id IN "
+                        f"({','.join('?' * len(wanted))}) ORDER BY timestamp", wanted)
+                    for tid, t_ns, raw in rows:
+                        topic, msgtype = conns[tid]
+                        yield topic, msgtype, bytes(raw), int(t_ns)
+                finally:
+                    con.close()
+            except _NoTopic as exc:
+                raise DataError(f"bag '{file}' has none of the topics {sorted(topics)}; its "
+                                f"topics: {exc.args[0]}") from None
+            except sqlite3.Error as exc:
+                raise DataError(f"cannot read '{file}' as a rosbag2 SQLite3 recording: "
+                                f"{exc}") from None
+
+
 def _name_index(msg_names, names, path=None):
     """Index of ``names`` in a message's joint names (slice when identical).
 
@@ -238,6 +291,22 @@ def _main_publisher(msgs):
     main = Counter(sets).most_common(1)[0][0]
     kept = [m for m, st in zip(msgs, sets) if not st.isdisjoint(main)]
     return kept, len(msgs) - len(kept)
+
+
+def _lacking(msgs, field) -> str:
+    """Which messages lack ``field`` (fewer values than names), when only some do: a driver
+    that fills the efforts once its controller runs."""
+    bad = [k for k, m in enumerate(msgs) if len(getattr(m, field)) != len(m.name)]
+    if not bad or len(bad) == len(msgs):
+        return ""
+
+    def stamp(m):
+        return m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec
+    t0 = min(stamp(m) for m in msgs)
+    return (f": {len(bad)} of {len(msgs)} messages lack them, the first at "
+            f"t = {stamp(msgs[bad[0]]) - t0:.6g} s and the last at "
+            f"t = {stamp(msgs[bad[-1]]) - t0:.6g} s (from the first message); cut those out "
+            f"of the bag (ros2 bag convert, a start/end time) or record them")
 
 
 def _joint_arrays(msgs, names, path=None):
@@ -354,7 +423,8 @@ def read_bag(path, *, joint_topic: str = JOINT_TOPIC, motor_topic: str = MOTOR_T
         theta, dtheta, tau = arrays["position"], arrays["velocity"], arrays["effort"]
     else:
         if link["effort"] is None:
-            raise DataError(f"'{joint_topic}' messages in '{path}' carry no efforts (torques)")
+            raise DataError(f"'{joint_topic}' messages in '{path}' carry no efforts (torques)"
+                            + _lacking(msgs[joint_topic], "effort"))
         tau = link["effort"][order][keep]
     if len(t) < 2:
         raise DataError(f"bag '{path}' holds {len(t)} usable sample(s) on '{joint_topic}'")

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from robot_identification.errors import ConfigError, DataError
-from robot_identification.data._dataset import Dataset
+from robot_identification.data._dataset import Dataset, uniform_grid
 
 #: Column layouts (1-based column numbers; a list gives one column per joint, an int the
 #: first of ``n_joints`` consecutive columns).
@@ -107,7 +107,9 @@ def _columns(spec, n, key, n_fields):
 
 
 def _read_text(path):
-    """Text of a CSV file: UTF-8 (a byte-order mark is dropped) or UTF-16 with its BOM.
+    """Text of a CSV file: UTF-8 (a byte-order mark is dropped) or UTF-16 (with its BOM, or
+    without one when every other byte of the start is 0: ASCII text, as Windows tools and
+    PowerShell's ``Out-File`` write it; it was read as lines of "non-numeric fields").
 
     Raises
     ------
@@ -120,9 +122,14 @@ def _read_text(path):
         raise DataError(f"cannot read CSV '{path}': {exc.strerror or exc}") from None
     if raw[:2] == b"\x1f\x8b":
         raise DataError(f"CSV '{path}' is gzip-compressed; decompress it first (gunzip)")
+    head = raw[:4096]
     try:
         if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
             return raw.decode("utf-16")
+        if len(head) >= 8 and head[1::2].count(0) > 0.9 * len(head[1::2]):
+            return raw.decode("utf-16-le")      # UTF-16 without byte-order mark (ASCII
+        if len(head) >= 8 and head[0::2].count(0) > 0.9 * len(head[0::2]):
+            return raw.decode("utf-16-be")      # text: every other byte is 0)
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise DataError(f"CSV '{path}' is not UTF-8 text (byte {exc.start} is "
@@ -399,13 +406,7 @@ def read_csv(path, *, preset=None, time=None, position=None, velocity=None, torq
     irregular = bool(np.max(np.abs(dt - step)) > 0.05 * step)
     resampled = None
     if opts["resample"] and irregular:
-        n_grid = np.floor((t[-1] - t[0]) / step + 1e-9) + 1
-        if n_grid > 4 * len(t):                     # bound the allocation before making it
-            k = int(np.argmax(dt))
-            raise DataError(f"CSV '{path}': time jumps by {dt[k]:.6g} s after {t[k]:.6g} s "
-                            f"(median step {step:.3g} s): a uniform grid would need "
-                            f"{n_grid:.3g} samples for {len(t)} rows; split the file there")
-        tu = t[0] + step * np.arange(int(n_grid))
+        tu = uniform_grid(t, step, f"CSV {str(path)!r}")   # bounded before allocating
 
         def interp(x):
             return None if x is None else np.column_stack(

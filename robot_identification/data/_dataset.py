@@ -13,6 +13,11 @@ _ARRAYS = ("q", "dq", "ddq", "theta", "dtheta", "ddtheta", "tau")
 #: Largest median time step [s] of a recording (below 2 Hz the time column is not in seconds:
 #: milliseconds, microseconds or sample numbers).
 MAX_TIME_STEP = 0.5
+#: Largest magnitude of a recorded position, velocity, acceleration or torque. No joint
+#: quantity in SI units, nor in milli- or micro-units (mN*m, encoder counts), comes near it;
+#: a value beyond it is a corrupt sample (uninitialised memory, a mis-parsed field) whose
+#: squares overflow the normal equations (1e300 ended in a conic-solver panic).
+MAX_ABS_VALUE = 1e15
 
 
 @dataclass
@@ -80,6 +85,7 @@ class Dataset:
         ------
         DataError
             Mismatched lengths or joint counts, a joint name given twice, NaN/inf values,
+            values beyond :data:`MAX_ABS_VALUE` in magnitude (corrupt samples),
             non-increasing time, a median time step above :data:`MAX_TIME_STEP` (time not
             in seconds), fewer than ``min_samples`` samples, or missing motor positions for
             an elastic arm. The message starts with the file (``metadata['file']``) when
@@ -120,6 +126,13 @@ class Dataset:
                 raise DataError(f"'{name}' contains {int(bad.sum())} NaN/inf value(s), first "
                                 f"at sample {i} (t = {self.t[i]:.6g} s), joint "
                                 f"'{self.joint_names[j]}'")
+            huge = np.abs(v) > MAX_ABS_VALUE
+            if huge.any():
+                i, j = np.argwhere(huge)[0]
+                raise DataError(f"'{name}' holds {int(huge.sum())} value(s) beyond "
+                                f"{MAX_ABS_VALUE:.0e} in magnitude, first {v[i, j]:.6g} at "
+                                f"sample {i} (t = {self.t[i]:.6g} s), joint "
+                                f"'{self.joint_names[j]}': a corrupt sample or a wrong unit")
         if not np.all(np.isfinite(self.t)):
             raise DataError("time vector t contains NaN/inf")
         dt = np.diff(self.t)
@@ -142,14 +155,17 @@ class Dataset:
         """Check measured velocities ``dq`` against the positions: over windows of ``window``
         seconds, the integral of ``dq`` must follow the change of ``q`` (least-squares factor
         in (0.5, 2), correlation above 0.5) for every joint whose position spans more than
-        ``moving`` [rad | m]. Windowed increments average the position noise out.
+        ``moving`` [rad | m]. Windowed increments average the position noise out. A joint
+        whose position stands still must not move by its measured velocity either (the
+        integral, linear drift removed, within 10 ``moving``).
 
         Raises
         ------
         DataError
             A moving joint whose measured velocity is 0 throughout (a driver that fills the
             field with zeros) or does not match its positions (deg/s, another column or
-            joint); the message suggests ``--numerical-derivatives``.
+            joint); the message suggests ``--numerical-derivatives``. A still position
+            with a moving velocity (a constant or stuck position column).
         """
         if self.dq is None or self.n_samples < 20:
             return self
@@ -166,6 +182,16 @@ class Dataset:
         prefix = f"'{where}': " if where else ""
         for j, name in enumerate(self.joint_names):
             if np.ptp(q[:, j]) <= moving:
+                # a still position but a moving velocity: detrended (a velocity offset
+                # integrates to a drift, not a motion)
+                s = t - t[0]
+                drift = integral[:, j] - np.polyval(np.polyfit(s, integral[:, j], 1), s)
+                if np.ptp(drift) > 10 * moving:
+                    raise DataError(f"{prefix}the position of joint '{name}' stands still "
+                                    f"(it spans {np.ptp(q[:, j]):.3g}) while its measured "
+                                    f"velocity moves it over {np.ptp(drift):.3g}: a constant "
+                                    f"or stuck position column (the csv: mapping, an encoder "
+                                    f"or driver fault)?")
                 continue
             sa, sb, sab = a[:, j] @ a[:, j], b[:, j] @ b[:, j], a[:, j] @ b[:, j]
             if not sb > 0:
@@ -357,6 +383,34 @@ def read_npy_header(fp, size=None, name="array", numeric=True):
             raise DataError(f"{name}: the header declares shape {shape} ({declared} bytes) but "
                             f"the file holds {held} bytes of data (truncated or corrupt)")
     return shape, fortran, dtype
+
+
+def uniform_grid(t, step, source=None, ratio=4.0):
+    # ``source``: what the message starts with (``CSV 'run.csv'``, ``'bag_dir'``)
+    """Uniform time grid from ``t[0]`` to ``t[-1]`` with ``step`` [s], refused before it is
+    allocated when it would hold more than ``ratio`` times the samples of ``t``: a clock
+    jump (header stamps of 0 before the clock started, a second recording appended, a pause)
+    would otherwise end in "out of memory" after minutes, or in an interpolated stretch
+    of invented data.
+
+    Raises
+    ------
+    DataError
+        The grid is too long; the message names the jump, where it lies and ``source``.
+    """
+    t = np.asarray(t, dtype=float)
+    n_grid = np.floor((t[-1] - t[0]) / step + 1e-9) + 1
+    if n_grid > ratio * len(t):
+        dt = np.diff(t)
+        k = int(np.argmax(dt))
+        where = f"{source}: " if source else ""
+        zero = (" (years: messages stamped 0, or by another clock, before the clock "
+                "ran?)" if dt[k] > 1e7 else "")
+        raise DataError(f"{where}time jumps by {dt[k]:.6g} s after {t[k] - t[0]:.6g} s "
+                        f"(sample {k + 1}; median step {step:.3g} s){zero}: a uniform grid "
+                        f"would need {n_grid:.3g} samples for {len(t)}; split the file "
+                        f"there or drop the samples before it")
+    return t[0] + step * np.arange(int(n_grid))
 
 
 def load_dataset(path, model=None, **kwargs):

@@ -337,7 +337,8 @@ def _solve(problem, x, solver, what):
     An ``optimal_inaccurate`` status is returned, not printed: cvxpy's UserWarning about it
     is silenced here and the status becomes the ``solver_inaccurate`` diagnostic
     (:func:`robot_identification.diagnostics.physical_diagnostics`).
-    Raises IdentificationError when neither finds an (inaccurate) optimum."""
+    A solver that panics (clarabel on a problem with overflowing numbers) counts as a failed
+    attempt. Raises IdentificationError when neither finds an (inaccurate) optimum."""
     import warnings
 
     import cvxpy as cp
@@ -350,6 +351,11 @@ def _solve(problem, x, solver, what):
                 problem.solve(solver=name)
         except (cp.error.SolverError, cp.error.DCPError) as exc:
             errors.append(f"{name}: {exc}")
+            continue
+        except BaseException as exc:  # noqa: B036 - a Rust solver's panic (pyo3 PanicException
+            if type(exc).__name__ != "PanicException":  # derives from BaseException)
+                raise
+            errors.append(f"{name}: the solver crashed ({' '.join(str(exc).split())})")
             continue
         if x.value is not None and problem.status in ("optimal", "optimal_inaccurate"):
             return problem.status

@@ -5,7 +5,9 @@
 - :func:`trajectory_from_config` -- random, limit-scaled trajectory from a robot config
 - :func:`check_limits`, :func:`scale_to_limits` -- joint position/velocity/acceleration limits
 - :func:`trajectory_from_dict`, :func:`save_trajectory`, :func:`load_trajectory` -- YAML I/O
+  (:func:`trajectory_label` names the file a trajectory was read from)
 """
 from robot_identification.excitation._trajectories import (  # noqa: F401
     LIMIT_MARGIN, BSplineTrajectory, FourierTrajectory, check_limits, load_trajectory,
-    save_trajectory, scale_to_limits, trajectory_from_config, trajectory_from_dict)
+    save_trajectory, scale_to_limits, trajectory_from_config, trajectory_from_dict,
+    trajectory_label)

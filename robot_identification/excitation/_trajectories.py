@@ -74,6 +74,7 @@ class FourierTrajectory:
         if int(periods) < 1:
             raise ConfigError(f"fourier periods must be >= 1, got {periods}")
         n, M = a.shape
+        _check_size(M, "harmonics", int(periods) / float(base_frequency))
         harm = np.arange(1, M + 1, dtype=float)
         if enforce_rest:
             a = a - a.mean(axis=1, keepdims=True)
@@ -171,6 +172,7 @@ class BSplineTrajectory:
                               f"got shape {np.shape(control_points)}")
         if not duration or duration <= 0:
             raise ConfigError(f"bspline duration must be > 0 s, got {duration}")
+        _check_size(c.shape[0], "control points", float(duration))
         n = c.shape[1]
         self.control_points = c
         self.start = np.zeros(n) if start is None else np.asarray(start, float).reshape(n)
@@ -230,6 +232,25 @@ class BSplineTrajectory:
 
 
 # ----------------------------------------------------------------- serialisation
+def _check_size(count, what, duration):
+    """Bound a trajectory before it is sampled: 1e8 periods or harmonics (a typo, a file of
+    another tool) ended in "out of memory" when the limits check sampled it at 1 kHz.
+
+    Raises
+    ------
+    ConfigError
+        More than MAX_HARMONICS harmonics / control points, or longer than
+        MAX_EXCITATION_S.
+    """
+    from robot_identification.model._config import MAX_EXCITATION_S, MAX_HARMONICS
+    if count > MAX_HARMONICS:
+        raise ConfigError(f"{count} {what}, above {MAX_HARMONICS}")
+    if not duration <= MAX_EXCITATION_S:
+        raise ConfigError(f"it lasts {duration:.3g} s, above "
+                          f"{MAX_EXCITATION_S:g} s (1 h): periods, base_frequency or "
+                          f"duration wrong?")
+
+
 def trajectory_from_dict(d):
     """Build a trajectory from the mapping written by ``to_dict`` / a YAML file.
 
@@ -304,9 +325,17 @@ def load_trajectory(path):
     path = Path(path)
     d = read_yaml_file(path, "trajectory file", ConfigError)
     try:
-        return trajectory_from_dict(d)
+        traj = trajectory_from_dict(d)
     except ConfigError as exc:
         raise ConfigError(f"trajectory file '{path}': {exc}") from None
+    traj.source = str(path)         # named by the joint checks (a file of another robot)
+    return traj
+
+
+def trajectory_label(traj) -> str:
+    """``trajectory file 'x.yaml'`` for a trajectory read from a file, else ``trajectory``."""
+    src = getattr(traj, "source", None)
+    return f"trajectory file '{src}'" if src else "trajectory"
 
 
 # ----------------------------------------------------------------- limits
@@ -342,7 +371,7 @@ def check_limits(model, traj, dt=1e-3):
         violated; the message names the joint, the limit, the value and the time.
     """
     if traj.n_joints != model.n:
-        raise ExcitationError(f"trajectory has {traj.n_joints} joints, robot "
+        raise ExcitationError(f"{trajectory_label(traj)} has {traj.n_joints} joints, robot "
                               f"'{model.config.name}' has {model.n}")
     t = np.arange(0.0, traj.duration + 0.5 * dt, dt)
     q, dq, ddq = traj.evaluate(t)

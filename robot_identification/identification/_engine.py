@@ -521,20 +521,25 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
             _accumulate(model, base, neq, states, s, block, robust, drop,
                         None if columns is None else columns[1], instruments=instruments)
 
-    with bar(desc="identify", unit="sample", unit_scale=True) as pbar:
-        for ds in rec.chunks():
-            neq.n_input += ds.t.shape[0]
-            out = pre.push(ds)
+    try:
+        with bar(desc="identify", unit="sample", unit_scale=True) as pbar:
+            for ds in rec.chunks():
+                neq.n_input += ds.t.shape[0]
+                out = pre.push(ds)
+                if out is not None:
+                    take(dict(out[0], t=out[1]))
+                    if log and neq.n_input > 20 * block:
+                        log(f"{rec.name}: {neq.n_input} samples read, {neq.n_samples} used")
+                pbar.update(ds.t.shape[0])
+            out = pre.finish()
             if out is not None:
                 take(dict(out[0], t=out[1]))
-                if log and neq.n_input > 20 * block:
-                    log(f"{rec.name}: {neq.n_input} samples read, {neq.n_samples} used")
-            pbar.update(ds.t.shape[0])
-        out = pre.finish()
-        if out is not None:
-            take(dict(out[0], t=out[1]))
-        if rev is not None:
-            take(None)
+            if rev is not None:
+                take(None)
+    except DataError as exc:        # name the recording (a chunk's fault: the clock, NaN)
+        if rec.name in str(exc):
+            raise
+        raise type(exc)(f"recording '{rec.name}': {exc}") from None
     if neq.n_samples == 0:
         raise DataError(f"recording '{rec.name}': no complete filter window: the recording "
                         f"has {neq.n_input} samples, the {pre.name} filter needs "

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from robot_identification.data import Dataset
+from robot_identification.data._dataset import uniform_grid
 from robot_identification.errors import DataError
 
 #: Default samples per chunk read from files.
@@ -290,13 +291,21 @@ def iter_chunks(path, chunk: int = READ_CHUNK, effort_lag: float = 0.0):
 def resample_uniform(ds: Dataset) -> Dataset:
     """The dataset on a uniform time grid (linear interpolation) when its steps vary by more
     than 5 % of the median step; unchanged otherwise. Zero-phase filters and FIR banks
-    assume uniform sampling."""
+    assume uniform sampling.
+
+    Raises
+    ------
+    DataError
+        A clock jump that would make the grid more than 4x the samples
+        (:func:`~robot_identification.data._dataset.uniform_grid`)."""
     t = ds.t
     dt = np.diff(t)
     fs = 1.0 / np.median(dt)
     if np.max(np.abs(dt - 1 / fs)) <= 0.05 / fs:
         return ds
-    tu = np.arange(t[0], t[-1], 1.0 / fs)
+    where = ds.metadata.get("file") if isinstance(ds.metadata, dict) else None
+    tu = uniform_grid(t, 1.0 / fs, f"'{where}'" if where else None)
+    tu = tu[tu < t[-1]]
     kw = {}
     for k in ("q", "dq", "ddq", "theta", "dtheta", "ddtheta", "tau"):
         v = getattr(ds, k)

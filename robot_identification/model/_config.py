@@ -23,6 +23,12 @@ from robot_identification.errors import ConfigError
 #: ``static``: Szabó & Gincsainé (2021) eq. 7-9, stiction * (2/pi) atan(Kv v) +
 #: stribeck * (2/pi) atan(delta v) + f_v * v.
 FRICTION_MODELS = ("none", "viscous", "coulomb_viscous", "static")
+#: Largest Butterworth order (``identification.filter_order``): the zero-phase filter of
+#: order 1000 returned NaN, named as "q: non-finite value at sample 0"; 4-8 are usual.
+MAX_FILTER_ORDER = 50
+#: Largest ``simulation.excitation`` harmonics / B-spline segments and trajectory length [s]
+#: (1e8 harmonics or 1e8 periods ended in "out of memory").
+MAX_HARMONICS, MAX_EXCITATION_S = 1000, 3600.0
 
 #: Drive parameter names per joint, in regressor column order.
 DRIVE_PARAMETERS = ("rotor_inertia", "stiffness", "damping", "viscous", "coulomb", "stiction",
@@ -116,7 +122,7 @@ class _Reader:
         return self.data[key], True
 
     def number(self, key, default=None, *, required=False, minimum=None, positive=False,
-               unit=""):
+               unit="", maximum=None):
         value, present = self._get(key, default, required)
         if not present:
             return value
@@ -130,9 +136,12 @@ class _Reader:
             raise ConfigError(f"{self.where}.{key}: must be > 0{_u(unit)}, got {value}")
         if minimum is not None and value < minimum:
             raise ConfigError(f"{self.where}.{key}: must be >= {minimum}{_u(unit)}, got {value}")
+        if maximum is not None and value > maximum:
+            raise ConfigError(f"{self.where}.{key}: must be <= {maximum:g}{_u(unit)}, got "
+                              f"{value:g}")
         return value
 
-    def integer(self, key, default=None, *, required=False, minimum=None):
+    def integer(self, key, default=None, *, required=False, minimum=None, maximum=None):
         value, present = self._get(key, default, required)
         if not present:
             return value
@@ -140,6 +149,8 @@ class _Reader:
             raise ConfigError(f"{self.where}.{key}: expected an integer, got {value!r}")
         if minimum is not None and value < minimum:
             raise ConfigError(f"{self.where}.{key}: must be >= {minimum}, got {value}")
+        if maximum is not None and value > maximum:
+            raise ConfigError(f"{self.where}.{key}: must be <= {maximum}, got {value}")
         return value
 
     def string(self, key, default=None, *, required=False, choices=None):
@@ -502,12 +513,18 @@ def _excitation_section(data, where, n) -> dict:
         else:
             r.used.add(key)
     if kind == "bspline":
-        out["duration"] = r.number("duration", positive=True, unit="s")
-        out["segments"] = r.integer("segments", minimum=2)
+        out["duration"] = r.number("duration", positive=True, unit="s",
+                                   maximum=MAX_EXCITATION_S)
+        out["segments"] = r.integer("segments", minimum=2, maximum=MAX_HARMONICS)
     else:
         out["base_frequency"] = r.number("base_frequency", positive=True, unit="Hz")
-        out["harmonics"] = r.integer("harmonics", minimum=1)
+        out["harmonics"] = r.integer("harmonics", minimum=1, maximum=MAX_HARMONICS)
         out["periods"] = r.integer("periods", minimum=1)
+        f0 = out["base_frequency"] or 0.1           # trajectory_from_config's default
+        if out["periods"] is not None and out["periods"] / f0 > MAX_EXCITATION_S:
+            raise ConfigError(f"{r.where}.periods: {out['periods']} periods of "
+                              f"{1 / f0:g} s last {out['periods'] / f0:.3g} s, above "
+                              f"{MAX_EXCITATION_S:g} s (1 h)")
     r.finish()
     return {k: (list(v) if isinstance(v, tuple) else v) for k, v in out.items()
             if v is not None}
@@ -585,7 +602,7 @@ def parse_robot_config(data: Any, source: Path | None = None,
     idr = r.mapping("identification")
     estimators = _estimator_list(idr.raw("estimator", "wls"), f"{where}.identification")
     ident = IdentificationSettings(
-        filter_order=idr.integer("filter_order", 5, minimum=1),
+        filter_order=idr.integer("filter_order", 5, minimum=1, maximum=MAX_FILTER_ORDER),
         cutoff_hz=_auto_number(idr, "cutoff_hz", positive=True, unit="Hz", null=True),
         differentiation=idr.string("differentiation", "central", choices=("central", "savgol")),
         savgol_window=idr.number("savgol_window", 0.05, positive=True, unit="s"),

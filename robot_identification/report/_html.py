@@ -414,7 +414,7 @@ def _parameter_table(model, doc, base, diagnostics):
     rows = []
     for i, e in enumerate(entries):
         name = html.escape(e["name"])
-        expr = e["expression"]
+        expr = e.get("expression", e["name"])
         cell = f"<b>{name}</b>"
         if expr.replace(" ", "") != e["name"]:
             cell += f"<div class='expr'>= {html.escape(expr)}</div>"
@@ -525,7 +525,7 @@ def write_report(out_dir, model, results_doc, files, *, title=None, base=None,
     out.mkdir(parents=True, exist_ok=True)
     joints = list(model.joint_names)
     est = results_doc.get("estimates") or {}
-    metrics = results_doc.get("metrics", {})
+    metrics = results_doc.get("metrics") or {}
     diagnostics = results_doc.get("diagnostics") or []
     cond = metrics.get("condition_number")
     settings = results_doc.get("settings") or {}

@@ -108,7 +108,10 @@ def read_results(path, robot=None) -> dict:
     ``standard_parameters`` are finite numbers; optional ``settings`` whose ``cutoff_hz``,
     ``filter_order`` and ``friction_deadband`` validation re-uses; optional ``diagnostics``
     list), finiteness of
-    every estimate, and the robot name.
+    every estimate, and the robot name. Also the type of every optional key the report
+    formats (``expression``/``unit`` strings, ``relative_std``/``true``/``metrics`` numbers,
+    ``drive_gains`` lists, ``min_pseudo_inertia_eigenvalues`` mappings, diagnostics of
+    strings): a hand-edited or foreign file ended in a traceback of the report.
 
     Parameters
     ----------
@@ -153,6 +156,8 @@ def read_results(path, robot=None) -> dict:
         _finite_number(e.get("estimate"), f"{where} ({e['name']}) estimate", bad)
         if e.get("std") is not None:
             _std(e["std"], f"{where} ({e['name']}) std", bad)
+        _optional(e, ("expression", "unit"), (), f"{where} ({e['name']})", bad)
+        _optional(e, (), ("relative_std", "true"), f"{where} ({e['name']})", bad)
     p = len(entries)
     ests = doc.get("estimates")
     if ests is not None:
@@ -174,16 +179,40 @@ def read_results(path, robot=None) -> dict:
                 for k, x in enumerate(v):
                     (_finite_number if key == "values" else _std)(
                         x, f"{where}.{key}[{k}]", bad)
-            sp = est.get("standard_parameters")
-            if sp is not None:
+            for key in ("standard_parameters", "min_pseudo_inertia_eigenvalues",
+                        "prior_distance"):
+                sp = est.get(key)
+                if sp is None:
+                    continue
                 if not isinstance(sp, dict):
-                    raise bad(f"{where}.standard_parameters", "must be a mapping name -> value")
+                    raise bad(f"{where}.{key}", f"must be a mapping name -> value, got "
+                                                f"{type(sp).__name__}")
                 for k, x in sp.items():
-                    _finite_number(x, f"{where}.standard_parameters.{k}", bad)
+                    (_finite_number if key == "standard_parameters" else _number)(
+                        x, f"{where}.{key}.{k}", bad)
+    for key in ("metrics", "drive_gains"):
+        if doc.get(key) is not None and not isinstance(doc[key], dict):
+            raise bad(f"'{key}'", f"must be a mapping, got {type(doc[key]).__name__}")
+    _optional(doc, ("estimator", "model"), (), "", bad)
+    _optional(doc.get("metrics") or {}, (), (
+        "condition_number", "n_samples", "n_equations", "elapsed_s", "normalised_mean_error",
+        "normalised_mean_error_without_static_friction",
+        "normalised_mean_error_without_friction"), "metrics", bad)
+    gains = doc.get("drive_gains") or {}
+    for key in ("given", "identified", "identified_std", "payload_torque_rms",
+                "well_identified", "unloaded", "loaded"):
+        v = gains.get(key)
+        if v is not None and not isinstance(v, list):
+            raise bad(f"drive_gains.{key}", f"must be a list, got {type(v).__name__}")
+        for k, x in enumerate(v or []):
+            if key in ("unloaded", "loaded", "well_identified"):
+                continue
+            _number(x, f"drive_gains.{key}[{k}]", bad)
     settings = doc.get("settings")
     if settings is not None:
         if not isinstance(settings, dict):
             raise bad("'settings'", f"must be a mapping, got {type(settings).__name__}")
+        _optional(settings, (), ("velocity_threshold",), "settings", bad)
         cut = settings.get("cutoff_hz")
         if cut is not None and cut != "auto" and not _finite_number(
                 cut, "settings.cutoff_hz", bad) > 0:
@@ -199,9 +228,24 @@ def read_results(path, robot=None) -> dict:
                     raise bad(f"settings.friction_deadband[{k}]", f"must be >= 0, got {v}")
     diags = doc.get("diagnostics")
     if diags is not None and (not isinstance(diags, list) or not all(
-            isinstance(d, dict) and {"code", "severity", "message"} <= set(d) for d in diags)):
-        raise bad("'diagnostics'", "must be a list of mappings with code, severity, message")
+            isinstance(d, dict) and {"code", "severity", "message"} <= set(d)
+            and all(isinstance(d[k], str) for k in ("code", "severity", "message"))
+            and isinstance(d.get("subject", ""), (str, type(None))) for d in diags)):
+        raise bad("'diagnostics'", "must be a list of mappings with code, severity, message "
+                                   "(strings)")
     return doc
+
+
+def _optional(doc, strings, numbers, where, bad):
+    """Optional keys of ``doc``: ``strings`` must be strings, ``numbers`` numbers or null
+    (NaN: unknown), when present; the report formats them."""
+    prefix = f"{where}." if where else ""
+    for key in strings:
+        if key in doc and not isinstance(doc[key], str):
+            raise bad(f"{prefix}{key}", f"must be a string, got {doc[key]!r:.40}")
+    for key in numbers:
+        if doc.get(key) is not None:
+            _number(doc[key], f"{prefix}{key}", bad)
 
 
 def _number(x, where, bad):

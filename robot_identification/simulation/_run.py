@@ -120,7 +120,7 @@ def simulate(model, duration=None, trajectory=None, seed=0, snr_db=None, *,
         MIN_SAMPLES or above MAX_SAMPLES samples, or the simulation diverged.
     """
     from robot_identification.excitation import (
-        load_trajectory, trajectory_from_config)
+        load_trajectory, trajectory_from_config, trajectory_label)
     from robot_identification.errors import ExcitationError
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise DataError(f"seed must be a non-negative integer, got {seed!r}")
@@ -135,11 +135,13 @@ def simulate(model, duration=None, trajectory=None, seed=0, snr_db=None, *,
     elif not hasattr(trajectory, "evaluate"):
         trajectory = load_trajectory(trajectory)
     if trajectory.n_joints != model.n:
-        raise ExcitationError(f"trajectory has {trajectory.n_joints} joints, robot "
+        raise ExcitationError(f"{trajectory_label(trajectory)} has {trajectory.n_joints} "
+                              f"joints, robot "
                               f"'{model.config.name}' has {model.n}")
     names = getattr(trajectory, "joint_names", None)
     if names and tuple(names) != tuple(model.joint_names):
-        raise ExcitationError(f"trajectory is for joints {list(names)}, robot "
+        raise ExcitationError(f"{trajectory_label(trajectory)} is for joints {list(names)}, "
+                              f"robot "
                               f"'{model.config.name}' has {list(model.joint_names)}")
     duration = float(trajectory.duration if duration is None else duration)
     if not np.isfinite(duration) or duration <= 0:
