@@ -325,3 +325,31 @@ def test_trajectory_file_of_another_robot_names_the_file(run, tmp_path, capsys):
                        "--duration", "2", "--output", tmp_path / "o.npz", "--quiet"],
                       capsys, _in(tmp_path))
     assert_one_line(rc, err, "trajectory file '", "other_arm.yaml' has 2 joints", "has 3")
+
+
+def test_joints_the_config_lacks_that_move_are_named(tmp_path):
+    """Data of a bigger arm (a joint the config does not list moves 1 rad) given to a config
+    of fewer joints: a warning names the file and the joint (validate said nothing, NRMSE
+    0.86); a joint the data hold still (0.01 rad) is not named."""
+    import warnings
+    from dataclasses import replace as _replace
+
+    from robot_identification.commands._common import load_data
+    from robot_identification.model import load_robot
+    from robot_identification.simulation import simulate
+    model = load_robot("szabo_3dof")
+    run = simulate(model, duration=2.0, seed=0)
+    n = len(run.t)
+    for span, named in ((1.0, True), (0.01, False)):
+        extra = span * np.sin(np.linspace(0, np.pi, n))[:, None]
+        ds = _replace(run, q=np.hstack([run.q, extra]), tau=np.hstack([run.tau, 0 * extra]),
+                      dq=None if run.dq is None else np.hstack([run.dq, 0 * extra]),
+                      ddq=None, joint_names=tuple(run.joint_names) + ("wrist_x",))
+        path = ds.save_npz(tmp_path / f"bigger_{span}.npz")
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            load_data(path, model)
+        said = [str(w.message) for w in got if "not in the robot config" in str(w.message)]
+        assert bool(said) == named
+        if named:
+            assert "wrist_x (1)" in said[0] and str(path) in said[0]

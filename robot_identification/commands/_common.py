@@ -124,6 +124,7 @@ def load_data(path, model, effort_lag=0.0, measured_velocities=True):
 
     from robot_identification.errors import DataError
     ds = _load(path, model, effort_lag)
+    warn_unmodelled_joints(ds, model, path)
     try:
         ds = ds.select_joints(model.joint_names).validate(min_samples=20,
                                                            elastic=model.config.elastic)
@@ -141,6 +142,33 @@ def load_data(path, model, effort_lag=0.0, measured_velocities=True):
             raise
         raise type(exc)(f"'{path}': {exc}") from None
     return ds
+
+
+#: A joint of the data that is not in the robot config and moves more than this [rad | m]
+#: is named (:func:`warn_unmodelled_joints`).
+UNMODELLED_MOTION = 0.05
+
+
+def warn_unmodelled_joints(dataset, model, path):
+    """Warn (``UserWarning``, one line naming the file) when the data move joints the robot
+    config does not list by more than :data:`UNMODELLED_MOTION`: the model holds them still
+    (URDF joints not in the config are locked at 0), so their motion is missing from every
+    prediction - data of another robot, or joints left out of the config. A gripper's
+    fingers are harmless; the message says so."""
+    import warnings
+    extra = [k for k, name in enumerate(dataset.joint_names) if name not in model.joint_names]
+    if not extra or dataset.q is None or len(dataset.q) < 2:
+        return
+    q = np.asarray(dataset.q, dtype=float)[:, extra]
+    span = np.nanmax(q, axis=0) - np.nanmin(q, axis=0)
+    moving = [(dataset.joint_names[k], float(s)) for k, s in zip(extra, span)
+              if np.isfinite(s) and s > UNMODELLED_MOTION]
+    if moving:
+        named = ", ".join(f"{n} ({s:.3g})" for n, s in moving[:6])
+        warnings.warn(f"'{path}': {len(moving)} joint(s) move in the data but are not in the "
+                      f"robot config, which holds them still: {named} [rad | m]; data of "
+                      f"another robot, or joints missing from the config's joints: list? (a "
+                      f"gripper's fingers are harmless)", UserWarning, stacklevel=2)
 
 
 def load_datasets(paths, model, effort_lag=0.0, measured_velocities=True):
