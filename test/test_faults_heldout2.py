@@ -353,3 +353,18 @@ def test_joints_the_config_lacks_that_move_are_named(tmp_path):
         assert bool(said) == named
         if named:
             assert "wrist_x (1)" in said[0] and str(path) in said[0]
+
+
+def test_drive_gains_with_one_run_as_unloaded_and_loaded_is_named(tmp_path, capsys):
+    """The same file (or a copy) as --unloaded and --loaded: refused in one line naming it,
+    not 'gains not positive' after the fit."""
+    src = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "ur10e"
+    run = src / "identification" / "ur-20_02_19_14harm50sec.csv"
+    if not run.is_file():
+        pytest.skip("shared UR10e data not found")
+    copy = tmp_path / "copy.csv"
+    copy.write_bytes(run.read_bytes())
+    for loaded in (run, copy):
+        rc, err = run_cli(["drive-gains", "--robot", "ur10e", "--payload-mass", "2.8",
+                           "--unloaded", str(run), "--loaded", str(loaded)], capsys, tmp_path)
+        assert_one_line(rc, err, "as --unloaded and as --loaded")

@@ -33,6 +33,12 @@ def run(args):
     model = robot_from_args(args)
     if args.results:                # refuse a bad results file before the long computation
         read_results(args.results, model.config.name)
+    both = _same_files(args.unloaded, args.loaded)
+    if both:
+        from robot_identification.errors import ConfigError
+        raise ConfigError(f"{both[0]!r} is given as --unloaded and as --loaded (the same "
+                          f"run with and without the payload): the payload's torque is "
+                          f"the difference of two runs")
     ones = [1.0] * model.n          # read currents: tau column = current [A]
     un = [load_dataset(p, model=model, drive_gains=ones) for p in args.unloaded]
     lo = [load_dataset(p, model=model, drive_gains=ones) for p in args.loaded]
@@ -63,3 +69,17 @@ def run(args):
                               inputs=others, what="--results")
         print(f"updated {Path(path).resolve()}")
     return 0
+
+
+def _same_files(first, second):
+    """Paths of ``second`` that name (or hold the same bytes as) a file of ``first``."""
+    import hashlib
+    from pathlib import Path
+
+    def key(p):
+        p = Path(p)
+        if p.is_file():
+            return hashlib.sha256(p.read_bytes()).hexdigest()
+        return str(p.resolve())
+    seen = {key(p) for p in first}
+    return [str(p) for p in second if key(p) in seen]
