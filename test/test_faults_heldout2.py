@@ -104,6 +104,16 @@ def test_bag_stamped_zero_before_the_clock_is_named(run, tmp_path, capsys, comma
     assert "out of memory" not in err
 
 
+def test_streaming_a_bag_whose_stamps_are_all_zero_says_so(run, tmp_path, capsys):
+    """A driver that never stamps its messages (all stamps 0): identify-stream said 'fewer
+    than 2 samples'; it now says the messages repeat one stamp."""
+    _bag(_in(tmp_path) / "bag", [0] * 300)
+    argv = _identify(run, _in(tmp_path) / "bag", tmp_path / "r.yaml")
+    argv[0] = "identify-stream"
+    rc, err = run_cli(argv, capsys, _in(tmp_path))
+    assert_one_line(rc, err, "bag'", "299 message(s) repeat the stamp")
+
+
 # ---------------------------------------------------------------- killed SQLite3 recorder
 def test_sqlite_recording_without_metadata_is_read(run, tmp_path, capsys):
     """rosbag2's default storage before Iron is SQLite3; a recorder killed before it wrote

@@ -71,7 +71,10 @@ def run(args):
     except StopIteration:
         raise DataError(f"'{args.data}' holds no samples") from None
     if first.t.shape[0] < 2:
-        raise DataError(f"first chunk of '{args.data}' has fewer than 2 samples")
+        rep = int(first.metadata.get("duplicates_dropped", 0) or 0)
+        raise DataError(f"first chunk of '{args.data}' has fewer than 2 samples" + (
+            f": {rep} message(s) repeat the stamp of the one before (a driver that does not "
+            f"stamp its messages, or stamps 0?)" if rep else ""))
     dt = float(np.median(np.diff(first.t)))
     if not dt > 0:
         raise DataError(f"time stamps of '{args.data}' do not increase (median step {dt} s)")

@@ -640,6 +640,7 @@ def iter_bag_chunks(path, chunk: int = 200_000, *, joint_topic=None, motor_topic
                 t, q = t[:-1], q[:-1]
                 theta = None if theta is None else theta[:-1]
         meta = dict(meta0, t0=state["t0"])
+        meta["duplicates_dropped"] = state.get("repeats", 0)     # so far
         if final:
             meta["unpaired"] = state["unpaired"]
             meta["other_publisher_messages"] = state.get("other", 0)
@@ -648,7 +649,8 @@ def iter_bag_chunks(path, chunk: int = 200_000, *, joint_topic=None, motor_topic
 
     def add(ts, pos, eff, mpos):
         if ts <= state["last"]:
-            if ts == state["last"]:
+            if ts == state["last"]:                # a repeated stamp: dropped and counted
+                state["repeats"] = state.get("repeats", 0) + 1
                 return
             raise DataError(f"bag '{path}': stamps out of order at t = {ts:.9f} s; read it with "
                             f"read_bag (which sorts) instead of streaming")
