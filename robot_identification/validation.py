@@ -196,6 +196,8 @@ def filtered_coulomb(model, dataset, settings, width, direction=None):
     if "coulomb" not in model.drive_parameter_keys():
         return None
     elastic = model.config.elastic
+    if tuple(dataset.joint_names) != tuple(model.joint_names):
+        dataset = dataset.select_joints(model.joint_names)
     x = dataset.theta if elastic else dataset.q
     v = dataset.dtheta if elastic else dataset.dq
     if v is None:
@@ -273,8 +275,10 @@ def presliding_state(x, direction, delta, jitter=0.0):
     """Normalised Coulomb friction state z in [-1, 1] with pre-sliding memory, shape (N, n):
     the Coulomb column f_c z of the prediction (f_c sign(v) in the sliding limit).
 
-    A Dahl model (Dahl 1968; Olsson, Astrom et al. 1998, eq. 7 with i = 1, the exponential
-    form dz/dx = (1 - z sign(dx)) / delta) driven by the recorded position x: after a
+    A Dahl model (P. R. Dahl, "A solid friction model", Aerospace Corp. TOR-158, 1968;
+    exponent 1, as reviewed by Olsson, Astrom, Canudas de Wit, Gafvert and Lischinsky,
+    Eur. J. Control 4(3), 1998: dz/dx = (1 - z sign(dx)) / delta, solved exactly between
+    reversals) driven by the recorded position x: after a
     reversal the friction crosses zero over a displacement of a few delta instead of
     switching with the sign of the velocity, and a joint that creeps while it is still
     (other joints moving) mobilises its friction in the direction it creeps. Where the
@@ -334,6 +338,7 @@ def position_jitter(model, datasets, settings):
     joint rests or its position never steps there."""
     steps = [[] for _ in range(model.n)]
     for ds in datasets:
+        ds = ds.select_joints(model.joint_names)
         x = ds.theta if model.config.elastic else ds.q
         rest = motion_direction(model, ds, settings) == 0
         dx = np.abs(np.diff(x, axis=0))

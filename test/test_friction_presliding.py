@@ -133,3 +133,16 @@ def test_presliding_null_keeps_the_ramp_and_is_recorded(crafted):
     res = identify(model, [ident], s)
     assert res.settings["friction_presliding"] is None
     assert settings_from_results(model, {"settings": res.settings}).friction_presliding is None
+
+
+def test_datasets_with_joints_the_model_lacks(crafted):
+    """A recording that also holds a joint the config does not list (a gripper): the state
+    is computed on the model's joints, the same delta is chosen."""
+    model, ident, _ = crafted
+    ds = replace(ident, q=np.hstack([ident.q, ident.q[:, :1]]),
+                 dq=np.hstack([ident.dq, ident.dq[:, :1]]),
+                 tau=np.hstack([ident.tau, 0 * ident.tau[:, :1]]),
+                 joint_names=tuple(ident.joint_names) + ("gripper",))
+    s = replace(model.config.identification, cutoff_hz=10.0, estimator="ols")
+    res = identify(model, [ds], s)
+    assert res.settings["friction_presliding"] == pytest.approx([1e-3] * model.n)
