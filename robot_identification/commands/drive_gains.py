@@ -33,16 +33,16 @@ def run(args):
     model = robot_from_args(args)
     if args.results:                # refuse a bad results file before the long computation
         read_results(args.results, model.config.name)
+    ones = [1.0] * model.n          # read currents: tau column = current [A]
+    un = [load_dataset(p, model=model, drive_gains=ones) for p in args.unloaded]
+    lo = [load_dataset(p, model=model, drive_gains=ones) for p in args.loaded]
+    phi = payload_parameters(model, args.payload_mass, args.payload_com, frame=args.payload_frame)
     both = _same_files(args.unloaded, args.loaded)
     if both:
         from robot_identification.errors import ConfigError
         raise ConfigError(f"{both[0]!r} is given as --unloaded and as --loaded (the same "
                           f"run with and without the payload): the payload's torque is "
                           f"the difference of two runs")
-    ones = [1.0] * model.n          # read currents: tau column = current [A]
-    un = [load_dataset(p, model=model, drive_gains=ones) for p in args.unloaded]
-    lo = [load_dataset(p, model=model, drive_gains=ones) for p in args.loaded]
-    phi = payload_parameters(model, args.payload_mass, args.payload_com, frame=args.payload_frame)
     res = identify_drive_gains(model, un, lo, phi, estimator=args.estimator)
     given = csv_options(model).get("drive_gains")
     print(f"{'joint':<22}{'identified':>12}{'std':>9}{'given':>10}{'payload':>10}"
