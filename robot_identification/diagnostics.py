@@ -444,6 +444,7 @@ def check_truth(nme, values, true_values, std, names=None, relative_std=None):
     sd = np.asarray(std, dtype=float)
     if nme > TRUTH_NME_TARGET:
         limit = TRUTH_NME_LIMIT if nme > TRUTH_NME_LIMIT else TRUTH_NME_TARGET
+        severity = "warning" if nme > TRUTH_NME_LIMIT else "info"
         msg = (f"normalised mean error {nme:.3g} against the simulator's true parameters "
                f"(> {limit})")
         if names is not None:
@@ -462,6 +463,7 @@ def check_truth(nme, values, true_values, std, names=None, relative_std=None):
             if rel[zero].sum() >= 0.5 * rel.sum() and (~zero).any():
                 # products of inertia of 6e-9 kg m^2 in a CAD URDF (Kinova Gen3): a relative
                 # error on a parameter that is 0 is no measure of the estimate
+                severity = "info"
                 msg += (f"; {100 * rel[zero].sum() / rel.sum():.0f} % of it from "
                         f"{int(zero.sum())} parameters whose true values are numerically 0 "
                         f"(below {NUMERICAL_ZERO:g} x the largest true parameter): a "
@@ -469,10 +471,7 @@ def check_truth(nme, values, true_values, std, names=None, relative_std=None):
                         f"about the estimate; the {int((~zero).sum())} parameters with a true "
                         f"value above that have mean error {rel[~zero].mean():.3g} (judge the "
                         f"model by those, or by its torque prediction: `validate`)")
-                out.append(Diagnostic("far_from_truth", "info", msg))
-                relative_std = None
-                top = None
-            if top is not None and relative_std is not None:
+            elif relative_std is not None:
                 good = np.asarray(relative_std) < POORLY_IDENTIFIED_PERCENT
                 if good.any():
                     gm = rel[good].mean()
@@ -487,9 +486,7 @@ def check_truth(nme, values, true_values, std, names=None, relative_std=None):
                                 f"{BIAS_STD_RATIO:g} std (excite more or longer: "
                                 "`robot-identification excite` optimises the condition "
                                 "number)")
-        if not out:
-            out.append(Diagnostic("far_from_truth",
-                                  "warning" if nme > TRUTH_NME_LIMIT else "info", msg))
+        out.append(Diagnostic("far_from_truth", severity, msg))
     ok = np.isfinite(sd) & (sd > 0)
     if ok.any():
         ratio = float(np.median(err[ok] / sd[ok]))

@@ -246,7 +246,20 @@ def motion_direction(model, dataset, settings):
     filter's settling time (0.6 / cutoff, :data:`BRIDGE_CUTOFF_PERIODS`) between two moving
     intervals is a reversal or a slow-down, not a stop: its first half keeps the direction
     before, its second half the direction after (:func:`presliding_state` then carries the
-    pre-sliding state through it instead of resetting it)."""
+    pre-sliding state through it instead of resetting it).
+
+    Parameters
+    ----------
+    dataset : Dataset
+        Recorded on its own time grid ``t`` (N,) [s]; its joints named by the model.
+    settings : IdentificationSettings
+        Resolved: ``stop_velocity`` [rad/s] per joint or one number, ``cutoff_hz`` [Hz].
+
+    Raises
+    ------
+    DataError
+        The dataset cannot be filtered (see :func:`robot_identification.pipeline.preprocess`).
+    """
     from dataclasses import replace
     from robot_identification.pipeline import preprocess
     states, t = preprocess(model, dataset, replace(settings, decimate=1))
@@ -335,7 +348,20 @@ def position_jitter(model, datasets, settings):
     side for elastic joints) where the joint is at rest (:func:`motion_direction`), over
     all datasets: a count flickering back and forth (or a resampled count, split over two
     steps) stays inside it on quantised logs, so does white position noise; 0 where no
-    joint rests or its position never steps there."""
+    joint rests or its position never steps there.
+
+    Parameters
+    ----------
+    datasets : list of Dataset
+        The identification recordings (extra joints are left out).
+    settings : IdentificationSettings
+        Resolved, as :func:`motion_direction` needs them.
+
+    Raises
+    ------
+    DataError
+        A dataset lacks a joint of the model or cannot be filtered.
+    """
     steps = [[] for _ in range(model.n)]
     for ds in datasets:
         ds = ds.select_joints(model.joint_names)
@@ -378,6 +404,13 @@ def select_presliding(model, base, beta, datasets, settings, grid=PRESLIDING_GRI
     Returns
     -------
     (delta or None, jitter ndarray (n,), table list of [delta or None, nrmse])
+        delta [rad]; jitter [rad] (:func:`position_jitter`); the table's mean NRMSE is
+        dimensionless.
+
+    Raises
+    ------
+    DataError
+        A dataset lacks a joint of the model or cannot be filtered.
     """
     from dataclasses import replace
     from robot_identification.pipeline import preprocess

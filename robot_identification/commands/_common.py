@@ -180,22 +180,31 @@ def load_datasets(paths, model, effort_lag=0.0, measured_velocities=True):
         A file given twice (its samples would count twice and the standard deviations shrink
         by sqrt(2)), also through another name (symlink, hard link).
     """
-    import os
-
     from robot_identification.errors import ConfigError
     seen = []
     for p in paths:
         for q in seen:
-            try:
-                same = os.path.samefile(p, q)
-            except OSError:
-                same = os.path.abspath(p) == os.path.abspath(q)
-            if same:
+            if same_recording(p, q, copies=False):
                 raise ConfigError(f"--data names '{p}' twice"
                                   + (f" (as '{q}')" if str(p) != str(q) else "")
                                   + ": give each recording once")
         seen.append(p)
     return [load_data(p, model, effort_lag, measured_velocities) for p in paths]
+
+
+def same_recording(a, b, copies=True) -> bool:
+    """Whether paths ``a`` and ``b`` name the same recording: the same file or directory
+    (also through a symlink or hard link) or, with ``copies``, two regular files with the
+    same bytes (:func:`filecmp.cmp`)."""
+    import filecmp
+    import os
+    try:
+        if os.path.samefile(a, b):
+            return True
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
+    return copies and os.path.isfile(a) and os.path.isfile(b) and filecmp.cmp(
+        a, b, shallow=False)
 
 
 def _load(path, model, effort_lag):

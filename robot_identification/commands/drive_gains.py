@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from robot_identification.commands._common import (
-    add_robot_arguments, input_paths, robot_from_args)
+    add_robot_arguments, input_paths, robot_from_args, same_recording)
 
 NAME = "drive-gains"
 HELP = ("identify joint drive gains [N m/A] from the same trajectory run without and with a "
@@ -37,7 +37,7 @@ def run(args):
     un = [load_dataset(p, model=model, drive_gains=ones) for p in args.unloaded]
     lo = [load_dataset(p, model=model, drive_gains=ones) for p in args.loaded]
     phi = payload_parameters(model, args.payload_mass, args.payload_com, frame=args.payload_frame)
-    both = _same_files(args.unloaded, args.loaded)
+    both = [b for b in args.loaded if any(same_recording(a, b) for a in args.unloaded)]
     if both:
         from robot_identification.errors import ConfigError
         raise ConfigError(f"{both[0]!r} is given as --unloaded and as --loaded (the same "
@@ -69,17 +69,3 @@ def run(args):
                               inputs=others, what="--results")
         print(f"updated {Path(path).resolve()}")
     return 0
-
-
-def _same_files(first, second):
-    """Paths of ``second`` that name (or hold the same bytes as) a file of ``first``."""
-    import hashlib
-    from pathlib import Path
-
-    def key(p):
-        p = Path(p)
-        if p.is_file():
-            return hashlib.sha256(p.read_bytes()).hexdigest()
-        return str(p.resolve())
-    seen = {key(p) for p in first}
-    return [str(p) for p in second if key(p) in seen]
