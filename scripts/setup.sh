@@ -16,7 +16,8 @@ echo "[2/6] upgrading pip"
 .venv/bin/python -m pip install --quiet --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
 echo "[3/6] installing robot_identification with pinocchio, the ROS 2 wheels and the test" \
   "tools (1-2 minutes on a fresh machine)"
-.venv/bin/python -m pip install $QUIET ".[ros,test,interfaces,kernel]" 2>&1 | grep --line-buffered -v \
+# exact versions from constraints.txt (refresh: bash scripts/lock.sh)
+.venv/bin/python -m pip install $QUIET -c constraints.txt ".[ros,test,interfaces,kernel]" 2>&1 | grep --line-buffered -v \
   "^WARNING: Location\|^Requirement already satisfied" || true
 echo "[4/6] checking the imports"
 .venv/bin/python -c "import robot_identification, pinocchio, rclpy" \
