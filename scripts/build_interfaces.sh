@@ -3,9 +3,10 @@
 # venv that holds the ROS 2 wheels from PyPI -- no ROS installation, no colcon.
 # Usage: scripts/build_interfaces.sh [VENV]   (default: .venv of the repository)
 # On a ROS 2 machine use colcon instead: colcon build --packages-select robot_identification_interfaces
-# Recipe and the one fix-up: the ros-* wheels' exported CMake targets name the include
-# directories of their build container (/opt/python/cp311-cp311/...); they are rewritten to
-# this interpreter's. Skipped when the installed build is up to date with the sources.
+# The wheels' one flaw (their exported CMake targets name the include directories of their
+# build container, /opt/python/cp311-cp311/...) is handled inside the package's
+# CMakeLists.txt, so colcon builds it the same way. Skipped when the installed build is up to
+# date with the sources.
 set -euo pipefail
 trap 'echo "build_interfaces: failed at line $LINENO" >&2' ERR
 cd "$(dirname "$0")/.."
@@ -24,16 +25,9 @@ for tool in cmake g++; do
   command -v "$tool" >/dev/null || { echo "build_interfaces: '$tool' not found; on Debian/Ubuntu:" \
     "sudo apt-get install cmake g++ python3-dev" >&2; exit 1; }
 done
-# the fix-up (idempotent): container paths -> this interpreter's include directories
 PYINC=$("$PY" -c "import sysconfig; print(sysconfig.get_paths()['include'])")
-NPINC=$("$PY" -c "import numpy; print(numpy.get_include())")
 [ -f "$PYINC/Python.h" ] || { echo "build_interfaces: no Python.h in $PYINC; on Debian/Ubuntu:" \
   "sudo apt-get install python3-dev" >&2; exit 1; }
-{ grep -rl --include='*.cmake' '/opt/python/cp311-cp311/' "$VENV/share" 2>/dev/null || true; } \
-  | while read -r f; do
-      sed -i -e "s#/opt/python/cp311-cp311/lib/python3.11/site-packages/numpy/_core/include#$NPINC#g" \
-             -e "s#/opt/python/cp311-cp311/include/python3.11#$PYINC#g" "$f"
-    done
 mkdir -p build
 BUILD=build/$PKG
 rm -rf "$BUILD"

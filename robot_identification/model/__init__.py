@@ -16,6 +16,6 @@ from robot_identification.model._inertia import (  # noqa: F401
 from robot_identification.model._robot_model import (  # noqa: F401
     RIGHT_ANGLE_TOLERANCE, ParameterLayout, RobotModel, read_urdf, snap_right_angles)
 from robot_identification.model._ros2_control import (  # noqa: F401
-    gazebo_xacro, ros2_controllers_config, ros2_controllers_yaml)
+    gazebo_urdf, gazebo_xacro, ros2_controllers_config, ros2_controllers_yaml)
 from robot_identification.model._robots import (  # noqa: F401
     available_robots, load_robot, robot_files, share_directory)

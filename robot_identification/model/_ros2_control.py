@@ -57,26 +57,137 @@ def ros2_controllers_yaml(config, rate_hz: float | None = None) -> str:
     return head + yaml.safe_dump(ros2_controllers_config(config, rate_hz), sort_keys=False)
 
 
-def gazebo_xacro(config, urdf_path, macros_path) -> str:
-    """Xacro text of ``config``'s URDF with a ``<ros2_control>`` block (effort command
+#: [kg] mass and [kg*m^2] moments of the inertial given to a massless root link that is
+#: fixed to the world (sdformat drops a massless root and everything below it: "A model
+#: must have at least one link"); fixed to the world, it never moves
+ROOT_MASS, ROOT_MOMENT = 1.0, 0.01
+#: relative margin by which a repaired principal moment clears the triangle inequality
+INERTIA_MARGIN = 1e-6
+
+
+def _valid_moments(inertia):
+    """Principal moments (3,) [kg*m^2] and axes (3, 3) of ``inertia`` (3, 3) raised to the
+    nearest set that sdformat's ``MassMatrix3::IsValid`` accepts: every moment >= 0 and
+    the triangle inequality I_a + I_b >= I_c (a rigid body's principal moments obey it,
+    e.g. Featherstone, *Rigid Body Dynamics Algorithms*, 2008, Sec. 2.13). The deficit
+    I_c - I_a - I_b of the largest moment is split over the two smaller ones, so the moment
+    about the largest axis (the joint axis of the planar and DH-table arms shipped here)
+    is kept. Returns (moments, axes, changed)."""
+    import numpy as np
+    moments, axes = np.linalg.eigh(inertia)
+    moments = np.maximum(moments, 0.0)
+    a, b, c = moments
+    deficit = c - a - b
+    if deficit <= 0.0:
+        return moments, axes, False
+    extra = 0.5 * deficit + INERTIA_MARGIN * max(c, 1e-12)
+    return np.array([a + extra, b + extra, c]), axes, True
+
+
+def gazebo_urdf(urdf_xml: str) -> tuple[str, list[str]]:
+    """The URDF ``urdf_xml`` as sdformat converts it for Gazebo into a model with every link
+    and joint: (URDF text without the XML declaration, one line per change made).
+
+    - A root link without ``<inertial>`` is fixed to a new ``world`` link (``world_joint``)
+      and given a :data:`ROOT_MASS` / :data:`ROOT_MOMENT` inertial: sdformat drops a massless
+      root with all its children ("A model must have at least one link"). Fixed to the
+      world, it never moves.
+    - Inertias that fail sdformat's check (negative principal moments or the triangle
+      inequality; e.g. Corke's PUMA 560 link 1, I_xx = 0, I_yy = 0.35, I_zz = 0.0002
+      kg*m^2) are raised to the nearest valid ones (:func:`_valid_moments`). The joint-space
+      dynamics of the joints these shipped arms move about the largest principal axis do not
+      change; identification in Gazebo identifies the repaired model (docs/ros.md, "Gazebo").
+
+    Raises
+    ------
+    ModelError
+        ``urdf_xml`` is not a ``<robot>`` document.
+    """
+    import numpy as np
+    from xml.etree import ElementTree as ET
+
+    from robot_identification.errors import ModelError
+    try:
+        robot = ET.fromstring(urdf_xml)
+    except ET.ParseError as exc:
+        raise ModelError(f"URDF is not well-formed XML: {exc}") from None
+    if robot.tag != "robot":
+        raise ModelError(f"URDF root element is <{robot.tag}>, expected <robot>")
+    notes = []
+    links = {el.get("name"): el for el in robot.findall("link")}
+    children = {el.find("child").get("link") for el in robot.findall("joint")
+                if el.find("child") is not None}
+    roots = [name for name in links if name not in children]
+    for name in roots:
+        link = links[name]
+        if name == "world" or link.find("inertial") is not None:
+            continue
+        ET.SubElement(link, "inertial").extend([
+            ET.Element("mass", value=f"{ROOT_MASS:g}"),
+            ET.Element("inertia", ixx=f"{ROOT_MOMENT:g}", ixy="0", ixz="0",
+                       iyy=f"{ROOT_MOMENT:g}", iyz="0", izz=f"{ROOT_MOMENT:g}")])
+        index = list(robot).index(link)
+        joint = ET.Element("joint", name="world_joint", type="fixed")
+        joint.extend([ET.Element("parent", link="world"), ET.Element("child", link=name)])
+        robot.insert(index, joint)
+        robot.insert(index, ET.Element("link", name="world"))
+        notes.append(f"{name}: massless root fixed to 'world' (world_joint) with mass "
+                     f"{ROOT_MASS:g} kg, moments {ROOT_MOMENT:g} kg*m^2")
+    keys = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
+    for link in robot.findall("link"):
+        inertia = link.find("inertial/inertia")
+        if inertia is None:
+            continue
+        v = {k: float(inertia.get(k, "0")) for k in keys}
+        matrix = np.array([[v["ixx"], v["ixy"], v["ixz"]], [v["ixy"], v["iyy"], v["iyz"]],
+                           [v["ixz"], v["iyz"], v["izz"]]])
+        moments, axes, changed = _valid_moments(matrix)
+        if not changed:
+            continue
+        fixed = axes @ np.diag(moments) @ axes.T
+        new = {"ixx": fixed[0, 0], "ixy": fixed[0, 1], "ixz": fixed[0, 2],
+               "iyy": fixed[1, 1], "iyz": fixed[1, 2], "izz": fixed[2, 2]}
+        for k in keys:
+            value = 0.0 if abs(new[k]) < 1e-15 else new[k]
+            inertia.set(k, f"{value:.12g}")
+        notes.append(f"{link.get('name')}: inertia " + ", ".join(
+            f"{k} {v[k]:.6g} -> {new[k]:.6g}" for k in keys
+            if abs(new[k] - v[k]) > 1e-12 * max(1.0, abs(v[k]))) + " (triangle inequality)")
+    ET.indent(robot, space="  ")
+    return ET.tostring(robot, encoding="unicode"), notes
+
+
+def gazebo_xacro(config, macros_path) -> str:
+    """Xacro text of ``config``'s URDF, made loadable by Gazebo (:func:`gazebo_urdf`; the
+    changes are listed in a comment), with a ``<ros2_control>`` block (effort command
     interfaces for every configured joint) and the gz_ros2_control plugin.
 
-    ``urdf_path`` and ``macros_path`` (``urdf/ros2_control.xacro``) are written as given:
-    relative to the xacro file's directory, or absolute. Xacro arguments: ``plugin`` (hardware
-    plugin, default ``gz_ros2_control/GazeboSimSystem``; a real arm: its driver's) and
+    ``macros_path`` (``urdf/ros2_control.xacro``) is written as given: relative to the
+    xacro file's directory, or absolute. Xacro arguments: ``plugin`` (hardware plugin,
+    default ``gz_ros2_control/GazeboSimSystem``; a real arm: its driver's) and
     ``controllers`` (the controller_manager parameter file, default the shipped
     ``config/ros2_controllers/<robot>.yaml`` found through the ament index).
+
+    Raises
+    ------
+    ModelError
+        The config's URDF cannot be read (:func:`~robot_identification.model.read_urdf`).
     """
+    from robot_identification.model._robot_model import read_urdf
+    body, notes = gazebo_urdf(read_urdf(config.urdf_path, config.xacro_args))
+    inner = body[body.index(">") + 1:body.rindex("</robot>")].strip("\n")
+    changes = "".join(f"\n       - {n}" for n in notes) or " none"
     joints = " ".join(config.joint_names)
     return f"""<?xml version="1.0"?>
 <!-- {config.name} for Gazebo Sim (gz_ros2_control) or any ros2_control hardware: the robot's
-     URDF + effort ros2_control interfaces for its identified joints (generated by
-     robot_identification.model.gazebo_xacro; docs/ros.md, "Gazebo"). -->
+     URDF ({config.urdf_path.name}) + effort ros2_control interfaces for its identified joints
+     (generated by robot_identification.model.gazebo_xacro; docs/ros.md, "Gazebo").
+     Changed so that sdformat (Gazebo's URDF reader) keeps every link and joint:{changes} -->
 <robot name="{config.name}" xmlns:xacro="http://www.ros.org/wiki/xacro">
   <xacro:arg name="plugin" default="gz_ros2_control/GazeboSimSystem"/>
   <xacro:arg name="controllers"
              default="$(find robot_identification)/config/ros2_controllers/{config.name}.yaml"/>
-  <xacro:include filename="{urdf_path}"/>
+{inner}
   <xacro:include filename="{macros_path}"/>
   <xacro:identification_ros2_control name="{config.name}" joints="{joints}"
                                      plugin="$(arg plugin)"/>
@@ -94,5 +205,5 @@ def shipped_files(config, share) -> dict:
     return {
         controllers: ros2_controllers_yaml(config),
         gazebo_dir / f"{config.name}.urdf.xacro": gazebo_xacro(
-            config, rel(config.urdf_path), rel(share / "urdf" / "ros2_control.xacro")),
+            config, rel(share / "urdf" / "ros2_control.xacro")),
     }
