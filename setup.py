@@ -31,7 +31,7 @@ setup(
     install_requires=[
         "numpy>=1.24", "scipy>=1.10", "pyyaml", "pin>=3", "rosbags>=0.10", "xacro",
         "urdfdom-py", "matplotlib", "cvxpy", "clarabel", "mcap", "mcap-ros2-support",
-        "threadpoolctl", "dask[distributed]", "tqdm",
+        "threadpoolctl", "dask[distributed]", "tqdm", "mujoco-core",
     ],
     extras_require={
         "ros": ["ros-rclpy[fastrtps]", "ros-std-msgs", "ros-std-srvs", "ros-sensor-msgs",
@@ -47,6 +47,9 @@ setup(
         # headers come with `pin`)
         "kernel": ["cmeel-eigen"],
         "notebook": ["pandas"],
+        # mujoco.sysid (rollout-based identification), compared with validate --rollout in
+        # docs/simulation.md; not needed by the package itself
+        "sysid": ["mujoco-core[sysid]"],
         "test": ["pytest>=7,<8.4", "flake8", "hypothesis>=6", "pandas"],
     },
     zip_safe=True,

@@ -1,6 +1,10 @@
 """Simulated arms with rigid or elastic joints (pinocchio ABA, RK4, encoders, PD control).
 
+- :func:`make_simulator` -- a stepping simulator on the ``builtin`` or ``mujoco`` engine (same
+  interface: ``reset``, ``step(u)``, ``state``, ``measure()``, ``t``, ``dt``)
 - :class:`Simulator` -- one control period per ``step(u)``; ``measure()`` reads quantised encoders
+- :class:`MujocoSimulator`, :func:`build_mujoco` -- the robot as a MuJoCo model (MjSpec; rotor
+  bodies and tendon springs for elastic joints) and its stepping simulator
 - :class:`ArmDynamics` -- equations of motion (Zollo et al. 2014 complete model, Spong reduced
   model, rigid arm with armature) and friction (:class:`FrictionModel`, :func:`zollo_stribeck`)
 - :class:`ElasticPDController`, :class:`RigidPDController`, :func:`make_controller` -- PD with
@@ -17,6 +21,8 @@ from robot_identification.simulation._friction import FrictionModel, zollo_strib
 from robot_identification.simulation._run import add_measurement_noise, simulate  # noqa: F401
 from robot_identification.simulation._simulator import (  # noqa: F401
     ArmDynamics, Simulator, State)
+from robot_identification.simulation._mujoco import (  # noqa: F401
+    ENGINES, MujocoArm, MujocoSimulator, build_mujoco, make_simulator)
 from robot_identification.simulation._montecarlo import (  # noqa: F401
     MonteCarloResult, cramer_rao_bound, monte_carlo, simulated_observations,
     torque_noise_sigma)

@@ -6,7 +6,7 @@ import numpy as np
 from robot_identification.data import Dataset
 from robot_identification.errors import DataError
 from robot_identification.simulation._control import make_controller
-from robot_identification.simulation._simulator import Simulator
+from robot_identification.simulation._mujoco import make_simulator
 
 _NOISY = ("q", "theta", "dq", "ddq", "dtheta", "ddtheta")
 
@@ -56,7 +56,7 @@ def add_measurement_noise(dataset, snr_db, seed=0):
 def simulate(model, duration=None, trajectory=None, seed=0, snr_db=None, *,
              derivatives=False, quantise=True, friction=None, rate_hz=None, substeps=None,
              kp=None, kd=None, controller=None, torque=None, log=None,
-             min_samples=MIN_SAMPLES):
+             min_samples=MIN_SAMPLES, engine="builtin", engine_options=None):
     """Simulate an identification experiment: the arm follows an excitation trajectory.
 
     At each control period (1 / rate_hz) the encoders are read (quantised positions,
@@ -103,6 +103,13 @@ def simulate(model, duration=None, trajectory=None, seed=0, snr_db=None, *,
     min_samples : int
         Fewest samples to simulate (default and at least MIN_SAMPLES = 2); ``simulate`` of
         the CLI asks for 20, what identification needs of a recording.
+    engine : {'builtin', 'mujoco'}
+        Physics engine (:func:`make_simulator`): the built-in pinocchio + RK4 simulator (the
+        reference) or MuJoCo (faster; Coulomb friction as a soft constraint, see
+        docs/simulation.md).
+    engine_options : dict, optional
+        Further options of the engine (MuJoCo: ``integrator``, ``coupling``, ``coulomb``,
+        ``friction_timeconst``).
 
     Returns
     -------
@@ -118,6 +125,8 @@ def simulate(model, duration=None, trajectory=None, seed=0, snr_db=None, *,
     DataError
         Negative seed, non-finite SNR, a duration that is not finite and positive, below
         MIN_SAMPLES or above MAX_SAMPLES samples, or the simulation diverged.
+    ConfigError
+        Unknown engine or engine option.
     """
     from robot_identification.excitation import (
         load_trajectory, trajectory_from_config, trajectory_label)
@@ -146,8 +155,8 @@ def simulate(model, duration=None, trajectory=None, seed=0, snr_db=None, *,
     duration = float(trajectory.duration if duration is None else duration)
     if not np.isfinite(duration) or duration <= 0:
         raise DataError(f"duration must be a finite number > 0 s, got {duration}")
-    sim = Simulator(model, rate_hz=rate_hz, substeps=substeps, seed=seed, quantise=quantise,
-                    friction=friction)
+    sim = make_simulator(model, engine, rate_hz=rate_hz, substeps=substeps, seed=seed,
+                         quantise=quantise, friction=friction, **(engine_options or {}))
     if duration * sim.rate_hz > MAX_SAMPLES:     # bound the allocation before making it
         raise DataError(f"duration {duration:.6g} s at {sim.rate_hz:g} Hz is "
                         f"{duration * sim.rate_hz:.3g} samples, above the in-memory limit "
@@ -193,16 +202,25 @@ def simulate(model, duration=None, trajectory=None, seed=0, snr_db=None, *,
         if log and i % 5000 == 0 and i:
             log(f"simulated {t[i]:.1f}/{duration:.1f} s")
     pbar.close()
+    if sim.engine == "mujoco":
+        from robot_identification.simulation._mujoco import mujoco_module
+        mujoco = mujoco_module()
+        engine_meta = {"mujoco_version": mujoco.__version__,
+                       "integrator": sim.integrator,
+                       "coulomb": sim.coulomb}
+    else:
+        engine_meta = {}
     if torque == "interval_mean":
         rec["tau"][1:] = 0.5 * (rec["tau"][1:] + rec["tau"][:-1])
     meta = {"robot": model.config.name, "torque": torque,
             "source": "robot_identification.simulation",
             "seed": int(seed), "rate_hz": sim.rate_hz, "substeps": sim.substeps,
-            "encoder_counts": sim.counts, "friction": sim.dynamics.friction.describe(),
+            "engine": sim.engine,
+            "encoder_counts": sim.counts, "friction": sim.friction.describe(),
             "controller": type(ctrl).__name__,
             "kp": np.asarray(getattr(ctrl, "kp", [])).tolist(),
             "kd": np.asarray(getattr(ctrl, "kd", [])).tolist(),
-            "trajectory": trajectory.to_dict(), "duration": duration}
+            "trajectory": trajectory.to_dict(), "duration": duration, **engine_meta}
     ds = Dataset(t=t, joint_names=model.joint_names,
                  true_parameters=dict(zip(model.parameter_names,
                                           map(float, model.nominal_parameters()))),

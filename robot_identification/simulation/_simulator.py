@@ -275,7 +275,82 @@ class ArmDynamics:
         return best
 
 
-class Simulator:
+def auto_substeps(model, dynamics, dt, omega_step):
+    """Integration steps per control period ``dt`` [s] for h * omega_max <= ``omega_step``,
+    omega_max the arm's fastest mode (:meth:`ArmDynamics.natural_frequency` over 9
+    configurations).
+
+    Raises
+    ------
+    ModelError
+        A mode needing more than MAX_AUTO_SUBSTEPS RK4 steps (of h * omega = 0.5) per
+        period, or a singular inertia matrix (a joint moving no inertia).
+    """
+    rng = np.random.default_rng(12345)
+    lo, hi = np.full(model.n, -np.pi), np.full(model.n, np.pi)
+    for k, j in enumerate(model.config.joints):
+        if j.limits.position is not None:
+            lo[k], hi[k] = j.limits.position
+    qs = np.vstack([np.zeros(model.n), rng.uniform(lo, hi, (8, model.n))])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w = dynamics.natural_frequency(qs)
+    if not math.isfinite(w) or w * dt / OMEGA_STEP > MAX_AUTO_SUBSTEPS:
+        if math.isfinite(w):
+            raise ModelError(
+                f"robot '{model.config.name}' ({model.config.urdf_path}): its "
+                f"fastest mode ({w:.3g} rad/s) would need more than {MAX_AUTO_SUBSTEPS} "
+                f"RK4 sub-steps per {dt:.3g} s period: a joint moves almost no "
+                f"inertia (a link without <inertial>, or of near-zero mass and inertia?); "
+                f"give the links physical inertials")
+        raise ModelError(f"robot '{model.config.name}' ({model.config.urdf_path}):"
+                         f" a joint moves no inertia (a link with zero mass and inertia?): "
+                         f"the joint-space inertia matrix is singular and cannot be "
+                         f"simulated; give the links physical inertials")
+    return int(math.ceil(w * dt / omega_step))
+
+
+class _Encoders:
+    """Encoder readings of a simulator (quantised positions, optional noise, the applied
+    torque), shared by the engines. Needs ``state``, ``n``, ``elastic``, ``counts``,
+    ``snr_db``, ``_u``, ``_rng``, ``_sumsq``, ``_count``."""
+
+    def quantise(self, x):
+        """Positions rounded to the encoder step 2 pi / encoder_counts [rad]."""
+        if not self.counts:
+            return np.asarray(x, dtype=float)
+        step = 2 * np.pi / self.counts
+        return np.round(np.asarray(x) / step) * step
+
+    def measure(self):
+        """Encoder readings of the current state.
+
+        Returns
+        -------
+        dict
+            ``t`` and arrays (n,): ``q``, ``dq`` and for elastic arms ``theta``,
+            ``dtheta``; ``tau``: the torque applied over the last period (the held command
+            u [N*m], link-referred motor torque for elastic arms), as a drive reports its
+            effort. Positions are quantised; velocities are exact. With ``snr_db`` every
+            position and velocity channel gets Gaussian noise (see class docstring).
+        """
+        s = self.state
+        out = {"t": s.t, "q": self.quantise(s.q), "dq": s.dq, "tau": self._u.copy()}
+        if self.elastic:
+            out["theta"] = self.quantise(s.theta)
+            out["dtheta"] = s.dtheta
+        if self.snr_db is not None:
+            self._count += 1
+            for key in ("q", "dq", "theta", "dtheta"):
+                if key not in out:
+                    continue
+                self._sumsq[key] = self._sumsq.get(key, 0.0) + out[key] ** 2
+                rms = np.sqrt(self._sumsq[key] / self._count)
+                sigma = rms * 10.0 ** (-self.snr_db / 20.0)
+                out[key] = out[key] + sigma * self._rng.standard_normal(self.n)
+        return out
+
+
+class Simulator(_Encoders):
     """Simulated arm with elastic or rigid joints, stepped one control period at a time.
 
     ``step(u)`` holds the command u over one control period 1 / rate_hz and integrates
@@ -313,6 +388,9 @@ class Simulator:
         Elastic joints without stiffness or rotor inertia, bad rate.
     """
 
+    #: name of the physics engine (:func:`make_simulator`)
+    engine = "builtin"
+
     def __init__(self, model, rate_hz=None, substeps=None, seed=0, snr_db=None,
                  quantise=True, friction=None):
         self.model = model
@@ -322,6 +400,8 @@ class Simulator:
             raise ConfigError(f"simulation rate must be > 0 Hz, got {rate_hz}")
         self.dt = 1.0 / self.rate_hz
         self.dynamics = ArmDynamics(model, friction)
+        #: the simulation friction laws (:class:`FrictionModel`)
+        self.friction = self.dynamics.friction
         self.elastic = self.dynamics.elastic
         self.n = model.n
         self.counts = int(sim.encoder_counts) if quantise else 0
@@ -338,27 +418,7 @@ class Simulator:
 
     def auto_substeps(self):
         """RK4 sub-steps per control period for h * omega_max <= 0.5 (at least 2)."""
-        rng = np.random.default_rng(12345)
-        lo, hi = np.full(self.n, -np.pi), np.full(self.n, np.pi)
-        for k, j in enumerate(self.model.config.joints):
-            if j.limits.position is not None:
-                lo[k], hi[k] = j.limits.position
-        qs = np.vstack([np.zeros(self.n), rng.uniform(lo, hi, (8, self.n))])
-        with np.errstate(divide="ignore", invalid="ignore"):
-            w = self.dynamics.natural_frequency(qs)
-        if not math.isfinite(w) or w * self.dt / OMEGA_STEP > MAX_AUTO_SUBSTEPS:
-            if math.isfinite(w):
-                raise ModelError(
-                    f"robot '{self.model.config.name}' ({self.model.config.urdf_path}): its "
-                    f"fastest mode ({w:.3g} rad/s) would need more than {MAX_AUTO_SUBSTEPS} "
-                    f"RK4 sub-steps per {self.dt:.3g} s period: a joint moves almost no "
-                    f"inertia (a link without <inertial>, or of near-zero mass and inertia?); "
-                    f"give the links physical inertials")
-            raise ModelError(f"robot '{self.model.config.name}' ({self.model.config.urdf_path}):"
-                             f" a joint moves no inertia (a link with zero mass and inertia?): "
-                             f"the joint-space inertia matrix is singular and cannot be "
-                             f"simulated; give the links physical inertials")
-        return max(2, int(math.ceil(w * self.dt / OMEGA_STEP)))
+        return max(2, auto_substeps(self.model, self.dynamics, self.dt, OMEGA_STEP))
 
     # ----------------------------------------------------------------- state
     def reset(self, q0=None, dq0=None, theta0=None, t0=0.0):
@@ -428,36 +488,3 @@ class Simulator:
         self._x = x
         self.t += self.dt
         return self.state
-
-    def quantise(self, x):
-        """Positions rounded to the encoder step 2 pi / encoder_counts [rad]."""
-        if not self.counts:
-            return np.asarray(x, dtype=float)
-        step = 2 * np.pi / self.counts
-        return np.round(np.asarray(x) / step) * step
-
-    def measure(self):
-        """Encoder readings of the current state.
-
-        Returns
-        -------
-        dict
-            ``t`` and arrays (n,): ``q``, ``dq`` and for elastic arms ``theta``,
-            ``dtheta``. Positions are quantised; velocities are exact. With ``snr_db``
-            every channel gets Gaussian noise (see class docstring).
-        """
-        s = self.state
-        out = {"t": s.t, "q": self.quantise(s.q), "dq": s.dq}
-        if self.elastic:
-            out["theta"] = self.quantise(s.theta)
-            out["dtheta"] = s.dtheta
-        if self.snr_db is not None:
-            self._count += 1
-            for key in ("q", "dq", "theta", "dtheta"):
-                if key not in out:
-                    continue
-                self._sumsq[key] = self._sumsq.get(key, 0.0) + out[key] ** 2
-                rms = np.sqrt(self._sumsq[key] / self._count)
-                sigma = rms * 10.0 ** (-self.snr_db / 20.0)
-                out[key] = out[key] + sigma * self._rng.standard_normal(self.n)
-        return out

@@ -1,0 +1,714 @@
+"""MuJoCo backend: a :class:`RobotModel` as an ``MjModel`` (built with ``mujoco.MjSpec``).
+
+The MuJoCo arm is the arm whose standard parameters are given (default: the model's nominal
+parameters, i.e. the arm the built-in simulator integrates), in the project's conventions
+(docs/simulation.md, "Dynamics"):
+
+- one body per configured joint, in pinocchio's tree (fixed links merged, joints the config
+  leaves out locked), placed by pinocchio's joint placements; its inertial is the body's
+  standard parameters (mass, centre of mass, full inertia tensor about the centre of mass);
+- one hinge (revolute, continuous) or slide (prismatic) joint per configured joint, with the
+  URDF limits (continuous joints unlimited);
+- rigid joints: ``armature = rotor_inertia * k_m^2`` (the rotor inertia is motor-side, its
+  link-referred value is reflected through the gear ratio squared, as in
+  :func:`~robot_identification.regressor.rigid_regressor`), ``damping`` = viscous friction,
+  ``frictionloss`` = Coulomb friction, a torque motor (gear 1) on the joint;
+- elastic joints (Zollo et al. 2014, eq. 2, 7-8): a rotor body per joint with its own hinge
+  about the joint axis (coordinate: the motor angle phi = k_m theta), spin inertia
+  ``rotor_inertia``, transverse inertia ``rotor_inertia / 2`` (a thin disc) and mass
+  :data:`ROTOR_MASS`, coupled to the link hinge by a fixed tendon ``q - phi / k_m`` (joint
+  coefficients +1 and -1/k_m) whose spring stiffness is the joint stiffness K (and damping
+  the joint damping D when the config has ``damping: true``). Motor friction acts on the
+  rotor hinge: ``damping = viscous / k_m^2``, ``frictionloss = coulomb / k_m`` (the friction
+  parameters are link-referred); the motor (gear 1 / k_m) takes the link-referred torque u.
+
+  - ``coupling: complete``: the rotor body is a child of the joint's parent body, at the
+    joint's placement: the rotor-link inertial coupling (B_d, eq. 8) comes from the tree by
+    construction. The body standard parameters include the rotors they carry (eq. A.14), so
+    the rotor's mass, spin and transverse inertia are subtracted from the parent body.
+  - ``coupling: reduced`` (Spong 1987): the rotor body hangs on the world body (no coupling:
+    ``rotor_inertia k_m^2 ddtheta = u - F + K (q - theta)``); link bodies keep their
+    parameters.
+
+- gravity from the config; no geoms, so no contacts.
+
+A standard-parameter set need not be physically consistent (published arm parameters violate
+the triangle inequality; a parent body minus its rotors may have a negative principal
+moment): MuJoCo's compiler refuses such inertias, so the model is compiled with a
+representable stand-in and then every body's mass, centre of mass and principal inertias are
+set to the exact values in the compiled ``MjModel`` (followed by ``mj_setConst``);
+:attr:`MujocoArm.unrepresentable` names the bodies that needed it (an MJCF file cannot
+hold them, see :func:`robot_identification.report.export_mjcf`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pinocchio as pin
+
+from robot_identification.errors import ConfigError, DataError, ModelError
+from robot_identification.model._inertia import transform_standard_parameters
+from robot_identification.simulation._simulator import (
+    ArmDynamics, State, _Encoders, auto_substeps)
+
+#: Mass [kg] of a rotor body. MuJoCo needs a positive mass for a moving body; the rotor's mass
+#: is part of its parent body's standard parameters and is subtracted from it (complete
+#: coupling), so the value changes nothing but how the total is split.
+ROTOR_MASS = 1e-6
+#: Transverse inertia of a rotor body as a share of its spin inertia (a thin disc: 1/2, the
+#: least a physical body can have); subtracted from the parent body like the mass.
+ROTOR_TRANSVERSE = 0.5
+#: Drive parameters read from a standard-parameter vector (0 where the model has none).
+DRIVE_KEYS = ("rotor_inertia", "stiffness", "damping", "viscous", "coulomb", "offset",
+              "stiction", "stribeck")
+
+
+def mujoco_module():
+    """``import mujoco`` with MuJoCo's log file (``MUJOCO_LOG.TXT`` in the working directory)
+    turned off: its warnings (e.g. an unstable simulation, which the simulator turns into a
+    DataError) still go to stderr, but no file appears where the user runs a command.
+
+    Raises
+    ------
+    ConfigError
+        MuJoCo is not installed (``pip install mujoco-core``).
+    """
+    try:
+        import mujoco
+    except ImportError:
+        raise ConfigError("the MuJoCo engine needs the mujoco package: pip install "
+                          "mujoco-core (scripts/setup.sh installs it)") from None
+    config = mujoco.MjLogConfig.get()
+    if config.logto_file:
+        config.logto_file = False
+        config.set()
+    return mujoco
+
+
+def drive_values(model, standard=None) -> dict:
+    """Drive parameters per joint from standard parameters.
+
+    Parameters
+    ----------
+    model : RobotModel
+    standard : array_like (P,), optional
+        Standard parameters in ``model.parameter_names`` order; default the nominal ones.
+
+    Returns
+    -------
+    dict
+        Key of :data:`DRIVE_KEYS` -> ndarray (n,) (0 where the model has no such parameter;
+        ``damping`` also 0 unless the config has ``damping: true``).
+    """
+    pi = model.nominal_parameters() if standard is None else np.asarray(standard, float)
+    names = model.parameter_names
+    out = {}
+    for key in DRIVE_KEYS:
+        out[key] = np.array([pi[names.index(f"{j}.{key}")] if f"{j}.{key}" in names else 0.0
+                             for j in model.joint_names])
+    if not model.config.damping:
+        out["damping"] = np.zeros(model.n)
+    return out
+
+
+@dataclass
+class MujocoArm:
+    """A compiled MuJoCo model of a :class:`RobotModel` and its index maps (config order).
+
+    Attributes
+    ----------
+    spec : mujoco.MjSpec
+        The specification it was compiled from (stand-in inertials where
+        :attr:`unrepresentable` is not empty).
+    model : mujoco.MjModel
+        The compiled model with the exact inertials.
+    joint_qpos, joint_dof : ndarray (n,) int
+        ``qpos`` / ``qvel`` addresses of the link joints.
+    rotor_qpos, rotor_dof : ndarray (n,) int
+        Addresses of the rotor hinges (elastic), else empty.
+    gear : ndarray (n,)
+        Gear ratios k_m.
+    elastic : bool
+    coupling : str
+        ``'rigid'``, ``'complete'`` or ``'reduced'``.
+    drives : dict
+        The drive parameters used (:func:`drive_values`).
+    unrepresentable : list of str
+        Bodies whose exact inertial MuJoCo's compiler refuses (not physically consistent).
+    """
+
+    spec: object
+    model: object
+    joint_qpos: np.ndarray
+    joint_dof: np.ndarray
+    rotor_qpos: np.ndarray
+    rotor_dof: np.ndarray
+    gear: np.ndarray
+    elastic: bool
+    coupling: str
+    drives: dict
+    unrepresentable: list = field(default_factory=list)
+    #: exact (mass, com (3,), inertia about the com (3, 3)) per MuJoCo body id
+    inertials: dict = field(default_factory=dict)
+
+
+def _quat_wxyz(R):
+    c = pin.Quaternion(np.asarray(R, dtype=float)).coeffs()       # x, y, z, w
+    return np.array([c[3], c[0], c[1], c[2]])
+
+
+def _principal(inertia):
+    """Eigenvalues (3,) and a rotation (3, 3) with inertia = R diag(d) R^T."""
+    d, R = np.linalg.eigh(0.5 * (inertia + inertia.T))
+    if np.linalg.det(R) < 0:
+        R[:, 0] = -R[:, 0]
+    return d, R
+
+
+def _representable(mass, d):
+    """MuJoCo's compiler accepts a moving body: positive mass and principal moments, the
+    triangle inequality A + B >= C (within its tolerance)."""
+    if not mass > 1e-15 or not np.all(d > 1e-15):
+        return False
+    s = np.sort(d)
+    return bool(s[0] + s[1] >= s[2] * (1 - 1e-12))
+
+
+def _inertial_of(p10):
+    """mass, centre of mass (3,) and inertia about it (3, 3) of standard parameters (10,)
+    about a frame's origin (pinocchio order)."""
+    inert = pin.Inertia.FromDynamicParameters(np.asarray(p10, dtype=float))
+    return float(inert.mass), np.array(inert.lever), np.array(inert.inertia)
+
+
+def _rotor_parameters(spin, axis, placement):
+    """Standard parameters (10,) of a rotor (mass :data:`ROTOR_MASS` at the joint origin,
+    spin inertia ``spin`` about ``axis``, transverse ``ROTOR_TRANSVERSE * spin``) about the
+    parent joint frame, ``placement`` being the joint's placement in it."""
+    a = np.asarray(axis, dtype=float)
+    a = a / np.linalg.norm(a)
+    inertia = spin * (ROTOR_TRANSVERSE * (np.eye(3) - np.outer(a, a)) + np.outer(a, a))
+    p = np.concatenate([[ROTOR_MASS], np.zeros(3), [inertia[0, 0], inertia[0, 1],
+                                                     inertia[1, 1], inertia[0, 2],
+                                                     inertia[1, 2], inertia[2, 2]]])
+    return transform_standard_parameters(p, placement.rotation, placement.translation)
+
+
+def _set_inertial(body, mass, com, inertia, stand_in):
+    body.explicitinertial = True
+    body.mass = mass if not stand_in else max(mass, 1e-6)
+    body.ipos = com
+    d, R = _principal(inertia)
+    if stand_in:                         # something MuJoCo accepts; replaced after compiling
+        d = np.full(3, max(float(np.abs(d).max()), 1e-6))
+    body.iquat = _quat_wxyz(R)
+    body.inertia = d
+
+
+def build_mujoco(model, standard=None, *, coupling=None, timestep=1e-3, integrator="RK4",
+                 frictionloss=True, limits=True, name=None) -> MujocoArm:
+    """Build the MuJoCo model of a robot (see the module docstring for the construction).
+
+    Parameters
+    ----------
+    model : RobotModel
+    standard : array_like (P,), optional
+        Standard parameters (``model.parameter_names`` order: body parameters about the
+        parameter frames, drive parameters); default ``model.nominal_parameters()``.
+    coupling : {None, 'complete', 'reduced'}
+        Elastic models: override the config's rotor-link coupling.
+    timestep : float
+        MuJoCo time step [s].
+    integrator : str
+        MuJoCo integrator name (``RK4``, ``implicitfast``, ``Euler``, ...).
+    frictionloss : bool
+        Write the Coulomb friction as MuJoCo ``frictionloss`` (a soft constraint).
+    limits : bool
+        Write the URDF position limits (hinge/slide ``range``).
+    name : str, optional
+        Model name (default the robot's).
+
+    Returns
+    -------
+    MujocoArm
+
+    Raises
+    ------
+    ModelError
+        MuJoCo cannot compile the model (its message, one line).
+    ConfigError
+        Wrong number of standard parameters, non-finite values, an elastic joint without a
+        positive stiffness or rotor inertia.
+    """
+    mujoco = mujoco_module()
+    pi = model.nominal_parameters() if standard is None else np.asarray(standard, float)
+    if pi.shape != (model.n_parameters,) or not np.all(np.isfinite(pi)):
+        raise ConfigError(f"MuJoCo model of '{model.config.name}': expected "
+                          f"{model.n_parameters} finite standard parameters, got "
+                          f"{pi.shape} {'with NaN/inf' if pi.size else ''}".rstrip())
+    cfg = model.config
+    elastic = cfg.elastic
+    coupling = (coupling or cfg.coupling) if elastic else "rigid"
+    if coupling not in ("rigid", "complete", "reduced"):
+        raise ConfigError(f"coupling must be 'complete' or 'reduced', got {coupling!r}")
+    drives = drive_values(model, pi)
+    gear = model.gear_ratios.astype(float)
+    if elastic:
+        bad = [j for j, K, J in zip(model.joint_names, drives["stiffness"],
+                                    drives["rotor_inertia"]) if not (K > 0 and J > 0)]
+        if bad:
+            raise ConfigError(f"MuJoCo model of '{cfg.name}': elastic joints {bad} need a "
+                              f"positive stiffness and rotor_inertia")
+    pm = model.pin_model
+    pj = model.inertial_to_joint_frame(pi)              # body parameters about joint frames
+    jids = model.joint_ids
+    k_of = {jid: k for k, jid in enumerate(jids)}
+    body_p = {jid: pj[10 * k: 10 * k + 10].copy() for k, jid in enumerate(jids)}
+    if coupling == "complete":                           # the rotors leave their parents
+        for k, jid in enumerate(jids):
+            parent = pm.parents[jid]
+            if parent > 0:
+                body_p[parent] -= _rotor_parameters(drives["rotor_inertia"][k],
+                                                    model.joint_axes[k],
+                                                    pm.jointPlacements[jid])
+
+    spec = mujoco.MjSpec()
+    spec.modelname = name or cfg.name
+    spec.compiler.autolimits = True
+    spec.compiler.degree = False                         # ranges in rad
+    spec.option.timestep = float(timestep)
+    kinds = {k[len("mjINT_"):].lower(): v for k, v in mujoco.mjtIntegrator.__members__.items()}
+    if str(integrator).lower() not in kinds:
+        raise ConfigError(f"MuJoCo integrator must be one of {sorted(kinds)}, got "
+                          f"{integrator!r}")
+    spec.option.integrator = kinds[str(integrator).lower()]
+    spec.option.gravity = np.asarray(cfg.gravity, dtype=float)
+    spec.option.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
+    exact = {}                                           # body name -> (mass, com, inertia)
+    stand_in = []
+    bodies = {0: spec.worldbody}
+    for jid in range(1, pm.njoints):
+        k = k_of[jid]
+        jn = model.joint_names[k]
+        placement = pm.jointPlacements[jid]
+        body = bodies[pm.parents[jid]].add_body(name=f"{jn}_body", pos=placement.translation,
+                                                quat=_quat_wxyz(placement.rotation))
+        mass, com, inertia = _inertial_of(body_p[jid])
+        bad = not _representable(mass, _principal(inertia)[0])
+        _set_inertial(body, mass, com, inertia, bad)
+        exact[body.name] = (mass, com, inertia)
+        if bad:
+            stand_in.append(body.name)
+        kind = model.joint_types[k]
+        j = cfg.joints[k]
+        jt = body.add_joint(name=jn, type=(mujoco.mjtJoint.mjJNT_HINGE if kind == "revolute"
+                                           else mujoco.mjtJoint.mjJNT_SLIDE),
+                            axis=np.asarray(model.joint_axes[k], float))
+        if limits and j.limits.position is not None and not model.continuous_joints[k]:
+            jt.range = list(map(float, j.limits.position))
+        elif not model.continuous_joints[k] and limits:
+            lo, hi = pm.lowerPositionLimit[model.position_indices[k]], \
+                pm.upperPositionLimit[model.position_indices[k]]
+            if np.isfinite(lo) and np.isfinite(hi) and lo < hi:
+                jt.range = [float(lo), float(hi)]
+        if not elastic:
+            jt.armature = float(drives["rotor_inertia"][k] * gear[k] ** 2)
+            jt.damping = [float(drives["viscous"][k]), 0.0, 0.0]
+            if frictionloss:
+                jt.frictionloss = float(max(drives["coulomb"][k], 0.0))
+        bodies[jid] = body
+    if elastic:
+        for k, jid in enumerate(jids):
+            jn = model.joint_names[k]
+            a = np.asarray(model.joint_axes[k], float)
+            a = a / np.linalg.norm(a)
+            J = float(drives["rotor_inertia"][k])
+            if coupling == "complete":
+                placement = pm.jointPlacements[jid]
+                parent = bodies[pm.parents[jid]]
+                pos, R = placement.translation, placement.rotation
+            else:                                        # Spong: rotors on the world body
+                parent, pos, R = spec.worldbody, np.zeros(3), np.eye(3)
+            rb = parent.add_body(name=f"{jn}_rotor", pos=pos, quat=_quat_wxyz(R))
+            inertia = J * (ROTOR_TRANSVERSE * (np.eye(3) - np.outer(a, a)) + np.outer(a, a))
+            _set_inertial(rb, ROTOR_MASS, np.zeros(3), inertia, False)
+            exact[rb.name] = (ROTOR_MASS, np.zeros(3), inertia)
+            rj = rb.add_joint(name=f"{jn}_rotor", type=mujoco.mjtJoint.mjJNT_HINGE, axis=a)
+            rj.damping = [float(drives["viscous"][k] / gear[k] ** 2), 0.0, 0.0]
+            if frictionloss:
+                rj.frictionloss = float(max(drives["coulomb"][k], 0.0) / gear[k])
+            td = spec.add_tendon(name=f"{jn}_spring")
+            td.stiffness = [float(drives["stiffness"][k]), 0.0, 0.0]
+            td.damping = [float(drives["damping"][k]), 0.0, 0.0]
+            td.springlength = [0.0, 0.0]
+            td.wrap_joint(jn, 1.0)
+            td.wrap_joint(f"{jn}_rotor", -1.0 / gear[k])
+    for k, jn in enumerate(model.joint_names):
+        act = spec.add_actuator(name=f"{jn}_motor", trntype=mujoco.mjtTrn.mjTRN_JOINT,
+                                target=f"{jn}_rotor" if elastic else jn)
+        act.set_to_motor()
+        act.gear = [1.0 / gear[k] if elastic else 1.0, 0, 0, 0, 0, 0]
+    try:
+        m = spec.compile()
+    except Exception as exc:                  # mujoco raises ValueError with a multi-line text
+        raise ModelError(f"MuJoCo cannot build '{cfg.name}': "
+                         f"{' '.join(str(exc).split())}") from None
+    ids = {}
+    for bname, (mass, com, inertia) in exact.items():
+        bid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, bname)
+        ids[bid] = (mass, com, inertia)
+        d, R = _principal(inertia)
+        m.body_mass[bid] = mass
+        m.body_ipos[bid] = com
+        m.body_iquat[bid] = _quat_wxyz(R)
+        m.body_inertia[bid] = d
+    mujoco.mj_setConst(m, mujoco.MjData(m))
+    # the compiler (and mj_setConst) mark inertial frames within a tolerance (~1e-7) of the
+    # body frame as that frame, and bodies as "simple": exact values need the general path
+    m.body_sameframe[:] = 0
+    m.body_simple[:] = 0
+    m.dof_simplenum[:] = 0
+
+    def addr(names, table):
+        out = []
+        for nm in names:
+            jid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, nm)
+            out.append(table[jid])
+        return np.array(out, dtype=int)
+    rot = [f"{jn}_rotor" for jn in model.joint_names] if elastic else []
+    return MujocoArm(spec=spec, model=m,
+                     joint_qpos=addr(model.joint_names, m.jnt_qposadr),
+                     joint_dof=addr(model.joint_names, m.jnt_dofadr),
+                     rotor_qpos=addr(rot, m.jnt_qposadr), rotor_dof=addr(rot, m.jnt_dofadr),
+                     gear=gear, elastic=elastic, coupling=coupling, drives=drives,
+                     unrepresentable=stand_in, inertials=ids)
+
+
+#: Target omega_max * h of MuJoCo's RK4 step (automatic sub-steps). RK4 is stable up to
+#: h * omega = 2.8; at 1.5 the fastest mode loses 6 % of its amplitude per step (numerical
+#: damping of a mode far above any identification band: the PUMA wrist at 1.1 kHz) while
+#: modes at a tenth of it are integrated to 1e-6 per step. The built-in simulator keeps 0.5.
+MUJOCO_OMEGA_STEP = 1.5
+
+
+def _friction_terms(model, friction):
+    """Per joint (viscous (n,), coulomb (n,), explicit(v, position) -> (n,)) of the simulation
+    friction laws (:class:`~robot_identification.simulation.FrictionModel`): viscous and
+    Coulomb friction become MuJoCo ``damping`` and ``frictionloss``; the other terms (offset,
+    the atan stiction/Stribeck terms of the regressor law, the exponential terms of Zollo's
+    Stribeck law, a negative Coulomb coefficient) are returned as a function of the
+    link-referred velocity, applied explicitly once per MuJoCo time step."""
+    from robot_identification.simulation._friction import FrictionModel, zollo_stribeck
+    fm = FrictionModel(model, friction)
+    n = model.n
+    zero = np.zeros(n)
+    viscous, coulomb = zero.copy(), zero.copy()
+    explicit = []                                 # (joint, function of v, position)
+    sharp_s = model.config.friction.stiction_sharpness
+    sharp_d = model.config.friction.stribeck_sharpness
+    for k, law in enumerate(fm.laws):
+        if law["model"] == "regressor":
+            c = {key: float(fm._coef[key][k]) if key in fm._coef else 0.0
+                 for key in ("viscous", "coulomb", "offset", "stiction", "stribeck")}
+            viscous[k] = c["viscous"]
+            if c["coulomb"] >= 0:
+                coulomb[k] = c["coulomb"]
+            else:
+                explicit.append((k, lambda v, p, c=c["coulomb"]: c * np.sign(v)))
+            if c["offset"] or c["stiction"] or c["stribeck"]:
+                explicit.append((k, lambda v, p, c=c: (
+                    c["offset"] + c["stiction"] * (2 / np.pi) * np.arctan(sharp_s * v)
+                    + c["stribeck"] * (2 / np.pi) * np.arctan(sharp_d * v))))
+        elif law["model"] == "zollo_stribeck":
+            viscous[k], coulomb[k] = law["f1"], law["f2"]
+            literal = law.get("variant") == "paper_position"
+            explicit.append((k, lambda v, p, lw=law, literal=literal: zollo_stribeck(
+                v, 0.0, 0.0, lw["f3"], lw["f4"], lw["f5"], lw["f6"],
+                p if literal else None)))
+    return viscous, coulomb, explicit, fm
+
+
+class MujocoSimulator(_Encoders):
+    """The robot in MuJoCo, stepped one control period at a time (same interface as the
+    built-in :class:`~robot_identification.simulation.Simulator`).
+
+    ``step(u)`` holds the command u (link-referred torques) over one control period
+    1 / rate_hz and advances MuJoCo ``substeps`` steps of its RK4 integrator;
+    ``measure()`` reads quantised encoders (and noise at ``snr_db``) exactly as the built-in
+    simulator does; ``state`` is the exact state. The arm is :func:`build_mujoco`'s: the
+    model's nominal parameters, with the simulation friction laws of the config (or
+    ``friction``): viscous friction as MuJoCo joint damping, Coulomb friction as
+    ``frictionloss`` (a soft constraint: the joint sticks at rest while the load is below
+    the Coulomb level, where the built-in simulator's sign(v) chatters), other terms applied
+    explicitly per MuJoCo step.
+
+    Parameters
+    ----------
+    model : RobotModel
+    rate_hz : float, optional
+        Control rate [Hz]; default the config's ``simulation.rate_hz``.
+    substeps : int, optional
+        MuJoCo steps per control period; default (config ``substeps: 0``) chosen so that
+        h * omega_max <= :data:`MUJOCO_OMEGA_STEP` for the arm's fastest mode (the built-in
+        simulator's :meth:`ArmDynamics.natural_frequency`).
+    seed, snr_db, quantise, friction :
+        As for :class:`~robot_identification.simulation.Simulator`.
+    integrator : str
+        MuJoCo integrator (default ``RK4``, as the built-in simulator).
+    coupling : {None, 'complete', 'reduced'}
+        Elastic arms: override the config's rotor-link coupling.
+    coulomb : {'frictionloss', 'explicit'}
+        Coulomb friction as MuJoCo's frictionloss constraint (default) or as an explicit
+        sign(v) torque per MuJoCo step (what the built-in simulator does).
+    friction_timeconst : float, optional
+        Time constant [s] of the frictionloss constraint (MuJoCo ``solref``); default
+        MuJoCo's 0.02 s.
+
+    Attributes
+    ----------
+    arm : MujocoArm
+    mj_data : mujoco.MjData
+
+    Raises
+    ------
+    ConfigError
+        Bad rate, elastic joints without stiffness or rotor inertia, bad options.
+    ModelError
+        MuJoCo cannot build the model.
+    """
+
+    engine = "mujoco"
+
+    def __init__(self, model, rate_hz=None, substeps=None, seed=0, snr_db=None,
+                 quantise=True, friction=None, *, integrator="RK4", coupling=None,
+                 coulomb="frictionloss", friction_timeconst=None):
+        self._mj = mujoco_module()
+        self.model = model
+        sim = model.config.simulation
+        self.rate_hz = float(rate_hz or sim.rate_hz)
+        if not self.rate_hz > 0:
+            raise ConfigError(f"simulation rate must be > 0 Hz, got {rate_hz}")
+        if coulomb not in ("frictionloss", "explicit"):
+            raise ConfigError(f"coulomb must be 'frictionloss' or 'explicit', got {coulomb!r}")
+        self.dt = 1.0 / self.rate_hz
+        self.n = model.n
+        self.elastic = model.config.elastic
+        self.integrator, self.coulomb = integrator, coulomb
+        self.counts = int(sim.encoder_counts) if quantise else 0
+        self.snr_db = snr_db
+        self.seed = seed
+        if substeps is None:
+            substeps = sim.substeps
+        if not substeps:
+            substeps = self.auto_substeps()
+        self.substeps = int(substeps)
+        self.h = self.dt / self.substeps
+        self.arm = build_mujoco(model, coupling=coupling, timestep=self.h,
+                                integrator=integrator)
+        m = self.arm.model
+        viscous, coul, explicit, self.friction = _friction_terms(model, friction)
+        dof = self.arm.rotor_dof if self.elastic else self.arm.joint_dof
+        scale = self.arm.gear if self.elastic else np.ones(self.n)     # link -> dof
+        self._fdof, self._fscale = dof, scale
+        m.dof_damping[dof] = viscous / scale ** 2
+        if coulomb == "explicit":
+            explicit = explicit + [(k, lambda v, p, c=float(c): c * np.sign(v))
+                                   for k, c in enumerate(coul) if c]
+            coul = np.zeros(self.n)
+        m.dof_frictionloss[dof] = coul / scale
+        if friction_timeconst is not None:
+            m.dof_solref[dof, 0] = float(friction_timeconst)
+        self._explicit = explicit
+        self.mj_data = self._mj.MjData(m)
+        self._rng = np.random.default_rng(seed)
+        self.reset()
+
+    def auto_substeps(self):
+        """MuJoCo steps per control period for h * omega_max <= MUJOCO_OMEGA_STEP (>= 1)."""
+        dynamics = ArmDynamics(self.model, "regressor")
+        return max(1, auto_substeps(self.model, dynamics, self.dt, MUJOCO_OMEGA_STEP))
+
+    # ----------------------------------------------------------------- state
+    def reset(self, q0=None, dq0=None, theta0=None, t0=0.0):
+        """Reset to rest at link positions ``q0`` (default zeros); elastic arms start in
+        static equilibrium, theta0 = q0 + K^-1 g(q0), unless ``theta0`` is given. Returns
+        the new :class:`State`."""
+        mj, m, d, a = self._mj, self.arm.model, self.mj_data, self.arm
+        n = self.n
+        q0 = np.zeros(n) if q0 is None else np.asarray(q0, dtype=float).reshape(n)
+        dq0 = np.zeros(n) if dq0 is None else np.asarray(dq0, dtype=float).reshape(n)
+        if not np.all(np.isfinite(q0)) or not np.all(np.isfinite(dq0)):
+            raise DataError("reset: initial state must be finite")
+        mj.mj_resetData(m, d)
+        d.qpos[a.joint_qpos] = q0
+        if self.elastic:
+            if theta0 is None:
+                theta0 = q0 + self.gravity(q0) / a.drives["stiffness"]
+            d.qpos[a.rotor_qpos] = a.gear * np.asarray(theta0, float).reshape(n)
+            d.qvel[a.rotor_dof] = a.gear * dq0
+        d.qvel[a.joint_dof] = dq0
+        mj.mj_forward(m, d)
+        self.t = float(t0)
+        self._u = np.zeros(n)
+        self._sumsq = {}
+        self._count = 0
+        self._rng = np.random.default_rng(self.seed)
+        self._bad = self._bad_count()
+        return self.state
+
+    def _bad_count(self):
+        """MuJoCo's count of unstable-simulation warnings (bad qpos, qvel, qacc, ctrl: it
+        then resets the data or drops the control)."""
+        w, W = self.mj_data.warning, self._mj.mjtWarning
+        return sum(int(w[k].number) for k in (W.mjWARN_BADQPOS, W.mjWARN_BADQVEL,
+                                                W.mjWARN_BADQACC, W.mjWARN_BADCTRL))
+
+    def gravity(self, q):
+        """Link gravity torques g(q) (n,) [N*m] of the MuJoCo arm (``qfrc_bias`` at rest)."""
+        mj, m, a = self._mj, self.arm.model, self.arm
+        d = mj.MjData(m)
+        d.qpos[a.joint_qpos] = np.asarray(q, float)
+        if self.elastic:
+            d.qpos[a.rotor_qpos] = a.gear * np.asarray(q, float)
+        mj.mj_forward(m, d)
+        return d.qfrc_bias[a.joint_dof].copy()
+
+    @property
+    def state(self) -> State:
+        """Exact (unquantised) state."""
+        d, a = self.mj_data, self.arm
+        if self.elastic:
+            return State(self.t, d.qpos[a.joint_qpos].copy(), d.qvel[a.joint_dof].copy(),
+                         d.qpos[a.rotor_qpos] / a.gear, d.qvel[a.rotor_dof] / a.gear)
+        return State(self.t, d.qpos[a.joint_qpos].copy(), d.qvel[a.joint_dof].copy())
+
+    def _apply_explicit(self):
+        d = self.mj_data
+        if not self._explicit:
+            return
+        v = d.qvel[self._fdof] / self._fscale
+        p = (d.qpos[self.arm.rotor_qpos] / self.arm.gear if self.elastic
+             else d.qpos[self.arm.joint_qpos])
+        f = np.zeros(self.n)
+        for k, fn in self._explicit:
+            f[k] += float(fn(v[k], p[k]))
+        d.qfrc_applied[self._fdof] = -f / self._fscale
+
+    def accelerations(self, u=None):
+        """Accelerations (ddq, ddtheta) at the current state under command ``u`` (MuJoCo
+        ``mj_forward``: with the frictionloss constraint forces)."""
+        mj, m, a = self._mj, self.arm.model, self.arm
+        d = mj.MjData(m)
+        mj.mj_copyData(d, m, self.mj_data)
+        d.ctrl[:] = self._u if u is None else np.asarray(u, float)
+        self._apply_explicit_to(d)
+        mj.mj_forward(m, d)
+        if self.elastic:
+            return d.qacc[a.joint_dof].copy(), d.qacc[a.rotor_dof] / a.gear
+        return d.qacc[a.joint_dof].copy(), None
+
+    def _apply_explicit_to(self, d):
+        saved, self.mj_data = self.mj_data, d
+        try:
+            self._apply_explicit()
+        finally:
+            self.mj_data = saved
+
+    def step(self, u):
+        """Hold command ``u`` (n,) [N*m] for one control period; return the new state.
+
+        Rigid arms: joint torques; elastic arms: link-referred motor torques.
+
+        Raises
+        ------
+        DataError
+            Wrong shape or non-finite command, or the integration diverged (MuJoCo's
+            bad-acceleration warning, non-finite state).
+        """
+        mj, m, d = self._mj, self.arm.model, self.mj_data
+        u = np.asarray(u, dtype=float).reshape(-1)
+        if u.shape != (self.n,) or not np.all(np.isfinite(u)):
+            raise DataError(f"command u must be {self.n} finite torques, got {u!r}")
+        self._u = u
+        d.ctrl[:] = u
+        if self._explicit:
+            for _ in range(self.substeps):
+                self._apply_explicit()
+                mj.mj_step(m, d)
+        else:
+            mj.mj_step(m, d, self.substeps)
+        bad = self._bad_count()
+        if bad != self._bad or not np.all(np.isfinite(d.qpos)):
+            self._bad = bad
+            raise DataError(f"simulation diverged at t = {self.t:.4g} s (MuJoCo); increase "
+                            f"substeps (now {self.substeps}) or lower the gains")
+        self.t += self.dt
+        return self.state
+
+
+#: Physics engines of :func:`make_simulator` (``simulate --engine``).
+ENGINES = ("builtin", "mujoco")
+
+
+def make_simulator(model, engine="builtin", *, rate_hz=None, dt=None, **options):
+    """A stepping simulator of ``model`` on the chosen physics engine.
+
+    Both engines have the same interface, used by :func:`simulate`, the ``simulated_robot``
+    node and a free-running (hardware-like) robot node::
+
+        sim = make_simulator(model, "mujoco", dt=1e-3, quantise=True, snr_db=None)
+        state = sim.reset(q0)            # at rest; elastic: theta0 = q0 + K^-1 g(q0)
+        while running:
+            m = sim.measure()            # dict: t [s], q, dq (+ theta, dtheta) (n,) [rad,
+                                         # rad/s] (quantised / noisy as configured), tau (n,)
+                                         # [N*m]: the torque applied over the last period
+            state = sim.step(u)          # hold u (n,) [N*m] one period sim.dt; exact State
+        sim.t                            # [s] the robot's clock (writable: a node whose
+                                         # brakes hold the arm advances it by sim.dt)
+
+    ``state`` (:class:`State`: ``t``, ``q``, ``dq``, ``theta``, ``dtheta``) is exact;
+    ``measure()`` is what encoders read. ``step`` is not tied to any clock: a node calls
+    it once per period of its own timer (applying the last command it received) or once per
+    command (lockstep). Units: link-side rad, rad/s; elastic arms' theta is the
+    link-referred motor position (motor angle / k_m) and u the link-referred motor torque.
+
+    Parameters
+    ----------
+    model : RobotModel
+    engine : {'builtin', 'mujoco'}
+        ``builtin``: :class:`Simulator` (pinocchio ABA + RK4, the reference);
+        ``mujoco``: :class:`MujocoSimulator` (MuJoCo RK4 on :func:`build_mujoco`'s model,
+        several times faster; Coulomb friction as MuJoCo's frictionloss constraint).
+    rate_hz, dt : float, optional
+        Control rate [Hz] or period [s] (one of them); default the config's
+        ``simulation.rate_hz``.
+    **options
+        ``substeps``, ``seed``, ``snr_db``, ``quantise``, ``friction`` of both engines;
+        ``integrator``, ``coupling``, ``coulomb``, ``friction_timeconst`` of MuJoCo.
+
+    Returns
+    -------
+    Simulator or MujocoSimulator
+
+    Raises
+    ------
+    ConfigError
+        Unknown engine, both or a non-positive ``rate_hz`` / ``dt``, an option the engine
+        does not have.
+    """
+    from robot_identification.simulation._simulator import Simulator
+    if engine not in ENGINES:
+        raise ConfigError(f"engine must be one of {list(ENGINES)}, got {engine!r}")
+    if dt is not None:
+        if rate_hz is not None:
+            raise ConfigError("give the control rate_hz or its period dt, not both")
+        if not (np.isfinite(dt) and dt > 0):
+            raise ConfigError(f"control period dt must be > 0 s, got {dt!r}")
+        rate_hz = 1.0 / float(dt)
+    if engine == "builtin":
+        extra = sorted(set(options) - {"substeps", "seed", "snr_db", "quantise", "friction"})
+        if extra:
+            raise ConfigError(f"the builtin engine has no option(s) {extra} (MuJoCo's)")
+        return Simulator(model, rate_hz=rate_hz, **options)
+    return MujocoSimulator(model, rate_hz=rate_hz, **options)
