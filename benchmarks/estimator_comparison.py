@@ -112,7 +112,7 @@ def run_method(model, base, train, bank, estimator, vt, block_s=2.0, update="acc
 
 def run_product(model, base, train, bank, vt):
     """PA with the product rule for the inertia terms (rigid arms), OLS."""
-    from robot_identification.pipeline import IdentificationResult
+    from robot_identification.identification import IdentificationResult
     from robot_identification.streaming import pa_product_regressor
     Y, dqh = pa_product_regressor(model, train.q, bank)
     neq = NormalEquations(len(base), model.rows_per_sample)

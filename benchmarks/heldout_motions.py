@@ -189,7 +189,7 @@ def run_robot(name, seeds, snr_db, log=print):
     """Rows {(motion, model): [mean NRMSE per seed]} and {model: [NME per seed]}."""
     from robot_identification.excitation import trajectory_from_config
     from robot_identification.pipeline import identify
-    from robot_identification.validation import settings_from_results
+    from robot_identification.identification import settings_from_results
     rec = Recorder(name, snr_db)
     model = rec.model
     spec = dict(model.config.simulation.excitation)
@@ -235,8 +235,8 @@ def scores(model, base, beta, dataset, settings, filter_coulomb=True):
     """Mean NRMSE over joints of the predicted torque on ``dataset`` (what ``validate``
     reports), and the same over the samples where the joint moves (|filtered velocity| >=
     REST_VELOCITY; each joint's error RMS there over its measured torque RMS there)."""
-    from robot_identification.pipeline import preprocess
-    from robot_identification.validation import (
+    from robot_identification.identification import preprocess
+    from robot_identification.identification import (
         filtered_coulomb, predict_torque, prediction_deadband, torque_errors)
     states, _ = preprocess(model, dataset, settings)
     meas = states["tau"]

@@ -96,7 +96,8 @@ def run_robot(name, seeds, snr_db, log=print, friction=None):
     from robot_identification.errors import DataError
     from robot_identification.excitation import trajectory_from_config
     from robot_identification.pipeline import identify
-    from robot_identification.validation import settings_from_results, validate
+    from robot_identification.identification import settings_from_results
+    from robot_identification.validation import validate
     rec = Recorder(name, snr_db, friction)
     model = rec.model
     spec = dict(model.config.simulation.excitation)

@@ -117,7 +117,7 @@ def rest_holds(model, result, paths, move_velocity=0.01, sign_velocity=0.005):
     ``move_velocity`` [rad/s] before the first / after the last motion (20 samples margin).
     """
     from robot_identification.data import read_csv
-    from robot_identification.validation import predict_torque
+    from robot_identification.identification import predict_torque
     out = []
     for path in paths:
         d = read_csv(path, model=model, trim_idle=False, resample=False)
@@ -179,7 +179,8 @@ def main(argv=None):
     from robot_identification.identifiability import base_parameters
     from robot_identification.model import RobotModel, load_robot
     from robot_identification.pipeline import identify
-    from robot_identification.validation import settings_from_results, validate
+    from robot_identification.identification import settings_from_results
+    from robot_identification.validation import validate
     if DATA is None:
         print("shared UR10e data not found; nothing to do")
         return 0

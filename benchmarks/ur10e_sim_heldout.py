@@ -7,7 +7,7 @@ validation data, plus the normalised mean error against the simulator's true par
 Recording: simulated at 1 kHz, logged at 100 Hz; positions quantised by the encoders,
 velocities quantised to 1e-4 rad/s (the UR logs' resolution); torque + white noise of the
 standard deviations measured on the real identification runs (0.73 0.89 0.42 0.12 0.19
-0.15 N m, diagnostics.noise_std). True drive parameters: the dataset authors' rotor
+0.15 N m, signal.noise_std). True drive parameters: the dataset authors' rotor
 inertias and friction (benchmarks/ur10e_heldout.py), Coulomb friction sign(v) in the
 simulator.
 
@@ -94,7 +94,8 @@ def record(model, traj, seed):
 def main(argv=None):
     from robot_identification.excitation import trajectory_from_config
     from robot_identification.pipeline import identify
-    from robot_identification.validation import settings_from_results, validate
+    from robot_identification.identification import settings_from_results
+    from robot_identification.validation import validate
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=3)
     args = ap.parse_args(argv)

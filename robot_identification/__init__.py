@@ -6,11 +6,15 @@ The ROS-free core is organised in subpackages:
 - :mod:`robot_identification.regressor` -- rigid and elastic-joint regressors
 - :mod:`robot_identification.identifiability` -- base parameters, grouping, expressions
 - :mod:`robot_identification.estimation` -- OLS / WLS estimators, covariance, condition number
-- :mod:`robot_identification.signal` -- zero-phase filters, differentiation, sample selection
+- :mod:`robot_identification.signal` -- zero-phase filters, differentiation, sample selection,
+  spectra and noise levels
 - :mod:`robot_identification.simulation` -- elastic/rigid arm simulator with PD control
 - :mod:`robot_identification.data` -- datasets (NPZ, rosbag2)
 - :mod:`robot_identification.report` -- results files
-- :mod:`robot_identification.pipeline` -- batch identification used by the CLI and nodes
+- :mod:`robot_identification.diagnostics` -- the checks every result carries
+- :mod:`robot_identification.identification` -- the engine: recordings -> estimates, the
+  friction model of prediction, on-line and Lin's identification
+- :mod:`robot_identification.validation` -- held-out validation, cross-validation
 
 ROS 2 nodes live in :mod:`robot_identification.nodes` and are the only modules importing rclpy.
 """

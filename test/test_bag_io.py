@@ -101,8 +101,8 @@ def test_errors(tmp_path):
 
 WRITER = """
 import sys, time, numpy as np
-from robot_identification.data._bag import BagWriter, _typestore
-st = _typestore(); T = st.types
+from robot_identification.data._bag import BagWriter, typestore
+st = typestore(); T = st.types
 w = BagWriter(sys.argv[1], {'/joint_states': 'sensor_msgs/msg/JointState'}, flush_period=0.1)
 k = 0
 while True:
@@ -153,8 +153,8 @@ def test_simulate_command_writes_a_bag(tmp_path, capsys):
 
 def _write_states(path, stamps_ns, names_per_msg):
     """A bag with /joint_states messages of the given stamps and joint names."""
-    from robot_identification.data._bag import BagWriter, _typestore
-    st = _typestore()
+    from robot_identification.data._bag import BagWriter, typestore
+    st = typestore()
     T = st.types
     w = BagWriter(path, {"/joint_states": "sensor_msgs/msg/JointState"}, flush_period=1.0)
     for k, (ns, names) in enumerate(zip(stamps_ns, names_per_msg)):
@@ -183,9 +183,9 @@ def test_unchanged_republication_is_no_stamping_fault(tmp_path):
     """A state re-published unchanged with its stamp (a lockstep simulator's keep-alive) is
     dropped as a repeat without the stamps_reordered warning; a repeated stamp with other
     values is a stamping fault and warned."""
-    from robot_identification.data._bag import BagWriter, _typestore
+    from robot_identification.data._bag import BagWriter, typestore
     from robot_identification.diagnostics import check_stamp_order
-    T = _typestore().types
+    T = typestore().types
     w = BagWriter(tmp_path / "bag", {"/joint_states": "sensor_msgs/msg/JointState"})
 
     def state(ns, q):
@@ -193,7 +193,7 @@ def test_unchanged_republication_is_no_stamping_fault(tmp_path):
             header=T["std_msgs/msg/Header"](stamp=T["builtin_interfaces/msg/Time"](
                 sec=ns // 10**9, nanosec=ns % 10**9), frame_id=""), name=["joint1"],
             position=np.array([q]), velocity=np.zeros(0), effort=np.array([2.0 * q]))
-        w.write("/joint_states", _typestore().serialize_cdr(msg, "sensor_msgs/msg/JointState"),
+        w.write("/joint_states", typestore().serialize_cdr(msg, "sensor_msgs/msg/JointState"),
                 ns)
     for k in range(50):
         state(k * 10**6, 0.01 * k)

@@ -5,6 +5,7 @@ import pytest
 import yaml
 
 from robot_identification import diagnostics as dg
+from robot_identification import signal as sig
 from robot_identification.diagnostics import Diagnostic
 
 
@@ -54,7 +55,7 @@ def test_noise_estimate_and_residual_check():
     rng = np.random.default_rng(0)
     t = np.arange(0, 10, 1e-3)
     x = np.sin(2 * np.pi * 0.5 * t)[:, None] + 0.01 * rng.standard_normal((t.size, 1))
-    assert dg.noise_std(x)[0] == pytest.approx(0.01, rel=0.05)
+    assert sig.noise_std(x)[0] == pytest.approx(0.01, rel=0.05)
     d = dg.check_residual_noise(["joint1", "joint2", "joint3 link"], [0.5, 0.05, 1.0],
                                 [0.01, 0.01, np.nan])
     assert codes(d) == ["residual_above_noise"] and d[0].subject == "joint1"
@@ -77,7 +78,7 @@ def test_far_from_truth_and_understated_std():
 def test_cutoff_against_excitation_and_nyquist():
     t = np.arange(0, 20, 1e-3)
     q = np.column_stack([np.sin(2 * np.pi * 0.5 * t), np.zeros_like(t)])
-    band = dg.excitation_band(t, q)
+    band = sig.excitation_band(t, q)
     assert 0.4 <= band <= 0.7
     assert codes(dg.check_cutoff(20.0, 1000.0, band)) == ["cutoff_above_excitation"]
     assert codes(dg.check_cutoff(450.0, 1000.0, 100.0)) == ["cutoff_near_nyquist"]
@@ -213,7 +214,7 @@ def test_result_carries_diagnostics_to_results_yaml_and_cli(planar_spiked, tmp_p
 def test_coulomb_filter_smear_near_reversals():
     t = np.arange(0, 10, 1e-3)
     v = np.sin(2 * np.pi * 0.5 * t)[:, None]            # a reversal every second
-    near = dg.near_reversal(v, 100)
+    near = sig.near_reversal(v, 100)
     assert near.sum() == 9 * 201                       # t = 1, 2, ..., 9 s
     frac = near.mean()
     d = dg.check_coulomb_smear(5.0, 0.0, {"coulomb", "viscous"}, frac)
@@ -250,7 +251,7 @@ def test_noise_of_a_quantised_signal_is_not_zero():
     v = np.round((0.3 * np.sin(t) + 2e-5 * rng.standard_normal(t.size)) / 1e-4) * 1e-4
     v[:300] = np.round(3e-5 * rng.standard_normal(300) / 1e-4) * 1e-4   # at rest: flicker
     assert np.median(np.abs(np.diff(v[:300], n=3))) == 0                # the MAD sees nothing
-    assert dg.noise_std(v[:300, None])[0] > 1e-5
+    assert sig.noise_std(v[:300, None])[0] > 1e-5
 
 
 def test_signal_band_where_a_random_walk_meets_white_noise():
@@ -263,9 +264,9 @@ def test_signal_band_where_a_random_walk_meets_white_noise():
     sw, sn = 1e-4, 2e-4
     x = np.cumsum(sw * rng.standard_normal((n, 2)), axis=0) + sn * rng.standard_normal((n, 2))
     expected = fs / np.pi * np.arcsin(sw / (2 * np.sqrt(10.0) * sn))
-    found = dg.signal_band(t, x, np.full(2, sn), band_hz=0.1)
+    found = sig.signal_band(t, x, np.full(2, sn), band_hz=0.1)
     assert found == pytest.approx(expected, rel=0.2)
-    assert dg.signal_band(t, np.zeros((n, 2)), np.full(2, sn)) == 0.0     # nothing moves
+    assert sig.signal_band(t, np.zeros((n, 2)), np.full(2, sn)) == 0.0     # nothing moves
 
 
 def test_reversal_window_marks_stops_and_settles_the_step():

@@ -185,7 +185,7 @@ def test_each_recording_is_summarised_once(planar, monkeypatch):
     """identify() summarises every recording to resolve 'auto' settings; the map step reuses
     that summary for the diagnostics instead of computing it again (it cost 9 % of the
     20-minute elastic benchmark's CPU time, benchmarks/elastic_20min.py)."""
-    import robot_identification.diagnostics as dg
+    import robot_identification.identification._auto as dg     # where the engine calls it
     model, data = planar
     calls = []
     real = dg.recording_summary

@@ -377,8 +377,8 @@ def test_consistent_torques_raise_no_torque_diagnostic(run, tmp_path):
 def test_bag_stamps_going_back_are_diagnosed(run, tmp_path, capsys):
     """Header stamps 5 ms early on 1 % of the messages: the reader sorted them and dropped
     the repeats without a word, and the friction estimates moved."""
-    from robot_identification.data._bag import BagWriter, _typestore
-    st = _typestore()
+    from robot_identification.data._bag import BagWriter, typestore
+    st = typestore()
     T = st.types
     z = np.load(run / "run.npz")
     w = BagWriter(_in(tmp_path) / "bag", {"/joint_states": "sensor_msgs/msg/JointState"})
@@ -404,8 +404,8 @@ def test_bag_stamps_going_back_are_diagnosed(run, tmp_path, capsys):
 
 def _open_bag(folder, z, flush_every=400, n=1200):
     """A bag whose recorder still runs: flushed chunks, no metadata.yaml (left open)."""
-    from robot_identification.data._bag import BagWriter, _typestore
-    st = _typestore()
+    from robot_identification.data._bag import BagWriter, typestore
+    st = typestore()
     T = st.types
     w = BagWriter(folder, {"/joint_states": "sensor_msgs/msg/JointState"}, flush_period=np.inf)
     for k in range(n):

@@ -75,8 +75,8 @@ def test_a_panicking_solver_is_a_failed_attempt():
 
 # ------------------------------------------------------------------------------ clock jumps
 def _bag(path, stamps_ns, n_joints=3, effort_from=0):
-    from robot_identification.data._bag import BagWriter, _typestore
-    st = _typestore()
+    from robot_identification.data._bag import BagWriter, typestore
+    st = typestore()
     T = st.types
     js = "sensor_msgs/msg/JointState"
     w = BagWriter(path, {"/joint_states": js}, flush_period=np.inf)
@@ -122,9 +122,9 @@ def test_sqlite_recording_without_metadata_is_read(run, tmp_path, capsys):
     recording_unclosed warning, and the directory is left as it was (no journal, no -shm)."""
     from rosbags.rosbag2 import StoragePlugin, Writer
 
-    from robot_identification.data._bag import _typestore
+    from robot_identification.data._bag import typestore
     bag = _in(tmp_path) / "killed"
-    st = _typestore()
+    st = typestore()
     T = st.types
     js = "sensor_msgs/msg/JointState"
     ds = load_dataset(run / "run.npz")

@@ -15,7 +15,7 @@ import yaml
 from conftest import assert_one_line, run_cli
 from robot_identification import cli
 from robot_identification.data import Dataset, load_dataset
-from robot_identification.data._bag import BagWriter, _typestore, read_bag, write_bag
+from robot_identification.data._bag import BagWriter, typestore, read_bag, write_bag
 from robot_identification.errors import DataError, ModelError
 from robot_identification.model import load_robot
 from robot_identification.streaming import iter_chunks
@@ -27,7 +27,7 @@ SZABO_URDF = (REPO / "urdf" / "szabo_3dof.urdf").read_text()
 # ------------------------------------------------------------------------------ bags
 def states_bag(path, n_messages=400, flush_every=40):
     """A closed bag of /joint_states (2 joints, 1 kHz) flushed into many MCAP chunks."""
-    st = _typestore()
+    st = typestore()
     T = st.types
     w = BagWriter(path, {"/joint_states": "sensor_msgs/msg/JointState"}, flush_period=np.inf)
     for k in range(n_messages):

@@ -306,9 +306,9 @@ def test_gripper_publishing_on_joint_states_is_left_out(tmp_path):
     """A gripper driver publishing its own JointState messages on /joint_states (interleaved,
     even first) does not break reading the arm: its messages are left out with a warning and
     the arm's samples are the same as without it."""
-    from robot_identification.data._bag import BagWriter, _typestore, read_bag
+    from robot_identification.data._bag import BagWriter, typestore, read_bag
     from robot_identification.streaming import iter_chunks
-    st = _typestore()
+    st = typestore()
     T = st.types
 
     def msg(ns, names, pos):

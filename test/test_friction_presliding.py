@@ -9,8 +9,8 @@ import pytest
 from robot_identification.data import Dataset
 from robot_identification.model import load_robot
 from robot_identification.pipeline import identify
-from robot_identification.validation import (
-    presliding_state, settings_from_results, validate)
+from robot_identification.identification import presliding_state, settings_from_results
+from robot_identification.validation import validate
 
 
 def dahl_ode(x, moving, delta, substeps=200):

@@ -9,7 +9,8 @@ from conftest import make_model, spatial_arm_config, spatial_arm_urdf
 from robot_identification.data import Dataset
 from robot_identification.errors import ConfigError
 from robot_identification.model import RobotModel, parse_robot_config
-from robot_identification.pipeline import identify, resolve_settings
+from robot_identification.pipeline import identify
+from robot_identification.identification import resolve_settings
 from robot_identification.regressor import regressor
 from robot_identification.regressor._regressor import coulomb_sign
 
@@ -88,7 +89,8 @@ def test_deadband_is_the_same_in_identification_and_prediction():
     """Validating on the identification data reproduces the fit's residual exactly (all rows
     used): the results file carries the resolved cut-off and deadband and prediction uses
     them."""
-    from robot_identification.validation import settings_from_results, validate
+    from robot_identification.identification import settings_from_results
+    from robot_identification.validation import validate
     model = make_model("rigid", prismatic=False)
     rng = np.random.default_rng(3)
     t = np.arange(0, 8, 2e-3)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from robot_identification.errors import ExcitationError, ModelError
-from robot_identification.identifiability._lin import (
+from robot_identification.identification import (
     check_persistent_excitation, composite_constants, composite_direct, exciting_directions,
     lin_identify, minimal_set, rnea_torques, step_profile)
 from robot_identification.model import load_robot
@@ -126,7 +126,7 @@ def test_unsupported_structure_raises():
 
 
 def test_excitation_report(model):
-    from robot_identification.identifiability._lin import excitation_report
+    from robot_identification.identification import excitation_report
     rep = excitation_report(model, Q0)
     assert rep["ok"] and rep["rank"][4] == (7, 7)
     bad = excitation_report(model, Q0, values=(0.7, 0.7, 0.7), times=(0.2, 0.3))
@@ -137,7 +137,7 @@ def test_unexciting_configuration_names_missing_constants():
     """Review finding: at q4 = q5 = q6 = 0 joint 5's U33 column vanishes; that must be an
     error naming the constant, not a silently shorter result."""
     from robot_identification.errors import ExcitationError
-    from robot_identification.identifiability._lin import lin_identify
+    from robot_identification.identification import lin_identify
     from robot_identification.model import load_robot
     with pytest.raises(ExcitationError, match=r"body5\.U33"):
         lin_identify(load_robot("stanford_arm"), [0.7, 0.7, 0, 0, 0, 0])

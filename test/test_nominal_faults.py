@@ -1,5 +1,5 @@
 """Faults of real robot data that are syntactically valid, named by the per-recording check
-against the URDF's nominal model (robot_identification._nominal_check): a joint's direction
+against the URDF's nominal model (robot_identification.diagnostics._nominal): a joint's direction
 reversed, two joints' columns swapped, an encoder zero offset, torques in other units, a
 dead torque channel. Each on a crafted szabo_3dof simulation (the simulator's true
 parameters are the URDF's, so the fault is the only difference); none on clean simulations.

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from robot_identification.errors import DataError
-from robot_identification.online import OnlineIdentification
+from robot_identification.identification import OnlineIdentification
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ from conftest import make_model
 
 from robot_identification.data import Dataset
 from robot_identification.regressor import regressor
-from robot_identification.selection import folds, format_selection, select
+from robot_identification.validation import folds, format_selection, select
 
 
 def _recording(model, seed, T=8.0):

@@ -87,9 +87,10 @@ def test_exported_urdf_reproduces_prediction(run):
     from robot_identification.commands.export_urdf import export_from_results
     from robot_identification.data import load_dataset
     from robot_identification.model import load_robot
-    from robot_identification.pipeline import preprocess
+    from robot_identification.identification import preprocess
     from robot_identification.report import urdf_torque
-    from robot_identification.validation import load_estimates, predict_torque
+    from robot_identification.validation import load_estimates
+    from robot_identification.identification import predict_torque
     out, res, _ = run
     model = load_robot("ur10e")
     urdf = export_from_results(model, out / "results.yaml", out / "ur10e_identified.urdf")

@@ -10,8 +10,8 @@ from robot_identification.errors import DataError
 from robot_identification.identifiability import base_parameters
 from robot_identification.model import load_robot
 from robot_identification.regressor import regressor
-from robot_identification.validation import (
-    load_estimates, torque_errors, validate, validation_to_dict)
+from robot_identification.validation import load_estimates, validate, validation_to_dict
+from robot_identification.identification import torque_errors
 
 
 @pytest.fixture(scope="module")

@@ -79,7 +79,7 @@ def run(args):
                              measured_velocities=not args.numerical_derivatives)
     table = None
     if args.select:
-        from robot_identification.selection import format_selection, select
+        from robot_identification.validation import format_selection, select
         settings, table = select(model, datasets, settings)
         print(format_selection(table, " (leave-one-recording-out)" if len(datasets) > 1
                                else " (3 time blocks)"))
@@ -88,7 +88,7 @@ def run(args):
                       workers=args.workers, scheduler=args.scheduler)
     result.settings["data"] = [str(p) for p in args.data]
     if table is not None:
-        from robot_identification.selection import selection_diagnostics
+        from robot_identification.validation import selection_diagnostics
         result.settings["selection"] = table
         result.diagnostics += selection_diagnostics(model, table)
     out = write_results(result, args.output, model, inputs=input_paths(args))

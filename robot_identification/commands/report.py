@@ -28,8 +28,8 @@ def add_arguments(p):
 def run(args):
     from robot_identification.data import load_dataset
     from robot_identification.report._html import identification_data, write_report
-    from robot_identification.validation import (
-        load_estimates, settings_from_results, validate)
+    from robot_identification.validation import load_estimates, validate
+    from robot_identification.identification import settings_from_results
     model = robot_from_args(args)
     if args.urdf_out:
         check_output_argument(args, model, "urdf-out")

@@ -35,7 +35,8 @@ def add_arguments(p):
 def run(args):
     from robot_identification.errors import DataError
     from robot_identification.validation import (
-        format_validation, load_estimates, settings_from_results, validate, write_validation)
+        format_validation, load_estimates, validate, write_validation)
+    from robot_identification.identification import settings_from_results
     model = robot_from_args(args)
     check_output_argument(args, model)
     base, models, doc = load_estimates(args.results, model)

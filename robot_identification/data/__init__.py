@@ -2,15 +2,18 @@
 
 - :class:`Dataset` -- t, q, tau, theta and optional derivatives, true parameters, metadata
 - :func:`load_dataset` -- NPZ, rosbag2 (directory or .mcap), CSV by extension
-- :func:`iter_bag_chunks` -- a rosbag2 read message by message in chunks (bounded memory)
+- :func:`read_csv`, :func:`csv_options`, :data:`CSV_PRESETS` -- CSV with a column mapping
+- rosbag2 (``rosbags``, imported on first use): :func:`read_bag` (a whole bag),
+  :func:`iter_bag_chunks` (read message by message in chunks, bounded memory),
+  :func:`write_bag`, :class:`BagWriter` (incremental), :func:`typestore`; the topics
+  :data:`JOINT_TOPIC`, :data:`MOTOR_TOPIC`, :data:`COMMAND_TOPIC`
+- :func:`uniform_grid`, :func:`check_meta`, :func:`check_float_dtype`,
+  :func:`read_npy_header` -- what the readers check (the engine's sources use them too)
 """
-from robot_identification.data._dataset import Dataset, load_dataset  # noqa: F401
-from robot_identification.data._csv import CSV_PRESETS, csv_options, read_csv  # noqa: F401,E402
-
-
-def iter_bag_chunks(path, chunk: int = 200_000, **kwargs):
-    """Chunks (:class:`Dataset`) of a rosbag2 recording, read in bounded memory; keyword
-    arguments and errors as in :func:`robot_identification.data._bag.iter_bag_chunks`
-    (imported on first use: the bag reader needs ``rosbags``)."""
-    from robot_identification.data._bag import iter_bag_chunks as read
-    return read(path, chunk, **kwargs)
+from robot_identification.data._dataset import (  # noqa: F401
+    MAX_TIME_STEP, Dataset, check_float_dtype, check_meta, load_dataset, read_npy_header,
+    uniform_grid)
+from robot_identification.data._csv import CSV_PRESETS, csv_options, read_csv  # noqa: F401
+from robot_identification.data._bag import (  # noqa: F401
+    COMMAND_TOPIC, JOINT_TOPIC, MOTOR_TOPIC, BagWriter, iter_bag_chunks, read_bag, typestore,
+    write_bag)

@@ -30,7 +30,8 @@ METADATA_VERSION = 8      # readable by ``ros2 bag`` on Humble and later (9 is n
 _CUSTOM_KEY = "robot_identification"
 
 
-def _typestore():
+def typestore():
+    """The rosbags type store of the ROS 2 messages the bags hold (Humble definitions)."""
     from rosbags.typesys import Stores, get_typestore
     return get_typestore(Stores.ROS2_HUMBLE)
 
@@ -363,7 +364,7 @@ def read_bag(path, *, joint_topic: str = JOINT_TOPIC, motor_topic: str = MOTOR_T
     path = Path(path)
     if not path.exists():
         raise DataError(f"bag '{path}' does not exist")
-    store = _typestore()
+    store = typestore()
     msgs = {joint_topic: [], motor_topic: []}
     for topic, msgtype, raw, t_ns in _iter_bag(path, set(msgs)):
         if msgtype != JOINT_STATE:
@@ -510,7 +511,7 @@ class BagWriter:
             raise DataError(f"bag '{self.path}' exists already; recorded data is never "
                             f"overwritten: choose another name")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        store = _typestore()
+        store = typestore()
         self._writer = Writer(self.path, version=METADATA_VERSION,
                               storage_plugin=StoragePlugin.MCAP)
         self._custom = dict(custom_data or {})
@@ -594,7 +595,7 @@ def iter_bag_chunks(path, chunk: int = 200_000, *, joint_topic=None, motor_topic
         raise DataError(f"effort_lag must lie in [0, 1) sample periods, got {effort_lag}")
     jt = joint_topic or JOINT_TOPIC
     mt = motor_topic or MOTOR_TOPIC
-    store = _typestore()
+    store = typestore()
     custom = _custom_data(path)
     true = custom.get("true_parameters") or {}
     meta0 = dict(custom.get("metadata", {}), unclosed=_unclosed(path))
@@ -728,7 +729,7 @@ def write_bag(dataset: Dataset, path, *, joint_topic: str = JOINT_TOPIC,
         Invalid dataset or the bag directory exists already.
     """
     dataset.validate(min_samples=1)
-    store = _typestore()
+    store = typestore()
     T = store.types
     JointState, Header, Time = (T[JOINT_STATE], T["std_msgs/msg/Header"],
                                 T["builtin_interfaces/msg/Time"])

@@ -14,26 +14,50 @@ recordings (each an iterator of chunks; a dataset = one chunk)
 - :func:`make_preprocessor` -- the strategies (:data:`PREPROCESSING`)
 - :func:`identify_drive_gains`, :func:`payload_parameters` -- drive gains from a known
   payload (Gautier & Briot 2011), the currents as extra columns of the same equations
+- :func:`preprocess` -- a whole dataset through the pre-processing strategy
+- :func:`resolve_settings` -- ``auto`` settings measured on the recordings (``_auto``)
+- :func:`predict_torque` -- the torque of identified base parameters (``_prediction``)
+- the friction model of prediction (``_friction``): :func:`prediction_deadband`,
+  :func:`filtered_coulomb`, the pre-sliding state :func:`presliding_state` and its
+  selection :func:`select_presliding` / :func:`resolve_presliding`
+- :class:`OnlineIdentification` -- recursive identification of samples arriving in pieces
+  (``_online``)
+- :func:`lin_identify` -- Lin's one-joint-at-a-time procedure (``_lin``)
 
 The CLI (``identify``, ``identify-stream``), :func:`robot_identification.pipeline.identify`,
 :func:`robot_identification.streaming.identify_streaming`, drive-gain identification and the
 identifier node all call these.
 """
-from robot_identification.identification._engine import (  # noqa: F401
-    CUTOFF_BAND_FACTOR, DEADBAND_NOISE_FACTOR, SETTLE_TOLERANCE, STOP_VELOCITY_FRACTION,
-    SUMMARY_SAMPLES, HuberWeights, ReversalWindow, accumulate_states, fir_reversal_window,
-    identify,
-    match_true_parameters, truth_diagnostics,
-    load_prior, needs_resolving, recording_normal_equations, recording_summaries,
-    resolve_settings, reversal_window, row_labels, row_mask, solve, true_base_values,
-    with_overrides)
-from robot_identification.identification._drive_gains import (  # noqa: F401
-    DriveGainResult, identify_drive_gains, payload_parameters)
-from robot_identification.identification._estimators import (  # noqa: F401
-    ESTIMATORS, EstimationContext, estimate_from)
-from robot_identification.identification._preprocessing import (  # noqa: F401
-    PREPROCESSING, FIRStates, ZeroPhaseStates, make_bank, make_preprocessor, sample_rate)
-from robot_identification.identification._result import IdentificationResult  # noqa: F401
 from robot_identification.identification._sources import (  # noqa: F401
     READ_CHUNK, NpyDirWriter, Recording, as_recording, iter_bag_chunks, iter_chunks,
     iter_dataset_chunks, iter_npy_dir_chunks, iter_npz_chunks, resample_uniform)
+from robot_identification.identification._auto import (  # noqa: F401
+    CUTOFF_BAND_FACTOR, DEADBAND_NOISE_FACTOR, STOP_VELOCITY_FRACTION, SUMMARY_SAMPLES,
+    needs_resolving, recording_summaries, resolve_settings)
+from robot_identification.identification._preprocessing import (  # noqa: F401
+    PREPROCESSING, FIRStates, ZeroPhaseStates, make_bank, make_preprocessor, preprocess,
+    sample_rate)
+from robot_identification.identification._result import IdentificationResult  # noqa: F401
+from robot_identification.identification._engine import (  # noqa: F401
+    SETTLE_TOLERANCE, HuberWeights, ReversalWindow, accumulate_states, fir_reversal_window,
+    identify, load_prior, match_true_parameters, recording_normal_equations,
+    reversal_window, row_labels, row_mask, solve, true_base_values, truth_diagnostics,
+    with_overrides)
+from robot_identification.identification._estimators import (  # noqa: F401
+    ESTIMATORS, EstimationContext, estimate_from)
+from robot_identification.identification._drive_gains import (  # noqa: F401
+    DriveGainResult, identify_drive_gains, payload_parameters)
+from robot_identification.identification._prediction import (  # noqa: F401
+    REST_VELOCITY, coulomb_coefficients, predict_torque, settings_from_results,
+    torque_errors)
+from robot_identification.identification._friction import (  # noqa: F401
+    BRIDGE_CUTOFF_PERIODS, JITTER_FACTOR, PRESLIDING_GRID, PRESLIDING_MIN_GAIN,
+    filtered_coulomb, motion_direction, position_jitter, prediction_deadband, presliding_of,
+    presliding_state, resolve_presliding, select_presliding)
+from robot_identification.identification._online import (  # noqa: F401
+    SETTINGS_WINDOW, OnlineIdentification)
+from robot_identification.identification._lin import (  # noqa: F401
+    ROTATIONAL_UNKNOWNS, TRANSLATIONAL_UNKNOWNS, CompositeConstants, LinResult,
+    check_persistent_excitation, composite_constants, composite_direct, excitation_report,
+    exciting_directions, lin_identify, minimal_set, moving_axis_geometry, moving_joint_rows,
+    rnea_torques, rotational_rows, step_profile, translational_rows, varying_parts)

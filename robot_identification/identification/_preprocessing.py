@@ -30,9 +30,14 @@ import dataclasses
 import numpy as np
 import scipy.signal
 
+from robot_identification.data import MAX_TIME_STEP, Dataset
 from robot_identification.errors import DataError
+from robot_identification.identification._auto import (
+    needs_resolving, recording_summaries, resolve_settings)
+from robot_identification.identification._sources import Recording
 from robot_identification.signal import (
-    central_difference, lowpass_filtfilt, savgol_derivative)
+    PolynomialApproximation, SavitzkyGolay, central_difference, lowpass_filtfilt,
+    savgol_derivative)
 
 #: Pre-processing strategies by name.
 PREPROCESSING = ("butterworth", "savgol", "polynomial")
@@ -55,7 +60,6 @@ def sample_rate(t) -> float:
     dt = float(np.median(np.diff(t)))
     if not dt > 0:
         raise DataError(f"time stamps do not increase (median step {dt} s)")
-    from robot_identification.data._dataset import MAX_TIME_STEP
     if dt > MAX_TIME_STEP:
         raise DataError(f"median time step {dt:.6g} s ({1 / dt:.3g} Hz): time stamps in "
                         f"milliseconds, microseconds or sample numbers instead of seconds?")
@@ -357,7 +361,6 @@ def make_bank(kind, fs, **kw):
     DataError
         Unknown kind or bad settings.
     """
-    from robot_identification.signal import PolynomialApproximation, SavitzkyGolay
     if kind in ("pa", "polynomial"):
         return PolynomialApproximation(fs=fs, **kw)
     if kind == "savgol":
@@ -403,3 +406,38 @@ def make_preprocessor(model, settings, fs, *, bank=None, use_measured_derivative
         return FIRStates(model, make_bank("savgol", fs, length=length,
                                           order=settings.savgol_order), settings.decimate)
     raise DataError(f"unknown pre-processing '{name}' (expected one of {list(PREPROCESSING)})")
+
+
+def preprocess(model, dataset: Dataset, settings=None,
+               use_measured_derivatives: bool = True):
+    """Filtered positions, velocities, accelerations and torques of a whole dataset.
+
+    The engine's pre-processing strategy (``settings.preprocessing``; default
+    ``butterworth``: zero-phase Butterworth then numerical differentiation, as in Zollo et
+    al. 2014, Sec. 6.1: 5th order, 20 Hz) applied to the dataset as one chunk. Irregular
+    time stamps are resampled onto a uniform grid first.
+
+    Returns
+    -------
+    states : dict
+        Arrays (N, n): ``q, dq, ddq, tau`` and for elastic models ``theta, dtheta, ddtheta``.
+    t : ndarray (N,)
+
+    Raises
+    ------
+    DataError
+        Invalid dataset (see :meth:`Dataset.validate`), filter settings incompatible
+        with the sampling rate.
+    """
+    s = settings or model.config.identification
+    rec = Recording.from_dataset(dataset, model)
+    if needs_resolving(s):   # not resolved over all recordings: this one alone
+        s = resolve_settings(model, s, recording_summaries(model, [rec]))
+    (ds,) = rec.chunks()
+    pre = make_preprocessor(model, s, sample_rate(ds.t),
+                            use_measured_derivatives=use_measured_derivatives)
+    parts = [out for out in (pre.push(ds), pre.finish()) if out is not None]
+    if not parts:
+        raise DataError(f"{ds.t.shape[0]} samples are too few for the {pre.name} filter")
+    states = {k: np.concatenate([st[k] for st, _ in parts], axis=0) for k in parts[0][0]}
+    return states, np.concatenate([t for _, t in parts])

@@ -3,7 +3,7 @@
 Subscribes to ``joint_states_topic`` (link side, sensor_msgs/JointState with positions and,
 for rigid arms, efforts) and for elastic arms ``motor_states_topic`` (motor positions referred
 to the link side and motor torques as efforts), pairs them by header stamp and feeds them in
-blocks of ``block_samples`` to :class:`robot_identification.online.OnlineIdentification`
+blocks of ``block_samples`` to :class:`robot_identification.identification.OnlineIdentification`
 (polynomial-approximation filters, modified recursive least squares with identifiability
 flags). Every 1/``publish_rate`` s of node time (``/clock`` with ``use_sim_time``) the current
 estimate goes out latched on ``~/estimates`` (robot_identification_interfaces/msg/
@@ -16,9 +16,9 @@ without an ``identification`` section, with Coulomb friction) are resolved as th
 resolves them, on the first ``settings_window`` seconds of samples (held back until then, or
 until no sample has arrived for ``idle_timeout`` s of steady time: a short replay), logged once
 and reported in the ``automatic_settings`` diagnostic of every estimate
-(:class:`~robot_identification.online.OnlineIdentification`). Friction rows within one filter
-window of a velocity reversal or stop are dropped as by the batch engine; the last t_d (filter
-delay) of filtered samples waits for its successors, or for ``idle_timeout`` s without a
+(:class:`~robot_identification.identification.OnlineIdentification`). Friction rows within one
+filter window of a velocity reversal or stop are dropped as by the batch engine; the last t_d
+(filter delay) of filtered samples waits for its successors, or for ``idle_timeout`` s without a
 sample (the stream paused or ended: they are added, the filters restart with the next
 sample).
 """
@@ -36,7 +36,7 @@ from robot_identification.errors import IdentificationError
 from robot_identification.nodes._common import (QOS, declare, declare_optional, declare_robot,
                                                 main_for)
 from robot_identification.nodes._messages import LATCHED, result_msg
-from robot_identification.online import SETTINGS_WINDOW, OnlineIdentification
+from robot_identification.identification import OnlineIdentification, SETTINGS_WINDOW
 
 
 class OnlineIdentifier(Node):

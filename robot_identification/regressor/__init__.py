@@ -4,9 +4,10 @@
 - :func:`rigid_regressor` -- pinocchio torque regressor + rotor inertia + friction
 - :func:`elastic_regressor` -- Zollo et al. (2014) elastic-joint regressor, 2n rows per sample
 - :func:`friction_columns` -- Coulomb/viscous/static (Szabó) friction and offset columns
+- :func:`coulomb_sign` -- the Coulomb column: sign(v) with a linear ramp in a deadband
 - :func:`torque_vector` -- matching left-hand side rows
 - :func:`iter_regressor_blocks` -- chunked observation system for long recordings
 """
 from robot_identification.regressor._regressor import (  # noqa: F401
-    CHUNK, elastic_regressor, friction_columns, iter_regressor_blocks, regressor,
+    CHUNK, coulomb_sign, elastic_regressor, friction_columns, iter_regressor_blocks, regressor,
     rigid_regressor, torque_vector)

@@ -4,8 +4,14 @@
 - :func:`central_difference` -- numerical derivative
 - :func:`savgol_derivative` -- Savitzky-Golay smoothing differentiator
 - :func:`velocity_mask` -- velocity-threshold sample rejection
+- :func:`near_reversal` -- samples near a velocity sign change
+- :class:`PolynomialApproximation`, :class:`SavitzkyGolay` -- causal FIR differentiator banks
+- :func:`noise_std`, :func:`robust_std`, :func:`excitation_band`, :func:`signal_band` --
+  noise levels and spectra of recorded signals (the automatic settings and the diagnostics)
 """
 from robot_identification.signal._filters import (  # noqa: F401
-    central_difference, lowpass_filtfilt, savgol_derivative, velocity_mask)
+    central_difference, lowpass_filtfilt, near_reversal, savgol_derivative, velocity_mask)
 from robot_identification.signal._polynomial import (  # noqa: F401,E402
     PolynomialApproximation, SavitzkyGolay, jacobi_orthonormal)
+from robot_identification.signal._spectra import (  # noqa: F401,E402
+    SIGNAL_NOISE_RATIO, excitation_band, noise_std, robust_std, signal_band)

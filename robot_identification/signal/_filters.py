@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.signal
+from scipy.ndimage import maximum_filter1d
 
 from robot_identification.errors import DataError
 
@@ -97,3 +98,14 @@ def velocity_mask(velocity, threshold):
     if threshold <= 0:
         return np.ones(v.shape[0], dtype=bool)
     return np.all(np.abs(v) >= threshold, axis=1)
+
+
+def near_reversal(velocity, window):
+    """Samples (N, n) within ``window`` samples of a sign change of ``velocity`` (N, n)."""
+    v = np.asarray(velocity, dtype=float)
+    flip = np.zeros(v.shape, dtype=bool)
+    flip[1:] = np.signbit(v[1:]) != np.signbit(v[:-1])
+    if window <= 0:
+        return flip
+    return maximum_filter1d(flip.astype(np.uint8), size=2 * int(window) + 1, axis=0,
+                            mode="constant").astype(bool)

@@ -1,127 +1,21 @@
-"""Validation of identified models on held-out data: predicted vs measured joint torque.
-
-For every validation file and every model (the nominal URDF and each estimate stored
-in results.yaml) the torque predicted by the base model, tau = W_base(q, dq, ddq) beta,
-is compared with the measured torque (both after the same zero-phase Butterworth
-filter as in identification) per joint:
-
-- ``rms``   = sqrt(mean((tau_pred - tau_meas)^2))                      [N*m]
-- ``nrmse`` = rms / sqrt(mean(tau_meas^2))                             [-]
-
-and ``nrmse_mean`` is the mean over joints. Validation needs no excitation: static
-runs (no motion) are evaluated too (they test gravity and offsets).
-
-validation.yaml (version 1)::
-
-    robot: ur10e
-    primary: physical            # the estimate reported in files[*].joints
-    files:
-      - file: validation/run.csv
-        estimate: physical
-        joints: [{name: shoulder_pan_joint, rms: 1.2, nrmse: 0.06}, ...]
-        nrmse_mean: 0.08
-        moving: true
-        models:                  # every model, same layout
-          nominal: {joints: [...], nrmse_mean: ...}
-          ols: {...}
-          wls: {...}
-          physical: {...}
-"""
+"""The friction model of prediction, in one place for identification and validation: the
+Coulomb ramp at rest, the Coulomb column as the filtered measurement holds it, and the
+pre-sliding (Dahl) state reset at stops with its in-sample selection
+(``friction_presliding``)."""
 from __future__ import annotations
 
-from pathlib import Path
+from dataclasses import replace
 
 import numpy as np
-import yaml
 
-from robot_identification.errors import ConfigError, DataError
-
-#: Order in which estimates are preferred as the primary validated model.
-PREFERENCE = ("physical", "wls", "ols")
-
-
-def load_estimates(path, model, base=None):
-    """Base-parameter vectors of the models in a results.yaml, plus the nominal model.
-
-    Returns
-    -------
-    base : BaseParameters
-    models : dict
-        name -> beta (p,); always ``nominal`` first, then ``estimates`` of the file (or
-        its single ``base_parameters`` estimate under the file's estimator name).
-    doc : dict
-        The parsed file.
-
-    Raises
-    ------
-    DataError
-        Missing file, invalid results file (:func:`robot_identification.report.read_results`),
-        wrong robot, or base parameters that do not match the model's.
-    """
-    from robot_identification.identifiability import base_parameters
-    from robot_identification.report import read_results
-    path = Path(path)
-    doc = read_results(path, model.config.name)
-    from robot_identification.model import current_parameter_name
-    names = [current_parameter_name(e["name"]) for e in doc["base_parameters"]]  # fv -> viscous
-    base = base or base_parameters(model)
-    if list(base.names) != names:
-        extra = [n for n in names if n not in base.names][:3]
-        lack = [n for n in base.names if n not in names][:3]
-        diff = (f"the file has {extra} the model lacks" if extra else "") + \
-            ("; " if extra and lack else "") + \
-            (f"the model has {lack} the file lacks" if lack else "") or \
-            "the same names in another order"
-        raise DataError(f"base parameters of '{path}' do not match robot "
-                        f"'{model.config.name}' (different model or friction settings): "
-                        f"{diff}")
-    models = {"nominal": base.base_values(model.nominal_parameters())}
-    ests = doc.get("estimates") or {}
-    if ests:
-        for name, e in ests.items():
-            models[name] = np.asarray(e["values"], dtype=float)
-    else:
-        models[doc.get("estimator", "estimate")] = np.array(
-            [e["estimate"] for e in doc["base_parameters"]], dtype=float)
-    return base, models, doc
-
-
-#: Velocities below this magnitude count as rest when predicting [rad/s]: the Coulomb
-#: term sign(dq) of a joint at rest is undetermined (stiction balances the load), and the
-#: UR logs resolve velocity to 1e-4 rad/s, so quantisation noise would flip it.
-REST_VELOCITY = 1e-3
-
-
-def settings_from_results(model, doc):
-    """The robot config's identification settings with the pre-processing actually used in
-    identification (results.yaml ``settings``: ``cutoff_hz``, ``filter_order``,
-    ``friction_deadband``, ``stop_velocity``), so that validation filters and predicts like
-    identification did and never resolves an automatic setting on held-out data (the stop
-    velocity, which only selects identification rows, is 0 when the file has none)."""
-    from dataclasses import replace
-    s = model.config.identification
-    got = (doc or {}).get("settings") or {}
-    kw = {}
-    if "cutoff_hz" in got:
-        kw["cutoff_hz"] = None if got["cutoff_hz"] is None else float(got["cutoff_hz"])
-    if isinstance(got.get("filter_order"), int):
-        kw["filter_order"] = got["filter_order"]
-    dead = got.get("friction_deadband")
-    if isinstance(dead, list) and len(dead) == model.n:
-        kw["friction_deadband"] = tuple(float(v) for v in dead)
-    elif isinstance(dead, (int, float)):
-        kw["friction_deadband"] = float(dead)
-    stop = got.get("stop_velocity")
-    kw["stop_velocity"] = (tuple(float(v) for v in stop)
-                           if isinstance(stop, list) and len(stop) == model.n else 0.0)
-    if isinstance(got.get("drop_reversals"), bool):
-        kw["drop_reversals"] = got["drop_reversals"]
-    pre, jit = got.get("friction_presliding"), got.get("position_jitter")
-    kw["friction_presliding"] = (tuple(float(v) for v in pre) if isinstance(pre, list)
-                                 and len(pre) == model.n else None)
-    kw["position_jitter"] = (tuple(float(v) for v in jit) if isinstance(jit, list)
-                             and len(jit) == model.n else None)
-    return replace(s, **kw)
+from robot_identification.data import Dataset
+from robot_identification.diagnostics import Diagnostic
+from robot_identification.errors import DataError
+from robot_identification.identification._prediction import (
+    coulomb_coefficients, predict_torque, settings_from_results, torque_errors)
+from robot_identification.identification._preprocessing import preprocess
+from robot_identification.regressor import coulomb_sign
+from robot_identification.signal import central_difference
 
 
 def prediction_deadband(model, settings):
@@ -189,10 +83,6 @@ def filtered_coulomb(model, dataset, settings, width, direction=None):
     ndarray (N, n) aligned with ``preprocess(model, dataset, settings)``, or None when the
     model has no Coulomb friction.
     """
-    from dataclasses import replace
-    from robot_identification.pipeline import preprocess
-    from robot_identification.regressor._regressor import coulomb_sign
-    from robot_identification.signal import central_difference
     if "coulomb" not in model.drive_parameter_keys():
         return None
     elastic = model.config.elastic
@@ -216,12 +106,18 @@ def filtered_coulomb(model, dataset, settings, width, direction=None):
 
 #: Candidate pre-sliding displacements [rad] of ``friction_presliding: auto`` (besides none).
 PRESLIDING_GRID = (1e-5, 3e-5, 1e-4, 2e-4, 5e-4, 1e-3, 3e-3)
+
+
 #: Below-stop-velocity intervals shorter than this many cutoff periods between two moving
 #: intervals are reversals, not stops (:func:`motion_direction`; the reversal window of
 #: identification, 0.6 / f_c for orders 4-5).
 BRIDGE_CUTOFF_PERIODS = 0.6
+
+
 #: Position jitter at rest = this factor x the typical non-zero position step there.
 JITTER_FACTOR = 2.0
+
+
 #: ``auto`` keeps the pre-sliding state only where it lowers the in-sample NRMSE by this
 #: fraction (else the ramp of :func:`prediction_deadband`).
 PRESLIDING_MIN_GAIN = 0.02
@@ -258,10 +154,8 @@ def motion_direction(model, dataset, settings):
     Raises
     ------
     DataError
-        The dataset cannot be filtered (see :func:`robot_identification.pipeline.preprocess`).
+        The dataset cannot be filtered (see :func:`preprocess`).
     """
-    from dataclasses import replace
-    from robot_identification.pipeline import preprocess
     states, t = preprocess(model, dataset, replace(settings, decimate=1))
     v = states["dtheta" if model.config.elastic else "dq"]
     stop = np.broadcast_to(np.asarray(settings.stop_velocity if not isinstance(
@@ -412,8 +306,6 @@ def select_presliding(model, base, beta, datasets, settings, grid=PRESLIDING_GRI
     DataError
         A dataset lacks a joint of the model or cannot be filtered.
     """
-    from dataclasses import replace
-    from robot_identification.pipeline import preprocess
     width = prediction_deadband(model, settings)
     if ("coulomb" not in model.drive_parameter_keys() or not datasets
             or not settings.drop_reversals):
@@ -444,185 +336,49 @@ def select_presliding(model, base, beta, datasets, settings, grid=PRESLIDING_GRI
     return None, jitter, table
 
 
-def predict_torque(model, base, beta, states, chunk=2048, rest_velocity=0.0,
-                   friction_deadband=0.0, coulomb=None):
-    """Torque predicted by base parameters, shape (N, rows).
+def resolve_presliding(model, result, datasets, settings, log=None):
+    """Record the prediction's Coulomb friction state in ``result.settings``
+    (``friction_presliding`` [rad] or None, ``position_jitter`` [rad] per joint and, for
+    ``auto``, the in-sample table ``presliding_selection``: [delta or None, mean NRMSE]).
 
-    Parameters
-    ----------
-    states : mapping
-        ``q, dq, ddq`` (N, n) [rad, rad/s, rad/s^2].
-    beta : ndarray (p,)
-    rest_velocity : float
-        |dq| below this is set to 0 before evaluating the model [rad/s]
-        (see :data:`REST_VELOCITY`; for results without a ``friction_deadband``).
-    friction_deadband : float or ndarray (n,)
-        Coulomb sign deadband [rad/s], as in identification
-        (:func:`robot_identification.regressor.coulomb_sign`).
-    coulomb : ndarray (N, n), optional
-        Values of the Coulomb columns replacing coulomb_sign(v, friction_deadband)
-        (:func:`filtered_coulomb`).
+    ``auto`` is resolved by :func:`select_presliding` on
+    the in-memory identification datasets with the primary estimate; recordings streamed
+    from files (bags) are not held in memory: there ``auto`` stays the ramp (None). A
+    number is kept as given. Only for models with Coulomb friction whose identification
+    dropped the friction rows at reversals and stops (else None).
     """
-    from robot_identification.regressor import iter_regressor_blocks
-    from robot_identification.regressor._regressor import coulomb_sign
-    out = []
-    st = dict(states)
-    if rest_velocity > 0:
-        for key in ("dq", "dtheta"):
-            if key in st:
-                st[key] = np.where(np.abs(st[key]) < rest_velocity, 0.0, st[key])
-    st.setdefault("tau", np.zeros_like(st["q"]))
-    for _, Y, _ in iter_regressor_blocks(model, st, chunk, friction_deadband=friction_deadband):
-        out.append(base.project(Y) @ beta)
-    pred = np.concatenate(out, axis=0)
-    if coulomb is not None:
-        n = model.n
-        v = st["dtheta" if model.config.elastic else "dq"]
-        old = coulomb_sign(v, friction_deadband)
-        rows = n if model.config.elastic else 0
-        pred[:, rows:rows + n] += (coulomb - old) * coulomb_coefficients(model, base, beta)
-    return pred
-
-
-def coulomb_coefficients(model, base, beta):
-    """Per joint the base parameter multiplying its Coulomb column, shape (n,): f_c where
-    the column is a base column of its own, else 0 (no Coulomb term, or one merged with
-    other columns, which a replacement column cannot change)."""
-    index = {int(k): b for b, k in enumerate(base.independent)}
-    names = list(model.parameter_names)
-    out = np.zeros(model.n)
-    for j, joint in enumerate(model.joint_names):
-        k = names.index(f"{joint}.coulomb") if f"{joint}.coulomb" in names else -1
-        if k in index:
-            out[j] = beta[index[k]]
-    return out
-
-
-def torque_errors(measured, predicted, names):
-    """Per-joint RMS error [N*m] and NRMSE of predicted vs measured torque (N, n)."""
-    err = predicted - measured
-    rms = np.sqrt(np.mean(err ** 2, axis=0))
-    ref = np.sqrt(np.mean(measured ** 2, axis=0))
-    nrmse = rms / np.maximum(ref, 1e-12)
-    joints = [{"name": nm, "rms": float(r), "nrmse": float(e)}
-              for nm, r, e in zip(names, rms, nrmse)]
-    return {"joints": joints, "nrmse_mean": float(np.mean(nrmse))}
-
-
-def validate(model, base, models, datasets, settings=None, labels=None, keep_signals=False,
-             rest_velocity=None, filter_coulomb=None):
-    """Validate base-parameter models on held-out datasets.
-
-    Parameters
-    ----------
-    model : RobotModel
-        Rigid: the joint torques are compared; elastic: the motor torques (the motor-side
-        rows of Zollo et al. 2014, eq. 13; the link rows have no measured right-hand side).
-    base : BaseParameters
-    models : dict
-        name -> beta (p,) (see :func:`load_estimates`).
-    datasets : list of Dataset
-    settings : IdentificationSettings, optional
-        Filtering and the Coulomb ramp (:func:`prediction_deadband`); default the robot
-        config's.
-    labels : list of str, optional
-        File label per dataset (default ``metadata['source']``).
-    keep_signals : bool
-        Also return the time, measured and predicted torques per file (for plots).
-    rest_velocity : float, optional
-        See :func:`predict_torque`; default 0 when ``settings.friction_deadband`` is a
-        number (the identification's deadband is used), else :data:`REST_VELOCITY`
-        [rad/s].
-    filter_coulomb : bool or None
-        True: predict the Coulomb column as the filtered measurement holds it
-        (:func:`filtered_coulomb`); False: the ramp of the filtered velocity (what a plain
-        script does; the benchmarks' references). None (default): True where identification
-        dropped the friction rows at reversals and stops (``settings.drop_reversals``) - on
-        the rows it used the filtered column equals the fitted one up to the filter's
-        settling tolerance, on the dropped rows the fitted column says nothing -, else False:
-        without ``drop_reversals`` identification fitted the ramp of the filtered velocity on
-        every row, and prediction uses that same column.
-
-    Returns
-    -------
-    list of dict
-        Per file: ``file``, ``moving``, ``models`` {name: {joints, nrmse_mean}} and, with
-        ``keep_signals``, ``signals`` {t, measured, predicted: {name: (N, n)}}.
-
-    Raises
-    ------
-    DataError
-        Invalid dataset (missing joints, NaN, too short).
-    ConfigError
-        A ``rest_velocity`` that is not a finite number >= 0.
-    """
-    from robot_identification.pipeline import preprocess
-    n = model.n
-    motor = slice(n, 2 * n) if model.config.elastic else slice(0, n)
-    s = settings or model.config.identification
-    dead = None if isinstance(s.friction_deadband, str) else prediction_deadband(model, s)
-    if rest_velocity is not None and not 0 <= rest_velocity < np.inf:
-        raise ConfigError(f"rest velocity must be a finite number >= 0 rad/s, got "
-                          f"{rest_velocity!r}")
-    if rest_velocity is None:
-        rest_velocity = REST_VELOCITY if dead is None else 0.0
-    out = []
-    for i, ds in enumerate(datasets):
-        states, t = preprocess(model, ds, s)
-        meas = states["tau"]
-        label = (labels[i] if labels else ds.metadata.get("source", f"dataset{i + 1}"))
-        entry = {"file": str(label), "moving": bool(ds.metadata.get(
-            "moving", np.abs(states["dq"]).max() > 0.01)), "models": {}}
-        preds = {}
-        coulomb = (filtered_coulomb(model, ds, s, dead)
-                   if dead is not None and (s.drop_reversals if filter_coulomb is None
-                                            else filter_coulomb) else None)
-        for name, beta in models.items():
-            pred = predict_torque(model, base, beta, states, rest_velocity=rest_velocity,
-                                  friction_deadband=0.0 if dead is None else dead,
-                                  coulomb=coulomb)[:, motor]
-            preds[name] = pred
-            entry["models"][name] = torque_errors(meas, pred, model.joint_names)
-        if keep_signals:
-            entry["signals"] = {"t": t, "measured": meas, "predicted": preds, "q": states["q"]}
-        out.append(entry)
-    return out
-
-
-def validation_to_dict(robot, files, primary=None) -> dict:
-    """validation.yaml mapping (schema in the module docstring)."""
-    names = list(files[0]["models"]) if files else []
-    if primary is None:
-        primary = next((p for p in PREFERENCE if p in names), names[-1] if names else None)
-    doc = {"robot": robot, "primary": primary, "files": []}
-    for f in files:
-        m = f["models"][primary]
-        doc["files"].append({"file": f["file"], "estimate": primary,
-                             "joints": [dict(j) for j in m["joints"]],
-                             "nrmse_mean": m["nrmse_mean"], "moving": f["moving"],
-                             "models": f["models"]})
-    return doc
-
-
-def write_validation(path, robot, files, primary=None, inputs=()):
-    """Write validation.yaml atomically (``inputs`` are refused as ``path``); returns its
-    path."""
-    from robot_identification.outputs import write_text_atomic
-    return write_text_atomic(path, yaml.safe_dump(validation_to_dict(robot, files, primary),
-                                                  sort_keys=False), inputs=inputs)
-
-
-def format_validation(files) -> str:
-    """Text table: NRMSE per joint and mean, per file and model."""
-    lines = []
-    for f in files:
-        names = [j["name"] for j in next(iter(f["models"].values()))["joints"]]
-        short = [n.replace("_joint", "") for n in names]
-        lines.append(f"{f['file']}" + ("" if f["moving"] else "  (static)"))
-        head = f"  {'model':<10}" + "".join(f"{s:>14}" for s in short) + f"{'mean':>9}"
-        lines.append(head)
-        for name, m in f["models"].items():
-            cells = "".join(f"{j['rms']:7.3f}/{j['nrmse']:<6.3f}" for j in m["joints"])
-            lines.append(f"  {name:<10}{cells}{m['nrmse_mean']:9.4f}")
-        lines.append("  (cells: RMS error [N*m] / NRMSE)")
-    return "\n".join(lines)
+    wanted = getattr(settings, "friction_presliding", None)
+    sets = datasets if isinstance(datasets, (list, tuple)) else [datasets]
+    sets = [d for d in sets if isinstance(d, Dataset)]
+    out = result.settings
+    out["friction_presliding"] = None
+    if (wanted is None or not sets or "coulomb" not in model.drive_parameter_keys()
+            or not out.get("drop_reversals")):
+        return
+    resolved = settings_from_results(model, {"settings": out})
+    try:
+        if wanted == "auto":
+            delta, jitter, table = select_presliding(
+                model, result.base, result.estimate.values, sets, resolved)
+            out["presliding_selection"] = [[None if d is None else float(d),
+                                            round(e, 5)] for d, e in table]
+        else:
+            delta, jitter = float(wanted), position_jitter(model, sets, resolved)
+    except (DataError, ValueError) as e:      # too short for the filter: keep the ramp
+        if log:
+            log(f"friction pre-sliding state not resolved ({e}); Coulomb ramp kept")
+        return
+    out["position_jitter"] = [float(f"{v:.3g}") for v in jitter]
+    if delta is not None:
+        out["friction_presliding"] = [float(f"{max(delta, v):.3g}") for v in jitter]
+        if wanted == "auto":
+            err = dict((d, e) for d, e in table)
+            result.diagnostics.append(Diagnostic(
+                "friction_presliding", "info",
+                f"Coulomb friction predicted with a pre-sliding (Dahl) state, delta "
+                f"{delta:g} rad, reset at stops: in-sample mean NRMSE {err[delta]:.4f} "
+                f"(Coulomb ramp {err[None]:.4f}); friction_presliding: null keeps the ramp",
+                "friction"))
+    if log:
+        log("friction pre-sliding state (Dahl, reset at stops): "
+            + ("none (the Coulomb ramp)" if delta is None else f"delta {delta:g} rad"))

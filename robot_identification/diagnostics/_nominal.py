@@ -27,6 +27,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from robot_identification.data import uniform_grid
+from robot_identification.diagnostics._diagnostic import Diagnostic
+from robot_identification.errors import DataError
+from robot_identification.regressor import rigid_regressor
+from robot_identification.signal import lowpass_filtfilt
+
 #: Normalised residual above which a joint counts as unexplained by the nominal model.
 UNEXPLAINED = 0.5
 #: An alternative reading must bring the summed squared normalised residual below this
@@ -46,14 +52,11 @@ MIN_SAMPLES, MAX_SAMPLES = 200, 600
 
 
 def _diag(code, severity, message, subject=""):
-    from robot_identification.diagnostics import Diagnostic
     return Diagnostic(code, severity, message, subject)
 
 
 def _states(model, t, q, tau, dq, band_hz, source=None):
     """Uniform grid, zero-phase low-pass of q (or dq) and tau alike, derivatives."""
-    from robot_identification.data._dataset import uniform_grid
-    from robot_identification.signal._filters import lowpass_filtfilt
     dt = float(np.median(np.diff(t)))
     fs = 1.0 / dt
     fc = float(np.clip(5.0 * band_hz, 1.0, 0.1 * fs))
@@ -87,7 +90,6 @@ def _states(model, t, q, tau, dq, band_hz, source=None):
 
 def _nominal_torque(model, q, dq, ddq):
     """tau_0 (N, n): the URDF inertials and the config's rotor inertia, no friction."""
-    from robot_identification.regressor import rigid_regressor
     pi0 = np.nan_to_num(np.array(model.nominal_parameters(), dtype=float))
     keep = np.array([not (nm.endswith((".viscous", ".coulomb", ".offset", ".stiction",
                                        ".stribeck"))) for nm in model.parameter_names])
@@ -126,7 +128,6 @@ def check_against_nominal(model, t, q, tau, dq=None, band_hz=1.0, source="",
     """Diagnostics of one recording against the URDF's nominal torques: see
     :func:`_check` (a numerical failure of the check, e.g. a singular fit on degenerate
     data, leaves the recording unchecked instead of failing the identification)."""
-    from robot_identification.errors import DataError
     try:
         return _check(model, t, q, tau, dq, band_hz, source, torque_noise)
     except (ValueError, ArithmeticError, np.linalg.LinAlgError, DataError):
@@ -142,7 +143,7 @@ def _check(model, t, q, tau, dq, band_hz, source, torque_noise):
         Rigid models only (elastic: no check, an empty list).
     t : ndarray (N,) [s]; q, tau : ndarray (N, n) [rad, N*m]; dq : ndarray (N, n) or None
     band_hz : float
-        Excitation band of the motion [Hz] (:func:`diagnostics.excitation_band`).
+        Excitation band of the motion [Hz] (:func:`robot_identification.signal.excitation_band`).
     source : str
         Recording label for the messages.
 
@@ -325,7 +326,6 @@ def _alternatives(model, st, meas, use, names):
 def _payload_fit(model, st, meas):
     """Fit tau_k = c_k tau_0k + friction_k + Y_k(m, m c of the last body) p, all joints
     together (each weighted by 1 / its torque's std): (mass, com, e (n,), c (n,)) or None."""
-    from robot_identification.regressor import rigid_regressor
     n = model.n
     q, dq, ddq = st["q"], st["dq"], st["ddq"]
     Y = rigid_regressor(model, q, dq, ddq)

@@ -26,7 +26,13 @@ from itertools import product
 
 import numpy as np
 
-from robot_identification.errors import DataError
+from robot_identification.diagnostics import Diagnostic, recording_summary
+from robot_identification.errors import DataError, IdentificationError
+from robot_identification.identification import (
+    filtered_coulomb, predict_torque, prediction_deadband, preprocess, resolve_settings,
+    torque_errors)
+from robot_identification.model import RobotModel
+from robot_identification.pipeline import identify
 
 #: Cut-off factors (times the configured or automatic cut-off) tried by default.
 CUTOFF_FACTORS = (0.5, 1.0, 2.0)
@@ -45,7 +51,6 @@ def folds(datasets, blocks=3):
 
 
 def _with_friction(model, friction_model):
-    from robot_identification.model import RobotModel
     if friction_model == model.config.friction.model:
         return model
     cfg = replace(model.config, friction=replace(model.config.friction, model=friction_model))
@@ -74,8 +79,6 @@ def candidates(model, settings):
 
 
 def _resolve_cutoff(model, settings, datasets, spec):
-    from robot_identification.diagnostics import recording_summary
-    from robot_identification.pipeline import resolve_settings
     if isinstance(spec, str) and spec.startswith("auto"):
         factor = float(spec.split(":")[1]) if ":" in spec else 1.0
         auto = resolve_settings(model, replace(settings, cutoff_hz="auto"),
@@ -115,10 +118,6 @@ def select(model, datasets, settings=None, grid=None, blocks=3, log=None):
     DataError
         No candidate could be fitted on every fold.
     """
-    from robot_identification.errors import IdentificationError
-    from robot_identification.pipeline import identify, preprocess
-    from robot_identification.validation import (
-        filtered_coulomb, predict_torque, prediction_deadband, torque_errors)
     if model.config.elastic:
         raise DataError("--select supports rigid models (torque prediction on the joint rows)")
     s0 = settings or model.config.identification
@@ -173,7 +172,6 @@ def selection_diagnostics(model, rows):
     """``friction_model_selection`` (info): another friction model predicts the left-out
     data better than the configured one (the parameter layout follows the robot config, so
     the switch is the user's: ``friction.model`` in the robot YAML)."""
-    from robot_identification.diagnostics import Diagnostic
     ok = [r for r in rows if r["cv_nrmse"] is not None]
     if not ok:
         return []

@@ -1,65 +1,12 @@
-"""Diagnostics that travel with every result: what makes a result doubtful, said out loud.
-
-A :class:`Diagnostic` is data (code, severity, message, optional subject). Results carry a list
-of them (``IdentificationResult.diagnostics``, results.yaml ``diagnostics:``); the CLI prints
-them, the report shows them, the nodes log and publish them. Codes are stable strings that
-tests and other tools match on (e.g. ``negative_stiffness``, ``poorly_identified``); the
-message is for people and names the numbers.
-"""
+"""The checks: each returns a list of :class:`Diagnostic` (empty when nothing is doubtful)."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
-
 import numpy as np
+from scipy.ndimage import median_filter
 
-SEVERITIES = ("info", "warning", "error")
-
-
-@dataclass(frozen=True)
-class Diagnostic:
-    """One finding about a result or its data.
-
-    Attributes
-    ----------
-    code : str
-        Stable machine-readable identifier, snake_case (e.g. ``negative_stiffness``).
-    severity : {'info', 'warning', 'error'}
-        ``error``: the result should not be used as is; ``warning``: part of it is doubtful;
-        ``info``: worth knowing.
-    message : str
-        One line for people, with the numbers (e.g. ``joint6.stiffness = -519 N·m/rad < 0``).
-    subject : str
-        What it is about (a parameter, joint, body or file name); ``""`` for the whole result.
-    """
-
-    code: str
-    severity: str
-    message: str
-    subject: str = ""
-
-    def __post_init__(self):
-        if self.severity not in SEVERITIES:
-            raise ValueError(f"severity must be one of {SEVERITIES}, not {self.severity!r}")
-
-    def to_dict(self) -> dict:
-        """Plain dict (YAML/JSON-ready): ``code, severity, message, subject``."""
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "Diagnostic":
-        """Inverse of :meth:`to_dict`; missing ``subject`` is ``""``."""
-        return cls(str(d["code"]), str(d["severity"]), str(d["message"]),
-                   str(d.get("subject", "")))
-
-    def __str__(self) -> str:
-        where = f" [{self.subject}]" if self.subject else ""
-        return f"{self.severity}: {self.code}{where}: {self.message}"
-
-
-def worst(diagnostics) -> str | None:
-    """The highest severity in ``diagnostics`` (``None`` when empty)."""
-    ranks = [SEVERITIES.index(d.severity) for d in diagnostics]
-    return SEVERITIES[max(ranks)] if ranks else None
+from robot_identification.diagnostics._diagnostic import Diagnostic
+from robot_identification.estimation import pseudo_inertia
+from robot_identification.signal import noise_std, robust_std
 
 
 # --------------------------------------------------------------------------------------------
@@ -78,8 +25,6 @@ CONDITION_LIMIT = 1.0e3
 RESIDUAL_NOISE_RATIO = 10.0
 #: Cut-off / excitation band above which the filter passes mostly noise.
 CUTOFF_BAND_RATIO = 10.0
-#: Power ratio signal / white-noise floor that bounds the signal band (:func:`signal_band`).
-SIGNAL_NOISE_RATIO = 10.0
 #: Cut-off / sampling rate above which the cut-off is near the Nyquist frequency (0.5).
 CUTOFF_NYQUIST_FRACTION = 0.4
 #: A sample is an outlier when it deviates from its neighbours by more than this many robust
@@ -100,122 +45,6 @@ _SIGN_FRICTION = ("fc", "coulomb")
 
 def _kind(name):
     return name.rsplit(".", 1)[-1]
-
-
-def robust_std(x, axis=0):
-    """1.4826 * median absolute deviation of ``x`` along ``axis`` (a std estimate that
-    ignores up to half the samples being outliers)."""
-    x = np.asarray(x, dtype=float)
-    med = np.median(x, axis=axis, keepdims=True)
-    return 1.4826 * np.median(np.abs(x - med), axis=axis)
-
-
-def noise_std(signal, axis=0, order=3):
-    """Standard deviation of white measurement noise in a smooth signal, per column.
-
-    Robust std of the ``order``-th differences divided by sqrt(binomial(2 order, order))
-    (the variance of the k-th difference of white noise: 6 sigma^2 for k = 2, 20 sigma^2
-    for k = 3); the smooth part contributes d^k x/dt^k * dt^k, negligible at the sampling
-    rates of joint signals. Where the MAD is 0 (quantised signals) the mean absolute
-    deviation is used. ``signal`` (N, n) -> (n,), same unit.
-    """
-    from math import comb
-    d = np.diff(np.asarray(signal, dtype=float), n=order, axis=axis)
-    mad = robust_std(d, axis=axis)
-    # quantised signals (e.g. velocities in 1e-4 rad/s steps) have mostly identical
-    # differences, so the MAD is 0: fall back to the mean absolute deviation
-    mean_dev = np.sqrt(np.pi / 2) * np.mean(np.abs(d - np.median(d, axis=axis, keepdims=True)),
-                                            axis=axis)
-    return np.where(mad > 0, mad, mean_dev) / np.sqrt(comb(2 * order, order))
-
-
-def _periodograms(t, x):
-    """Frequencies f (K,) [Hz], the Hann window w (N,) and, per column of ``x`` (N, n) that
-    moves (range >= 1e-6), (j, P) with P (K,) the periodogram of the linearly detrended,
-    Hann-windowed column. None for fewer than 8 samples."""
-    x = np.asarray(x, dtype=float)
-    N = x.shape[0]
-    if N < 8:
-        return None
-    fs = 1.0 / np.median(np.diff(np.asarray(t, dtype=float)))
-    f = np.fft.rfftfreq(N, 1.0 / fs)
-    w = np.hanning(N)
-    k = np.arange(N)
-    out = []
-    for j in range(x.shape[1]):
-        xj = x[:, j]
-        if np.ptp(xj) < 1e-6:
-            continue
-        xj = xj - np.polyval(np.polyfit(k, xj, 1), k)
-        out.append((j, np.abs(np.fft.rfft(xj * w)) ** 2))
-    return f, w, out
-
-
-def excitation_band(t, q, power=0.99):
-    """Frequency [Hz] below which ``power`` of the motion's spectral power lies.
-
-    The positions ``q`` (N, n) [rad] are detrended (linear), Hann-windowed and
-    Fourier-transformed; the band is the largest over joints (joints that do not move,
-    range < 1e-6 rad, are skipped). Returns 0.0 when nothing moves.
-    """
-    spectra = _periodograms(t, q)
-    if spectra is None:
-        return 0.0
-    f, _, columns = spectra
-    best = 0.0
-    for _, P in columns:
-        c = np.cumsum(P)
-        if c[-1] <= 0:
-            continue
-        best = max(best, float(f[np.searchsorted(c, power * c[-1])]))
-    return best
-
-
-def signal_band(t, x, noise, band_hz=0.0, ratio=SIGNAL_NOISE_RATIO):
-    """Frequency [Hz] up to which the recorded signal stands above its white-noise floor.
-
-    Per column of ``x`` (N, n) (positions [rad], or measured velocities [rad/s]): the
-    detrended, Hann-windowed periodogram, smoothed by its median over 200 logarithmic
-    frequency bins (/ ln 2: the mean of exponentially distributed periodogram ordinates),
-    against the periodogram level of white noise of std ``noise[j]`` (sigma^2 sum(w^2),
-    :func:`noise_std`); the signal band ends at the first bin above
-    ``band_hz`` whose level falls below ``ratio`` x that floor. Differentiation multiplies
-    signal and noise alike (by (2 pi f)^k), so this is also where the accelerations computed
-    from ``x`` turn from signal to noise: the highest useful low-pass cut-off (where signal
-    and noise spectra cross, the reading of optimal (Wiener) filtering in Press et al.,
-    Numerical Recipes, 2nd ed., Sec. 13.3, fig. 13.3.1). The lowest over joints that move
-    (range > 1e-6) is returned; the Nyquist frequency when no joint reaches its floor, 0.0
-    when nothing moves.
-
-    Parameters
-    ----------
-    t : ndarray (N,)
-        [s].
-    x : ndarray (N, n)
-    noise : ndarray (n,)
-        White-noise std of each column, unit of ``x``.
-    band_hz : float
-        Excitation band [Hz] (:func:`excitation_band`): the search starts above it.
-    ratio : float
-        Power ratio signal / noise floor.
-    """
-    spectra = _periodograms(t, x)
-    if spectra is None:
-        return 0.0
-    f, w, columns = spectra
-    fs = 1.0 / np.median(np.diff(np.asarray(t, dtype=float)))
-    edges = np.unique(np.round(np.geomspace(1, f.size - 1, 201)).astype(int))
-    best = None
-    for j, P in columns:
-        floor = ratio * float(noise[j]) ** 2 * np.sum(w ** 2)
-        end = fs / 2
-        for a, b in zip(edges[:-1], edges[1:]):
-            # median / ln 2: the mean of periodogram ordinates (exponentially distributed)
-            if f[b] > band_hz and np.median(P[a:b]) / np.log(2.0) < floor:
-                end = float(f[a])
-                break
-        best = end if best is None else min(best, end)
-    return 0.0 if best is None else max(best, 0.0)
 
 
 def check_parameter_std(names, values, relative_std):
@@ -498,18 +327,6 @@ def check_truth(nme, values, true_values, std, names=None, relative_std=None):
     return out
 
 
-def near_reversal(velocity, window):
-    """Samples (N, n) within ``window`` samples of a sign change of ``velocity`` (N, n)."""
-    from scipy.ndimage import maximum_filter1d
-    v = np.asarray(velocity, dtype=float)
-    flip = np.zeros(v.shape, dtype=bool)
-    flip[1:] = np.signbit(v[1:]) != np.signbit(v[:-1])
-    if window <= 0:
-        return flip
-    return maximum_filter1d(flip.astype(np.uint8), size=2 * int(window) + 1, axis=0,
-                            mode="constant").astype(bool)
-
-
 #: Above this fraction of dropped friction rows ``samples_dropped`` is a warning.
 DROPPED_FRICTION_LIMIT = 0.5
 
@@ -693,7 +510,6 @@ def count_outliers(x, sigmas=OUTLIER_SIGMAS):
     their 5 neighbours exceeds both ``sigmas`` robust standard deviations of that distance
     and a quarter of the column's robust range (1st-99th percentile), so that quantised or
     switching signals (PD torques) are not flagged. Returns the count per column (n,)."""
-    from scipy.ndimage import median_filter
     x = np.asarray(x, dtype=float)
     if x.shape[0] < 5:
         return np.zeros(x.shape[1], dtype=int)
@@ -829,7 +645,6 @@ def check_prior_bodies(body_names, prior, source="the URDF"):
     list of Diagnostic
         One warning per such body, subject the body.
     """
-    from robot_identification.estimation._physical import pseudo_inertia
     prior = np.asarray(prior, dtype=float)
     out = []
     for k, nm in enumerate(body_names):
@@ -1004,76 +819,6 @@ def check_excitation_complete(excitation, source=""):
             if isinstance(c, dict) and c.get("complete") is False]
 
 
-def recording_summary(model, dataset, label=None):
-    """What the checks need from one recording, computed from the raw data (cheap, O(N)).
-
-    Returns
-    -------
-    dict
-        ``source`` (label), ``sample_rate`` [Hz], ``band_hz`` (:func:`excitation_band` of
-        q), ``signal_hz`` (:func:`signal_band` of the signals the regressor differentiates:
-        measured velocities when recorded, else positions), ``velocity_noise``,
-        ``velocity_rms`` (n,) (of the motor velocity for elastic joints), ``torque_noise``
-        (n,) (:func:`noise_std` of the measured torque) and
-        ``diagnostics`` (joint limits, torque outliers, malformed rows of this recording).
-
-    Raises
-    ------
-    DataError
-        Invalid dataset (:meth:`Dataset.validate`).
-    """
-    ds = dataset.select_joints(model.joint_names).validate(min_samples=20,
-                                                           elastic=model.config.elastic)
-    if hasattr(model, "unwrap_positions"):       # continuous joints' wrapped angles
-        ds = replace(ds, q=model.unwrap_positions(ds.q), theta=None if ds.theta is None
-                     else model.unwrap_positions(ds.theta))
-    src = label or str(ds.metadata.get("source", "") or "")
-    limits = [j.limits.position for j in model.config.joints]
-    diags = check_joint_limits(model.joint_names, ds.q, limits, src,
-                               getattr(model, "joint_types", None))
-    diags += check_outliers(src or "recording", model.joint_names, ds.tau)
-    diags += check_saturation(model.joint_names, ds.tau,
-                              [j.limits.effort for j in model.config.joints], src)
-    diags += check_time_jumps(ds.t, src)
-    diags += check_stamp_order(ds.metadata, src)
-    diags += check_unclosed(ds.metadata, src)
-    diags += check_recording_counts(ds.metadata.get("recording"), src)
-    diags += check_excitation_complete(ds.metadata.get("excitation"), src)
-    malformed = ds.metadata.get("malformed_rows") or []
-    if malformed:
-        diags += check_samples_dropped(0, 0, 0.0, malformed=len(malformed), source=src)
-    measured = ds.dtheta if model.config.elastic else ds.dq
-    pos = ds.theta if model.config.elastic else ds.q
-    vel = measured if measured is not None else np.gradient(pos, ds.t, axis=0)
-    link_vel = ds.dq if ds.dq is not None else (
-        vel if not model.config.elastic else np.gradient(ds.q, ds.t, axis=0))
-    diags += check_velocity_limits(model.joint_names, link_vel,
-                                   [j.limits.velocity for j in model.config.joints], src)
-    if model.config.elastic and ds.theta is not None:
-        diags += check_deflection(model.joint_names, ds.q, ds.theta, src)
-    band = excitation_band(ds.t, ds.q)
-    checked = False
-    if not model.config.elastic:
-        from robot_identification._nominal_check import check_against_nominal
-        found, info = check_against_nominal(model, ds.t, ds.q, ds.tau, ds.dq, band, src,
-                                            noise_std(ds.tau))
-        diags += found
-        checked = bool(info)
-    # the signals the regressor differentiates: measured velocities when recorded, else
-    # positions (link and, for elastic joints, motor)
-    diff = [ds.dq if ds.dq is not None else ds.q]
-    if model.config.elastic:
-        diff.append(ds.dtheta if ds.dtheta is not None else ds.theta)
-    signal_hz = min(signal_band(ds.t, x, noise_std(x), band) for x in diff)
-    return {"source": src, "sample_rate": ds.sample_rate, "band_hz": band,
-            "signal_hz": signal_hz,
-            "velocity_noise": noise_std(vel), "velocity_measured": measured is not None,
-            "velocity_rms": np.sqrt(np.mean(vel ** 2, axis=0)),
-            "torque_noise": noise_std(ds.tau),
-            "torque_rms": np.sqrt(np.mean(ds.tau ** 2, axis=0)), "diagnostics": diags,
-            "nominal_checked": checked}
-
-
 #: |correlation| above which the measured torque is compared with the nominal prediction.
 NOMINAL_CORRELATION = 0.5
 #: Ratio measured / nominal torque beyond which the ``torque_scale`` warning is given.
@@ -1103,12 +848,12 @@ def check_torque_against_nominal(labels, neq, nominal_base, fitted_elsewhere=Fal
     nominal_base : ndarray (p,)
         Nominal base parameters.
     fitted_elsewhere : bool
-        The per-recording check (``_nominal_check``: friction, offset and scale fitted per
-        joint) ran on every recording: no ``torque_scale`` here, and ``torque_sign`` only
-        where the URDF's torque is within :data:`NOMINAL_SCALE` x of the measured (on a
-        friction-dominated joint a weak negative correlation says nothing: a real UR10e
-        Fourier run of the dataset's authors, ur-20_02_06-20sec_10harm, had wrist_2 at
-        correlation -0.54 with a URDF torque 1/25 of the measured).
+        The per-recording check (:func:`check_against_nominal`: friction, offset and scale fitted
+        per joint) ran on every recording: no ``torque_scale`` here, and ``torque_sign`` only where
+        the URDF's torque is within :data:`NOMINAL_SCALE` x of the measured (on a friction-
+        dominated joint a weak negative correlation says nothing: a real UR10e Fourier run of the
+        dataset's authors, ur-20_02_06-20sec_10harm, had wrist_2 at correlation -0.54 with a URDF
+        torque 1/25 of the measured).
     """
     beta = np.nan_to_num(np.asarray(nominal_base, dtype=float))
     out = []
@@ -1137,20 +882,6 @@ def check_torque_against_nominal(labels, neq, nominal_base, fitted_elsewhere=Fal
     return out
 
 
-#: Codes of the per-recording check against the URDF's model
-#: (:func:`robot_identification._nominal_check.check_against_nominal`).
-NOMINAL_CODES = ("torque_sign", "torque_scale", "joints_swapped", "encoder_offset",
-                 "torque_dead", "torque_unexplained", "unmodelled_payload", "torque_lag")
-
-
-def _said_per_recording(d, said):
-    """The per-recording check already named this joint (or every joint's scale)."""
-    return ((d.code, d.subject) in said
-            or (d.code == "torque_scale" and ("torque_scale", "") in said)
-            or any(c in ("joints_swapped", "encoder_offset", "torque_dead")
-                   and d.subject in s.split(" and ") for c, s in said))
-
-
 def check_locked_joints(locked):
     """Joints of the URDF that the configuration leaves out (gripper fingers, passive or
     mimic joints): locked, their links identified as part of the body they hang on.
@@ -1175,104 +906,3 @@ def check_locked_joints(locked):
                        f"{len(locked)} URDF joint(s) not in the config are locked: {text}{more} "
                        f"(rad or m); the links they carry are identified as part of the body "
                        f"they hang on: list a joint under joints: to identify it")]
-
-
-def collect_diagnostics(model, result, recordings=()):
-    """All checks on an assembled identification result, in one list.
-
-    Parameters
-    ----------
-    model : RobotModel
-    result : IdentificationResult
-        With ``estimate``, ``names``, ``expressions``, ``settings``, ``true_values``.
-    recordings : list of dict
-        :func:`recording_summary` of each recording.
-
-    Returns
-    -------
-    list of Diagnostic
-    """
-    est = result.estimate
-    s = result.settings or {}
-    out = check_locked_joints(getattr(model, "locked_joints", ()))
-    for rec in recordings:
-        out += rec["diagnostics"]
-    neq = result.normal_equations
-    out += check_condition(est.condition_number if neq is None
-                           else scaled_condition_number(neq.gram))
-    out += check_signs(result.names, result.expressions, est.values, est.std, result.units)
-    if neq is not None and getattr(result, "base", None) is not None:
-        nominal = np.array(model.nominal_parameters(), dtype=float)
-        said = {(d.code, d.subject) for d in out if d.code in NOMINAL_CODES}
-        # the per-recording check fits friction and offset, the normal equations cannot:
-        # where it ran, their scale is not repeated (friction-dominated wrists and payloads
-        # gave 'torque units?' on single joints), nor a sign the URDF cannot judge
-        checked = bool(recordings) and all(r.get("nominal_checked") for r in recordings)
-        out += [d for d in check_torque_against_nominal(
-                    result.row_labels, neq, result.base.base_values(np.nan_to_num(nominal)),
-                    fitted_elsewhere=checked)
-                if not _said_per_recording(d, said)]
-    out += check_parameter_std(result.names, est.values, est.relative_std)
-    if recordings:
-        noise = np.median(np.stack([r["torque_noise"] for r in recordings]), axis=0)
-        rms = np.median(np.stack([r["torque_rms"] for r in recordings]), axis=0)
-        if model.config.elastic:
-            noise = np.concatenate([np.full(model.n, np.nan), noise])
-            rms = np.concatenate([np.full(model.n, np.nan), rms])
-        out += check_residual_noise(result.row_labels, est.residual_rms, noise, rms)
-        band = max(r["band_hz"] for r in recordings)
-        fs = min(r["sample_rate"] for r in recordings)
-        signal = min(r.get("signal_hz", np.inf) for r in recordings)
-        out += check_cutoff(s.get("cutoff_hz"), fs, band,
-                            None if not np.isfinite(signal) else signal)
-    kinds = set(model.drive_parameter_keys())
-    if "reversal_fraction" in s:
-        out += check_coulomb_smear(s.get("cutoff_hz"), s.get("velocity_threshold"), kinds,
-                                   s["reversal_fraction"], bool(s.get("drop_reversals")),
-                                   s.get("reversal_window_s"),
-                                   fir=s.get("preprocessing") if s.get("preprocessing")
-                                   in ("polynomial", "savgol") else None)
-    out += check_velocity_threshold(s.get("velocity_threshold"), s.get("friction_deadband"),
-                                    kinds)
-    if neq is not None and s.get("velocity_threshold"):
-        total = int(result.n_samples) * int(neq.groups)
-        out += check_samples_dropped(int(neq.count.sum()), total, s["velocity_threshold"])
-    if result.true_values is not None:
-        out += check_truth(result.normalised_mean_error(), est.values, result.true_values,
-                           est.std, result.names, est.relative_std)
-    return out
-
-
-def physical_diagnostics(model, physical):
-    """Checks of a physically consistent estimate
-    (:class:`~robot_identification.estimation.PhysicalEstimate`): ``body_on_bound``,
-    ``mass_far_from_nominal`` (:func:`check_bodies`), ``prior_distance`` (info: the
-    log-det divergence of the bodies from the URDF, total and largest),
-    ``solver_inaccurate`` (warning: a solve ended ``optimal_inaccurate``) and
-    ``null_space_unrefined`` (warning: the second, prior-only solve over the directions the
-    data do not determine failed, so those directions are not pulled toward the prior)."""
-    pi = np.asarray(physical.standard)
-    pi0 = model.nominal_parameters()
-    masses = pi[0: 10 * model.n: 10]
-    out = check_bodies(model.body_names, physical.min_eigenvalues, physical.epsilon,
-                       masses, pi0[0: 10 * model.n: 10])
-    dist = physical.prior_distance
-    if dist is not None and len(dist):
-        k = int(np.argmax(dist))
-        out.append(Diagnostic("prior_distance", "info",
-                              f"log-det divergence of the bodies from the URDF: total "
-                              f"{float(np.sum(dist)):.3g}, largest {float(dist[k]):.3g} "
-                              f"({model.body_names[k]})", "physical"))
-    if "inaccurate" in str(physical.status):
-        out.append(Diagnostic("solver_inaccurate", "warning",
-                              f"the conic solver stopped short of its tolerances (status "
-                              f"'{physical.status}'): the physical estimate may miss the "
-                              f"optimum; compare its cost_increase and held-out error with "
-                              f"wls", "physical"))
-    if "unrefined" in str(physical.status):
-        out.append(Diagnostic("null_space_unrefined", "warning",
-                              "the prior-only solve over the parameter directions the data do "
-                              "not determine failed: the standard parameters (export-urdf) may "
-                              "be far from the URDF there although the base parameters fit",
-                              "physical"))
-    return out

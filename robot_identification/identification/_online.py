@@ -46,10 +46,14 @@ from robot_identification.data import Dataset
 from robot_identification.errors import DataError
 from robot_identification.estimation import MRLS, NormalEquations
 from robot_identification.identifiability import base_parameters
-from robot_identification.identification import (
-    FIRStates, IdentificationResult, ReversalWindow, accumulate_states, estimate_from,
-    fir_reversal_window, make_bank, needs_resolving, recording_summaries, resolve_settings,
-    row_labels)
+from robot_identification.diagnostics import Diagnostic, collect_diagnostics
+from robot_identification.identification._auto import (
+    needs_resolving, recording_summaries, resolve_settings)
+from robot_identification.identification._engine import (
+    ReversalWindow, accumulate_states, fir_reversal_window, row_labels)
+from robot_identification.identification._estimators import estimate_from
+from robot_identification.identification._preprocessing import FIRStates, make_bank
+from robot_identification.identification._result import IdentificationResult
 
 #: Default length [s] of the first window of samples the automatic settings are measured on.
 SETTINGS_WINDOW = 5.0
@@ -209,7 +213,6 @@ class OnlineIdentification:
         DataError
             Held samples of inconsistent shapes (see :meth:`push`).
         """
-        from robot_identification.diagnostics import Diagnostic
         if self.settings is not None:
             return 0
         held, self._held = self._held, []
@@ -385,7 +388,6 @@ class OnlineIdentification:
         DataError
             No equations yet (too few samples, or the first window still being collected).
         """
-        from robot_identification.diagnostics import Diagnostic, collect_diagnostics
         if self.n_samples == 0:
             if self.settings is None:
                 raise DataError(f"no equations yet: collecting the first {self.window_samples}"

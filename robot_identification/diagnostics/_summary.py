@@ -1,0 +1,82 @@
+"""What the checks need from one recording, measured on the raw data."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from robot_identification.diagnostics._checks import (
+    check_deflection, check_excitation_complete, check_joint_limits, check_outliers,
+    check_recording_counts, check_samples_dropped, check_saturation, check_stamp_order,
+    check_time_jumps, check_unclosed, check_velocity_limits)
+from robot_identification.diagnostics._nominal import check_against_nominal
+from robot_identification.signal import excitation_band, noise_std, signal_band
+
+
+def recording_summary(model, dataset, label=None):
+    """What the checks need from one recording, computed from the raw data (cheap, O(N)).
+
+    Returns
+    -------
+    dict
+        ``source`` (label), ``sample_rate`` [Hz], ``band_hz`` (:func:`excitation_band` of
+        q), ``signal_hz`` (:func:`signal_band` of the signals the regressor differentiates:
+        measured velocities when recorded, else positions), ``velocity_noise``,
+        ``velocity_rms`` (n,) (of the motor velocity for elastic joints), ``torque_noise``
+        (n,) (:func:`noise_std` of the measured torque) and
+        ``diagnostics`` (joint limits, torque outliers, malformed rows of this recording).
+
+    Raises
+    ------
+    DataError
+        Invalid dataset (:meth:`Dataset.validate`).
+    """
+    ds = dataset.select_joints(model.joint_names).validate(min_samples=20,
+                                                           elastic=model.config.elastic)
+    if hasattr(model, "unwrap_positions"):       # continuous joints' wrapped angles
+        ds = replace(ds, q=model.unwrap_positions(ds.q), theta=None if ds.theta is None
+                     else model.unwrap_positions(ds.theta))
+    src = label or str(ds.metadata.get("source", "") or "")
+    limits = [j.limits.position for j in model.config.joints]
+    diags = check_joint_limits(model.joint_names, ds.q, limits, src,
+                               getattr(model, "joint_types", None))
+    diags += check_outliers(src or "recording", model.joint_names, ds.tau)
+    diags += check_saturation(model.joint_names, ds.tau,
+                              [j.limits.effort for j in model.config.joints], src)
+    diags += check_time_jumps(ds.t, src)
+    diags += check_stamp_order(ds.metadata, src)
+    diags += check_unclosed(ds.metadata, src)
+    diags += check_recording_counts(ds.metadata.get("recording"), src)
+    diags += check_excitation_complete(ds.metadata.get("excitation"), src)
+    malformed = ds.metadata.get("malformed_rows") or []
+    if malformed:
+        diags += check_samples_dropped(0, 0, 0.0, malformed=len(malformed), source=src)
+    measured = ds.dtheta if model.config.elastic else ds.dq
+    pos = ds.theta if model.config.elastic else ds.q
+    vel = measured if measured is not None else np.gradient(pos, ds.t, axis=0)
+    link_vel = ds.dq if ds.dq is not None else (
+        vel if not model.config.elastic else np.gradient(ds.q, ds.t, axis=0))
+    diags += check_velocity_limits(model.joint_names, link_vel,
+                                   [j.limits.velocity for j in model.config.joints], src)
+    if model.config.elastic and ds.theta is not None:
+        diags += check_deflection(model.joint_names, ds.q, ds.theta, src)
+    band = excitation_band(ds.t, ds.q)
+    checked = False
+    if not model.config.elastic:
+        found, info = check_against_nominal(model, ds.t, ds.q, ds.tau, ds.dq, band, src,
+                                            noise_std(ds.tau))
+        diags += found
+        checked = bool(info)
+    # the signals the regressor differentiates: measured velocities when recorded, else
+    # positions (link and, for elastic joints, motor)
+    diff = [ds.dq if ds.dq is not None else ds.q]
+    if model.config.elastic:
+        diff.append(ds.dtheta if ds.dtheta is not None else ds.theta)
+    signal_hz = min(signal_band(ds.t, x, noise_std(x), band) for x in diff)
+    return {"source": src, "sample_rate": ds.sample_rate, "band_hz": band,
+            "signal_hz": signal_hz,
+            "velocity_noise": noise_std(vel), "velocity_measured": measured is not None,
+            "velocity_rms": np.sqrt(np.mean(vel ** 2, axis=0)),
+            "torque_noise": noise_std(ds.tau),
+            "torque_rms": np.sqrt(np.mean(ds.tau ** 2, axis=0)), "diagnostics": diags,
+            "nominal_checked": checked}

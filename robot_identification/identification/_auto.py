@@ -1,0 +1,152 @@
+"""Automatic settings: ``auto`` values of the identification settings measured on the
+recordings (a summary of each recording's raw data) before anything is filtered."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from robot_identification.data import Dataset
+from robot_identification.diagnostics import recording_summary
+from robot_identification.errors import DataError
+from robot_identification.identification._sources import as_recording
+
+
+#: The automatic cut-off is at least this factor x the excitation band (99 % of the motion's
+#: power).
+CUTOFF_BAND_FACTOR = 5.0
+#: Automatic stop velocity = this fraction of the velocity RMS (per joint).
+STOP_VELOCITY_FRACTION = 0.02
+#: Automatic Coulomb deadband = this factor x the velocity noise std.
+DEADBAND_NOISE_FACTOR = 3.0
+#: Samples at the start of a streamed recording summarised for the diagnostics and the
+#: automatic settings (an in-memory dataset is summarised whole).
+SUMMARY_SAMPLES = 20_000
+
+
+def needs_resolving(settings) -> bool:
+    """Whether ``settings`` still hold ``'auto'`` values (see :func:`resolve_settings`)."""
+    return (settings.cutoff_hz == "auto" or isinstance(settings.friction_deadband, str)
+            or isinstance(settings.stop_velocity, str))
+
+
+def resolve_settings(model, settings, recordings):
+    """Settings with ``'auto'`` replaced by values measured on the recordings.
+
+    - ``cutoff_hz: auto`` -> the signal band of the noisiest recording
+      (:func:`~robot_identification.signal.signal_band`: where the spectrum of the
+      signals the regressor differentiates falls to 10 x their white-noise floor), but at
+      least :data:`CUTOFF_BAND_FACTOR` x the widest excitation band
+      (:func:`~robot_identification.signal.excitation_band`, 99 % of the motion's
+      spectral power) and 0.5 Hz, at most 0.2 x the lowest sampling rate (static
+      recordings only: 0.05 x the sampling rate). Low noise: a high cut-off that keeps the
+      fast torque transients of friction (stick-slip, reversals) which a filter near the
+      excitation band smears into the whole fit; noisy data: the excitation band;
+    - ``friction_deadband: auto`` -> per joint :data:`DEADBAND_NOISE_FACTOR` x the std of
+      the velocity noise left after the low-pass filter: the raw noise std
+      (:func:`~robot_identification.signal.noise_std`) x sqrt(2 f_c / f_s) for a
+      measured velocity (white noise) or x (2 f_c / f_s)^1.5 for differentiated positions
+      (noise spectrum ~ f^2); median over recordings, at least 1e-6 rad/s and at most
+      0.1 x the velocity RMS (the Coulomb term must stay distinguishable from viscous);
+    - ``stop_velocity: auto`` -> per joint :data:`STOP_VELOCITY_FRACTION` x the velocity RMS
+      (median over recordings), at least the deadband: below it the joint stops or sticks,
+      its friction is anywhere in [-f_c, f_c] (see :class:`ReversalWindow`).
+
+    Parameters
+    ----------
+    recordings : list of dict
+        :func:`~robot_identification.diagnostics.recording_summary` per recording (a
+        recording without a summary is left out).
+
+    Returns
+    -------
+    IdentificationSettings
+
+    Without any summary (recordings shorter than 20 samples) ``auto`` becomes no filter and
+    no deadband; such data are refused by the pre-processing anyway.
+    """
+    s = settings or model.config.identification
+    recordings = [r for r in recordings if r]
+    if not needs_resolving(s):
+        return s
+    if not recordings:   # too short to measure anything: the filter refuses it later
+        return replace(s, cutoff_hz=None if s.cutoff_hz == "auto" else s.cutoff_hz,
+                       friction_deadband=0.0 if isinstance(s.friction_deadband, str)
+                       else s.friction_deadband,
+                       stop_velocity=0.0 if isinstance(s.stop_velocity, str)
+                       else s.stop_velocity)
+    fs = min(r["sample_rate"] for r in recordings)
+    if s.cutoff_hz == "auto":
+        band = max(r["band_hz"] for r in recordings)
+        signal = min(r.get("signal_hz", 0.0) for r in recordings)
+        cut = 0.05 * fs if band <= 0 else min(max(CUTOFF_BAND_FACTOR * band, signal, 0.5),
+                                              0.2 * fs)
+        s = replace(s, cutoff_hz=float(f"{cut:.3g}"))
+    if isinstance(s.friction_deadband, str):
+        left = []
+        for r in recordings:
+            share = 1.0
+            if s.cutoff_hz is not None:
+                ratio = min(2.0 * s.cutoff_hz / r["sample_rate"], 1.0)
+                share = ratio ** (0.5 if r["velocity_measured"] else 1.5)
+            left.append(share * r["velocity_noise"])
+        dead = DEADBAND_NOISE_FACTOR * np.median(np.stack(left), axis=0)
+        vrms = np.median(np.stack([r["velocity_rms"] for r in recordings]), axis=0)
+        dead = np.clip(dead, 1e-6, np.maximum(0.1 * vrms, 1e-6))
+        s = replace(s, friction_deadband=tuple(float(f"{v:.3g}") for v in dead))
+    if isinstance(s.stop_velocity, str):
+        vrms = np.median(np.stack([r["velocity_rms"] for r in recordings]), axis=0)
+        stop = np.maximum(STOP_VELOCITY_FRACTION * vrms,
+                          np.broadcast_to(s.friction_deadband, vrms.shape))
+        s = replace(s, stop_velocity=tuple(float(f"{v:.3g}") for v in stop))
+    return s
+
+
+def _concat(chunks):
+    if len(chunks) == 1:
+        return chunks[0]
+    first = chunks[0]
+    kw = {}
+    for k in ("q", "dq", "ddq", "theta", "dtheta", "ddtheta", "tau"):
+        if getattr(first, k) is not None:
+            kw[k] = np.concatenate([getattr(c, k) for c in chunks], axis=0)
+    return Dataset(t=np.concatenate([c.t for c in chunks]), joint_names=first.joint_names,
+                   true_parameters=first.true_parameters, metadata=first.metadata, **kw)
+
+
+def _head(rec):
+    """The part of a recording that is summarised: all of an in-memory dataset, the first
+    :data:`SUMMARY_SAMPLES` samples of a streamed one."""
+    if rec.dataset is not None:
+        return rec.dataset
+    head = rec.peek(SUMMARY_SAMPLES)
+    if not head:
+        raise DataError(f"recording '{rec.name}' holds no samples")
+    return _concat(head)
+
+
+def _summary(model, rec, ds):
+    """Summary of ``ds`` = ``_head(rec)``, computed once per recording and model."""
+    cached = rec.summary_cache
+    if cached is not None and cached[0] is model:
+        return cached[1]
+    summary = None
+    if ds.t.shape[0] >= 20:
+        try:
+            summary = recording_summary(model, ds, label=rec.name)
+        except DataError:    # e.g. NaN: the pre-processing names the chunk and refuses it
+            summary = None
+    rec.summary_cache = (model, summary)
+    return summary
+
+
+def recording_summaries(model, recordings):
+    """:func:`~robot_identification.diagnostics.recording_summary` of each recording (an
+    in-memory dataset whole, a streamed recording its first :data:`SUMMARY_SAMPLES`
+    samples): what :func:`resolve_settings` needs before the recordings are mapped to
+    normal equations in parallel."""
+    out = []
+    for r in recordings:
+        rec = as_recording(r, model)
+        out.append(_summary(model, rec, _head(rec)))
+    return out

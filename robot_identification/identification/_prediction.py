@@ -1,0 +1,109 @@
+"""Torque predicted by identified base parameters: the forward model that validation
+(held-out data) and the pre-sliding selection (identification data) evaluate."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from robot_identification.regressor import coulomb_sign, iter_regressor_blocks
+
+
+#: Velocities below this magnitude count as rest when predicting [rad/s]: the Coulomb
+#: term sign(dq) of a joint at rest is undetermined (stiction balances the load), and the
+#: UR logs resolve velocity to 1e-4 rad/s, so quantisation noise would flip it.
+REST_VELOCITY = 1e-3
+
+
+def settings_from_results(model, doc):
+    """The robot config's identification settings with the pre-processing actually used in
+    identification (results.yaml ``settings``: ``cutoff_hz``, ``filter_order``,
+    ``friction_deadband``, ``stop_velocity``), so that validation filters and predicts like
+    identification did and never resolves an automatic setting on held-out data (the stop
+    velocity, which only selects identification rows, is 0 when the file has none)."""
+    s = model.config.identification
+    got = (doc or {}).get("settings") or {}
+    kw = {}
+    if "cutoff_hz" in got:
+        kw["cutoff_hz"] = None if got["cutoff_hz"] is None else float(got["cutoff_hz"])
+    if isinstance(got.get("filter_order"), int):
+        kw["filter_order"] = got["filter_order"]
+    dead = got.get("friction_deadband")
+    if isinstance(dead, list) and len(dead) == model.n:
+        kw["friction_deadband"] = tuple(float(v) for v in dead)
+    elif isinstance(dead, (int, float)):
+        kw["friction_deadband"] = float(dead)
+    stop = got.get("stop_velocity")
+    kw["stop_velocity"] = (tuple(float(v) for v in stop)
+                           if isinstance(stop, list) and len(stop) == model.n else 0.0)
+    if isinstance(got.get("drop_reversals"), bool):
+        kw["drop_reversals"] = got["drop_reversals"]
+    pre, jit = got.get("friction_presliding"), got.get("position_jitter")
+    kw["friction_presliding"] = (tuple(float(v) for v in pre) if isinstance(pre, list)
+                                 and len(pre) == model.n else None)
+    kw["position_jitter"] = (tuple(float(v) for v in jit) if isinstance(jit, list)
+                             and len(jit) == model.n else None)
+    return replace(s, **kw)
+
+
+def predict_torque(model, base, beta, states, chunk=2048, rest_velocity=0.0,
+                   friction_deadband=0.0, coulomb=None):
+    """Torque predicted by base parameters, shape (N, rows).
+
+    Parameters
+    ----------
+    states : mapping
+        ``q, dq, ddq`` (N, n) [rad, rad/s, rad/s^2].
+    beta : ndarray (p,)
+    rest_velocity : float
+        |dq| below this is set to 0 before evaluating the model [rad/s]
+        (see :data:`REST_VELOCITY`; for results without a ``friction_deadband``).
+    friction_deadband : float or ndarray (n,)
+        Coulomb sign deadband [rad/s], as in identification
+        (:func:`robot_identification.regressor.coulomb_sign`).
+    coulomb : ndarray (N, n), optional
+        Values of the Coulomb columns replacing coulomb_sign(v, friction_deadband)
+        (:func:`filtered_coulomb`).
+    """
+    out = []
+    st = dict(states)
+    if rest_velocity > 0:
+        for key in ("dq", "dtheta"):
+            if key in st:
+                st[key] = np.where(np.abs(st[key]) < rest_velocity, 0.0, st[key])
+    st.setdefault("tau", np.zeros_like(st["q"]))
+    for _, Y, _ in iter_regressor_blocks(model, st, chunk, friction_deadband=friction_deadband):
+        out.append(base.project(Y) @ beta)
+    pred = np.concatenate(out, axis=0)
+    if coulomb is not None:
+        n = model.n
+        v = st["dtheta" if model.config.elastic else "dq"]
+        old = coulomb_sign(v, friction_deadband)
+        rows = n if model.config.elastic else 0
+        pred[:, rows:rows + n] += (coulomb - old) * coulomb_coefficients(model, base, beta)
+    return pred
+
+
+def coulomb_coefficients(model, base, beta):
+    """Per joint the base parameter multiplying its Coulomb column, shape (n,): f_c where
+    the column is a base column of its own, else 0 (no Coulomb term, or one merged with
+    other columns, which a replacement column cannot change)."""
+    index = {int(k): b for b, k in enumerate(base.independent)}
+    names = list(model.parameter_names)
+    out = np.zeros(model.n)
+    for j, joint in enumerate(model.joint_names):
+        k = names.index(f"{joint}.coulomb") if f"{joint}.coulomb" in names else -1
+        if k in index:
+            out[j] = beta[index[k]]
+    return out
+
+
+def torque_errors(measured, predicted, names):
+    """Per-joint RMS error [N*m] and NRMSE of predicted vs measured torque (N, n)."""
+    err = predicted - measured
+    rms = np.sqrt(np.mean(err ** 2, axis=0))
+    ref = np.sqrt(np.mean(measured ** 2, axis=0))
+    nrmse = rms / np.maximum(ref, 1e-12)
+    joints = [{"name": nm, "rms": float(r), "nrmse": float(e)}
+              for nm, r, e in zip(names, rms, nrmse)]
+    return {"joints": joints, "nrmse_mean": float(np.mean(nrmse))}

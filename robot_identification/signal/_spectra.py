@@ -1,0 +1,126 @@
+"""Spectra and noise levels of recorded signals: the measurements behind the automatic
+settings (``cutoff_hz: auto``, ``friction_deadband: auto``) and the data diagnostics."""
+from __future__ import annotations
+
+from math import comb
+
+import numpy as np
+
+
+#: Power ratio signal / white-noise floor that bounds the signal band (:func:`signal_band`).
+SIGNAL_NOISE_RATIO = 10.0
+
+
+def robust_std(x, axis=0):
+    """1.4826 * median absolute deviation of ``x`` along ``axis`` (a std estimate that
+    ignores up to half the samples being outliers)."""
+    x = np.asarray(x, dtype=float)
+    med = np.median(x, axis=axis, keepdims=True)
+    return 1.4826 * np.median(np.abs(x - med), axis=axis)
+
+
+def noise_std(signal, axis=0, order=3):
+    """Standard deviation of white measurement noise in a smooth signal, per column.
+
+    Robust std of the ``order``-th differences divided by sqrt(binomial(2 order, order))
+    (the variance of the k-th difference of white noise: 6 sigma^2 for k = 2, 20 sigma^2
+    for k = 3); the smooth part contributes d^k x/dt^k * dt^k, negligible at the sampling
+    rates of joint signals. Where the MAD is 0 (quantised signals) the mean absolute
+    deviation is used. ``signal`` (N, n) -> (n,), same unit.
+    """
+    d = np.diff(np.asarray(signal, dtype=float), n=order, axis=axis)
+    mad = robust_std(d, axis=axis)
+    # quantised signals (e.g. velocities in 1e-4 rad/s steps) have mostly identical
+    # differences, so the MAD is 0: fall back to the mean absolute deviation
+    mean_dev = np.sqrt(np.pi / 2) * np.mean(np.abs(d - np.median(d, axis=axis, keepdims=True)),
+                                            axis=axis)
+    return np.where(mad > 0, mad, mean_dev) / np.sqrt(comb(2 * order, order))
+
+
+def _periodograms(t, x):
+    """Frequencies f (K,) [Hz], the Hann window w (N,) and, per column of ``x`` (N, n) that
+    moves (range >= 1e-6), (j, P) with P (K,) the periodogram of the linearly detrended,
+    Hann-windowed column. None for fewer than 8 samples."""
+    x = np.asarray(x, dtype=float)
+    N = x.shape[0]
+    if N < 8:
+        return None
+    fs = 1.0 / np.median(np.diff(np.asarray(t, dtype=float)))
+    f = np.fft.rfftfreq(N, 1.0 / fs)
+    w = np.hanning(N)
+    k = np.arange(N)
+    out = []
+    for j in range(x.shape[1]):
+        xj = x[:, j]
+        if np.ptp(xj) < 1e-6:
+            continue
+        xj = xj - np.polyval(np.polyfit(k, xj, 1), k)
+        out.append((j, np.abs(np.fft.rfft(xj * w)) ** 2))
+    return f, w, out
+
+
+def excitation_band(t, q, power=0.99):
+    """Frequency [Hz] below which ``power`` of the motion's spectral power lies.
+
+    The positions ``q`` (N, n) [rad] are detrended (linear), Hann-windowed and
+    Fourier-transformed; the band is the largest over joints (joints that do not move,
+    range < 1e-6 rad, are skipped). Returns 0.0 when nothing moves.
+    """
+    spectra = _periodograms(t, q)
+    if spectra is None:
+        return 0.0
+    f, _, columns = spectra
+    best = 0.0
+    for _, P in columns:
+        c = np.cumsum(P)
+        if c[-1] <= 0:
+            continue
+        best = max(best, float(f[np.searchsorted(c, power * c[-1])]))
+    return best
+
+
+def signal_band(t, x, noise, band_hz=0.0, ratio=SIGNAL_NOISE_RATIO):
+    """Frequency [Hz] up to which the recorded signal stands above its white-noise floor.
+
+    Per column of ``x`` (N, n) (positions [rad], or measured velocities [rad/s]): the
+    detrended, Hann-windowed periodogram, smoothed by its median over 200 logarithmic
+    frequency bins (/ ln 2: the mean of exponentially distributed periodogram ordinates),
+    against the periodogram level of white noise of std ``noise[j]`` (sigma^2 sum(w^2),
+    :func:`noise_std`); the signal band ends at the first bin above
+    ``band_hz`` whose level falls below ``ratio`` x that floor. Differentiation multiplies
+    signal and noise alike (by (2 pi f)^k), so this is also where the accelerations computed
+    from ``x`` turn from signal to noise: the highest useful low-pass cut-off (where signal
+    and noise spectra cross, the reading of optimal (Wiener) filtering in Press et al.,
+    Numerical Recipes, 2nd ed., Sec. 13.3, fig. 13.3.1). The lowest over joints that move
+    (range > 1e-6) is returned; the Nyquist frequency when no joint reaches its floor, 0.0
+    when nothing moves.
+
+    Parameters
+    ----------
+    t : ndarray (N,)
+        [s].
+    x : ndarray (N, n)
+    noise : ndarray (n,)
+        White-noise std of each column, unit of ``x``.
+    band_hz : float
+        Excitation band [Hz] (:func:`excitation_band`): the search starts above it.
+    ratio : float
+        Power ratio signal / noise floor.
+    """
+    spectra = _periodograms(t, x)
+    if spectra is None:
+        return 0.0
+    f, w, columns = spectra
+    fs = 1.0 / np.median(np.diff(np.asarray(t, dtype=float)))
+    edges = np.unique(np.round(np.geomspace(1, f.size - 1, 201)).astype(int))
+    best = None
+    for j, P in columns:
+        floor = ratio * float(noise[j]) ** 2 * np.sum(w ** 2)
+        end = fs / 2
+        for a, b in zip(edges[:-1], edges[1:]):
+            # median / ln 2: the mean of periodogram ordinates (exponentially distributed)
+            if f[b] > band_hz and np.median(P[a:b]) / np.log(2.0) < floor:
+                end = float(f[a])
+                break
+        best = end if best is None else min(best, end)
+    return 0.0 if best is None else max(best, 0.0)

@@ -1,0 +1,17 @@
+"""Validation of identified models: predicted vs measured torque on held-out data, and
+model selection by cross-validation on the identification data.
+
+- :func:`load_estimates` -- the models of a results.yaml (and the nominal one)
+- :func:`validate` -- NRMSE per joint, file and model (``_validate``; the prediction and
+  its friction model are :func:`robot_identification.identification.predict_torque` and
+  :func:`~robot_identification.identification.filtered_coulomb`)
+- :func:`validation_to_dict`, :func:`write_validation`, :func:`format_validation` --
+  validation.yaml and its table
+- :func:`select` -- ``identify --select``: cut-off, deadband, reversal rows and friction
+  model chosen by cross-validation (``_selection``)
+"""
+from robot_identification.validation._validate import (  # noqa: F401
+    PREFERENCE, format_validation, load_estimates, validate, validation_to_dict,
+    write_validation)
+from robot_identification.validation._selection import (  # noqa: F401
+    CUTOFF_FACTORS, candidates, folds, format_selection, select, selection_diagnostics)

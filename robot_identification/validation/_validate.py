@@ -1,0 +1,207 @@
+"""Validation of identified models on held-out data: predicted vs measured joint torque.
+
+For every validation file and every model (the nominal URDF and each estimate stored
+in results.yaml) the torque predicted by the base model, tau = W_base(q, dq, ddq) beta,
+is compared with the measured torque (both after the same zero-phase Butterworth
+filter as in identification) per joint:
+
+- ``rms``   = sqrt(mean((tau_pred - tau_meas)^2))                      [N*m]
+- ``nrmse`` = rms / sqrt(mean(tau_meas^2))                             [-]
+
+and ``nrmse_mean`` is the mean over joints. Validation needs no excitation: static
+runs (no motion) are evaluated too (they test gravity and offsets).
+
+validation.yaml (version 1)::
+
+    robot: ur10e
+    primary: physical            # the estimate reported in files[*].joints
+    files:
+      - file: validation/run.csv
+        estimate: physical
+        joints: [{name: shoulder_pan_joint, rms: 1.2, nrmse: 0.06}, ...]
+        nrmse_mean: 0.08
+        moving: true
+        models:                  # every model, same layout
+          nominal: {joints: [...], nrmse_mean: ...}
+          ols: {...}
+          wls: {...}
+          physical: {...}
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from robot_identification.errors import ConfigError, DataError
+from robot_identification.identifiability import base_parameters
+from robot_identification.identification import (
+    REST_VELOCITY, filtered_coulomb, predict_torque, prediction_deadband, preprocess,
+    torque_errors)
+from robot_identification.model import current_parameter_name
+from robot_identification.outputs import write_text_atomic
+from robot_identification.report import read_results
+
+#: Order in which estimates are preferred as the primary validated model.
+PREFERENCE = ("physical", "wls", "ols")
+
+
+def load_estimates(path, model, base=None):
+    """Base-parameter vectors of the models in a results.yaml, plus the nominal model.
+
+    Returns
+    -------
+    base : BaseParameters
+    models : dict
+        name -> beta (p,); always ``nominal`` first, then ``estimates`` of the file (or
+        its single ``base_parameters`` estimate under the file's estimator name).
+    doc : dict
+        The parsed file.
+
+    Raises
+    ------
+    DataError
+        Missing file, invalid results file (:func:`robot_identification.report.read_results`),
+        wrong robot, or base parameters that do not match the model's.
+    """
+    path = Path(path)
+    doc = read_results(path, model.config.name)
+    names = [current_parameter_name(e["name"]) for e in doc["base_parameters"]]  # fv -> viscous
+    base = base or base_parameters(model)
+    if list(base.names) != names:
+        extra = [n for n in names if n not in base.names][:3]
+        lack = [n for n in base.names if n not in names][:3]
+        diff = (f"the file has {extra} the model lacks" if extra else "") + \
+            ("; " if extra and lack else "") + \
+            (f"the model has {lack} the file lacks" if lack else "") or \
+            "the same names in another order"
+        raise DataError(f"base parameters of '{path}' do not match robot "
+                        f"'{model.config.name}' (different model or friction settings): "
+                        f"{diff}")
+    models = {"nominal": base.base_values(model.nominal_parameters())}
+    ests = doc.get("estimates") or {}
+    if ests:
+        for name, e in ests.items():
+            models[name] = np.asarray(e["values"], dtype=float)
+    else:
+        models[doc.get("estimator", "estimate")] = np.array(
+            [e["estimate"] for e in doc["base_parameters"]], dtype=float)
+    return base, models, doc
+
+
+def validate(model, base, models, datasets, settings=None, labels=None, keep_signals=False,
+             rest_velocity=None, filter_coulomb=None):
+    """Validate base-parameter models on held-out datasets.
+
+    Parameters
+    ----------
+    model : RobotModel
+        Rigid: the joint torques are compared; elastic: the motor torques (the motor-side
+        rows of Zollo et al. 2014, eq. 13; the link rows have no measured right-hand side).
+    base : BaseParameters
+    models : dict
+        name -> beta (p,) (see :func:`load_estimates`).
+    datasets : list of Dataset
+    settings : IdentificationSettings, optional
+        Filtering and the Coulomb ramp (:func:`prediction_deadband`); default the robot
+        config's.
+    labels : list of str, optional
+        File label per dataset (default ``metadata['source']``).
+    keep_signals : bool
+        Also return the time, measured and predicted torques per file (for plots).
+    rest_velocity : float, optional
+        See :func:`predict_torque`; default 0 when ``settings.friction_deadband`` is a
+        number (the identification's deadband is used), else :data:`REST_VELOCITY`
+        [rad/s].
+    filter_coulomb : bool or None
+        True: predict the Coulomb column as the filtered measurement holds it
+        (:func:`filtered_coulomb`); False: the ramp of the filtered velocity (what a plain
+        script does; the benchmarks' references). None (default): True where identification
+        dropped the friction rows at reversals and stops (``settings.drop_reversals``) - on
+        the rows it used the filtered column equals the fitted one up to the filter's
+        settling tolerance, on the dropped rows the fitted column says nothing -, else False:
+        without ``drop_reversals`` identification fitted the ramp of the filtered velocity on
+        every row, and prediction uses that same column.
+
+    Returns
+    -------
+    list of dict
+        Per file: ``file``, ``moving``, ``models`` {name: {joints, nrmse_mean}} and, with
+        ``keep_signals``, ``signals`` {t, measured, predicted: {name: (N, n)}}.
+
+    Raises
+    ------
+    DataError
+        Invalid dataset (missing joints, NaN, too short).
+    ConfigError
+        A ``rest_velocity`` that is not a finite number >= 0.
+    """
+    n = model.n
+    motor = slice(n, 2 * n) if model.config.elastic else slice(0, n)
+    s = settings or model.config.identification
+    dead = None if isinstance(s.friction_deadband, str) else prediction_deadband(model, s)
+    if rest_velocity is not None and not 0 <= rest_velocity < np.inf:
+        raise ConfigError(f"rest velocity must be a finite number >= 0 rad/s, got "
+                          f"{rest_velocity!r}")
+    if rest_velocity is None:
+        rest_velocity = REST_VELOCITY if dead is None else 0.0
+    out = []
+    for i, ds in enumerate(datasets):
+        states, t = preprocess(model, ds, s)
+        meas = states["tau"]
+        label = (labels[i] if labels else ds.metadata.get("source", f"dataset{i + 1}"))
+        entry = {"file": str(label), "moving": bool(ds.metadata.get(
+            "moving", np.abs(states["dq"]).max() > 0.01)), "models": {}}
+        preds = {}
+        coulomb = (filtered_coulomb(model, ds, s, dead)
+                   if dead is not None and (s.drop_reversals if filter_coulomb is None
+                                            else filter_coulomb) else None)
+        for name, beta in models.items():
+            pred = predict_torque(model, base, beta, states, rest_velocity=rest_velocity,
+                                  friction_deadband=0.0 if dead is None else dead,
+                                  coulomb=coulomb)[:, motor]
+            preds[name] = pred
+            entry["models"][name] = torque_errors(meas, pred, model.joint_names)
+        if keep_signals:
+            entry["signals"] = {"t": t, "measured": meas, "predicted": preds, "q": states["q"]}
+        out.append(entry)
+    return out
+
+
+def validation_to_dict(robot, files, primary=None) -> dict:
+    """validation.yaml mapping (schema in the module docstring)."""
+    names = list(files[0]["models"]) if files else []
+    if primary is None:
+        primary = next((p for p in PREFERENCE if p in names), names[-1] if names else None)
+    doc = {"robot": robot, "primary": primary, "files": []}
+    for f in files:
+        m = f["models"][primary]
+        doc["files"].append({"file": f["file"], "estimate": primary,
+                             "joints": [dict(j) for j in m["joints"]],
+                             "nrmse_mean": m["nrmse_mean"], "moving": f["moving"],
+                             "models": f["models"]})
+    return doc
+
+
+def write_validation(path, robot, files, primary=None, inputs=()):
+    """Write validation.yaml atomically (``inputs`` are refused as ``path``); returns its
+    path."""
+    return write_text_atomic(path, yaml.safe_dump(validation_to_dict(robot, files, primary),
+                                                  sort_keys=False), inputs=inputs)
+
+
+def format_validation(files) -> str:
+    """Text table: NRMSE per joint and mean, per file and model."""
+    lines = []
+    for f in files:
+        names = [j["name"] for j in next(iter(f["models"].values()))["joints"]]
+        short = [n.replace("_joint", "") for n in names]
+        lines.append(f"{f['file']}" + ("" if f["moving"] else "  (static)"))
+        head = f"  {'model':<10}" + "".join(f"{s:>14}" for s in short) + f"{'mean':>9}"
+        lines.append(head)
+        for name, m in f["models"].items():
+            cells = "".join(f"{j['rms']:7.3f}/{j['nrmse']:<6.3f}" for j in m["joints"])
+            lines.append(f"  {name:<10}{cells}{m['nrmse_mean']:9.4f}")
+        lines.append("  (cells: RMS error [N*m] / NRMSE)")
+    return "\n".join(lines)
