@@ -269,3 +269,19 @@ def test_simulate_command_on_mujoco(tmp_path, capsys):
     ds = load_dataset(out, load_robot("zollo_planar"))
     assert ds.metadata["engine"] == "mujoco" and ds.metadata["mujoco_version"]
     assert ds.n_samples == 501 and np.ptp(ds.q, axis=0).max() > 0.01
+
+
+@pytest.mark.parametrize("name", ["zollo_planar", "szabo_3dof", "puma560"])
+def test_mujoco_runs_satisfy_the_regressor(name):
+    """Exact states of a MuJoCo run (Coulomb friction as explicit sign(v), the regressor's
+    friction law, exact accelerations from mj_forward): Y @ pi_nominal == u (rigid) or
+    [0, u] (elastic), as for the built-in simulator (test_simulation_dynamics)."""
+    from robot_identification.regressor import torque_vector
+    from robot_identification.simulation import simulate
+    model = load_robot(name)
+    ds = simulate(model, duration=1.0, derivatives=True, quantise=False, friction="regressor",
+                  torque="command", engine="mujoco", engine_options={"coulomb": "explicit"})
+    Y = regressor(model, ds.q, ds.dq, ds.ddq, ds.theta, ds.dtheta, ds.ddtheta)
+    y = torque_vector(model, ds.tau)
+    np.testing.assert_allclose(Y @ model.nominal_parameters(), y, rtol=0,
+                               atol=1e-9 * np.abs(y).max())

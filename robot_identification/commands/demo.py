@@ -34,6 +34,9 @@ def add_arguments(p):
                    help="rclpy executor for all nodes: EventsExecutor (default, about twice "
                         "as fast) or SingleThreadedExecutor")
     p.add_argument("--timeout", type=float, default=600.0, help="wall-time limit [s]")
+    p.add_argument("--engine", choices=("mujoco", "builtin"), default="mujoco",
+                   help="physics engine of the simulated robot: mujoco (default, faster) or "
+                        "builtin (the reference simulator; docs/simulation.md)")
 
 
 def run(args):
@@ -112,7 +115,8 @@ def _run_graph(args, out, domain):
     t_wall = time.perf_counter()
     excitation = ExcitationPublisher(parameter_overrides=params(**robot, **sim_time))
     q0 = [float(x) for x in excitation.traj.evaluate(0.0)[0][0]]
-    sim = SimulatedRobot(parameter_overrides=params(**robot, initial_positions=q0))
+    sim = SimulatedRobot(parameter_overrides=params(**robot, initial_positions=q0,
+                                                    engine=args.engine))
     controller = PDController(parameter_overrides=params(**robot, **sim_time))
     recorder = Recorder(parameter_overrides=params(  # EventsExecutor: no message info
         data_directory=str(out), message_info=args.executor != "events", **sim_time))

@@ -30,6 +30,9 @@ def add_arguments(p):
     p.add_argument("--trajectory", metavar="FILE",
                    help="excitation trajectory YAML (default: the config's simulation.excitation)")
     p.add_argument("--duration", type=float, help="simulated time [s]")
+    p.add_argument("--engine", choices=("mujoco", "builtin"), default="mujoco",
+                   help="physics engine of the simulated excitation: mujoco (default, faster) "
+                        "or builtin (the reference); the regressor is exact on both")
     p.add_argument("--output", help="write the study as YAML")
 
 
@@ -87,7 +90,8 @@ def run(args):
     traj = load_trajectory(args.trajectory) if args.trajectory else None
     if traj is not None:
         check_limits(model, traj)
-    W, y, base, true = simulated_observations(model, trajectory=traj, duration=args.duration)
+    W, y, base, true = simulated_observations(model, trajectory=traj, duration=args.duration,
+                                              engine=args.engine)
     if args.sigma is not None:
         sigma = np.array(args.sigma, dtype=float)
         if sigma.shape != (model.n,) or np.any(~np.isfinite(sigma)) or np.any(sigma <= 0):

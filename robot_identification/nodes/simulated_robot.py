@@ -48,7 +48,8 @@ from robot_identification.nodes._common import (LATEST, QOS, command_state_ns, d
                                                 main_for, stamp_ns, to_stamp)
 from robot_identification.errors import DataError, IdentificationError
 from robot_identification.excitation import load_trajectory, trajectory_from_config
-from robot_identification.simulation import Simulator, tolerated_command_delay
+from robot_identification.simulation import (ENGINES, make_simulator,
+                                             tolerated_command_delay)
 
 
 #: [s] the longest a command is applied in real time with ``command_timeout: -1`` (auto)
@@ -90,8 +91,10 @@ class SimulatedRobot(Node):
         if len(self.q0) != self.model.n:
             raise IdentificationError(f"initial_positions has {len(self.q0)} values; robot "
                                       f"'{self.model.config.name}' has {self.model.n} joints")
-        self.sim = Simulator(self.model, rate_hz=rate, seed=declare(self, "seed", 0, "noise seed"),
-                             snr_db=snr or None)
+        engine = declare(self, "engine", "builtin", "physics engine: builtin (reference) or "
+                         "mujoco (faster)", read_only=True, choices=ENGINES)
+        self.sim = make_simulator(self.model, engine, rate_hz=rate,
+                                  seed=declare(self, "seed", 0, "noise seed"), snr_db=snr or None)
         self.command_timeout = declare(
             self, "command_timeout", -1.0, "[s] of robot time, real time: the robot's clock "
             "waits (no step) while the latest command is older than this - a starved "

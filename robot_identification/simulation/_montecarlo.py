@@ -251,12 +251,15 @@ def torque_noise_sigma(y, snr_db):
     return rms * 10.0 ** (-float(snr_db) / 20.0)
 
 
-def simulated_observations(model, *, trajectory=None, duration=None, base=None, log=None):
+def simulated_observations(model, *, trajectory=None, duration=None, base=None, log=None,
+                           engine="builtin"):
     """Exact base regressor and noise-free torques of a simulated excitation.
 
     Runs :func:`~robot_identification.simulation.simulate` once without noise, with the
     identification model's friction laws (``friction='regressor'``), exact recorded
-    derivatives and no encoder quantisation, so y = W beta holds exactly.
+    derivatives and no encoder quantisation, so y = W beta holds exactly (on MuJoCo with
+    Coulomb friction as an explicit sign(v) torque, not its frictionloss constraint, so that
+    it holds there too).
 
     Parameters
     ----------
@@ -266,6 +269,8 @@ def simulated_observations(model, *, trajectory=None, duration=None, base=None, 
         See :func:`simulate` (default: the config's ``simulation.excitation``).
     base : BaseParameters, optional
         Default :func:`base_parameters` of the model.
+    engine : {'builtin', 'mujoco'}
+        Physics engine (:func:`~robot_identification.simulation.make_simulator`).
 
     Returns
     -------
@@ -289,7 +294,9 @@ def simulated_observations(model, *, trajectory=None, duration=None, base=None, 
                           f"rows of the elastic model have none; use a rigid robot")
     base = base or base_parameters(model)
     ds = simulate(model, duration=duration, trajectory=trajectory, derivatives=True,
-                  quantise=False, friction="regressor", torque="command", log=log)
+                  quantise=False, friction="regressor", torque="command", log=log,
+                  engine=engine,
+                  engine_options={"coulomb": "explicit"} if engine == "mujoco" else None)
     states = {"q": ds.q, "dq": ds.dq, "ddq": ds.ddq, "tau": ds.tau}
     W = np.empty((ds.n_samples, model.n, len(base)))
     y = np.empty((ds.n_samples, model.n))

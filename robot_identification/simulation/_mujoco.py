@@ -392,21 +392,48 @@ def build_mujoco(model, standard=None, *, coupling=None, timestep=1e-3, integrat
 MUJOCO_OMEGA_STEP = 1.5
 
 
+class _ExplicitFriction:
+    """The friction terms MuJoCo has no element for, per joint (n,), as a function of the
+    link-referred velocity v (and position, for Zollo's literal third term): a negative
+    Coulomb coefficient (or every Coulomb term, ``coulomb='explicit'``) c sign(v), offsets,
+    the regressor law's stiction and Stribeck atan terms (Szabo eq. 7-9), Zollo's
+    exponential terms (eq. 43 without f1 v + f2 sgn v)."""
+
+    def __init__(self, model, n):
+        self.n = n
+        self.sign = np.zeros(n)
+        self.offset = np.zeros(n)
+        self.stiction = np.zeros(n)
+        self.stribeck = np.zeros(n)
+        self.sharp_s = model.config.friction.stiction_sharpness
+        self.sharp_d = model.config.friction.stribeck_sharpness
+        self.zollo = []                       # (joint, law, literal position reading)
+
+    def __bool__(self):
+        return bool(np.any(self.sign) or np.any(self.offset) or np.any(self.stiction)
+                    or np.any(self.stribeck) or self.zollo)
+
+    def __call__(self, v, position):
+        from robot_identification.simulation._friction import zollo_stribeck
+        f = (self.sign * np.sign(v) + self.offset
+             + self.stiction * (2 / np.pi) * np.arctan(self.sharp_s * v)
+             + self.stribeck * (2 / np.pi) * np.arctan(self.sharp_d * v))
+        for k, lw, literal in self.zollo:
+            f[k] += zollo_stribeck(v[k], 0.0, 0.0, lw["f3"], lw["f4"], lw["f5"], lw["f6"],
+                                   position[k] if literal else None)
+        return f
+
+
 def _friction_terms(model, friction):
-    """Per joint (viscous (n,), coulomb (n,), explicit(v, position) -> (n,)) of the simulation
-    friction laws (:class:`~robot_identification.simulation.FrictionModel`): viscous and
-    Coulomb friction become MuJoCo ``damping`` and ``frictionloss``; the other terms (offset,
-    the atan stiction/Stribeck terms of the regressor law, the exponential terms of Zollo's
-    Stribeck law, a negative Coulomb coefficient) are returned as a function of the
-    link-referred velocity, applied explicitly once per MuJoCo time step."""
-    from robot_identification.simulation._friction import FrictionModel, zollo_stribeck
+    """Per joint viscous (n,) and Coulomb (n,) coefficients of the simulation friction laws
+    (:class:`~robot_identification.simulation.FrictionModel`), which become MuJoCo
+    ``damping`` and ``frictionloss``, the other terms (:class:`_ExplicitFriction`), applied
+    explicitly once per MuJoCo time step, and the FrictionModel."""
+    from robot_identification.simulation._friction import FrictionModel
     fm = FrictionModel(model, friction)
     n = model.n
-    zero = np.zeros(n)
-    viscous, coulomb = zero.copy(), zero.copy()
-    explicit = []                                 # (joint, function of v, position)
-    sharp_s = model.config.friction.stiction_sharpness
-    sharp_d = model.config.friction.stribeck_sharpness
+    viscous, coulomb = np.zeros(n), np.zeros(n)
+    explicit = _ExplicitFriction(model, n)
     for k, law in enumerate(fm.laws):
         if law["model"] == "regressor":
             c = {key: float(fm._coef[key][k]) if key in fm._coef else 0.0
@@ -415,17 +442,13 @@ def _friction_terms(model, friction):
             if c["coulomb"] >= 0:
                 coulomb[k] = c["coulomb"]
             else:
-                explicit.append((k, lambda v, p, c=c["coulomb"]: c * np.sign(v)))
-            if c["offset"] or c["stiction"] or c["stribeck"]:
-                explicit.append((k, lambda v, p, c=c: (
-                    c["offset"] + c["stiction"] * (2 / np.pi) * np.arctan(sharp_s * v)
-                    + c["stribeck"] * (2 / np.pi) * np.arctan(sharp_d * v))))
+                explicit.sign[k] = c["coulomb"]
+            explicit.offset[k] = c["offset"]
+            explicit.stiction[k] = c["stiction"]
+            explicit.stribeck[k] = c["stribeck"]
         elif law["model"] == "zollo_stribeck":
             viscous[k], coulomb[k] = law["f1"], law["f2"]
-            literal = law.get("variant") == "paper_position"
-            explicit.append((k, lambda v, p, lw=law, literal=literal: zollo_stribeck(
-                v, 0.0, 0.0, lw["f3"], lw["f4"], lw["f5"], lw["f6"],
-                p if literal else None)))
+            explicit.zollo.append((k, law, law.get("variant") == "paper_position"))
     return viscous, coulomb, explicit, fm
 
 
@@ -513,13 +536,12 @@ class MujocoSimulator(_Encoders):
         self._fdof, self._fscale = dof, scale
         m.dof_damping[dof] = viscous / scale ** 2
         if coulomb == "explicit":
-            explicit = explicit + [(k, lambda v, p, c=float(c): c * np.sign(v))
-                                   for k, c in enumerate(coul) if c]
+            explicit.sign += coul
             coul = np.zeros(self.n)
         m.dof_frictionloss[dof] = coul / scale
         if friction_timeconst is not None:
             m.dof_solref[dof, 0] = float(friction_timeconst)
-        self._explicit = explicit
+        self._explicit = explicit if explicit else None     # nothing explicit: one call
         self.mj_data = self._mj.MjData(m)
         self._rng = np.random.default_rng(seed)
         self.reset()
@@ -585,35 +607,22 @@ class MujocoSimulator(_Encoders):
 
     def _apply_explicit(self):
         d = self.mj_data
-        if not self._explicit:
-            return
         v = d.qvel[self._fdof] / self._fscale
         p = (d.qpos[self.arm.rotor_qpos] / self.arm.gear if self.elastic
              else d.qpos[self.arm.joint_qpos])
-        f = np.zeros(self.n)
-        for k, fn in self._explicit:
-            f[k] += float(fn(v[k], p[k]))
-        d.qfrc_applied[self._fdof] = -f / self._fscale
+        d.qfrc_applied[self._fdof] = -self._explicit(v, p) / self._fscale
 
     def accelerations(self, u=None):
         """Accelerations (ddq, ddtheta) at the current state under command ``u`` (MuJoCo
         ``mj_forward``: with the frictionloss constraint forces)."""
-        mj, m, a = self._mj, self.arm.model, self.arm
-        d = mj.MjData(m)
-        mj.mj_copyData(d, m, self.mj_data)
+        mj, m, a, d = self._mj, self.arm.model, self.arm, self.mj_data
         d.ctrl[:] = self._u if u is None else np.asarray(u, float)
-        self._apply_explicit_to(d)
-        mj.mj_forward(m, d)
+        if self._explicit is not None:
+            self._apply_explicit()
+        mj.mj_forward(m, d)            # the state is unchanged; step() recomputes the rest
         if self.elastic:
             return d.qacc[a.joint_dof].copy(), d.qacc[a.rotor_dof] / a.gear
         return d.qacc[a.joint_dof].copy(), None
-
-    def _apply_explicit_to(self, d):
-        saved, self.mj_data = self.mj_data, d
-        try:
-            self._apply_explicit()
-        finally:
-            self.mj_data = saved
 
     def step(self, u):
         """Hold command ``u`` (n,) [N*m] for one control period; return the new state.
@@ -632,7 +641,7 @@ class MujocoSimulator(_Encoders):
             raise DataError(f"command u must be {self.n} finite torques, got {u!r}")
         self._u = u
         d.ctrl[:] = u
-        if self._explicit:
+        if self._explicit is not None:
             for _ in range(self.substeps):
                 self._apply_explicit()
                 mj.mj_step(m, d)
