@@ -4,6 +4,8 @@
 # against the header-only pinocchio of the `pin` wheel and Eigen of `cmeel-eigen` in the venv
 # given as $1 (default .venv). Optional: without it the regressor runs its pure-Python path.
 # Never fails: on any problem it prints one warning line and exits 0.
+# `build_kernel.sh VENV SOURCE OUTPUT` compiles another source the same way (the C++
+# reference loop of benchmarks/regressor_throughput.py) and does nothing else.
 cd "$(dirname "$0")/.."
 VENV=${1:-.venv}
 PY="$(cd "$VENV" 2>/dev/null && pwd)/bin/python"
@@ -14,7 +16,8 @@ PREFIX=$("$PY" -c "import cmeel; print(cmeel.__path__[0] + '.prefix')" \
   2>/dev/null) || warn "no cmeel prefix in $VENV"
 SRC=robot_identification/regressor/_kernel.cpp
 OUT=robot_identification/regressor/build/libregressor_kernel.so
-mkdir -p robot_identification/regressor/build || warn "cannot create the build folder"
+if [ -n "$2" ]; then SRC=$2; OUT=$3; fi
+mkdir -p "$(dirname "$OUT")" || warn "cannot create the build folder"
 
 compile() {
   local log
@@ -31,6 +34,7 @@ compile() {
   echo "built $OUT"
 }
 
+if [ -n "$2" ]; then compile; exit 0; fi
 # up to date (setup.sh run again): newer than the source and the installed pinocchio headers
 if [ "$OUT" -nt "$SRC" ] && [ "$OUT" -nt "$PREFIX/include/pinocchio/config.hpp" ]; then
   echo "regressor kernel up to date: $OUT"

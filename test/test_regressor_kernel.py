@@ -79,7 +79,8 @@ def test_unsupported_joint_falls_back():
     """A joint type the kernel does not build (continuous joint, nq != nv): no kernel."""
     pm = pin.Model()
     pm.addJoint(0, pin.JointModelRUBZ(), pin.SE3.Identity(), "wheel")
-    assert _kernel.Kernel.create(pm, np.zeros(0, int), np.zeros(0, int), np.zeros(0)) is None
+    assert _kernel.Kernel.create(pm, np.tile(np.eye(4), (1, 1, 1)), (np.zeros(0, int),) * 3,
+                                 np.zeros(0, int), np.zeros(0, int), np.zeros(0)) is None
 
 
 @needs_kernel

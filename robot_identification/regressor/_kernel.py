@@ -1,9 +1,10 @@
-"""ctypes loader of the compiled regressor kernel (``_kernel.cpp``, issue #9).
+"""ctypes loader of the compiled regressor kernel (``_kernel.cpp``, issues #9, #29).
 
-The kernel runs the per-sample loop of pinocchio's ``computeJointTorqueRegressor`` and the
-sparse linear map from its entries to the observation rows (link row/column selection,
-frame change A_k, rotor columns of the complete elastic model) in C++, for all samples of a
-block in one call. It is optional: ``scripts/build_kernel.sh`` (run by
+The kernel evaluates the entries of pinocchio's joint torque regressor per sample (its own
+forward pass over the one-dof joints, each body's regressor about its parameter frame, the
+joint axes moved along the chain; ``_kernel.cpp`` says how) and writes the observation rows
+(link blocks, rotor columns of the complete elastic model, drive columns) in C++, for all
+samples of a block in one call. It is optional: ``scripts/build_kernel.sh`` (run by
 ``scripts/setup.sh``) compiles ``build/libregressor_kernel.so`` beside this file; without
 it (colcon/ROS installs, a failed compile, ``RI_REGRESSOR_KERNEL=0`` in the environment,
 or a model with a joint type the kernel does not build) :mod:`._regressor` uses its
@@ -23,7 +24,7 @@ ENABLED = os.environ.get("RI_REGRESSOR_KERNEL", "1") != "0"
 
 #: ``ri_kernel_version()`` of the library this loader was written for (a library built from
 #: an older ``_kernel.cpp``, e.g. before ``git pull`` without re-running setup, is not used).
-VERSION = 2
+VERSION = 4
 
 _PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "build", "libregressor_kernel.so")
 _LIB = None
@@ -60,15 +61,15 @@ def _library():
                            f"{VERSION}): run scripts/build_kernel.sh")
             return None
         lib.ri_kernel_create.restype = ctypes.c_void_p
-        lib.ri_kernel_create.argtypes = [ctypes.c_int, _i, _i, _d, _d, _d, ctypes.c_long,
-                                         _l, _l, _d]
+        lib.ri_kernel_create.argtypes = [ctypes.c_int, _i, _i, _d, _d, _d, _d, ctypes.c_long,
+                                         _i, _i, _l, ctypes.c_long, _l, _l, _d]
         lib.ri_kernel_free.restype = None
         lib.ri_kernel_free.argtypes = [ctypes.c_void_p]
         lib.ri_kernel_nv.restype = ctypes.c_int
         lib.ri_kernel_nv.argtypes = [ctypes.c_void_p]
         lib.ri_kernel_regressor.restype = ctypes.c_int
         lib.ri_kernel_regressor.argtypes = [ctypes.c_void_p, ctypes.c_long, _d, _d, _d,
-                                            ctypes.c_long, _d]
+                                            ctypes.c_long, _l, _d, ctypes.c_long, _d]
         _LIB = lib
     return _LIB
 
@@ -86,21 +87,41 @@ def _ptr(array, kind):
     return array.ctypes.data_as(kind)
 
 
-class Kernel:
-    """A kernel handle for one pinocchio model and one column map.
+def kinematic_tree(pin_model):
+    """The kinematic tree of ``pin_model`` as the kernel takes it, or None (a joint type
+    the kernel does not evaluate, e.g. continuous or free-flyer).
 
-    Parameters
-    ----------
-    pin_model : pinocchio.Model
-        The model pinocchio evaluates (rigid model, or the rotor-augmented elastic model);
-        only its kinematic tree and gravity are passed (the torque regressor does not
-        depend on the inertias).
-    dst, src : ndarray (M,) of int
-        Flat destination in one sample's Y (rows * P, row-major) and flat source in one
-        sample's pinocchio regressor (nv * 10 * (njoints - 1), row-major).
-    weight : ndarray (M,)
-        Y[dst] += weight * R[src], per sample.
+    Returns
+    -------
+    dict
+        ``types`` (nj,) joint codes of ``ri_kernel_create``, ``parents`` (nj,),
+        ``placements`` (nj, 12) rotation (row-major) and translation [m] in the parent
+        frame, ``axes`` (nj, 3), ``gravity`` (3,) [m/s^2]; nj = ``njoints - 1``.
     """
+    if pin_model.nq != pin_model.nv:
+        return None
+    nj = pin_model.njoints - 1
+    types = np.empty(nj, dtype=np.intc)
+    placements = np.empty((nj, 12))
+    axes = np.zeros((nj, 3))
+    for j in range(1, nj + 1):
+        joint = pin_model.joints[j]
+        code = _JOINT_CODES.get(joint.shortname())
+        if code is None:
+            return None
+        types[j - 1] = code
+        if code in (3, 7):
+            axes[j - 1] = joint.extract().axis
+        placement = pin_model.jointPlacements[j]
+        placements[j - 1, :9] = placement.rotation.ravel()
+        placements[j - 1, 9:] = placement.translation
+    return {"types": types, "parents": np.array(pin_model.parents[1:], dtype=np.intc),
+            "placements": placements, "axes": axes,
+            "gravity": np.array(pin_model.gravity.linear, dtype=float)}
+
+
+class Kernel:
+    """A kernel handle for one pinocchio model and one column map (:meth:`create`)."""
 
     def __init__(self, lib, handle):
         self._lib = lib
@@ -108,35 +129,47 @@ class Kernel:
         weakref.finalize(self, lib.ri_kernel_free, handle)
 
     @classmethod
-    def create(cls, pin_model, dst, src, weight):
-        """The kernel for ``pin_model``, or None (library absent, unsupported joint type)."""
+    def create(cls, pin_model, frames, blocks, dst, src, weight):
+        """The kernel for ``pin_model``, or None (library absent, unsupported joint type).
+
+        Parameters
+        ----------
+        pin_model : pinocchio.Model
+            The model pinocchio evaluates (rigid model, or the rotor-augmented elastic
+            model); only its kinematic tree and gravity are passed (the torque regressor
+            does not depend on the inertias).
+        frames : ndarray (njoints - 1, 4, 4)
+            Per joint the placement of its body's parameter frame in the joint frame (the
+            kernel's regressor entries R of body b are those of its standard parameters
+            about that frame: R_J A_b for the frame change pi_J = A_b pi_P).
+        blocks : (row, body, dst) ndarrays (B,) of int
+            Y[dst + c] = R[row, 10 body + c], c = 0..9, per sample (row: velocity index,
+            body: joint index - 1).
+        dst, src : ndarray (M,) of int
+            Flat destination in one sample's Y (rows * P, row-major) and flat source in
+            one sample's R (nv * 10 * (njoints - 1), row-major, parameter frames).
+        weight : ndarray (M,)
+            Y[dst] += weight * R[src], per sample.
+        """
         lib = _library() if ENABLED else None
-        if lib is None or pin_model.nq != pin_model.nv:
+        tree = kinematic_tree(pin_model) if lib is not None else None
+        if tree is None:
             return None
         nj = pin_model.njoints - 1
-        types = np.empty(nj, dtype=np.intc)
-        placements = np.empty((nj, 12))
-        axes = np.zeros((nj, 3))
-        for j in range(1, nj + 1):
-            joint = pin_model.joints[j]
-            code = _JOINT_CODES.get(joint.shortname())
-            if code is None:
-                return None
-            types[j - 1] = code
-            if code in (3, 7):
-                axes[j - 1] = joint.extract().axis
-            placement = pin_model.jointPlacements[j]
-            placements[j - 1, :9] = placement.rotation.ravel()
-            placements[j - 1, 9:] = placement.translation
-        parents = np.array(pin_model.parents[1:], dtype=np.intc)
-        gravity = np.array(pin_model.gravity.linear, dtype=float)
+        frames = np.asarray(frames, dtype=float)
+        frame_rows = np.ascontiguousarray(
+            np.concatenate([frames[:, :3, :3].reshape(nj, 9), frames[:, :3, 3]], axis=1))
+        brow, bbody = (np.ascontiguousarray(x, dtype=np.intc) for x in blocks[:2])
+        bdst = np.ascontiguousarray(blocks[2], dtype=np.int_)
         dst = np.ascontiguousarray(dst, dtype=np.int_)
         src = np.ascontiguousarray(src, dtype=np.int_)
         weight = np.ascontiguousarray(weight, dtype=float)
-        handle = lib.ri_kernel_create(nj, _ptr(types, _i), _ptr(parents, _i),
-                                      _ptr(placements, _d), _ptr(axes, _d),
-                                      _ptr(gravity, _d), len(dst), _ptr(dst, _l),
-                                      _ptr(src, _l), _ptr(weight, _d))
+        handle = lib.ri_kernel_create(nj, _ptr(tree["types"], _i), _ptr(tree["parents"], _i),
+                                      _ptr(tree["placements"], _d), _ptr(frame_rows, _d),
+                                      _ptr(tree["axes"], _d), _ptr(tree["gravity"], _d),
+                                      len(bdst), _ptr(brow, _i), _ptr(bbody, _i),
+                                      _ptr(bdst, _l), len(dst), _ptr(dst, _l), _ptr(src, _l),
+                                      _ptr(weight, _d))
         if not handle:
             return None
         kernel = cls(lib, handle)
@@ -144,17 +177,24 @@ class Kernel:
             return None
         return kernel
 
-    def fill(self, Y, q, v, a):
-        """Y[i][dst] += weight * R_i[src] for every sample i (GIL released meanwhile).
+    def fill(self, Y, q, v, a, drive_dst, drive):
+        """Every entry of Y: regressor entries, then Y[i, drive_dst] = drive[i] (GIL released).
 
         Parameters
         ----------
-        Y : ndarray (N, rows * P), C-contiguous float64, modified in place
+        Y : ndarray (N, rows * P), C-contiguous float64, overwritten (need not be zeroed)
         q : ndarray (N, nq); v, a : ndarray (N, nv) -- pinocchio order.
+        drive_dst : ndarray (D,) of int
+            Flat destinations of the drive columns in one sample's Y.
+        drive : ndarray (N, D)
+            Their values (rotor inertia, stiffness, friction columns).
         """
-        q, v, a = (np.ascontiguousarray(x, dtype=float) for x in (q, v, a))
+        q, v, a, drive = (np.ascontiguousarray(x, dtype=float) for x in (q, v, a, drive))
+        drive_dst = np.ascontiguousarray(drive_dst, dtype=np.int_)
         assert Y.flags.c_contiguous and Y.dtype == np.float64 and Y.ndim == 2
+        assert drive.shape == (Y.shape[0], len(drive_dst))
         if self._lib.ri_kernel_regressor(self._handle, Y.shape[0], _ptr(q, _d), _ptr(v, _d),
-                                         _ptr(a, _d), Y.shape[1], _ptr(Y, _d)):
+                                         _ptr(a, _d), len(drive_dst), _ptr(drive_dst, _l),
+                                         _ptr(drive, _d), Y.shape[1], _ptr(Y, _d)):
             raise RuntimeError("compiled regressor kernel failed")
         return Y

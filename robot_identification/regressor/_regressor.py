@@ -133,29 +133,58 @@ class _RegressorPlan:
         return self._kernel or None
 
     def _kernel_map(self):
-        """The inertial and rotor columns as triplets Y[dst] += w R[src] (flat per sample)
-        for the compiled kernel, structurally zero sources left out (row joint j, body k:
-        non-zero only if j supports k)."""
+        """The compiled kernel's maps: parameter frames, blocks and triplets.
+
+        The kernel evaluates each link body's regressor entries about its parameter frame
+        (``frames``: the placement (R, t) of A_k, ``model.frame_changes``), so the inertial
+        columns are blocks of 10 copied per (link row, link body) pair the row's joint
+        supports; the rotor columns stay triplets Y[dst] += w R[src], their weights on a
+        parent body moved to its parameter frame (R_J w = R_P A_k^-1 w)."""
         pm, C, P = self.pin_model, self.n_cols, self.P
+        nj = pm.njoints - 1
+        frames = np.tile(np.eye(4), (nj, 1, 1))
+        inverse = {}
+        for k, A in enumerate(self.frame_changes):
+            if A is not None:      # A_k's column of m holds t, those of m c hold R
+                body = self.link_cols[10 * k] // 10
+                frames[body, :3, :3] = A[1:4, 1:4]
+                frames[body, :3, 3] = A[1:4, 0]
+                inverse[body] = np.linalg.inv(A)
+        rows, bodies, bdst = [], [], []
         row_joint = {pm.joints[j].idx_v: j for j in range(1, pm.njoints)}
-        dst, src, weight = [], [], []
         for r, row in enumerate(self.link_rows):
             supported = set(pm.subtrees[row_joint[row]])
-            for i, j in zip(*np.nonzero(self.frame_change)):
-                if self.link_cols[i] // 10 + 1 in supported:
-                    dst.append(r * P + j)
-                    src.append(row * C + self.link_cols[i])
-                    weight.append(self.frame_change[i, j])
+            for k in range(len(self.link_cols) // 10):
+                body = self.link_cols[10 * k] // 10
+                if body + 1 in supported:
+                    rows.append(row)
+                    bodies.append(body)
+                    bdst.append(r * P + 10 * k)
+        dst, src, weight = np.zeros(0, dtype=int), np.zeros(0, dtype=int), np.zeros(0)
         if self.linear is not None:
             lsrc, lweights, starts, ldst = self.linear
-            dst += list(np.repeat(ldst, np.diff(np.r_[starts, len(lsrc)])))
-            src += list(lsrc)
-            weight += list(lweights)
-        return np.array(dst, dtype=int), np.array(src, dtype=int), np.array(weight)
+            ldst = np.repeat(ldst, np.diff(np.r_[starts, len(lsrc)]))
+            terms = {}
+            for d, s, w in zip(ldst, lsrc, lweights):
+                row, col = divmod(int(s), C)
+                body = col // 10
+                if body in inverse:        # R_J w over the body's block = R_P (A^-1 w)
+                    for c, a in enumerate(inverse[body][:, col % 10] * w):
+                        if a != 0.0:
+                            key = (int(d), row * C + 10 * body + c)
+                            terms[key] = terms.get(key, 0.0) + a
+                else:
+                    terms[(int(d), int(s))] = terms.get((int(d), int(s)), 0.0) + w
+            items = sorted(terms.items())
+            dst = np.array([d for (d, _), _ in items], dtype=int)
+            src = np.array([s for (_, s), _ in items], dtype=int)
+            weight = np.array([w for _, w in items])
+        return frames, (rows, bodies, bdst), dst, src, weight
 
     def _frame_change_maps(self, model):
         n = model.n
         M = np.zeros((10 * n, 10 * n))
+        self.frame_changes = model.frame_changes
         for k, A in enumerate(model.frame_changes):
             M[10 * k: 10 * k + 10, 10 * k: 10 * k + 10] = np.eye(10) if A is None else A
         # entries like cos(pi/2) = 6e-17 of axis-aligned frame rotations are exact zeros
@@ -260,18 +289,24 @@ def _scratch(name, shape):
 SUB = 256
 
 
-def _fill(plan, Y, qa, va, aa, drive_values):
-    """Fill Y (N, rows, P), zero on entry: pinocchio loop, frame change, linear rotor
-    columns and drive columns, block by block of SUB samples (the scratch buffers stay in
-    the core's cache)."""
-    N, rows, P = Y.shape
-    Yflat = Y.reshape(N, rows * P)
+def _fill(plan, N, qa, va, aa, drive_values):
+    """Y (N, rows, P): pinocchio loop, frame change, linear rotor columns and drive
+    columns, block by block of SUB samples (the scratch buffers stay in the core's cache);
+    or the compiled kernel, which writes every entry of each row once."""
+    rows, P = plan.rows, plan.P
     kernel = plan.kernel
     if kernel is not None:      # the same matrix, per-sample loop in C++
-        kernel.fill(Yflat, qa, va, aa)
-        for flat, values in drive_values:
-            Yflat[:, flat] = values
+        Y = np.empty((N, rows, P))
+        if drive_values:
+            drive_dst = np.concatenate([flat for flat, _ in drive_values])
+            drive = np.concatenate([np.broadcast_to(values, (N, len(flat)))
+                                    for flat, values in drive_values], axis=1)
+        else:
+            drive_dst, drive = np.zeros(0, dtype=int), np.zeros((N, 0))
+        kernel.fill(Y.reshape(N, rows * P), qa, va, aa, drive_dst, drive)
         return Y
+    Y = np.zeros((N, rows, P))
+    Yflat = Y.reshape(N, rows * P)
     pm = plan.pin_model
     torque_regressor = functools.partial(pin.computeJointTorqueRegressor, pm, pm.createData())
     n_link = len(plan.link_rows)
@@ -351,9 +386,7 @@ def rigid_regressor(model, q, dq, ddq, friction_deadband=0.0):
     drive = [(plan.flat[key][0],
               rotor * model.gear_ratios ** 2 * ddq if key == "rotor_inertia" else fric[key])
              for key in plan.keys]
-    Y = np.empty((N, n, model.n_parameters))
-    Y.fill(0.0)
-    return _fill(plan, Y, model.pin_configuration(q), model.to_pin_v(dq), model.to_pin_v(ddq),
+    return _fill(plan, N, model.pin_configuration(q), model.to_pin_v(dq), model.to_pin_v(ddq),
                  drive)
 
 
@@ -427,8 +460,7 @@ def elastic_regressor(model, q, dq, ddq, theta, dtheta, ddtheta, friction_deadba
             drive += [(link, deflection), (motor, -deflection)]
         else:
             drive.append((motor, fric[key]))
-    Y = np.zeros((N, 2 * n, model.n_parameters))
-    return _fill(plan, Y, qa, va, aa, drive)
+    return _fill(plan, N, qa, va, aa, drive)
 
 
 def _spin_about(axis):
