@@ -18,13 +18,19 @@ def add_arguments(p):
     p.add_argument("--output", required=True, help="URDF file to write")
 
 
-def export_from_results(model, results, output, inputs=()):
-    """Export the ``estimates.physical`` standard parameters of ``results`` to ``output``."""
+def physical_standard(model, results):
+    """The ``estimates.physical`` standard parameters (P,) of a results file, in
+    ``model.parameter_names`` order.
+
+    Raises
+    ------
+    DataError
+        No physically consistent estimate, or standard parameters of the model missing.
+    """
     import numpy as np
 
     from robot_identification.errors import DataError
     from robot_identification.report import read_results
-    from robot_identification.report._urdf_export import export_urdf
     doc = read_results(results, model.config.name)
     phys = (doc.get("estimates") or {}).get("physical")
     if not phys:
@@ -35,7 +41,13 @@ def export_from_results(model, results, output, inputs=()):
     if missing:
         raise DataError(f"'{results}' lacks standard parameters {missing[:5]} of robot "
                         f"'{model.config.name}'")
-    pi = np.array([sp[n] for n in model.parameter_names])
+    return np.array([sp[n] for n in model.parameter_names])
+
+
+def export_from_results(model, results, output, inputs=()):
+    """Export the ``estimates.physical`` standard parameters of ``results`` to ``output``."""
+    from robot_identification.report._urdf_export import export_urdf
+    pi = physical_standard(model, results)
     return export_urdf(model, pi, output,
                        comment=f"physically consistent estimate from {Path(results).name}",
                        inputs=tuple(inputs) + (results,))

@@ -4,6 +4,7 @@
 - :func:`format_table` -- text table of the base parameters
 - :func:`records` -- rows for notebooks (``IdentificationResult.to_dataframe``, ``.plot()``,
   ``.save()``, ``_repr_html_``); :func:`write_report` -- the HTML report
+- :func:`export_urdf`, :func:`export_mjcf` -- the identified model for simulators
 """
 from robot_identification.report._results import (  # noqa: F401
     add_to_results, estimates_to_dict, format_table, read_results, result_to_dict,
@@ -12,3 +13,4 @@ from robot_identification.report._html import write_report  # noqa: F401,E402
 from robot_identification.report._urdf_export import (  # noqa: F401,E402
     export_urdf, urdf_torque)
 from robot_identification.report._notebook import records  # noqa: F401,E402
+from robot_identification.report._mjcf_export import export_mjcf  # noqa: F401,E402

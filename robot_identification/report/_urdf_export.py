@@ -4,9 +4,16 @@ The inertial of the link moved by each configured joint is replaced by the ident
 body (mass, centre of mass, inertia about the centre of mass, link axes). Links welded
 to that body by fixed joints lose their inertial (the identified body includes them, as
 pinocchio merges them into one body). Identified viscous and Coulomb friction go into
-each joint's ``<dynamics damping= friction=>``; rotor inertia (armature), torque offsets,
-static (stiction/Stribeck) friction and the elastic joints' stiffness and damping have no
-URDF element and are written into a comment (:func:`not_in_urdf`).
+each joint's ``<dynamics damping= friction=>`` (read by pinocchio, MuJoCo -- as damping and
+frictionloss -- and Gazebo's URDF-to-SDFormat conversion). The rotor inertia goes into a
+``<transmission>`` per joint (:func:`transmission`): ROS's SimpleTransmission with the gear
+ratio as ``mechanicalReduction``, plus Drake's ``drake:rotor_inertia`` and
+``drake:gear_ratio``, from which Drake's parser adds the reflected inertia
+rotor_inertia * k_m^2, the project's armature. MuJoCo's URDF reader has no armature (its
+``<mujoco>`` extension takes only compiler, option and size): ``export-mjcf`` writes a
+MuJoCo model with it. Torque offsets, static (stiction/Stribeck) friction and the elastic
+joints' stiffness and damping have no URDF element and are written into a comment
+(:func:`not_in_urdf`), with the rotor inertia again.
 """
 from __future__ import annotations
 
@@ -87,6 +94,53 @@ def drive_values(model, standard, key):
                      for j in model.joint_names])
 
 
+#: XML namespace of Drake's URDF extensions (``drake:rotor_inertia``, ``drake:gear_ratio``).
+DRAKE_NS = "http://drake.mit.edu"
+
+
+def transmission(root, joint, gear, rotor_inertia):
+    """Give ``joint`` of the URDF ``root`` a ``<transmission>`` with the rotor inertia.
+
+    A transmission of the template that drives the joint keeps its type and interfaces; its
+    first actuator gets the tags. Else a new one: transmission_interface/SimpleTransmission,
+    an effort interface, the actuator ``<joint>_motor`` with ``mechanicalReduction`` k_m.
+    The tags are Drake's ``drake:rotor_inertia`` [kg*m^2, motor side] and
+    ``drake:gear_ratio`` (Drake adds rotor_inertia * k_m^2 to the joint's inertia)."""
+    tr = next((t for t in root.findall("transmission")
+               if any(j.get("name") == joint for j in t.findall("joint"))), None)
+    act = tr.find("actuator") if tr is not None else None
+    if act is None:
+        tr = ET.SubElement(root, "transmission", name=f"{joint}_transmission")
+        ET.SubElement(tr, "type").text = "transmission_interface/SimpleTransmission"
+        jt = ET.SubElement(tr, "joint", name=joint)
+        ET.SubElement(jt, "hardwareInterface").text = "hardware_interface/EffortJointInterface"
+        act = ET.SubElement(tr, "actuator", name=f"{joint}_motor")
+        ET.SubElement(act, "mechanicalReduction").text = _fmt(gear)
+    for tag in ("rotor_inertia", "gear_ratio"):
+        for old in act.findall(f"{{{DRAKE_NS}}}{tag}"):
+            act.remove(old)
+    ET.SubElement(act, f"{{{DRAKE_NS}}}rotor_inertia", value=_fmt(rotor_inertia))
+    ET.SubElement(act, f"{{{DRAKE_NS}}}gear_ratio", value=_fmt(gear))
+    return tr
+
+
+def read_transmissions(urdf_xml):
+    """Per joint (rotor_inertia, gear_ratio) of the Drake tags in a URDF's transmissions, as
+    Drake reads them: {joint: (J_m [kg*m^2], k_m)}."""
+    root = ET.fromstring(urdf_xml)
+    out = {}
+    for tr in root.findall("transmission"):
+        jt, act = tr.find("joint"), tr.find("actuator")
+        if jt is None or act is None:
+            continue
+        ri = act.find(f"{{{DRAKE_NS}}}rotor_inertia")
+        gr = act.find(f"{{{DRAKE_NS}}}gear_ratio")
+        if ri is not None:
+            out[jt.get("name")] = (float(ri.get("value")),
+                                   float(gr.get("value")) if gr is not None else 1.0)
+    return out
+
+
 def export_urdf(model, standard, path, *, comment=None, inputs=()) -> Path:
     """Write the robot's URDF with identified inertials and friction.
 
@@ -140,12 +194,16 @@ def export_urdf(model, standard, path, *, comment=None, inputs=()) -> Path:
                 for old in links[fr.name].findall("inertial"):
                     links[fr.name].remove(old)
     fv, fc = drive_values(model, standard, "viscous"), drive_values(model, standard, "coulomb")
+    rotor = drive_values(model, standard, "rotor_inertia")
+    ET.register_namespace("drake", DRAKE_NS)
     for k, jn in enumerate(model.joint_names):
         jt = joints[jn]
         for old in jt.findall("dynamics"):
             jt.remove(old)
         ET.SubElement(jt, "dynamics", damping=_fmt(max(fv[k], 0.0)),
                       friction=_fmt(max(fc[k], 0.0)))
+        if model.config.joints[k].rotor:
+            transmission(root, jn, model.gear_ratios[k], rotor[k])
     note = " Identified by robot_identification. Not in URDF: " + "; ".join(
         f"{what} {', '.join(f'{j}: {_fmt(v)}' for j, v in zip(model.joint_names, vals))}"
         for what, vals in not_in_urdf(model, standard)) + ". "
@@ -163,8 +221,9 @@ def export_urdf(model, standard, path, *, comment=None, inputs=()) -> Path:
 def urdf_torque(urdf_path, model, standard, q, dq, ddq):
     """Joint torque (N, n) of an exported URDF: pinocchio rnea + rotor inertia + friction.
 
-    rnea of the exported URDF (its inertials), plus per joint armature * ddq +
-    f_v dq + f_c sign(dq) + f_o with the identified drive parameters in ``standard``.
+    rnea of the exported URDF (its inertials), plus per joint armature * ddq (from the
+    file's Drake transmission tags, rotor_inertia * gear_ratio^2, where it has them) +
+    f_v dq + f_c sign(dq) + f_o with the identified friction parameters in ``standard``.
     Used to check an export against the base-parameter prediction.
     """
     from robot_identification.model import RobotModel
@@ -175,7 +234,9 @@ def urdf_torque(urdf_path, model, standard, q, dq, ddq):
     vp, ap = m2.to_pin_v(dq), m2.to_pin_v(ddq)
     tau = np.array([m2.from_pin_v(pin.rnea(pm, data, qp[i], vp[i], ap[i]))
                     for i in range(len(qp))])
-    arm = drive_values(model, standard, "rotor_inertia") * model.gear_ratios ** 2
+    drake = read_transmissions(Path(urdf_path).read_text())
+    arm = np.array([drake[j][0] * drake[j][1] ** 2 if j in drake else 0.0
+                    for j in model.joint_names])
     fv, fc = drive_values(model, standard, "viscous"), drive_values(model, standard, "coulomb")
     fo = drive_values(model, standard, "offset")
     return tau + arm * ddq + fv * dq + fc * np.sign(dq) + fo

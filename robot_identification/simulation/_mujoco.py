@@ -30,6 +30,7 @@ parameters, i.e. the arm the built-in simulator integrates), in the project's co
     ``rotor_inertia k_m^2 ddtheta = u - F + K (q - theta)``); link bodies keep their
     parameters.
 
+- all of it in one static body ``base`` under the world body;
 - gravity from the config; no geoms, so no contacts (the constraint solver, PGS, sees only
   frictionloss and joint-limit rows).
 
@@ -60,6 +61,9 @@ ROTOR_MASS = 1e-6
 #: Transverse inertia of a rotor body as a share of its spin inertia (a thin disc: 1/2, the
 #: least a physical body can have); subtracted from the parent body like the mass.
 ROTOR_TRANSVERSE = 0.5
+#: The static body (no joint, no mass) under MuJoCo's world body that holds the robot: one
+#: kinematic tree with the rotors hanging on the base (pinocchio's MJCF reader takes one root).
+BASE_BODY = "base"
 #: Drive parameters read from a standard-parameter vector (0 where the model has none).
 DRIVE_KEYS = ("rotor_inertia", "stiffness", "damping", "viscous", "coulomb", "offset",
               "stiction", "stribeck")
@@ -196,20 +200,63 @@ def _rotor_parameters(spin, axis, placement):
     return transform_standard_parameters(p, placement.rotation, placement.translation)
 
 
-def _set_inertial(body, mass, com, inertia, stand_in):
-    body.explicitinertial = True
-    body.mass = mass if not stand_in else max(mass, 1e-6)
-    body.ipos = com
+def _principal_frame(inertia):
+    """Principal moments (3,) and the quaternion (w, x, y, z) of the principal axes of an
+    inertia tensor (3, 3): inertia = R diag(d) R^T. A rotation that is within 1e-4 of the
+    identity but not exactly it is replaced by the same tensor's principal frame turned by
+    90 degrees about its z axis (d0 and d1 swapped): MuJoCo's compiler takes an inertial
+    frame within about 1e-7 of the body frame for the body frame (an error of that size in
+    the dynamics of a model loaded from a file)."""
     d, R = _principal(inertia)
-    if stand_in:                         # something MuJoCo accepts; replaced after compiling
-        d = np.full(3, max(float(np.abs(d).max()), 1e-6))
-    body.iquat = _quat_wxyz(R)
-    body.inertia = d
+    if not np.array_equal(R, np.eye(3)) and np.abs(R - np.eye(3)).max() < 1e-4:
+        P = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+        R, d = R @ P.T, d[[1, 0, 2]]
+    if np.allclose(inertia, np.diag(np.diag(inertia)), rtol=0, atol=0):
+        d, R = np.diag(inertia).copy(), np.eye(3)          # already principal: exact
+    return d, _quat_wxyz(R)
 
 
-def build_mujoco(model, standard=None, *, coupling=None, timestep=1e-3, integrator="RK4",
-                 frictionloss=True, limits=True, name=None) -> MujocoArm:
-    """Build the MuJoCo model of a robot (see the module docstring for the construction).
+@dataclass
+class MujocoBody:
+    """One body of :class:`MujocoDescription` (a link or a rotor) with its joint."""
+
+    name: str
+    parent: str                       # parent body name ('world')
+    pos: np.ndarray                   # (3,) [m] in the parent body frame
+    quat: np.ndarray                  # (4,) w, x, y, z
+    mass: float                       # [kg]
+    com: np.ndarray                   # (3,) [m] in the body frame
+    inertia: np.ndarray               # (3, 3) [kg*m^2] about the com, body axes
+    joint: dict                       # name, type (hinge|slide), axis, range, armature,
+    #                                   damping, frictionloss
+
+
+@dataclass
+class MujocoDescription:
+    """Everything :func:`build_mujoco` and :func:`mjcf_text` write: bodies in tree order,
+    fixed tendons (elastic joints), torque motors, gravity; plus the drive parameters used."""
+
+    name: str
+    gravity: np.ndarray
+    bodies: list
+    tendons: list                     # dicts: name, stiffness, damping, joints [(name, coef)]
+    actuators: list                   # (name, joint, gear)
+    drives: dict
+    gear: np.ndarray
+    elastic: bool
+    coupling: str
+    joint_names: tuple
+    rotor_names: tuple
+
+    def unrepresentable(self):
+        """Bodies MuJoCo's compiler refuses (not physically consistent inertials)."""
+        return [b.name for b in self.bodies
+                if not _representable(b.mass, _principal(b.inertia)[0])]
+
+
+def describe_mujoco(model, standard=None, *, coupling=None, frictionloss=True,
+                    limits=True, name=None) -> MujocoDescription:
+    """The MuJoCo model of a robot as plain data (see the module docstring).
 
     Parameters
     ----------
@@ -219,10 +266,6 @@ def build_mujoco(model, standard=None, *, coupling=None, timestep=1e-3, integrat
         parameter frames, drive parameters); default ``model.nominal_parameters()``.
     coupling : {None, 'complete', 'reduced'}
         Elastic models: override the config's rotor-link coupling.
-    timestep : float
-        MuJoCo time step [s].
-    integrator : str
-        MuJoCo integrator name (``RK4``, ``implicitfast``, ``Euler``, ...).
     frictionloss : bool
         Write the Coulomb friction as MuJoCo ``frictionloss`` (a soft constraint).
     limits : bool
@@ -232,17 +275,14 @@ def build_mujoco(model, standard=None, *, coupling=None, timestep=1e-3, integrat
 
     Returns
     -------
-    MujocoArm
+    MujocoDescription
 
     Raises
     ------
-    ModelError
-        MuJoCo cannot compile the model (its message, one line).
     ConfigError
         Wrong number of standard parameters, non-finite values, an elastic joint without a
-        positive stiffness or rotor inertia.
+        positive stiffness or rotor inertia, an unknown coupling.
     """
-    mujoco = mujoco_module()
     pi = model.nominal_parameters() if standard is None else np.asarray(standard, float)
     if pi.shape != (model.n_parameters,) or not np.all(np.isfinite(pi)):
         raise ConfigError(f"MuJoCo model of '{model.config.name}': expected "
@@ -273,56 +313,35 @@ def build_mujoco(model, standard=None, *, coupling=None, timestep=1e-3, integrat
                 body_p[parent] -= _rotor_parameters(drives["rotor_inertia"][k],
                                                     model.joint_axes[k],
                                                     pm.jointPlacements[jid])
-
-    spec = mujoco.MjSpec()
-    spec.modelname = name or cfg.name
-    spec.compiler.autolimits = True
-    spec.compiler.degree = False                         # ranges in rad
-    spec.option.timestep = float(timestep)
-    kinds = {k[len("mjINT_"):].lower(): v for k, v in mujoco.mjtIntegrator.__members__.items()}
-    if str(integrator).lower() not in kinds:
-        raise ConfigError(f"MuJoCo integrator must be one of {sorted(kinds)}, got "
-                          f"{integrator!r}")
-    spec.option.integrator = kinds[str(integrator).lower()]
-    spec.option.gravity = np.asarray(cfg.gravity, dtype=float)
-    spec.option.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
-    # the only constraints are frictionloss and limit rows (no contacts): the PGS solver
-    # solves them ~20 % faster than Newton per step (puma560_elastic); the runs agree to
-    # 1e-6 rad (the solver tolerance in sticking phases)
-    spec.option.solver = mujoco.mjtSolver.mjSOL_PGS
-    exact = {}                                           # body name -> (mass, com, inertia)
-    stand_in = []
-    bodies = {0: spec.worldbody}
+    bodies, tendons, actuators = [], [], []
+    body_name = {0: "world"}
     for jid in range(1, pm.njoints):
         k = k_of[jid]
         jn = model.joint_names[k]
         placement = pm.jointPlacements[jid]
-        body = bodies[pm.parents[jid]].add_body(name=f"{jn}_body", pos=placement.translation,
-                                                quat=_quat_wxyz(placement.rotation))
-        mass, com, inertia = _inertial_of(body_p[jid])
-        bad = not _representable(mass, _principal(inertia)[0])
-        _set_inertial(body, mass, com, inertia, bad)
-        exact[body.name] = (mass, com, inertia)
-        if bad:
-            stand_in.append(body.name)
-        kind = model.joint_types[k]
         j = cfg.joints[k]
-        jt = body.add_joint(name=jn, type=(mujoco.mjtJoint.mjJNT_HINGE if kind == "revolute"
-                                           else mujoco.mjtJoint.mjJNT_SLIDE),
-                            axis=np.asarray(model.joint_axes[k], float))
-        if limits and j.limits.position is not None and not model.continuous_joints[k]:
-            jt.range = list(map(float, j.limits.position))
-        elif not model.continuous_joints[k] and limits:
-            lo, hi = pm.lowerPositionLimit[model.position_indices[k]], \
-                pm.upperPositionLimit[model.position_indices[k]]
-            if np.isfinite(lo) and np.isfinite(hi) and lo < hi:
-                jt.range = [float(lo), float(hi)]
+        rng = None
+        if limits and not model.continuous_joints[k]:
+            if j.limits.position is not None:
+                rng = tuple(map(float, j.limits.position))
+            else:
+                iq = model.position_indices[k]
+                lo, hi = pm.lowerPositionLimit[iq], pm.upperPositionLimit[iq]
+                if np.isfinite(lo) and np.isfinite(hi) and lo < hi:
+                    rng = (float(lo), float(hi))
+        joint = {"name": jn, "type": "hinge" if model.joint_types[k] == "revolute" else "slide",
+                 "axis": np.asarray(model.joint_axes[k], float), "range": rng,
+                 "armature": 0.0, "damping": 0.0, "frictionloss": 0.0}
         if not elastic:
-            jt.armature = float(drives["rotor_inertia"][k] * gear[k] ** 2)
-            jt.damping = [float(drives["viscous"][k]), 0.0, 0.0]
+            joint["armature"] = float(drives["rotor_inertia"][k] * gear[k] ** 2)
+            joint["damping"] = float(drives["viscous"][k])
             if frictionloss:
-                jt.frictionloss = float(max(drives["coulomb"][k], 0.0))
-        bodies[jid] = body
+                joint["frictionloss"] = float(max(drives["coulomb"][k], 0.0))
+        mass, com, inertia = _inertial_of(body_p[jid])
+        body_name[jid] = f"{jn}_body"
+        bodies.append(MujocoBody(f"{jn}_body", body_name[pm.parents[jid]],
+                                 np.array(placement.translation),
+                                 _quat_wxyz(placement.rotation), mass, com, inertia, joint))
     if elastic:
         for k, jid in enumerate(jids):
             jn = model.joint_names[k]
@@ -331,42 +350,123 @@ def build_mujoco(model, standard=None, *, coupling=None, timestep=1e-3, integrat
             J = float(drives["rotor_inertia"][k])
             if coupling == "complete":
                 placement = pm.jointPlacements[jid]
-                parent = bodies[pm.parents[jid]]
-                pos, R = placement.translation, placement.rotation
+                parent, pos, R = body_name[pm.parents[jid]], placement.translation, \
+                    placement.rotation
             else:                                        # Spong: rotors on the world body
-                parent, pos, R = spec.worldbody, np.zeros(3), np.eye(3)
-            rb = parent.add_body(name=f"{jn}_rotor", pos=pos, quat=_quat_wxyz(R))
+                parent, pos, R = "world", np.zeros(3), np.eye(3)
             inertia = J * (ROTOR_TRANSVERSE * (np.eye(3) - np.outer(a, a)) + np.outer(a, a))
-            _set_inertial(rb, ROTOR_MASS, np.zeros(3), inertia, False)
-            exact[rb.name] = (ROTOR_MASS, np.zeros(3), inertia)
-            rj = rb.add_joint(name=f"{jn}_rotor", type=mujoco.mjtJoint.mjJNT_HINGE, axis=a)
-            rj.damping = [float(drives["viscous"][k] / gear[k] ** 2), 0.0, 0.0]
-            if frictionloss:
-                rj.frictionloss = float(max(drives["coulomb"][k], 0.0) / gear[k])
-            td = spec.add_tendon(name=f"{jn}_spring")
-            td.stiffness = [float(drives["stiffness"][k]), 0.0, 0.0]
-            td.damping = [float(drives["damping"][k]), 0.0, 0.0]
-            td.springlength = [0.0, 0.0]
-            td.wrap_joint(jn, 1.0)
-            td.wrap_joint(f"{jn}_rotor", -1.0 / gear[k])
+            joint = {"name": f"{jn}_rotor", "type": "hinge", "axis": a, "range": None,
+                     "armature": 0.0, "damping": float(drives["viscous"][k] / gear[k] ** 2),
+                     "frictionloss": (float(max(drives["coulomb"][k], 0.0) / gear[k])
+                                      if frictionloss else 0.0)}
+            bodies.append(MujocoBody(f"{jn}_rotor", parent, np.array(pos), _quat_wxyz(R),
+                                     ROTOR_MASS, np.zeros(3), inertia, joint))
+            tendons.append({"name": f"{jn}_spring", "stiffness": float(drives["stiffness"][k]),
+                            "damping": float(drives["damping"][k]),
+                            "joints": [(jn, 1.0), (f"{jn}_rotor", -1.0 / gear[k])]})
     for k, jn in enumerate(model.joint_names):
-        act = spec.add_actuator(name=f"{jn}_motor", trntype=mujoco.mjtTrn.mjTRN_JOINT,
-                                target=f"{jn}_rotor" if elastic else jn)
+        actuators.append((f"{jn}_motor", f"{jn}_rotor" if elastic else jn,
+                          1.0 / gear[k] if elastic else 1.0))
+    return MujocoDescription(
+        name or cfg.name, np.asarray(cfg.gravity, float), bodies, tendons, actuators, drives,
+        gear, elastic, coupling, tuple(model.joint_names),
+        tuple(f"{jn}_rotor" for jn in model.joint_names) if elastic else ())
+
+
+def _integrator(mujoco, integrator):
+    kinds = {k[len("mjINT_"):].lower(): v for k, v in mujoco.mjtIntegrator.__members__.items()}
+    if str(integrator).lower() not in kinds:
+        raise ConfigError(f"MuJoCo integrator must be one of {sorted(kinds)}, got "
+                          f"{integrator!r}")
+    return kinds[str(integrator).lower()]
+
+
+def build_mujoco(model, standard=None, *, coupling=None, timestep=1e-3, integrator="RK4",
+                 frictionloss=True, limits=True, name=None) -> MujocoArm:
+    """Build the MuJoCo model of a robot with ``mujoco.MjSpec`` (see the module docstring
+    for the construction; :func:`describe_mujoco` for the parameters).
+
+    Parameters
+    ----------
+    model, standard, coupling, frictionloss, limits, name :
+        See :func:`describe_mujoco`.
+    timestep : float
+        MuJoCo time step [s].
+    integrator : str
+        MuJoCo integrator name (``RK4``, ``implicitfast``, ``Euler``, ...).
+
+    Returns
+    -------
+    MujocoArm
+
+    Raises
+    ------
+    ModelError
+        MuJoCo cannot compile the model (its message, one line).
+    ConfigError
+        See :func:`describe_mujoco`; an unknown integrator.
+    """
+    mujoco = mujoco_module()
+    desc = describe_mujoco(model, standard, coupling=coupling, frictionloss=frictionloss,
+                           limits=limits, name=name)
+    spec = mujoco.MjSpec()
+    spec.modelname = desc.name
+    spec.compiler.autolimits = True
+    spec.compiler.degree = False                         # ranges in rad
+    spec.option.timestep = float(timestep)
+    spec.option.integrator = _integrator(mujoco, integrator)
+    spec.option.gravity = desc.gravity
+    spec.option.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
+    # the only constraints are frictionloss and limit rows (no contacts): the PGS solver
+    # solves them ~20 % faster than Newton per step (puma560_elastic); the runs agree to
+    # 1e-6 rad (the solver tolerance in sticking phases)
+    spec.option.solver = mujoco.mjtSolver.mjSOL_PGS
+    stand_in = desc.unrepresentable()
+    made = {"world": spec.worldbody.add_body(name=BASE_BODY)}
+    for b in desc.bodies:
+        body = made[b.parent].add_body(name=b.name, pos=b.pos, quat=b.quat)
+        body.explicitinertial = True
+        body.simple = 0                   # its inertial is set exactly after compiling
+        d, q = _principal_frame(b.inertia)
+        if b.name in stand_in:            # something MuJoCo accepts; replaced after compiling
+            body.mass = max(b.mass, 1e-6)
+            d = np.full(3, max(float(np.abs(d).max()), 1e-6))
+        else:
+            body.mass = b.mass
+        body.ipos, body.iquat, body.inertia = b.com, q, d
+        jd = b.joint
+        jt = body.add_joint(name=jd["name"], axis=jd["axis"],
+                            type=(mujoco.mjtJoint.mjJNT_HINGE if jd["type"] == "hinge"
+                                  else mujoco.mjtJoint.mjJNT_SLIDE))
+        if jd["range"] is not None:
+            jt.range = list(jd["range"])
+        jt.armature, jt.frictionloss = jd["armature"], jd["frictionloss"]
+        jt.damping = [jd["damping"], 0.0, 0.0]
+        made[b.name] = body
+    for t in desc.tendons:
+        td = spec.add_tendon(name=t["name"])
+        td.stiffness = [t["stiffness"], 0.0, 0.0]
+        td.damping = [t["damping"], 0.0, 0.0]
+        td.springlength = [0.0, 0.0]
+        for jn, coef in t["joints"]:
+            td.wrap_joint(jn, coef)
+    for an, jn, g in desc.actuators:
+        act = spec.add_actuator(name=an, trntype=mujoco.mjtTrn.mjTRN_JOINT, target=jn)
         act.set_to_motor()
-        act.gear = [1.0 / gear[k] if elastic else 1.0, 0, 0, 0, 0, 0]
+        act.gear = [g, 0, 0, 0, 0, 0]
     try:
         m = spec.compile()
     except Exception as exc:                  # mujoco raises ValueError with a multi-line text
-        raise ModelError(f"MuJoCo cannot build '{cfg.name}': "
+        raise ModelError(f"MuJoCo cannot build '{desc.name}': "
                          f"{' '.join(str(exc).split())}") from None
     ids = {}
-    for bname, (mass, com, inertia) in exact.items():
-        bid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, bname)
-        ids[bid] = (mass, com, inertia)
-        d, R = _principal(inertia)
-        m.body_mass[bid] = mass
-        m.body_ipos[bid] = com
-        m.body_iquat[bid] = _quat_wxyz(R)
+    for b in desc.bodies:                    # the exact inertials (stand-ins, compiler tolerances)
+        bid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, b.name)
+        ids[bid] = (b.mass, b.com, b.inertia)
+        d, q = _principal_frame(b.inertia)
+        m.body_mass[bid] = b.mass
+        m.body_ipos[bid] = b.com
+        m.body_iquat[bid] = q
         m.body_inertia[bid] = d
     mujoco.mj_setConst(m, mujoco.MjData(m))
     # the compiler (and mj_setConst) mark inertial frames within a tolerance (~1e-7) of the
@@ -374,20 +474,138 @@ def build_mujoco(model, standard=None, *, coupling=None, timestep=1e-3, integrat
     m.body_sameframe[:] = 0
     m.body_simple[:] = 0
     m.dof_simplenum[:] = 0
+    return _arm(mujoco, spec, m, desc, stand_in, ids)
 
+
+def _num(x):
+    """A float as the shortest text that reads back to the same double (17 digits at most)."""
+    return repr(float(x)) if float(x) != int(float(x)) or abs(float(x)) > 1e15 \
+        else str(int(float(x)))
+
+
+def _nums(xs):
+    return " ".join(_num(x) for x in np.ravel(xs))
+
+
+def mjcf_text(desc, *, timestep=1e-3, integrator="RK4", comment=None) -> str:
+    """MJCF text of a :class:`MujocoDescription`, every number written to full double
+    precision (``MjSpec.to_xml`` writes 6 digits).
+
+    Parameters
+    ----------
+    desc : MujocoDescription
+    timestep : float
+        [s].
+    integrator : str
+    comment : str, optional
+        Written as an XML comment at the top.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    DataError
+        A body MuJoCo cannot represent (negative mass or principal moment, triangle
+        inequality violated): MuJoCo refuses to load such a file.
+    """
+    import xml.etree.ElementTree as ET
+    bad = desc.unrepresentable()
+    if bad:
+        worst = []
+        for b in desc.bodies:
+            if b.name in bad:
+                worst.append(f"{b.name} (mass {b.mass:.4g} kg, principal moments "
+                             f"{np.round(_principal(b.inertia)[0], 9).tolist()} kg*m^2)")
+        after = (" after the rotors were taken out of their parent bodies"
+                 if desc.coupling == "complete" else "")
+        raise DataError(f"MuJoCo refuses the inertials of {'; '.join(worst[:3])}: they are not "
+                        f"physically consistent (a positive mass and principal moments "
+                        f"satisfying A + B >= C){after}; export a physically consistent "
+                        f"estimate (identify --estimator physical)")
+    root = ET.Element("mujoco", model=desc.name)
+    ET.SubElement(root, "compiler", angle="radian", autolimits="true")
+    opt = ET.SubElement(root, "option", timestep=_num(timestep), integrator=integrator,
+                        gravity=_nums(desc.gravity), solver="PGS")
+    ET.SubElement(opt, "flag", contact="disable")
+    made = {"world": ET.SubElement(ET.SubElement(root, "worldbody"), "body", name=BASE_BODY)}
+    for b in desc.bodies:
+        el = ET.SubElement(made[b.parent], "body", name=b.name, pos=_nums(b.pos),
+                           quat=_nums(b.quat))
+        d, q = _principal_frame(b.inertia)
+        ET.SubElement(el, "inertial", pos=_nums(b.com), quat=_nums(q), mass=_num(b.mass),
+                      diaginertia=_nums(d))
+        jd = b.joint
+        attrs = {"name": jd["name"], "type": jd["type"], "axis": _nums(jd["axis"])}
+        if jd["range"] is not None:
+            attrs["range"] = _nums(jd["range"])
+        for key in ("armature", "damping", "frictionloss"):
+            if jd[key]:
+                attrs[key] = _num(jd[key])
+        ET.SubElement(el, "joint", **attrs)
+        made[b.name] = el
+    if desc.tendons:
+        tendon = ET.SubElement(root, "tendon")
+        for t in desc.tendons:
+            attrs = {"name": t["name"], "stiffness": _num(t["stiffness"]), "springlength": "0"}
+            if t["damping"]:
+                attrs["damping"] = _num(t["damping"])
+            fixed = ET.SubElement(tendon, "fixed", **attrs)
+            for jn, coef in t["joints"]:
+                ET.SubElement(fixed, "joint", joint=jn, coef=_num(coef))
+    act = ET.SubElement(root, "actuator")
+    for an, jn, g in desc.actuators:
+        ET.SubElement(act, "motor", name=an, joint=jn, gear=_num(g))
+    if comment:
+        root.insert(0, ET.Comment(f" {comment} "))
+    ET.indent(root, space="  ")
+    return ET.tostring(root, encoding="unicode") + "\n"
+
+
+def load_mjcf(path_or_text, model):
+    """A :class:`MujocoArm` of an MJCF file written by :func:`mjcf_text` for ``model``'s joints
+    (as loaded by MuJoCo itself, without the exact-inertial correction of
+    :func:`build_mujoco`).
+
+    Raises
+    ------
+    ModelError
+        MuJoCo cannot load it, or it lacks a joint of the model.
+    """
+    mujoco = mujoco_module()
+    text = str(path_or_text)
+    try:
+        m = (mujoco.MjModel.from_xml_string(text) if text.lstrip().startswith("<")
+             else mujoco.MjModel.from_xml_path(text))
+    except Exception as exc:
+        raise ModelError(f"MuJoCo cannot load the MJCF: {' '.join(str(exc).split())}") \
+            from None
+    names = tuple(model.joint_names)
+    rotors = tuple(f"{jn}_rotor" for jn in names) if model.config.elastic else ()
+    missing = [nm for nm in names + rotors
+               if mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, nm) < 0]
+    if missing:
+        raise ModelError(f"the MJCF has no joint(s) {missing} of robot '{model.config.name}'")
+    gear = model.gear_ratios.astype(float)
+    desc = MujocoDescription(m.names.split(b"\0")[0].decode() if hasattr(m, "names") else "",
+                             np.array(m.opt.gravity), [], [], [], {}, gear,
+                             model.config.elastic, "", names, rotors)
+    return _arm(mujoco, None, m, desc)
+
+
+def _arm(mujoco, spec, m, desc, stand_in=(), ids=None):
     def addr(names, table):
-        out = []
-        for nm in names:
-            jid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, nm)
-            out.append(table[jid])
-        return np.array(out, dtype=int)
-    rot = [f"{jn}_rotor" for jn in model.joint_names] if elastic else []
+        return np.array([table[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, nm)]
+                         for nm in names], dtype=int)
     return MujocoArm(spec=spec, model=m,
-                     joint_qpos=addr(model.joint_names, m.jnt_qposadr),
-                     joint_dof=addr(model.joint_names, m.jnt_dofadr),
-                     rotor_qpos=addr(rot, m.jnt_qposadr), rotor_dof=addr(rot, m.jnt_dofadr),
-                     gear=gear, elastic=elastic, coupling=coupling, drives=drives,
-                     unrepresentable=stand_in, inertials=ids)
+                     joint_qpos=addr(desc.joint_names, m.jnt_qposadr),
+                     joint_dof=addr(desc.joint_names, m.jnt_dofadr),
+                     rotor_qpos=addr(desc.rotor_names, m.jnt_qposadr),
+                     rotor_dof=addr(desc.rotor_names, m.jnt_dofadr),
+                     gear=desc.gear, elastic=desc.elastic, coupling=desc.coupling,
+                     drives=desc.drives, unrepresentable=list(stand_in),
+                     inertials=ids or {})
 
 
 #: Target omega_max * h of MuJoCo's RK4 step (automatic sub-steps). RK4 is stable up to
