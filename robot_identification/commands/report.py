@@ -21,6 +21,15 @@ def add_arguments(p):
     p.add_argument("--data", nargs="*", default=[], help="held-out dataset(s) to plot")
     p.add_argument("--output", default="report", help="output directory (default report/)")
     p.add_argument("--urdf-out", help="also export the identified URDF to this file")
+    p.add_argument("--rollout", action="store_true",
+                   help="add the MuJoCo rollout of the --data (validate --rollout): tracking "
+                        "errors and position overlays of the nominal and the physically "
+                        "consistent model")
+    p.add_argument("--window", type=float,
+                   help="rollout window [s] (default 2 closed loop, 0.5 open loop)")
+    p.add_argument("--closed-loop", choices=("auto", "on", "off"), default="auto",
+                   help="rollout: the recording's PD loop (auto: where its metadata allows) "
+                        "or the torques open loop")
     add_effort_lag_argument(p)
     add_derivatives_argument(p)
 
@@ -45,8 +54,12 @@ def run(args):
             excitation.append((p, load_dataset(path, model=model)))
     if not excitation:                       # else the spectrum of the held-out data
         excitation = list(zip(args.data, datasets))
+    roll = ()
+    if args.rollout and datasets:
+        from robot_identification.commands.validate import rollouts
+        roll = rollouts(args, model, datasets, keep_signals=True)
     path = write_report(args.output, model, doc, files, inputs=input_paths(args, model),
-                        base=base, excitation_data=excitation)
+                        base=base, excitation_data=excitation, rollouts=roll)
     print(f"wrote {Path(path).resolve()}")
     if args.urdf_out:
         from robot_identification.commands.export_urdf import export_from_results

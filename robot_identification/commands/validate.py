@@ -29,6 +29,18 @@ def add_arguments(p):
                         "results file (1e-3 for older results files)")
     add_effort_lag_argument(p)
     add_derivatives_argument(p)
+    p.add_argument("--rollout", action="store_true",
+                   help="also replay the recordings through the identified (physically "
+                        "consistent) and the nominal model in MuJoCo over windows from the "
+                        "measured state; position/velocity tracking error per joint "
+                        "(validation.yaml rollout:)")
+    p.add_argument("--window", type=float,
+                   help="rollout window [s] (default 2 closed loop, 0.5 open loop: an "
+                        "open-loop arm's errors grow fast)")
+    p.add_argument("--closed-loop", choices=("auto", "on", "off"), default="auto",
+                   help="rollout: run the recording's PD controller against its reference "
+                        "(auto: where the recording's metadata holds them) or replay the "
+                        "torques open loop")
     p.add_argument("--quiet", action="store_true", help="do not print the table")
 
 
@@ -46,9 +58,30 @@ def run(args):
                              measured_velocities=not args.numerical_derivatives)
     files = validate(model, base, models, datasets, settings_from_results(model, doc),
                      labels=list(args.data), rest_velocity=args.rest_velocity)
+    roll = rollouts(args, model, datasets) if args.rollout else None
     out = write_validation(args.output, model.config.name, files, args.primary,
-                           inputs=input_paths(args, model))
+                           inputs=input_paths(args, model), rollout=roll)
     if not args.quiet:
         print(format_validation(files))
+        if roll:
+            from robot_identification.validation import format_rollout
+            print(format_rollout(roll))
     print(f"wrote {Path(out).resolve()}")
     return 0
+
+
+def rollouts(args, model, datasets, keep_signals=False):
+    """``--rollout``: the nominal model and the physically consistent estimate of
+    ``--results`` rolled out on the datasets (:func:`rollout_validate`)."""
+    import math
+
+    from robot_identification.commands.export_urdf import physical_standard
+    from robot_identification.errors import ConfigError
+    from robot_identification.validation import rollout_validate
+    if args.window is not None and not (math.isfinite(args.window) and args.window > 0):
+        raise ConfigError(f"--window must be a finite number > 0 s, got {args.window}")
+    models = {"nominal": model.nominal_parameters(),
+              "physical": physical_standard(model, args.results)}
+    closed = {"auto": "auto", "on": True, "off": False}[args.closed_loop]
+    return rollout_validate(model, models, datasets, labels=list(args.data),
+                            window=args.window, closed_loop=closed, keep_signals=keep_signals)

@@ -488,7 +488,7 @@ def _bodies_table(model, est):
 
 
 def write_report(out_dir, model, results_doc, files, *, title=None, base=None,
-                 excitation_data=(), inputs=()) -> Path:
+                 excitation_data=(), inputs=(), rollouts=()) -> Path:
     """Write ``report.html`` and its PNG figures into ``out_dir``.
 
     Parameters
@@ -505,6 +505,9 @@ def write_report(out_dir, model, results_doc, files, *, title=None, base=None,
         Identification recordings: their spectrum is drawn.
     inputs : iterable of path
         Files and directories read; ``out_dir`` must not be (inside) one of them nor a bag.
+    rollouts : list of dict
+        :func:`robot_identification.validation.rollout_validate` output with
+        ``keep_signals``: a section with the tracking errors and position overlays.
 
     Returns
     -------
@@ -586,6 +589,9 @@ def write_report(out_dir, model, results_doc, files, *, title=None, base=None,
                          f"residuals</h2>")
             parts.append(a.img(f"measured vs predicted {quantity}") + "<br>"
                          + b.img("residuals"))
+    if rollouts:
+        from robot_identification.report._rollout_plot import rollout_section
+        parts.append(rollout_section(rollouts, joints, out))
     gains = results_doc.get("drive_gains")
     if gains:
         parts.append(_drive_gains_table(gains, joints))

@@ -650,13 +650,17 @@ class _ExplicitFriction:
         return f
 
 
-def _friction_terms(model, friction):
+def _friction_terms(model, friction, drives=None):
     """Per joint viscous (n,) and Coulomb (n,) coefficients of the simulation friction laws
     (:class:`~robot_identification.simulation.FrictionModel`), which become MuJoCo
     ``damping`` and ``frictionloss``, the other terms (:class:`_ExplicitFriction`), applied
-    explicitly once per MuJoCo time step, and the FrictionModel."""
+    explicitly once per MuJoCo time step, and the FrictionModel. With ``drives``
+    (:func:`drive_values` of identified standard parameters) every joint uses the
+    identification friction law with those values."""
     from robot_identification.simulation._friction import FrictionModel
-    fm = FrictionModel(model, friction)
+    fm = FrictionModel(model, "regressor" if drives is not None else friction)
+    if drives is not None:
+        fm._coef = {k: np.asarray(drives[k], float) for k in fm._coef}
     n = model.n
     viscous, coulomb = np.zeros(n), np.zeros(n)
     explicit = _ExplicitFriction(model, n)
@@ -713,6 +717,10 @@ class MujocoSimulator(_Encoders):
     friction_timeconst : float, optional
         Time constant [s] of the frictionloss constraint (MuJoCo ``solref``); default
         MuJoCo's 0.02 s.
+    standard : array_like (P,), optional
+        Simulate the arm with these standard parameters (e.g. an identified, physically
+        consistent estimate) instead of the nominal ones; friction then follows the
+        identification friction law with their drive values (``friction`` is ignored).
 
     Attributes
     ----------
@@ -731,7 +739,7 @@ class MujocoSimulator(_Encoders):
 
     def __init__(self, model, rate_hz=None, substeps=None, seed=0, snr_db=None,
                  quantise=True, friction=None, *, integrator="RK4", coupling=None,
-                 coulomb="frictionloss", friction_timeconst=None):
+                 coulomb="frictionloss", friction_timeconst=None, standard=None):
         self._mj = mujoco_module()
         self.model = model
         sim = model.config.simulation
@@ -753,10 +761,11 @@ class MujocoSimulator(_Encoders):
             substeps = self.auto_substeps()
         self.substeps = int(substeps)
         self.h = self.dt / self.substeps
-        self.arm = build_mujoco(model, coupling=coupling, timestep=self.h,
+        self.arm = build_mujoco(model, standard, coupling=coupling, timestep=self.h,
                                 integrator=integrator)
         m = self.arm.model
-        viscous, coul, explicit, self.friction = _friction_terms(model, friction)
+        viscous, coul, explicit, self.friction = _friction_terms(
+            model, friction, None if standard is None else self.arm.drives)
         dof = self.arm.rotor_dof if self.elastic else self.arm.joint_dof
         scale = self.arm.gear if self.elastic else np.ones(self.n)     # link -> dof
         self._fdof, self._fscale = dof, scale
@@ -919,7 +928,8 @@ def make_simulator(model, engine="builtin", *, rate_hz=None, dt=None, **options)
         ``simulation.rate_hz``.
     **options
         ``substeps``, ``seed``, ``snr_db``, ``quantise``, ``friction`` of both engines;
-        ``integrator``, ``coupling``, ``coulomb``, ``friction_timeconst`` of MuJoCo.
+        ``integrator``, ``coupling``, ``coulomb``, ``friction_timeconst``, ``standard`` of
+        MuJoCo.
 
     Returns
     -------

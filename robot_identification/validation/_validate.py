@@ -184,11 +184,15 @@ def validation_to_dict(robot, files, primary=None) -> dict:
     return doc
 
 
-def write_validation(path, robot, files, primary=None, inputs=()):
+def write_validation(path, robot, files, primary=None, inputs=(), rollout=None):
     """Write validation.yaml atomically (``inputs`` are refused as ``path``); returns its
-    path."""
-    return write_text_atomic(path, yaml.safe_dump(validation_to_dict(robot, files, primary),
-                                                  sort_keys=False), inputs=inputs)
+    path. ``rollout``: :func:`~robot_identification.validation.rollout_validate` results,
+    written under ``rollout:``."""
+    doc = validation_to_dict(robot, files, primary)
+    if rollout:
+        from robot_identification.validation._rollout import rollout_to_dict
+        doc["rollout"] = rollout_to_dict(rollout)
+    return write_text_atomic(path, yaml.safe_dump(doc, sort_keys=False), inputs=inputs)
 
 
 def format_validation(files) -> str:
