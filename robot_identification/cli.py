@@ -4,16 +4,47 @@ Sub-commands live in :mod:`robot_identification.commands`, one module each, foun
 automatically: a module defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and
 ``run(args) -> int``. Errors of the core (:class:`IdentificationError`) become one
 line on stderr and exit code 2.
+
+Signals: Ctrl-C (SIGINT) and SIGTERM end a run at any point - while Python imports the
+libraries, parses the arguments or computes - with one line on stderr and exit code 130 or
+143, no traceback. The run unwinds, so every output being written is removed
+(:mod:`robot_identification.outputs` writes to temporary files and directories that take the
+target's place only when complete). A second signal while it unwinds removes those
+temporary files at once and ends the process.
 """
 from __future__ import annotations
 
-import argparse
-import importlib
-import pkgutil
+import os
+import signal
 import sys
 
-from robot_identification import __version__, commands
-from robot_identification.errors import IdentificationError
+#: Exit code of a run ended by a signal: 128 + the signal number (as a shell reports it).
+EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _exit_at_start_up(signum, frame):
+    """While the console script imports this module: end quietly (no traceback of a
+    half-done import)."""
+    print("robot-identification: interrupted", file=sys.stderr)
+    raise SystemExit(EXIT_CODES.get(signum, 128 + signum))
+
+
+if os.path.basename(sys.argv[0] if sys.argv else "") == "robot-identification":
+    for _sig in _SIGNALS:           # the console script is importing us: nothing to clean up
+        signal.signal(_sig, _exit_at_start_up)
+
+import argparse  # noqa: E402 - after the start-up handlers
+import importlib  # noqa: E402
+import pkgutil  # noqa: E402
+
+from robot_identification import __version__, commands  # noqa: E402
+from robot_identification.errors import IdentificationError  # noqa: E402
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread like Ctrl-C's :class:`KeyboardInterrupt` (so that
+    ``finally`` blocks and context managers remove partial outputs)."""
 
 
 def _command_modules():
@@ -63,13 +94,60 @@ def _error(command, exc):
     print(f"robot-identification {command}: error: {text}", file=sys.stderr)
 
 
+def _on_signal(signum, frame):
+    """First SIGINT/SIGTERM: unwind (KeyboardInterrupt / :class:`Terminated`). A second one
+    while unwinding: remove the temporary outputs and end the process now."""
+    if _on_signal.received:
+        from robot_identification.outputs import remove_pending
+        remove_pending()
+        print("robot-identification: interrupted again: stopped", file=sys.stderr)
+        os._exit(EXIT_CODES.get(signum, 128 + signum))
+    _on_signal.received = signum
+    raise (KeyboardInterrupt() if signum == signal.SIGINT else Terminated())
+
+
+_on_signal.received = 0
+
+
+def _install_signal_handlers() -> dict:
+    """Install :func:`_on_signal` for SIGINT and SIGTERM (main thread only); returns the
+    previous handlers."""
+    import threading
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    _on_signal.received = 0
+    return {s: signal.signal(s, _on_signal) for s in _SIGNALS}
+
+
 def main(argv=None) -> int:
+    """Run the command line; returns the exit code (0 success, 1 no command, 2 bad input,
+    130 Ctrl-C, 143 SIGTERM)."""
+    previous = _install_signal_handlers()
+    try:
+        return _main(argv)
+    except KeyboardInterrupt as exc:          # also while importing and parsing
+        terminated = isinstance(exc, Terminated)
+        print("robot-identification: " + ("terminated" if terminated else "interrupted"),
+              file=sys.stderr)
+        return EXIT_CODES[signal.SIGTERM if terminated else signal.SIGINT]
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def _main(argv):
     import warnings
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
         parser.print_help()
         return 1
+    try:
+        os.getcwd()
+    except OSError as exc:
+        _error(args.command, f"the working directory no longer exists or cannot be read "
+                             f"({exc.strerror}): it was deleted? cd to an existing directory")
+        return 2
     from robot_identification import progress
     progress.enable(not getattr(args, "quiet", False))
     format_warning, warnings.formatwarning = warnings.formatwarning, _format_warning
@@ -84,9 +162,6 @@ def main(argv=None) -> int:
         _error(args.command, "out of memory: the input is larger than this machine can hold; "
                              "stream long recordings with identify-stream")
         return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
     finally:
         warnings.formatwarning = format_warning
 

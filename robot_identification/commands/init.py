@@ -42,9 +42,9 @@ def run(args):
         xacro_args[key.strip()] = value
     text = starter_config(args.urdf, out, joints=args.joints, name=args.name,
                           model=args.model, xacro_args=xacro_args)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out, "x") as f:
-        f.write(text)
+    from robot_identification.outputs import atomic_output
+    with atomic_output(out, [args.urdf], "--output", overwrite=False) as tmp:
+        tmp.write_text(text)
     print(f"wrote {out.resolve()}")
     import yaml
     from robot_identification.model import read_urdf

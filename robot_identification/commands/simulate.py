@@ -63,7 +63,9 @@ def run(args):
         ds.save_npz(out, inputs=input_paths(args, model))
     else:
         from robot_identification.data._bag import write_bag
-        write_bag(ds, out)
+        from robot_identification.outputs import atomic_directory
+        with atomic_directory(out, input_paths(args, model), "--output") as tmp:
+            write_bag(ds, tmp)          # complete, or no bag at all
     steps = ("RK4 sub-steps" if args.engine == "builtin" else
              f"MuJoCo {ds.metadata['integrator']} steps")
     print(f"simulated {ds.t[-1]:.2f} s of '{model.config.name}' ({ds.n_samples} samples at "

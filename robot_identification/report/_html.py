@@ -22,7 +22,6 @@ from pathlib import Path
 
 import numpy as np
 
-from robot_identification.errors import ConfigError
 
 #: Colours and line styles per curve: measured thick and light underneath, the estimates
 #: thin with distinct dash patterns, so that nearly equal predictions stay distinguishable.
@@ -489,7 +488,13 @@ def _bodies_table(model, est):
 
 def write_report(out_dir, model, results_doc, files, *, title=None, base=None,
                  excitation_data=(), inputs=(), rollouts=()) -> Path:
-    """Write ``report.html`` and its PNG figures into ``out_dir``.
+    """Write ``report.html`` and its PNG figures into ``out_dir``, as a whole.
+
+    The report is written into a temporary directory next to ``out_dir`` that then takes its
+    place in one step (:func:`robot_identification.outputs.atomic_directory`): a report
+    that fails (an error, a full disk, Ctrl-C) leaves a previous report in ``out_dir`` as it
+    was, never mixed with the new run's figures. An existing ``out_dir`` is replaced only
+    when it holds a previous report and nothing else (:func:`previous_report`).
 
     Parameters
     ----------
@@ -517,14 +522,49 @@ def write_report(out_dir, model, results_doc, files, *, title=None, base=None,
     Raises
     ------
     ConfigError
-        ``out_dir`` is an input file or lies in an input or rosbag2 directory.
+        ``out_dir`` is a file, an input, lies in an input or rosbag2 directory, or exists
+        holding files other than a previous report's.
+    OSError
+        The report cannot be written (full disk, read-only file system): one line naming
+        ``out_dir``.
     """
-    from robot_identification.outputs import check_output, write_text_atomic
+    from robot_identification.outputs import atomic_directory
+    with atomic_directory(out_dir, inputs, "report directory", previous_report) as out:
+        _write_report_files(out, model, results_doc, files, title=title, base=base,
+                            excitation_data=excitation_data, rollouts=rollouts)
+    return Path(out_dir) / "report.html"
+
+
+#: Largest report.html read to list the files it refers to [bytes].
+_MAX_REPORT_BYTES = 256 * 2**20
+
+
+def previous_report(folder):
+    """None when the existing directory ``folder`` may be replaced by a new report: it is
+    empty, or it holds a ``report.html`` and otherwise only files that page shows (its
+    figures). Else why not, for the message: a directory with anything else (``--output .``
+    of a folder of notes, data or another report's files) is never replaced."""
+    import re
+    folder = Path(folder)
+    entries = sorted(folder.iterdir())
+    if not entries:
+        return None
+    page = folder / "report.html"
+    if not page.is_file() or page.is_symlink() or page.stat().st_size > _MAX_REPORT_BYTES:
+        return (f"holds no report ({', '.join(e.name for e in entries[:3])}"
+                f"{', ...' if len(entries) > 3 else ''})")
+    shown = set(re.findall(r'(?:src|href)="([^"/\\]+)"', page.read_text(errors="replace")))
+    other = [e.name for e in entries if e.name != "report.html" and (
+        html.escape(e.name) not in shown or e.is_symlink() or not e.is_file())]
+    if other:
+        return (f"holds files the report did not write ({', '.join(other[:3])}"
+                f"{', ...' if len(other) > 3 else ''})")
+    return None
+
+
+def _write_report_files(out, model, results_doc, files, *, title=None, base=None,
+                        excitation_data=(), rollouts=()) -> Path:
     from robot_identification.progress import bar
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"report directory '{out}' is a file; give a directory")
-    check_output(out / "report.html", inputs, "report directory")
     out.mkdir(parents=True, exist_ok=True)
     joints = list(model.joint_names)
     est = results_doc.get("estimates") or {}
@@ -616,4 +656,5 @@ def write_report(out_dir, model, results_doc, files, *, title=None, base=None,
     page = (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>"
             f"{name} identification</title><style>{css}</style>"
             f"</head><body>{''.join(parts)}</body></html>\n")
-    return write_text_atomic(out / "report.html", page, inputs, "report directory")
+    (out / "report.html").write_text(page)
+    return out / "report.html"

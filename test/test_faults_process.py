@@ -1,0 +1,330 @@
+"""Process faults (issue #28): full disks, read-only places, long names, a report that
+fails over a previous one, signals (Ctrl-C, SIGTERM) at any point, a deleted working
+directory. Each ends in one line naming the output and the cause (exit 2, 130 or 143),
+never a traceback; no partial output and no temporary file is left; inputs never change.
+"""
+import errno
+import os
+import signal
+import subprocess
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+import test_faults_heldout
+from conftest import assert_one_line, digest, run_cli
+from robot_identification import cli, outputs
+from robot_identification.outputs import atomic_directory, name_max, write_text_atomic
+
+run = test_faults_heldout.run          # fixture: the szabo_3dof config and a 3 s run
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _identify(run, out, *extra):
+    return ["identify", "--config", run / "robot.yaml", "--data", run / "run.npz",
+            "--output", out, "--quiet", "--no-physical", *extra]
+
+
+@pytest.fixture(scope="module")
+def results(run, tmp_path_factory):
+    """A results.yaml of ``run`` (for the report)."""
+    out = tmp_path_factory.mktemp("results") / "results.yaml"
+    assert cli.main([str(a) for a in _identify(run, out)]) == 0
+    return out
+
+
+def _report(run, results, out, *extra):
+    return ["report", "--config", run / "robot.yaml", "--results", results, "--output", out,
+            "--quiet", *extra]
+
+
+def _leftovers(folder):
+    """Temporary files or directories of the writers (hidden names) below ``folder``."""
+    return [p for p in Path(folder).rglob(".*")]
+
+
+# ------------------------------------------------------------------------------ full disk
+@contextmanager
+def _tmpfs(path, size="256k"):
+    """A small tmpfs at ``path`` (root only; skip where mounting is not allowed)."""
+    path.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+                      capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+def _fill(folder):
+    """Fill the file system of ``folder`` up to its last bytes."""
+    with open(folder / "filler", "wb", buffering=0) as f:
+        try:
+            while True:
+                f.write(b"\0" * 512)
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+
+
+def test_full_disk_names_the_output_and_keeps_the_previous_files(run, results, tmp_path,
+                                                                 capsys):
+    """On a full disk identify and simulate failed with '[Errno 28] No space left on
+    device', naming no file; a failed report must keep the previous one whole."""
+    with _tmpfs(tmp_path / "disk", "1m") as disk:
+        (disk / "results.yaml").write_text("old: results\n")
+        assert cli.main([str(a) for a in _report(run, results, disk / "report")]) == 0
+        capsys.readouterr()
+        report = digest(disk / "report")
+        _fill(disk)
+        cases = [
+            (_identify(run, disk / "results.yaml"), "results.yaml"),
+            (["simulate", "--config", run / "robot.yaml", "--duration", "1", "--output",
+              disk / "run.npz", "--quiet"], "run.npz"),
+            (["simulate", "--config", run / "robot.yaml", "--duration", "1", "--output",
+              disk / "bag", "--quiet"], "bag"),
+            (_report(run, results, disk / "report"), "report"),
+        ]
+        for argv, name in cases:
+            rc, err = run_cli(argv, capsys, run)
+            assert_one_line(rc, err, f"'{disk / name}'", "No space left on device")
+            assert ".tmp" not in err
+            assert sorted(p.name for p in disk.iterdir()) == ["filler", "report",
+                                                              "results.yaml"], name
+            assert (disk / "results.yaml").read_text() == "old: results\n"
+            assert digest(disk / "report") == report
+            assert not _leftovers(disk)
+
+
+@pytest.mark.parametrize("stage", ["write", "rename"])
+def test_enospc_at_the_write_layer_names_the_output(run, tmp_path, capsys, monkeypatch,
+                                                    stage):
+    """The same without a tmpfs: ENOSPC injected while the file is written or renamed."""
+    target = tmp_path / "results.yaml"
+    target.write_text("old: results\n")
+    if stage == "rename":
+        def replace(a, b):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        monkeypatch.setattr(outputs.os, "replace", replace)
+    else:
+        monkeypatch.setattr(outputs, "open", _full_after(100), raising=False)
+    rc, err = run_cli(_identify(run, target), capsys, run)
+    assert_one_line(rc, err, f"'{target}'", "No space left on device")
+    assert target.read_text() == "old: results\n" and not _leftovers(tmp_path)
+
+
+def _full_after(limit):
+    """``open`` whose files take ``limit`` bytes, then raise ENOSPC (no file name)."""
+    import builtins
+
+    class Full:
+        def __init__(self, f):
+            self.f, self.n = f, 0
+
+        def write(self, data):
+            self.n += len(data)
+            if self.n > limit:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            return self.f.write(data)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+        def __getattr__(self, name):
+            return getattr(self.f, name)
+
+    def fake_open(*args, **kwargs):
+        f = builtins.open(*args, **kwargs)
+        mode = args[1] if len(args) > 1 else kwargs.get("mode", "r")
+        return Full(f) if "w" in mode else f
+    return fake_open
+
+
+def test_read_only_place_names_the_output(run, tmp_path, capsys):
+    with _tmpfs(tmp_path / "ro") as ro:
+        (ro / "old.yaml").write_text("kept\n")
+        subprocess.run(["mount", "-o", "remount,ro", str(ro)], check=True)
+        for out in (ro / "results.yaml", ro / "sub" / "results.yaml"):
+            rc, err = run_cli(_identify(run, out), capsys, run)
+            assert_one_line(rc, err, f"'{out}'", "Read-only file system")
+        assert sorted(p.name for p in ro.iterdir()) == ["old.yaml"]
+
+
+# ------------------------------------------------------------------------------ long names
+def test_names_up_to_the_file_system_limit_are_written(run, tmp_path, capsys):
+    """A valid 245-character name was refused: the temporary file's name added 12."""
+    limit = name_max(tmp_path)
+    yaml_out = tmp_path / ("r" * (limit - 5) + ".yaml")
+    npz_out = tmp_path / ("s" * (limit - 4) + ".npz")
+    bag_out = tmp_path / ("b" * 245)                 # rosbag2 adds '_0.mcap' inside
+    assert cli.main([str(a) for a in _identify(run, yaml_out)]) == 0
+    for out in (npz_out, bag_out):
+        assert cli.main(["simulate", "--config", str(run / "robot.yaml"), "--duration",
+                         "0.5", "--output", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    assert yaml_out.is_file() and npz_out.is_file() and (bag_out / "metadata.yaml").is_file()
+    assert not _leftovers(tmp_path)
+    too_long = tmp_path / ("x" * (limit + 1) + ".yaml")
+    rc, err = run_cli(_identify(run, too_long), capsys, run)
+    assert_one_line(rc, err, "File name too long", f"limit of {limit} bytes")
+
+
+# ------------------------------------------------------------------------------ reports
+def test_a_failed_report_keeps_the_previous_one(run, results, tmp_path, capsys, monkeypatch):
+    """A report that failed over an existing one left the old report.html beside the new
+    run's figures (only report.html was written atomically)."""
+    from robot_identification.report import _html
+    out = tmp_path / "report"
+    assert cli.main([str(a) for a in _report(run, results, out, "--data", run / "run.npz")]) \
+        == 0
+    capsys.readouterr()
+    before = digest(out)
+    assert "file1_torque.png" in before
+
+    def broken(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(_html, "plot_residuals", broken)
+    rc, err = run_cli(_report(run, results, out, "--data", run / "run.npz"), capsys, run)
+    assert_one_line(rc, err, f"'{out}'", "No space left on device")
+    assert digest(out) == before and not _leftovers(tmp_path)
+    monkeypatch.undo()
+    assert cli.main([str(a) for a in _report(run, results, out)]) == 0     # no held-out data
+    assert "file1_torque.png" not in digest(out)            # replaced whole: nothing mixed
+    assert not _leftovers(tmp_path)
+
+
+def test_report_never_replaces_a_directory_of_other_files(run, results, tmp_path, capsys):
+    """The report replaces its directory as a whole: a directory holding anything but a
+    previous report (notes, data, an input) is refused, nothing in it changes."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "todo.txt").write_text("keep me\n")
+    (notes / "report.html").write_text("<p>my own page</p>\n")
+    rc, err = run_cli(_report(run, results, notes), capsys, notes)
+    assert_one_line(rc, err, f"'{notes}'", "todo.txt", "give a new directory")
+    rc, err = run_cli(_report(run, results, run), capsys, run)     # holds the inputs
+    assert_one_line(rc, err, f"'{run}'")
+    assert not _leftovers(tmp_path)
+
+
+def test_atomic_directory_swaps_only_on_success(tmp_path):
+    target = tmp_path / "out"
+    with atomic_directory(target) as new:
+        new.mkdir()
+        (new / "a.txt").write_text("1")
+    assert (target / "a.txt").read_text() == "1"
+    with pytest.raises(RuntimeError):
+        with atomic_directory(target, replaceable=lambda p: None) as new:
+            new.mkdir()
+            (new / "b.txt").write_text("2")
+            raise RuntimeError("crash while writing")
+    assert sorted(p.name for p in target.iterdir()) == ["a.txt"]
+    with atomic_directory(target, replaceable=lambda p: None) as new:
+        new.mkdir()
+        (new / "b.txt").write_text("2")
+    assert sorted(p.name for p in target.iterdir()) == ["b.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+# ------------------------------------------------------------------------------ signals
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize("where", ["file", "directory", "bag"])
+def test_signal_while_writing_leaves_nothing(run, results, tmp_path, capsys, monkeypatch,
+                                             signum, code, where):
+    """Ctrl-C or SIGTERM arriving while an output is written: exit 130/143 with one line,
+    no partial output, no temporary file; a previous output stays as it was."""
+    if where == "file":
+        out = tmp_path / "results.yaml"
+        out.write_text("old: results\n")
+        argv = _identify(run, out)
+        patch = (outputs.os, "replace")
+    elif where == "directory":
+        out = tmp_path / "report"
+        assert cli.main([str(a) for a in _report(run, results, out)]) == 0
+        argv = _report(run, results, out)
+        patch = (outputs, "_exchange")
+    else:
+        out = tmp_path / "bag"
+        argv = ["simulate", "--config", run / "robot.yaml", "--duration", "0.5", "--output",
+                out, "--quiet"]
+        from robot_identification.data import _bag
+        patch = (_bag.BagWriter, "write")
+    before = digest(tmp_path)
+    real = getattr(*patch)
+
+    def signalled(*args, **kwargs):
+        os.kill(os.getpid(), signum)            # delivered before the next bytecode
+        return real(*args, **kwargs)
+    monkeypatch.setattr(*patch, signalled)
+    capsys.readouterr()
+    rc, err = run_cli(argv, capsys, run)
+    assert rc == code, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert digest(tmp_path) == before and not _leftovers(tmp_path)
+    assert signal.getsignal(signal.SIGINT) is not cli._on_signal      # handlers restored
+
+
+def _start_cli(argv, **kwargs):
+    """The CLI as its console script runs it, in a new process."""
+    script = ("import sys; sys.argv[0] = 'robot-identification'; "
+              "from robot_identification.cli import main; sys.exit(main())")
+    env = dict(os.environ, PYTHONPATH=str(REPO), OPENBLAS_NUM_THREADS="1", **kwargs)
+    return subprocess.Popen([sys.executable, "-c", script, *map(str, argv)], env=env,
+                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+
+
+@pytest.mark.parametrize("signum, module", [
+    (signal.SIGINT, "robot_identification.errors"),    # the console script imports the CLI
+    (signal.SIGINT, "argparse"),
+    (signal.SIGINT, "numpy"),                          # the commands' imports
+    (signal.SIGTERM, "scipy"),                         # the command runs: the model's imports
+])
+def test_signal_during_start_up(run, tmp_path, signum, module):
+    """Ctrl-C during start-up (Python importing the libraries) printed a traceback. The
+    signal is sent once the process reports (PYTHONPROFILEIMPORTTIME) that it imported
+    ``module``."""
+    proc = _start_cli(_identify(run, tmp_path / "results.yaml"), PYTHONPROFILEIMPORTTIME="1")
+    lines = []
+    for line in proc.stderr:
+        lines.append(line)
+        if not line.startswith("import time:") or line.split("|")[-1].strip() == module:
+            break
+    assert lines[-1].split("|")[-1].strip() == module, "".join(lines[-5:])
+    proc.send_signal(signum)
+    _, rest = proc.communicate(timeout=300)
+    err = [ln for ln in lines + rest.splitlines(keepends=True)
+           if not ln.startswith("import time:")]
+    assert proc.returncode in ({signal.SIGINT: 130, signal.SIGTERM: 143}[signum], -signum), \
+        "".join(err)
+    assert "Traceback" not in "".join(err) and len(err) <= 1, "".join(err)
+    assert not (tmp_path / "results.yaml").exists() and not _leftovers(tmp_path)
+
+
+# ------------------------------------------------------------------------------ working dir
+def test_deleted_working_directory_is_named(run, tmp_path, capsys):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    here = os.getcwd()
+    os.chdir(gone)
+    try:
+        gone.rmdir()
+        rc = cli.main([str(a) for a in _identify(run, "results.yaml")])
+    finally:
+        os.chdir(here)
+    err = capsys.readouterr().err
+    assert_one_line(rc, err, "working directory", "deleted")
+
+
+def test_write_text_atomic_replaces_and_cleans(tmp_path):
+    target = tmp_path / "a.yaml"
+    write_text_atomic(target, "1\n")
+    write_text_atomic(target, "2\n")
+    assert target.read_text() == "2\n" and sorted(tmp_path.iterdir()) == [target]
