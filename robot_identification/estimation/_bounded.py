@@ -105,7 +105,7 @@ def standard_bounds(model, nominal=None, mass_range=(0.5, 2.0), first_moment=Non
         else:
             for key, i in keys.items():
                 if key in ("rotor_inertia", "stiffness", "damping", "viscous", "coulomb",
-                           "stiction"):
+                           "coulomb_load", "stiction"):
                     lo[i], hi[i] = 0.0, drive_range[1] * max(abs(pi[i]), 1e-3)
     return lo, hi
 

@@ -188,7 +188,8 @@ def default_prior_scales(model, nominal=None):
                            else PRIOR_LENGTH ** 2)
         elif kind == "rotor_inertia":
             s[i] = 1.0
-        elif kind in ("viscous", "coulomb", "stiction", "stribeck", "stiffness", "damping"):
+        elif kind in ("viscous", "coulomb", "coulomb_load", "stiction", "stribeck", "stiffness",
+                      "damping"):
             s[i] = 10.0 * max(1.0, abs(pi0[i]))
         else:
             s[i] = 1.0
@@ -197,8 +198,8 @@ def default_prior_scales(model, nominal=None):
 
 def physically_consistent(model, base, information, beta_ls, *, nominal=None,
                           prior_scales=None, epsilon=1e-6,
-                          nonnegative=("rotor_inertia", "viscous", "coulomb", "stiffness",
-                                       "damping"),
+                          nonnegative=("rotor_inertia", "viscous", "coulomb", "coulomb_load",
+                                       "stiffness", "damping"),
                           solver="CLARABEL", prior="bregman",
                           weight=1.0) -> PhysicalEstimate:
     """Physically consistent standard parameters closest (in the data metric) to a LS fit.

@@ -31,12 +31,13 @@ MAX_FILTER_ORDER = 50
 MAX_HARMONICS, MAX_EXCITATION_S = 1000, 3600.0
 
 #: Drive parameter names per joint, in regressor column order.
-DRIVE_PARAMETERS = ("rotor_inertia", "stiffness", "damping", "viscous", "coulomb", "stiction",
-                    "stribeck", "offset")
+DRIVE_PARAMETERS = ("rotor_inertia", "stiffness", "damping", "viscous", "coulomb",
+                    "coulomb_load", "stiction", "stribeck", "offset")
 
 #: Drive parameters that are physically >= 0 (``stiffness`` must be > 0); stiction, stribeck
 #: and offset may have either sign.
-NON_NEGATIVE_DRIVE_PARAMETERS = ("rotor_inertia", "damping", "viscous", "coulomb")
+NON_NEGATIVE_DRIVE_PARAMETERS = ("rotor_inertia", "damping", "viscous", "coulomb",
+                                 "coulomb_load")
 
 #: Drive keys of earlier versions -> their field-term names (an old key is a ConfigError
 #: naming the new one).
@@ -82,21 +83,24 @@ def current_parameter_names(values: dict | None) -> dict | None:
 
 DRIVE_PARAMETER_UNITS = {
     "rotor_inertia": "kg*m^2", "stiffness": "N*m/rad", "damping": "N*m*s/rad",
-    "viscous": "N*m*s/rad", "coulomb": "N*m", "stiction": "N*m", "stribeck": "N*m",
-    "offset": "N*m",
+    "viscous": "N*m*s/rad", "coulomb": "N*m", "coulomb_load": "1", "stiction": "N*m",
+    "stribeck": "N*m", "offset": "N*m",
 }
 
 #: Units of the drive parameters of a prismatic joint (force, metres; rotor_inertia is the
 #: drive's link-referred mass).
 PRISMATIC_DRIVE_PARAMETER_UNITS = {
     "rotor_inertia": "kg", "stiffness": "N/m", "damping": "N*s/m",
-    "viscous": "N*s/m", "coulomb": "N", "stiction": "N", "stribeck": "N", "offset": "N",
+    "viscous": "N*s/m", "coulomb": "N", "coulomb_load": "1", "stiction": "N", "stribeck": "N",
+    "offset": "N",
 }
 
 DRIVE_PARAMETER_DESCRIPTIONS = {
     "rotor_inertia": "rotor inertia about its spin axis (motor side)",
     "stiffness": "joint stiffness", "damping": "joint damping", "viscous": "viscous friction",
-    "coulomb": "Coulomb friction", "stiction": "stiction (Szabó static model)",
+    "coulomb": "Coulomb friction",
+    "coulomb_load": "load-dependent Coulomb friction per N*m of the URDF's joint torque",
+    "stiction": "stiction (Szabó static model)",
     "stribeck": "Coulomb minus stiction (Szabó static model)", "offset": "torque offset",
 }
 
@@ -284,10 +288,15 @@ class FrictionConfig:
 
     ``stiction_sharpness`` (K_v, s/rad) and ``stribeck_sharpness`` (delta, s/rad)
     are the fixed shape constants of Szabó & Gincsainé (2021), eq. 7-8.
+    ``load_dependent`` adds to Coulomb friction a term proportional to the magnitude of the
+    joint torque the URDF's rigid-body model predicts, f_c + f_l |tau_0| (drive parameter
+    ``coulomb_load``, rigid arms; Hamon, Gautier & Garrec, ICRA 2011: the dry friction of a
+    gear grows with the load it transmits).
     """
 
     model: str = "coulomb_viscous"
     offset: bool = False
+    load_dependent: bool = False
     stiction_sharpness: float = 100.0
     stribeck_sharpness: float = 10.0
 
@@ -586,6 +595,7 @@ def parse_robot_config(data: Any, source: Path | None = None,
     friction = FrictionConfig(
         model=fr.string("model", "coulomb_viscous", choices=FRICTION_MODELS),
         offset=fr.boolean("offset", False),
+        load_dependent=fr.boolean("load_dependent", False),
         stiction_sharpness=fr.number("stiction_sharpness", 100.0, positive=True, unit="s/rad"),
         stribeck_sharpness=fr.number("stribeck_sharpness", 10.0, positive=True, unit="s/rad"),
     )
@@ -649,6 +659,9 @@ def parse_robot_config(data: Any, source: Path | None = None,
             ef = (Path(source).parent / ef).resolve()
         extra["excitation_file"] = str(ef)
     r.finish()
+    if model == "elastic" and friction.load_dependent:
+        raise ConfigError(f"{where}.friction.load_dependent: load-dependent Coulomb friction "
+                          f"is modelled for rigid arms only (model: rigid)")
     if model == "elastic":
         no_rotor = [j.name for j in joints if not j.rotor]
         if no_rotor:

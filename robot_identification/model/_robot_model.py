@@ -680,6 +680,8 @@ class RobotModel:
             keys.append("viscous")
         if "coulomb_viscous" in used:
             keys.append("coulomb")
+            if c.friction.load_dependent:
+                keys.append("coulomb_load")
         if "static" in used:
             keys += ["stiction", "stribeck"]
         if c.friction.offset:

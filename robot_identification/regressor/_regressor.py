@@ -72,19 +72,23 @@ def friction_columns(model, velocity, deadband=0.0):
     Returns
     -------
     dict
-        Drive key -> ndarray (N, n): ``fv``: v; ``fc``: sign(v); ``fs``: (2/pi) atan(K_v v);
-        ``fsc``: (2/pi) atan(delta v) (Szabó & Gincsainé 2021, eq. 7-9); ``fo``: 1.
+        Drive key -> ndarray (N, n): ``viscous``: v; ``coulomb``: sign(v); ``stiction``:
+        (2/pi) atan(K_v v); ``stribeck``: (2/pi) atan(delta v) (Szabó & Gincsainé 2021,
+        eq. 7-9); ``offset``: 1; ``coulomb_load``: sign(v) as well - :func:`rigid_regressor`
+        multiplies it by |tau_0| (:func:`nominal_load`).
     """
     fr = model.config.friction
     v = velocity
     cols = {"viscous": v, "coulomb": coulomb_sign(v, deadband), "offset": np.ones_like(v)}
+    cols["coulomb_load"] = cols["coulomb"]
     models = model.joint_friction_models()
     if "static" in models:
         cols["stiction"] = (2.0 / np.pi) * np.arctan(fr.stiction_sharpness * v)
         cols["stribeck"] = (2.0 / np.pi) * np.arctan(fr.stribeck_sharpness * v)
     if len(set(models)) > 1:        # per-joint models: a term a joint's model lacks is 0
         uses = {"viscous": ("viscous", "coulomb_viscous", "static"),
-                "coulomb": ("coulomb_viscous",), "stiction": ("static",),
+                "coulomb": ("coulomb_viscous",), "coulomb_load": ("coulomb_viscous",),
+                "stiction": ("static",),
                 "stribeck": ("static",)}
         for key, owners in uses.items():
             if key in cols:
@@ -386,8 +390,34 @@ def rigid_regressor(model, q, dq, ddq, friction_deadband=0.0):
     drive = [(plan.flat[key][0],
               rotor * model.gear_ratios ** 2 * ddq if key == "rotor_inertia" else fric[key])
              for key in plan.keys]
-    return _fill(plan, N, model.pin_configuration(q), model.to_pin_v(dq), model.to_pin_v(ddq),
-                 drive)
+    Y = _fill(plan, N, model.pin_configuration(q), model.to_pin_v(dq), model.to_pin_v(ddq),
+              drive)
+    if "coulomb_load" in plan.keys:
+        cols = [plan.column[(k, "coulomb_load")] for k in range(n)]
+        Y[:, np.arange(n), cols] *= np.abs(nominal_load(model, Y))
+    return Y
+
+
+def _nominal_load_parameters(model):
+    """The URDF's inertial and the config's rotor-inertia parameters (P,), drive terms 0."""
+    pi0 = getattr(model, "_nominal_load_pi", None)
+    if pi0 is None:
+        pi0 = np.nan_to_num(np.asarray(model.nominal_parameters(), dtype=float))
+        pi0[[k not in ("inertial", "rotor_inertia") for k in model.layout.kinds]] = 0.0
+        model._nominal_load_pi = pi0
+    return pi0
+
+
+def nominal_load(model, Y):
+    """Joint torque tau_0 (N, n) [N*m] the URDF's rigid-body model (inertials and the config's
+    rotor inertia, no friction) predicts at the samples of the rigid regressor ``Y``
+    (N, n, P): the load of the load-dependent Coulomb term f_l |tau_0| sign(v)
+    (``friction.load_dependent``; Hamon, Gautier & Garrec, "New dry friction model with
+    load- and velocity-dependence and dynamic identification of multi-DOF robots", ICRA
+    2011, with the URDF's torque as the load so that the term stays linear in the
+    parameters and is the same function in identification and prediction).
+    """
+    return np.asarray(Y) @ _nominal_load_parameters(model)
 
 
 @blas_single_threaded

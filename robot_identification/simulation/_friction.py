@@ -55,11 +55,24 @@ class FrictionModel:
     model : RobotModel
     law : {None, 'regressor', 'none'}
         Override the configured laws for all joints.
+
+    Raises
+    ------
+    ConfigError
+        A joint with a non-zero load-dependent Coulomb coefficient (``coulomb_load``):
+        the simulator does not apply it (its load is the URDF's joint torque of the whole
+        sample, not a per-joint friction law).
     """
 
     def __init__(self, model, law=None):
+        from robot_identification.errors import ConfigError
         self.model = model
         n = model.n
+        loaded = [j.name for j in model.config.joints if j.drive.get("coulomb_load", 0.0)]
+        if loaded and law != "none":
+            raise ConfigError(f"drive.coulomb_load of {loaded}: the simulator does not apply "
+                              f"load-dependent Coulomb friction; set it to 0 (or leave it "
+                              f"out) to simulate this robot")
         keys = [k for k in model.drive_parameter_keys() if k in _FRICTION_KEYS]
         self._keys = keys
         self._coef = {k: np.array([j.drive.get(k, 0.0) for j in model.config.joints])
