@@ -40,19 +40,25 @@ def _nominal(model, ds):
     return [d for d in recording_summary(model, ds)["diagnostics"] if d.code in NOMINAL_CODES]
 
 
-def _one(found, code, subject, *needles):
+def _one(found, code, subject, *needles, severity=None):
     assert [(d.code, d.subject) for d in found] == [(code, subject)], found
-    assert found[0].severity == ("warning" if code in ("torque_scale", "unmodelled_payload",
-                                                       "torque_unexplained", "torque_lag")
-                                 else "error")
+    assert found[0].severity == severity or severity is None and found[0].severity == (
+        "warning" if code in ("torque_scale", "unmodelled_payload", "torque_unexplained",
+                              "torque_lag") else "error"), found
     for n in needles:
         assert n in found[0].message, found[0].message
 
 
-def test_reversed_joint_is_named(szabo):
+@pytest.mark.parametrize("joint", [1, 2])
+def test_reversed_joint_is_named(szabo, joint):
+    """szabo_3dof's joints 2 and 3 have parallel axes in a vertical plane: reversing either
+    one or the other gives the URDF's model the same torques (its mirror image), so both
+    readings are named, whichever was reversed; joint 1 (vertical axis) reversed changes
+    no torque of the URDF's model and is not observable: tested in the property test."""
     model, ds = szabo
-    _one(_nominal(model, _columns(ds, lambda x: _negate(x, 1))), "torque_sign", "joint2",
-         "joint joint2: direction reversed")
+    _one(_nominal(model, _columns(ds, lambda x: _negate(x, joint))), "torque_sign",
+         "joint2 or joint3", "joint joint2 or joint3: direction reversed",
+         "explains the readings joint2 or joint3 equally")
 
 
 def test_swapped_columns_are_named(szabo):
@@ -62,11 +68,14 @@ def test_swapped_columns_are_named(szabo):
 
 
 def test_encoder_offset_is_named_with_its_value(szabo):
+    """0.3 rad on joint2 leaves every joint explained (normalised residual <= 0.22, scales
+    0.8-1.5): CAD errors of the URDF give readings like it, so a warning, not an error."""
     model, ds = szabo
     q = ds.q.copy()
     q[:, 1] += 0.3
     found = _nominal(model, replace(ds, q=q))
-    _one(found, "encoder_offset", "joint2", "joint joint2: encoder zero offset")
+    _one(found, "encoder_offset", "joint2", "joint joint2: encoder zero offset",
+         "a warning, not an error", severity="warning")
     offset = float(found[0].message.split("q_URDF = q_recorded ")[1].split(" rad")[0])
     assert offset == pytest.approx(-0.3, abs=0.05)
 
