@@ -7,8 +7,8 @@ from setuptools import find_packages, setup
 PACKAGE = "robot_identification"
 
 # console scripts: one per ROS node, plus the CLI
-NODES = ["simulated_robot", "excitation_publisher", "pd_controller", "recorder", "identifier",
-         "online_identifier", "bag_player"]
+NODES = ["simulated_robot", "hardware_robot", "excitation_publisher", "pd_controller",
+         "recorder", "identifier", "online_identifier", "bag_player"]
 
 
 def tree(folder):

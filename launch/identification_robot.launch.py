@@ -17,16 +17,27 @@ arm; the excitation publisher refuses to start until the controller is ready.
         robot_identification_interfaces/action/Identify "{estimators: [ols, wls]}"
 
 online:=true also starts online_identifier (estimates while the arm moves).
+stand_in:=true also starts hardware_robot, the stand-in for ros2_control hardware (a real-arm
+session rehearsed on this machine; its parameters from params_file; docs/ros.md).
+
+pd_controller, excitation_publisher and recorder are managed (lifecycle) nodes: this file
+configures and then activates each (ros2 lifecycle get/set /<node> works on them). Heartbeats:
+the excitation and the recording stop, with an ERROR on /diagnostics, when the controller,
+the joint states or a recording recorder are silent for heartbeat_timeout s.
 
 Any argument value is checked here (one-line error naming it) or by the nodes (one line each).
 """
 import math
 import os
 
+import lifecycle_msgs.msg
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.actions import DeclareLaunchArgument, EmitEvent, OpaqueFunction, RegisterEventHandler
+from launch.events import matches_action
 from launch.substitutions import LaunchConfiguration
-from launch_ros.actions import Node
+from launch_ros.actions import LifecycleNode, Node
+from launch_ros.event_handlers import OnStateTransition
+from launch_ros.events.lifecycle import ChangeState
 
 from robot_identification.model import share_directory
 
@@ -58,11 +69,19 @@ ARGUMENTS = {
     "executor": ("events", "rclpy executor of excitation_publisher and pd_controller: events "
                            "(EventsExecutor, about half the CPU time) or single"),
     "bandwidth_scale": ("1.0", "pd_controller: gains kp * s^2, kd * s (below 1 tolerates "
-                               "more command delay)"),
+                               "more command delay); the largest used: the controller scales "
+                               "them down to the delay margin of the measured loop delay"),
+    "heartbeat_timeout": ("0.5", "[s] excitation and recorder stop (ERROR) when the "
+                                 "controller, the joint states or the recorder are this long "
+                                 "silent"),
+    "stand_in": ("false", "true: also start hardware_robot, the stand-in for ros2_control "
+                          "hardware (rehearsal; its parameters from params_file)"),
 }
 CHOICES = {"use_sim_time": ("true", "false"), "use_pd_controller": ("true", "false"),
            "fail_safe": ("hold", "zero"), "executor": ("events", "single"),
-           "online": ("true", "false")}
+           "online": ("true", "false"), "stand_in": ("true", "false")}
+#: the managed (lifecycle) nodes: configured, then activated by this file
+MANAGED = ("pd_controller", "excitation_publisher", "recorder")
 
 
 class LaunchArgumentError(ValueError):
@@ -70,10 +89,25 @@ class LaunchArgumentError(ValueError):
 
 
 def node(name, executor="single", params_file="", **overrides):
+    """The node's launch action(s): a plain Node, or for :data:`MANAGED` a LifecycleNode
+    (``managed: true``) with the events that configure it and, once inactive, activate it."""
     config = str(share_directory() / "config" / f"{name}.yaml")
     files = [config] + ([params_file] if params_file else [])
-    return Node(package=PACKAGE, executable=name, name=name, output="screen",
-                arguments=["--executor", executor], parameters=[*files, overrides])
+    if name not in MANAGED:
+        return [Node(package=PACKAGE, executable=name, name=name, output="screen",
+                     arguments=["--executor", executor], parameters=[*files, overrides])]
+    action = LifecycleNode(package=PACKAGE, executable=name, name=name, namespace="",
+                           output="screen", arguments=["--executor", executor],
+                           parameters=[*files, {**overrides, "managed": True}])
+
+    def transition(tid):
+        return EmitEvent(event=ChangeState(lifecycle_node_matcher=matches_action(action),
+                                           transition_id=tid))
+    return [action,
+            RegisterEventHandler(OnStateTransition(
+                target_lifecycle_node=action, goal_state="inactive",
+                entities=[transition(lifecycle_msgs.msg.Transition.TRANSITION_ACTIVATE)])),
+            transition(lifecycle_msgs.msg.Transition.TRANSITION_CONFIGURE)]
 
 
 def positive(values, name, low=0.0):
@@ -102,6 +136,7 @@ def nodes(context):
     rate = positive(values, "rate_hz")
     timeout = positive(values, "watchdog_timeout")
     scale = positive(values, "bandwidth_scale")
+    heartbeat = positive(values, "heartbeat_timeout")
     params_file = values["params_file"]
     if params_file and not os.path.isfile(params_file):
         raise LaunchArgumentError(f"params_file:={params_file!r} is not a file")
@@ -118,35 +153,44 @@ def nodes(context):
     # rclpy's SingleThreadedExecutor
     real_time = {"lockstep": False, "rate_hz": rate, "executor": values["executor"], **common}
     out = [
-        node("excitation_publisher", **robot, **real_time,
+        *node("excitation_publisher", **robot, **real_time, heartbeat_timeout=heartbeat,
+              recorder_status="recorder: recording",
              reference_topic=values["reference_topic"],
              trajectory_file=values["trajectory_file"],
              joint_states_topic=values["joint_states_topic"],
              trajectory_controller_topic=jtc, require_ready=True,
              controller_status="pd_controller: control loop" if use_pd else ""),
-        node("recorder", data_directory=values["data_directory"], expected_rate_hz=rate,
+        *node("recorder", data_directory=values["data_directory"], expected_rate_hz=rate,
+              heartbeat_timeout=heartbeat,
+              controller_status="pd_controller: control loop" if use_pd else "",
              joint_states_topic=values["joint_states_topic"], motor_states_topic=motor,
              command_topic=values["command_topic"] if use_pd else "",
              reference_topic=values["reference_topic"], **common),
-        node("identifier", **robot, data_directory=values["data_directory"],
+        *node("identifier", **robot, data_directory=values["data_directory"],
              joint_states_topic=values["joint_states_topic"], motor_states_topic=motor,
              **common),
     ]
     if values["online"] == "true":
-        out.append(node("online_identifier", **robot, **common,
+        out.extend(node("online_identifier", **robot, **common,
                         joint_states_topic=values["joint_states_topic"],
                         motor_states_topic=motor))
     if use_pd:
         if elastic and not motor:
             raise LaunchArgumentError(f"robot '{values['robot']}' has elastic joints: the "
                                       f"pd_controller needs motor_states_topic")
-        out.insert(1, node("pd_controller", **robot, **real_time,
+        out += node("pd_controller", **robot, **real_time,
                            joint_states_topic=values["joint_states_topic"],
                            motor_states_topic=motor or "motor_states",
                            command_topic=values["command_topic"],
                            reference_topic=values["reference_topic"],
                            watchdog_timeout=timeout, fail_safe=values["fail_safe"],
-                           bandwidth_scale=scale))
+                           bandwidth_scale=scale, diagnostics_period=heartbeat / 5)
+    if values["stand_in"] == "true":
+        out += node("hardware_robot", **robot, rate_hz=rate,
+                        params_file=params_file, executor=values["executor"],
+                        joint_states_topic=values["joint_states_topic"],
+                        motor_states_topic=motor or "motor_states",
+                        command_topic=values["command_topic"], publish_clock=sim_time)
     return out
 
 

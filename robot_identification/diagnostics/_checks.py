@@ -711,6 +711,30 @@ def check_time_jumps(t, source="", steps=TIME_JUMP_STEPS):
                        f"{step:.3g} s): split the recording there", source)]
 
 
+#: ``recording_losses`` (error) above this share of a state topic's samples lost or missing
+RECORDING_LOSS_ERROR = 0.05
+#: ... or with a gap in the stamps longer than this many sample periods
+RECORDING_GAP_ERROR_PERIODS = 50
+#: the identifier node refuses a bag above this share of lost or missing state samples ...
+RECORDING_LOSS_LIMIT = 0.25
+#: ... or with a gap in the stamps longer than this [s]
+RECORDING_GAP_LIMIT_S = 1.0
+
+
+def recording_losses(recording):
+    """Per state topic of a bag's recorder counts (``Dataset.metadata['recording']``):
+    ``{topic: (share, gap)}``, the share of the expected samples lost in transport or missing
+    from the stamps and the longest gap in the stamps [s] (0 where not counted)."""
+    out = {}
+    for topic, c in sorted((recording or {}).items()) if isinstance(recording, dict) else []:
+        if not isinstance(c, dict) or not c.get("expected"):
+            continue
+        lost = int(c.get("lost") or 0) + int(c.get("missing") or 0)
+        out[topic] = (lost / (int(c["expected"]) + int(c.get("lost") or 0)),
+                      float(c.get("longest_gap_s") or 0.0))
+    return out
+
+
 def check_recording_counts(recording, source=""):
     """``messages_lost`` and ``samples_missing``: the recorder's counts of a bag
     (``Dataset.metadata['recording']``, written by the recorder node: per topic ``recorded``,
@@ -725,6 +749,10 @@ def check_recording_counts(recording, source=""):
       the recorder's clock (a publisher whose clock runs slower than real time, e.g. a
       free-running simulator that cannot keep up: the data are consistent in its own time; a
       lockstep simulation recorded on its ``/clock`` is not reported).
+    - ``recording_losses`` (error): a state topic with more than
+      :data:`RECORDING_LOSS_ERROR` of its samples lost or missing, or a gap in its stamps
+      longer than :data:`RECORDING_GAP_ERROR_PERIODS` sample periods (the identifier node
+      refuses bags beyond :data:`RECORDING_LOSS_LIMIT` / :data:`RECORDING_GAP_LIMIT_S`).
 
     Parameters
     ----------
@@ -769,6 +797,16 @@ def check_recording_counts(recording, source=""):
                 f"clock: the publisher's clock ran at {arrival / rate:.2f} x real time; "
                 f"{round(c.get('arrival_span_s', 0) * rate) + 1 - recorded} fewer samples "
                 f"than real time at {rate:g} Hz", subject))
+    for topic, (share, gap) in recording_losses(recording).items():
+        rate = float(recording[topic].get("expected_rate_hz") or 0.0)
+        if share > RECORDING_LOSS_ERROR or (rate and gap > RECORDING_GAP_ERROR_PERIODS / rate):
+            out.append(Diagnostic(
+                "recording_losses", "error",
+                f"{topic}: {100 * share:.1f} % of the samples lost or missing, longest gap in "
+                f"the stamps {gap:.3f} s (limits: {100 * RECORDING_LOSS_ERROR:g} %, "
+                f"{RECORDING_GAP_ERROR_PERIODS} sample periods): the filtered derivatives "
+                f"and the fit across the gaps are not to be trusted",
+                f"{source}:{topic}" if source else topic))
     return out
 
 

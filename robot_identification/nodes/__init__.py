@@ -1,6 +1,8 @@
 """rclpy nodes: thin wrappers over the ROS-free core (the only package that imports rclpy).
 
 - ``simulated_robot`` -- the core simulator behind ros2_control-style topics
+- ``hardware_robot`` -- a stand-in for ros2_control hardware: free-running on the wall clock,
+  the last command applied until a new one arrives
 - ``excitation_publisher`` -- streams an excitation trajectory as a reference
 - ``pd_controller`` -- joint-space PD (+ gravity compensation) with watchdog
 - ``recorder`` -- records states and commands into a rosbag2 (MCAP)

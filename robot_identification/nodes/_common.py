@@ -19,6 +19,30 @@ QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
 LATEST = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
 
 
+def qos(reliability="reliable", depth=10):
+    """A QoS profile: ``reliability`` ``reliable`` | ``best_effort``, ``depth`` messages of
+    keep-last history (0 = keep all). The defaults are joint_state_broadcaster's publisher
+    (rclcpp's SystemDefaultsQoS: reliable, keep last 10, volatile)."""
+    from rclpy.qos import HistoryPolicy
+    rel = (ReliabilityPolicy.BEST_EFFORT if reliability == "best_effort"
+           else ReliabilityPolicy.RELIABLE)
+    if int(depth) == 0:
+        return QoSProfile(history=HistoryPolicy.KEEP_ALL, reliability=rel)
+    return QoSProfile(depth=int(depth), reliability=rel)
+
+
+def declare_qos(node, prefix, reliability="reliable", depth=10, what=""):
+    """Declare ``<prefix>_reliability`` (reliable | best_effort) and ``<prefix>_depth`` (0 =
+    keep all) and return the :func:`qos` profile they give."""
+    rel = declare(node, f"{prefix}_reliability", reliability,
+                  f"QoS reliability {what}: reliable | best_effort (a reliable subscription "
+                  f"receives nothing from a best-effort publisher)",
+                  choices=("reliable", "best_effort"), read_only=True)
+    dep = declare(node, f"{prefix}_depth", depth, f"QoS keep-last depth {what} (0 = keep "
+                  f"all)", low=0, high=1_000_000, read_only=True)
+    return qos(rel, dep)
+
+
 def declare(node, name, default, description, *, low=None, high=None, read_only=False,
             choices=None):
     """Declare a parameter with a descriptor (range, read-only) and return its value.
@@ -131,6 +155,57 @@ def declare_robot(node):
     return load_robot(None if config else robot, config=config or None, urdf=urdf or None)
 
 
+class Managed:
+    """Lifecycle (managed node) behaviour shared by pd_controller, excitation_publisher and
+    recorder (mixed into an ``rclpy.lifecycle.LifecycleNode``).
+
+    ``managed: false`` (default; ``ros2 run``, tests, the demo): the node configures and
+    activates itself at start-up. ``managed: true`` (the launch files): it waits in
+    ``unconfigured`` for a lifecycle manager (``ros2 lifecycle set <node> configure``, then
+    ``activate``; launch_ros ``LifecycleNode`` events). :attr:`lifecycle` is the current
+    state's label; the node's ``on_active(bool)`` is called on activation/deactivation."""
+
+    lifecycle = "unconfigured"
+
+    def start_lifecycle(self):
+        managed = declare(self, "managed", False, "true: wait for configure/activate from a "
+                          "lifecycle manager (launch files); false: activate at start-up",
+                          read_only=True)
+        if not managed:
+            self.trigger_configure()
+            self.trigger_activate()
+
+    def on_configure(self, state):
+        from rclpy.lifecycle import TransitionCallbackReturn
+        self.lifecycle = "inactive"
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_activate(self, state):
+        self.lifecycle = "active"
+        self.on_active(True)
+        return super().on_activate(state)
+
+    def on_deactivate(self, state):
+        self.lifecycle = "inactive"
+        self.on_active(False)
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state):
+        from rclpy.lifecycle import TransitionCallbackReturn
+        self.lifecycle = "unconfigured"
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state):
+        from rclpy.lifecycle import TransitionCallbackReturn
+        if self.lifecycle == "active":
+            self.on_active(False)
+        self.lifecycle = "finalized"
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_active(self, active):
+        """Called with True on activation, False on deactivation (override)."""
+
+
 def to_sec(stamp) -> float:
     """builtin_interfaces/Time -> seconds."""
     return stamp.sec + 1e-9 * stamp.nanosec
@@ -147,37 +222,58 @@ def stamp_ns(stamp) -> int:
     return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
 
 
-#: lockstep: label of an effort command's layout dimension naming the state it answers
+#: label of an effort command's layout dimension naming the state it answers
 #: (``state_stamp_ns=<header stamp of that joint state in ns>``)
 STATE_STAMP_LABEL = "state_stamp_ns="
+#: label of an effort command's layout dimension giving its deadline
+#: (``deadline_ns=<time in ns on the state stamps' clock after which it must not be applied>``)
+DEADLINE_LABEL = "deadline_ns="
 
 
-def command_msg(u, state_ns=None):
+def command_msg(u, state_ns=None, deadline_ns=None):
     """An effort command (std_msgs/Float64MultiArray, forward_command_controller convention:
-    ``data`` = the (n,) torques [N*m]). Lockstep (``state_ns`` given): its one layout
-    dimension (size n) is labelled with the header stamp [ns] of the joint state it answers,
-    so that a simulated robot steps once per state even when a command is sent twice (the
-    answer to a re-published state, :mod:`~robot_identification.nodes.simulated_robot`);
-    consumers that ignore the layout (ros2_control) read the same torques."""
+    ``data`` = the (n,) torques [N*m]). ``state_ns``: its first layout dimension (size n) is
+    labelled with the header stamp [ns] of the joint state it answers, so that a lockstep
+    simulated robot steps once per state even when a command is sent twice (the answer to a
+    re-published state, :mod:`~robot_identification.nodes.simulated_robot`) and a robot can
+    measure the loop delay; ``deadline_ns``: a second dimension (size 1) labelled with the
+    time [ns, the states' clock] after which the command must not be applied (a
+    hardware-like robot that honours it brakes then, :mod:`.hardware_robot`). Consumers that
+    ignore the layout (ros2_control) read the same torques."""
     from std_msgs.msg import Float64MultiArray, MultiArrayDimension, MultiArrayLayout
     data = [float(x) for x in u]
     msg = Float64MultiArray(data=data)
+    dims = []
     if state_ns is not None:
-        msg.layout = MultiArrayLayout(dim=[MultiArrayDimension(
-            label=f"{STATE_STAMP_LABEL}{int(state_ns)}", size=len(data), stride=len(data))])
+        dims.append(MultiArrayDimension(label=f"{STATE_STAMP_LABEL}{int(state_ns)}",
+                                        size=len(data), stride=len(data)))
+    if deadline_ns is not None:
+        dims.append(MultiArrayDimension(label=f"{DEADLINE_LABEL}{int(deadline_ns)}", size=1,
+                                        stride=1))
+    if dims:
+        msg.layout = MultiArrayLayout(dim=dims)
     return msg
 
 
-def command_state_ns(msg):
-    """The state stamp [ns] a lockstep command answers (:func:`command_msg`), or ``None``
-    for a command that names none."""
+def _label_ns(msg, prefix):
     for d in msg.layout.dim:
-        if d.label.startswith(STATE_STAMP_LABEL):
+        if d.label.startswith(prefix):
             try:
-                return int(d.label[len(STATE_STAMP_LABEL):])
+                return int(d.label[len(prefix):])
             except ValueError:
                 return None
     return None
+
+
+def command_state_ns(msg):
+    """The state stamp [ns] a command answers (:func:`command_msg`), or ``None`` for a
+    command that names none."""
+    return _label_ns(msg, STATE_STAMP_LABEL)
+
+
+def command_deadline_ns(msg):
+    """The deadline [ns] of a command (:func:`command_msg`), or ``None``."""
+    return _label_ns(msg, DEADLINE_LABEL)
 
 
 def diagnostic_status(node, name, level, message, values):
@@ -188,7 +284,7 @@ def diagnostic_status(node, name, level, message, values):
     from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
     msg = DiagnosticArray(status=[DiagnosticStatus(
         level=level, name=f"{node.get_name()}: {name}", message=message,
-        hardware_id=node.model.config.name,
+        hardware_id=node.model.config.name if getattr(node, "model", None) else "",
         values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])])
     msg.header.stamp = node.get_clock().now().to_msg()
     return msg

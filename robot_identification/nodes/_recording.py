@@ -2,6 +2,8 @@
 a bag writer that never blocks the subscription callback, and counts of what did not arrive."""
 from __future__ import annotations
 
+import collections
+import math
 import queue
 import threading
 
@@ -32,6 +34,7 @@ class TopicCount:
         self._last_seq = {}           # publisher gid -> last sequence number
         self.first_stamp = self.last_stamp = None   # [s] header stamps (state topics)
         self.missing = 0              # samples absent from the stamps at rate_hz
+        self.longest_gap = 0.0        # [s] longest step between consecutive stamps
         self.repeated_stamps = 0      # stamps not after the previous one
         self.first_arrival = self.last_arrival = None   # [s] recorder's clock
 
@@ -63,6 +66,7 @@ class TopicCount:
             self.repeated_stamps += 1
         elif stamp - last > 1.5 / self.rate:
             self.missing += round((stamp - last) * self.rate) - 1
+            self.longest_gap = max(self.longest_gap, stamp - last)
 
     def summary(self) -> dict:
         """The counts as plain values (bag metadata): ``recorded``, ``lost`` (``None`` without
@@ -78,6 +82,7 @@ class TopicCount:
             out.update(expected_rate_hz=self.rate, stamp_span_s=round(span, 9),
                        expected=int(round(span * self.rate)) + 1, missing=self.missing,
                        repeated_stamps=self.repeated_stamps,
+                       longest_gap_s=round(self.longest_gap, 9),
                        arrival_span_s=None if wall is None else round(wall, 6),
                        arrival_rate_hz=(round((self.recorded - 1) / wall, 3)
                                         if wall else None))
@@ -197,6 +202,13 @@ class QueuedBagWriter:
         """Enqueue one serialized message with log time ``t_ns`` [ns] (never blocks)."""
         self._queue.put((topic, data, t_ns))
 
+    def _handle(self, item):
+        """The entries to write for one queued item (here: the item itself)."""
+        return [item]
+
+    def _write(self, entry):
+        self.writer.write(*entry)
+
     def backlog(self) -> int:
         """Messages waiting for the writer thread."""
         return self._queue.qsize()
@@ -216,15 +228,17 @@ class QueuedBagWriter:
                 if item is None:
                     self.writer.flush()
                 else:
-                    self.writer.write(*item)
+                    for entry in self._handle(item):
+                        self._write(entry)
             except Exception as exc:  # noqa: BLE001 - any storage failure: reported, not raised
                 self.error = f"cannot write bag '{self.path}': {exc}"
                 self.unwritten += item is not None
                 if self._on_error is not None:
                     self._on_error(self.error)
 
-    def close(self):
-        """Write the queued messages, then the MCAP summary and metadata.yaml.
+    def close(self, before_close=None):
+        """Write the queued messages, then (after ``before_close()``, e.g. setting the
+        metadata from counts the writer thread kept) the MCAP summary and metadata.yaml.
 
         Raises
         ------
@@ -233,6 +247,8 @@ class QueuedBagWriter:
         """
         self._queue.put(self._END)
         self._thread.join()
+        if before_close is not None:
+            before_close()
         if self.error is None:
             try:
                 self.writer.close()
@@ -240,3 +256,147 @@ class QueuedBagWriter:
                 self.error = f"cannot close bag '{self.path}': {exc}"
         if self.error is not None:
             raise DataError(f"{self.error} ({self.unwritten} message(s) not written)")
+
+
+class StampWindow:
+    """Which recorded messages belong to a run: those stamped within [lower, upper] (the
+    excitation's first and last reference, on the states' clock), whatever their arrival
+    time - a starved recorder's backlog from before the run, or states after its end, are
+    left out.
+
+    Messages are offered in arrival order as ``(stamp, is_state, item)``: ``stamp`` [s] the
+    header stamp (``None`` for a message without one, e.g. an unlabelled effort command:
+    kept while the window is open, i.e. after the first kept state and before the first
+    state past ``upper``). Until ``lower`` is known the messages wait; inside the window
+    they are released once a state stamped ``holdback`` s later has arrived, so that an
+    ``upper`` bound that becomes known later (the run's end status arrives after the states
+    of its last period) still applies to them.
+
+    Parameters
+    ----------
+    tolerance : float
+        [s] half a sample period: a stamp within it of a bound is inside.
+    holdback : float
+        [s] of state stamps a kept message waits before it is released.
+    """
+
+    def __init__(self, tolerance, holdback=0.0):
+        self.tolerance, self.holdback = float(tolerance), float(holdback)
+        self.lower = self.upper = None
+        self.pending = []           # (stamp, is_state, item) before lower is known
+        self.held = collections.deque()     # kept, not yet released
+        self.newest = -math.inf     # [s] newest state stamp seen
+        self.opened = self.closed = False
+        self.dropped_before = self.dropped_after = 0   # state messages left out
+
+    def offer(self, stamp, is_state, item):
+        """The items to write now (a list)."""
+        if is_state and stamp is not None:
+            self.newest = max(self.newest, stamp)
+        if self.lower is None:
+            self.pending.append((stamp, is_state, item))
+            return []
+        if self._keep(stamp, is_state):
+            self.held.append((stamp, item))
+        return self._release()
+
+    def _keep(self, stamp, is_state):
+        if stamp is None:
+            return self.opened and not self.closed
+        if stamp < self.lower - self.tolerance:
+            self.dropped_before += is_state
+            return False
+        if self.upper is not None and stamp > self.upper + self.tolerance:
+            self.closed |= is_state
+            self.dropped_after += is_state
+            return False
+        self.opened |= is_state
+        return True
+
+    def _release(self, everything=False):
+        out = []
+        everything |= self.upper is not None       # bounded both ways: nothing to wait for
+        while self.held and (everything or self.held[0][0] is None
+                             or self.held[0][0] <= self.newest - self.holdback):
+            out.append(self.held.popleft()[1])
+        return out
+
+    def open(self, lower):
+        """Set the lower bound [s]; returns the waiting items to write now."""
+        self.lower = float(lower)
+        waiting, self.pending = self.pending, []
+        for stamp, is_state, item in waiting:
+            if self._keep(stamp, is_state):
+                self.held.append((stamp, item))
+        return self._release()
+
+    def close(self, upper):
+        """Set the upper bound [s]: held messages past it are left out, and so are later
+        ones; returns the items to write now."""
+        self.upper = float(upper)
+        held, self.held = list(self.held), collections.deque()
+        for stamp, item in held:
+            if stamp is None:
+                if not self.closed:
+                    self.held.append((stamp, item))
+            elif stamp > self.upper + self.tolerance:
+                self.closed = True
+                self.dropped_after += 1
+            else:
+                self.held.append((stamp, item))
+        return self._release()
+
+    def finish(self, lower=-math.inf):
+        """The recording ends: opens at ``lower`` if no run gave a bound, and returns every
+        item still to write."""
+        out = self.open(lower) if self.lower is None else []
+        return out + self._release(everything=True)
+
+
+class WindowedBagWriter(QueuedBagWriter):
+    """A :class:`QueuedBagWriter` whose writer thread keeps only the messages of a
+    :class:`StampWindow`: the subscription callback enqueues every message (``write(...,
+    stamp=, is_state=, info=)``) and the window's bounds (:meth:`bound`) in arrival order;
+    the thread applies them and calls ``on_written(topic, data, t_ns, stamp, info)`` for
+    each message it writes (the recorder's counts). ``close(lower)``: a recording in which
+    no run bounded the window keeps the messages stamped from ``lower`` [s] on."""
+
+    def __init__(self, writer, window, on_written, on_error=None):
+        self.window, self.on_written = window, on_written
+        super().__init__(writer, on_error)
+
+    def write(self, topic, data, t_ns, stamp=None, is_state=False, info=None):
+        self._queue.put(("msg", (topic, data, t_ns, stamp, info), stamp, is_state))
+
+    def backlog(self) -> int:
+        """Messages waiting: queued, or held by the window."""
+        return self._queue.qsize() + len(self.window.pending) + len(self.window.held)
+
+    def bound(self, lower=None, upper=None, no_end=False):
+        """Open the window at ``lower`` / close it at ``upper`` [s] (header stamps);
+        ``no_end``: no upper bound will come (nothing to hold back)."""
+        self._queue.put(("bound", lower, upper, no_end))
+
+    def _handle(self, item):
+        kind, a, b, c = item
+        if kind == "msg":
+            return self.window.offer(b, c, a)
+        out = []
+        if kind == "bound" and c:
+            self.window.holdback = 0.0
+        if a is not None and self.window.lower is None:
+            out += self.window.open(a)
+        if b is not None and self.window.lower is not None and self.window.upper is None:
+            out += self.window.close(b)
+        if kind == "end":
+            out += self.window.finish(a)
+        return out
+
+    def _write(self, entry):
+        topic, data, t_ns, stamp, info = entry
+        self.writer.write(topic, data, t_ns)
+        self.on_written(topic, data, t_ns, stamp, info)
+
+    def close(self, lower=-math.inf, before_close=None):
+        self._queue.put(("end", lower, None, None))
+        super().close(before_close)

@@ -38,6 +38,16 @@ lockstep and with ``reference_clock: states`` the robot's stamp), ``played_s`` a
 from it whether the recording holds the whole run (:mod:`~robot_identification.nodes.recorder`).
 A lockstep run only ends at its planned end or on one of those reasons, never because the
 machine is slow: no wall-clock time limit applies to it.
+
+Heartbeats (real time, :class:`~._heartbeat.HeartbeatMonitor`): while a run plays, the
+controller's and a recording recorder's ``/diagnostics`` entries (``controller_status``,
+``recorder_status``) and the joint states must keep coming; one of them silent for
+``heartbeat_timeout`` s (steady clock) after it was heard of stops the run with an ERROR
+naming it (the controller then holds the last reference at zero velocity). The status is
+re-published every ``diagnostics_period`` s (its heartbeat).
+
+Managed node (:class:`~._common.Managed`): ``~/start`` is refused unless it is active;
+deactivation stops a run.
 """
 from __future__ import annotations
 
@@ -48,7 +58,7 @@ from builtin_interfaces.msg import Duration, Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.clock import Clock as RosClock
 from rclpy.clock import ClockType
-from rclpy.node import Node
+from rclpy.lifecycle import LifecycleNode
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
@@ -57,12 +67,13 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robot_identification.excitation import check_limits, load_trajectory, trajectory_from_config
-from robot_identification.nodes._common import (LATEST, QOS, declare, declare_robot,
+from robot_identification.nodes._common import (LATEST, QOS, Managed, declare, declare_robot,
                                                 diagnostic_status, main_for, to_sec,
                                                 to_stamp)
+from robot_identification.nodes._heartbeat import HeartbeatMonitor
 
 
-class ExcitationPublisher(Node):
+class ExcitationPublisher(Managed, LifecycleNode):
     def __init__(self, **kwargs):
         super().__init__("excitation_publisher", **kwargs)
         self.model = declare_robot(self)
@@ -139,12 +150,26 @@ class ExcitationPublisher(Node):
             self.create_timer(1.0 / self.rate, lambda: self.tick(
                 self.get_clock().now().nanoseconds * 1e-9))
         self.run_state, self.stop_reason = "idle", ""   # of the latest run (/diagnostics)
+        self.stop_level = DiagnosticStatus.WARN         # of a run stopped before its end
+        self.recorder_status = declare(
+            self, "recorder_status", "recorder: recording", "/diagnostics entry of a "
+            "recorder whose silence while it records stops the run; '' = none")
+        self.monitor = HeartbeatMonitor(0.0 if self.lockstep else declare(
+            self, "heartbeat_timeout", 1.0, "[s] real time: the controller's or a recording "
+            "recorder's /diagnostics entry, or the joint states, silent this long (steady "
+            "clock) stop the run with an ERROR (0: never)", low=0.0, high=1e4))
+        self.heartbeat = 0
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        self.create_timer(1.0, self.publish_status,
-                          clock=RosClock(clock_type=ClockType.STEADY_TIME))
+        steady = RosClock(clock_type=ClockType.STEADY_TIME)
+        self.create_timer(declare(self, "diagnostics_period", 0.1, "[s] status (heartbeat) "
+                                  "period on /diagnostics", low=0.01, high=60.0),
+                          self.publish_status, clock=steady)
+        if self.monitor.timeout > 0:
+            self.create_timer(self.monitor.timeout / 5, self.check_peers, clock=steady)
         self.pub_active.publish(Bool(data=False))
         self.publish_status()
         self.get_logger().info(f"excitation {self.traj!r}, {self.traj.duration:.3g} s")
+        self.start_lifecycle()
 
     _logged_tenth = 0                   # progress logged up to this tenth of the run
 
@@ -152,7 +177,25 @@ class ExcitationPublisher(Node):
     def active(self) -> bool:
         return self.t_start is not None
 
+    def on_active(self, active):
+        if not active and self.active:
+            self.get_logger().warning("excitation stopped: node deactivated")
+            self.end("stopped", "node deactivated (lifecycle)")
+
+    def check_peers(self):
+        """Real time, while a run plays: a peer silent for heartbeat_timeout stops it."""
+        if not self.active:
+            return
+        peers = [p for p in ("joint_states", self.controller_status, self.recorder_status) if p]
+        lost = self.monitor.newly_lost(time.monotonic(), peers)
+        if lost:
+            reason = "; ".join(f"{p} silent for {age:.3f} s (heartbeat_timeout "
+                               f"{self.monitor.timeout:g} s)" for p, age in lost)
+            self.get_logger().error(f"excitation stopped: {reason}")
+            self.end("stopped", reason, DiagnosticStatus.ERROR)
+
     def on_joint(self, msg):
+        self.monitor.beat("joint_states", time.monotonic())
         d = dict(zip(msg.name, msg.position))
         q = np.array([d.get(j, np.nan) for j in self.model.joint_names], dtype=float)
         self.q_now = q if np.all(np.isfinite(q)) else None
@@ -193,7 +236,15 @@ class ExcitationPublisher(Node):
 
     def on_diagnostics(self, msg):
         for st in msg.status:
+            if st.name == self.recorder_status:
+                recording = any(kv.key == "state" and kv.value == "recording"
+                                for kv in st.values)
+                if recording:
+                    self.monitor.beat(st.name, time.monotonic())
+                else:
+                    self.monitor.forget(st.name)
             if st.name == self.controller_status:
+                self.monitor.beat(st.name, time.monotonic())
                 self.status = (st.level, st.message, time.monotonic())
                 if st.level >= DiagnosticStatus.ERROR and self.active:
                     self.get_logger().error(f"excitation stopped: {st.name}: {st.message}")
@@ -224,6 +275,10 @@ class ExcitationPublisher(Node):
         return ""
 
     def on_start(self, request, response):
+        if self.lifecycle != "active":
+            response.success = False
+            response.message = f"not started: node {self.lifecycle} (lifecycle: activate it)"
+            return response
         if self.active:
             response.success, response.message = False, "already running"
             return response
@@ -237,6 +292,10 @@ class ExcitationPublisher(Node):
         self._logged_tenth = 0
         self.last, self.last_msg = None, None
         self.run_state, self.stop_reason, self._start_stamp = "running", "", None
+        self.stop_level = DiagnosticStatus.WARN
+        now = time.monotonic()          # peers heard of before the run count from its start
+        for peer in list(self.monitor.last):
+            self.monitor.beat(peer, max(self.monitor.last[peer], now))
         if self.pub_jtc is not None:
             self.pub_jtc.publish(self.joint_trajectory())
         self.pub_active.publish(Bool(data=True))
@@ -276,12 +335,14 @@ class ExcitationPublisher(Node):
             self.end("stopped", "stopped by ~/stop")
         return response
 
-    def end(self, state, reason=""):
+    def end(self, state, reason="", level=None):
         """End the run: ``finished`` (its planned end) or ``stopped`` (before it, for
-        ``reason``); said on /diagnostics and by ``~/active`` false."""
+        ``reason``; ``level`` on /diagnostics, default WARN); said on /diagnostics and by
+        ``~/active`` false."""
         if not self.active:
             return
         self.run_state, self.stop_reason = state, reason
+        self.stop_level = DiagnosticStatus.WARN if level is None else level
         self.publish_status()           # before ~/active: a recorder stopped on it knows why
         self.t_start = None
         self.pub_active.publish(Bool(data=False))
@@ -291,8 +352,9 @@ class ExcitationPublisher(Node):
         start = self._start_stamp
         played = self.last - start if start is not None and self.last is not None else 0.0
         planned = self.planned
+        self.heartbeat += 1
         if self.run_state == "stopped":
-            level = DiagnosticStatus.WARN
+            level = self.stop_level
             message = (f"stopped after {played:.3f} of {planned:.3f} s: {self.stop_reason}")
         elif self.run_state == "running":
             level, message = DiagnosticStatus.OK, f"running: {played:.3f} of {planned:.3f} s"
@@ -306,6 +368,8 @@ class ExcitationPublisher(Node):
                   "clock": "robot" if self.lockstep or self.robot_clock else "node",
                   "reference_lag_s": f"{self.reference_lag:.6f}",
                   "reference_pauses": self.reference_pauses,
+                  "lockstep": self.lockstep, "heartbeat": self.heartbeat,
+                  "lifecycle": self.lifecycle,
                   # wall clock [ns]: a recorder's ~/stop knows whether this status is older
                   # than the call (a reliable reader behind a gap gets it seconds late)
                   "published_ns": time.time_ns()}

@@ -17,6 +17,18 @@ kept in the read-only parameters ``result.names`` / ``result.estimates`` / ``res
 ``~/identify`` (std_srvs/Trigger, same name, for scripts) queues a bag goal with the node's
 parameters and answers when it is done.
 
+Goal fields override the node's parameters both ways (``compare_with_nominal``:
+``COMPARE_NODE`` = the parameter, ``COMPARE_NO`` / ``COMPARE_YES``). A rejected goal's reason
+(queue full, the node shutting down) is published on ``~/rejected`` (std_msgs/String,
+latched: ``<goal uuid>: <reason>``) and logged. A bag whose recorder counted more than
+``diagnostics.RECORDING_LOSS_LIMIT`` of its state samples lost or missing, or a gap longer
+than ``RECORDING_GAP_LIMIT_S``, fails with that reason (above ``RECORDING_LOSS_ERROR`` the
+result carries the ``recording_losses`` error). Status and heartbeat on ``/diagnostics``
+(entry ``identifier: identification``: idle/running, queued goals, the last outcome; ERROR
+when the last goal failed) every ``diagnostics_period`` s.
+
+Longer than 200 lines: the action server's queue, cancel and live-collection plumbing.
+
 Small bags are loaded whole and identified with :func:`robot_identification.pipeline.identify`;
 bags with more than ``stream_above_samples`` link-state messages are read in chunks of
 ``chunk_samples`` (bounded memory, progress and cancel per chunk). Both go through the
@@ -41,13 +53,15 @@ from rclpy.parameter import Parameter
 from robot_identification_interfaces.action import Identify
 from robot_identification_interfaces.msg import IdentificationResult as ResultMsg
 from sensor_msgs.msg import JointState
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from robot_identification.data import load_dataset
 from robot_identification.errors import DataError, IdentificationError
 from robot_identification.model import ESTIMATORS
 from robot_identification.nodes._common import (declare, declare_optional, declare_robot,
-                                                main_for, optional_value)
+                                                diagnostic_status, main_for, optional_value)
 from robot_identification.nodes._messages import LATCHED, result_msg
 from robot_identification.outputs import check_output
 from robot_identification.pipeline import identify
@@ -74,7 +88,7 @@ class Job:
     estimators: list = field(default_factory=list)
     velocity_threshold: float = -1.0
     results_file: str = ""
-    compare_with_nominal: bool = False
+    compare_with_nominal: int = -1     # -1: the node's parameter, 0 / 1: off / on
     goal_handle: object = None
     done: threading.Event = field(default_factory=threading.Event)
     cancel: threading.Event = field(default_factory=threading.Event)
@@ -107,7 +121,8 @@ class Identifier(Node):
         self.results_file = declare(self, "results_file", "",
                                     "results.yaml path; '' = <data_directory>/<bag>_results.yaml")
         self.nominal_truth = declare(self, "compare_with_nominal", False,
-                                     "simulation: compare with the nominal parameters")
+                                     "simulation: compare with the nominal parameters "
+                                     "(a goal's compare_with_nominal 0/1 overrides it)")
         self.joint_topic = declare(self, "joint_states_topic", "/joint_states",
                                    "link states (in the bag; live source: subscribed)")
         self.motor_topic = declare(self, "motor_states_topic", "/motor_states",
@@ -140,6 +155,12 @@ class Identifier(Node):
         self._goals = {}
         self._live = None
         self._result_pub = self.create_publisher(ResultMsg, "~/result", LATCHED)
+        self._rejected_pub = self.create_publisher(String, "~/rejected", LATCHED)
+        self._pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self._heartbeat, self._last_outcome = 0, ""
+        self.create_timer(declare(self, "diagnostics_period", 0.5, "[s] status (heartbeat) "
+                                  "period on /diagnostics", low=0.01, high=60.0),
+                          self.publish_status, clock=Clock(clock_type=ClockType.STEADY_TIME))
         self._action = ActionServer(
             self, Identify, "~/identify", execute_callback=self._goal_result,
             goal_callback=self._on_goal, handle_accepted_callback=self._on_accepted,
@@ -201,10 +222,32 @@ class Identifier(Node):
     def _on_goal(self, goal):
         waiting = len(self._queue) + (self._running is not None)
         if waiting > self.get_parameter("max_queued_goals").value:
-            self.get_logger().warning(f"Identify goal rejected: {waiting - 1} goal(s) already "
-                                      f"queued behind the running one (max_queued_goals)")
+            self.reject(goal, f"{waiting - 1} goal(s) already queued behind the running one "
+                              f"(max_queued_goals)")
+            return GoalResponse.REJECT
+        if self._closing.is_set():
+            self.reject(goal, "the identifier is shutting down")
             return GoalResponse.REJECT
         return GoalResponse.ACCEPT
+
+    def reject(self, goal, reason):
+        """A rejected goal's reason: logged, on ``~/rejected`` and /diagnostics."""
+        uuid = bytes(goal.goal_id.uuid).hex() if hasattr(goal, "goal_id") else ""
+        self.get_logger().warning(f"Identify goal {uuid} rejected: {reason}")
+        self._rejected_pub.publish(String(data=f"{uuid}: {reason}"))
+        self._last_outcome = f"goal {uuid} rejected: {reason}"
+        self.publish_status()
+
+    def publish_status(self):
+        self._heartbeat += 1
+        job = self._running
+        failed = self._last_outcome.startswith("failed")
+        level = DiagnosticStatus.ERROR if failed else DiagnosticStatus.OK
+        state = "idle" if job is None else job.feedback[0]
+        values = {"state": state, "queued": len(self._queue), "heartbeat": self._heartbeat,
+                  "last": self._last_outcome}
+        self._pub_diag.publish(diagnostic_status(
+            self, "identification", level, self._last_outcome or state, values))
 
     def _on_accepted(self, goal_handle):
         """Queue the goal. It is executed (goal_handle.execute) only when its work is done,
@@ -319,6 +362,11 @@ class Identifier(Node):
             return
         self._running = None
         self._publish_feedback()
+        out = job.outcome
+        self._last_outcome = (f"succeeded: {out.get('message', '')}" if out.get("success")
+                              else f"cancelled: {out.get('message', '')}"
+                              if out.get("cancelled") else f"failed: {out.get('message', '')}")
+        self.publish_status()
         if job.outcome.get("success"):
             self._publish_result(job)
         self._complete(job)
@@ -457,7 +505,9 @@ class Identifier(Node):
             raise IdentificationError(
                 f"estimator(s) {bad} not available on the {'streaming' if streaming else 'batch'}"
                 f" path: {', '.join(allowed)}")
-        nominal = job.compare_with_nominal or self.nominal_truth
+        nominal = (self.nominal_truth if job.compare_with_nominal < 0
+                   else bool(job.compare_with_nominal))
+        check_recording_limits(bag)
         out = Path(job.results_file or self.results_file
                    or self.data_directory / f"{bag.name}_results.yaml")
         files = [out] + [out.with_name(f"{out.stem}_{e}{out.suffix}") for e in estimators[1:]]
@@ -587,6 +637,28 @@ def _message_count(bag, topic):
             return sum(c.msgcount for c in reader.connections if c.topic == topic)
     except Exception:  # noqa: BLE001 - any unreadable metadata: fall back to the batch path
         return None
+
+
+def check_recording_limits(bag):
+    """Refuse a bag whose recorder counted losses beyond the hard limits (module docstring).
+
+    Raises
+    ------
+    IdentificationError
+        Naming the topic, the share of samples lost or missing and the longest gap.
+    """
+    from robot_identification import diagnostics as d
+    from robot_identification.data._bag import _custom_data
+    try:
+        recording = _custom_data(Path(bag)).get("metadata", {}).get("recording")
+    except DataError:
+        return
+    for topic, (share, gap) in d.recording_losses(recording).items():
+        if share > d.RECORDING_LOSS_LIMIT or gap > d.RECORDING_GAP_LIMIT_S:
+            raise IdentificationError(
+                f"bag '{bag}': {topic}: {100 * share:.1f} % of the samples lost or missing, "
+                f"longest gap in the stamps {gap:.3f} s (limits {100 * d.RECORDING_LOSS_LIMIT:g}"
+                f" %, {d.RECORDING_GAP_LIMIT_S:g} s): too little of the run to identify")
 
 
 def main(args=None):

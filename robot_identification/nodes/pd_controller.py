@@ -39,29 +39,46 @@ process was starved), ``longest_stall_s``; ``state_gaps`` (joint states that arr
 half the watchdog timeout after the previous one) and ``longest_state_gap_s``; a reference that
 stopped arriving for more than ``watchdog_timeout`` s is held at its last position with zero
 velocity (``stale_reference_commands``) instead of driving on at its last velocity.
+
+Delay and deadlines (real time, joint state stamps on this node's clock, as drivers stamp
+them): the loop delay is measured on every state (2 x its age when the command goes out + one
+period) and the gains are scaled down (never up) so that their delay margin stays at least
+``delay_margin_factor`` x the 95 % quantile of the recent delays (:mod:`._control_loop`):
+the hold and the tracking stay stable on a machine slower than the gains were designed for.
+Each command names the state it answers and carries a deadline, that state's stamp +
+``command_deadline`` s (a hardware-like robot that honours it brakes when no newer command
+came by then; ros2_control ignores the label). Status and heartbeat on ``/diagnostics``
+every ``diagnostics_period`` s.
+
+Managed node (rclpy lifecycle, :class:`~._common.Managed`): unconfigured/inactive before its
+first activation it publishes nothing; deactivated it holds the arm (the fail-safe, as
+``disabled``); ``managed: true`` waits for a lifecycle manager (the launch files).
+
+The logic is the ROS-free :class:`~._control_loop.ControlLoop`; this node converts messages.
 """
 from __future__ import annotations
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.clock import Clock, ClockType
-from rclpy.node import Node
+from rclpy.lifecycle import LifecycleNode
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from robot_identification.nodes._common import (LATEST, QOS, command_msg, declare,
+from robot_identification.nodes._common import (LATEST, QOS, Managed, command_msg, declare,
                                                 declare_optional, declare_robot, main_for,
                                                 stamp_ns, to_sec)
+from robot_identification.nodes._control_loop import ControlLoop
 from robot_identification.simulation import make_controller, tolerated_command_delay
 
 #: name of this controller's entry in /diagnostics (``<node name>: control loop``)
 STATUS_SUFFIX = ": control loop"
 
 
-class PDController(Node):
+class PDController(Managed, ControlLoop, LifecycleNode):
     def __init__(self, **kwargs):
         super().__init__("pd_controller", **kwargs)
         self.model = model = declare_robot(self)
@@ -75,31 +92,39 @@ class PDController(Node):
         kd = declare_optional(self, "kd", Parameter.Type.DOUBLE_ARRAY, "D gains [N*m*s/rad]; "
                               "unset: the robot config's simulation.kd", low=0.0, high=1e9,
                               length=n, read_only=True)
-        scale = declare(self, "bandwidth_scale", 1.0, "scales the bandwidth of the gains: "
-                        "kp * s^2, kd * s (below 1: more tolerant of command delay)",
-                        low=0.01, high=10.0, read_only=True)
-        self.law = make_controller(model, None if kp is None else list(kp),
-                                   None if kd is None else list(kd))
-        if scale != 1.0:
-            self.law = make_controller(model, self.law.kp * scale**2, self.law.kd * scale)
+        self.scale = declare(self, "bandwidth_scale", 1.0, "scales the bandwidth of the "
+                             "gains: kp * s^2, kd * s (below 1: more tolerant of command "
+                             "delay); the largest scale used", low=0.01, high=10.0,
+                             read_only=True)
+        base = make_controller(model, None if kp is None else list(kp),
+                               None if kd is None else list(kd))
+        self.law_for = lambda s: make_controller(model, base.kp * s * s, base.kd * s)
+        self.margin_factor = declare(
+            self, "delay_margin_factor", 2.0, "real time: gains scaled so that their delay "
+            "margin is at least this times the largest loop delay measured (0: never scaled)",
+            low=0.0, high=100.0, read_only=True)
         self.lockstep = declare(self, "lockstep", True, "one command per state stamp",
                                 read_only=True)
         self.max_age = declare(self, "watchdog_timeout", 0.05,
                                "[s] states older than this (arrival) or with a stamp frozen "
                                "this long -> fail-safe", low=1e-4, high=1e4)
+        deadline = declare(self, "command_deadline", -1.0, "[s] after the answered state's "
+                           "stamp a command must not be applied (-1: watchdog_timeout, 0: no "
+                           "deadline); real time", low=-1.0, high=1e4, read_only=True)
+        self.deadline = self.max_age if deadline < 0 else deadline
         self.fail_safe = declare(self, "fail_safe", "hold", "reaction to a fault: hold "
                                  "(position + gravity compensation + damping) or zero torque",
                                  choices=("hold", "zero"))
-        factor = declare(self, "state_limit_factor", 1.5,
-                         "measured states may exceed the velocity limits by this factor "
-                         "(elastic vibration); references may not", low=1.0, high=100.0)
-        lim = [j.limits for j in model.config.joints]
-        self.q_lo = np.array([li.position[0] if li.position else -np.inf for li in lim])
-        self.q_hi = np.array([li.position[1] if li.position else np.inf for li in lim])
-        self.v_max = np.array([li.velocity or np.inf for li in lim])
-        self.factor = factor
+        self.factor = declare(self, "state_limit_factor", 1.5,
+                              "measured states may exceed the velocity limits by this factor "
+                              "(elastic vibration); references may not", low=1.0, high=100.0)
+        self.enabled_param = declare(self, "enabled", True, "start enabled", read_only=True)
+        self.enabled = False            # until activated
+        self.stamps_on_clock = None     # judged from the first state
+        self.init_loop()
+        if not self.margin_factor:
+            self.measure_delay = lambda stamp: None
         #: real time: command delay [periods] the linearised loop with these gains tolerates
-        #: (docs/ros.md, "Overload"), said with a measured velocity beyond the limits
         self.tolerated_delay = (None if self.lockstep else tolerated_command_delay(
             model, self.law, rate_hz=rate))
         # lockstep: every message counts; real time: the newest state is what matters
@@ -119,322 +144,86 @@ class PDController(Node):
         self.create_service(Trigger, "~/status", self.on_status)
         self.create_timer(1.0 / rate, self.on_watchdog)
         # diagnostics on the steady clock: also while a simulated clock stands still
-        self.create_timer(declare(self, "diagnostics_period", 0.5, "[s] /diagnostics period",
-                                  low=0.01, high=60.0), self.publish_status,
-                          clock=Clock(clock_type=ClockType.STEADY_TIME))
-        self.enabled = declare(self, "enabled", True, "start enabled", read_only=True)
-        self.fault = None
-        self.faults = 0                # faults since start
-        self.joint = self.motor = self.ref = None
-        self.last_usable = None       # last finite measurement (dict of (n,) arrays)
-        self.hold_q = None            # [rad] position held by the fail-safe / before a reference
-        self.last_state_time = None   # node clock [s] of the last joint state
-        self.stamp_time = None        # node clock [s] when the state stamp last advanced
-        self.stamp_advanced = False   # the stamp advanced at least once
-        self.last_tick = None         # node clock [s] of the last watchdog tick
-        self.stale_tick = -np.inf     # node clock [s] of the previous watchdog tick
-        self.state_seen = False       # a joint state arrived since the previous tick
-        self.stale_for = 0.0          # [s] of this node's running time without a state
-        self.watchdog_gap = None      # [s] counted by the tick that tripped on stale states
-        self.last_stamp = -np.inf     # state stamp of the last command
-        self.last_u = None            # last command [N*m] (re-sent for a repeated state)
-        self.last_msg = None          # ... as published (lockstep: labelled with its state)
-        self.joint_ns = None          # [ns] header stamp of the latest joint state
-        self.commands = self.fail_safe_commands = self.zero_commands = 0
-        self.ref_time = None          # node clock [s] when the reference last arrived
-        self.previous_state_time = None   # node clock [s] of the joint state before the last
-        # overload counts (real time)
-        self.missed_periods = self.state_gaps = self.stale_reference_commands = 0
-        self.longest_stall = self.longest_state_gap = 0.0     # [s]
+        self.create_timer(declare(self, "diagnostics_period", 0.5, "[s] /diagnostics period "
+                                  "(status and heartbeat)", low=0.01, high=60.0),
+                          self.publish_status, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self.last_msg = None
+        self.ever_active = False
+        self.start_lifecycle()
 
-    # -- status --------------------------------------------------------------------------
-    @property
-    def state(self) -> str:
-        if self.fault is not None:
-            return "fault"
-        if not self.enabled:
-            return "disabled"
-        if self.joint is None:
-            return "waiting"
-        return "running" if self.ref is not None else "holding"
-
-    @property
-    def ready(self) -> bool:
-        """Enabled, no fault, fresh states: an excitation may start."""
-        return self.state in ("holding", "running") and self.state_age() <= self.max_age
+    # -- lifecycle, clock, outputs (ControlLoop's hooks) ----------------------------------
+    def on_active(self, active):
+        self.ever_active |= active
+        if active != self.enabled:
+            self.enable(active and self.enabled_param)
 
     def now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
 
-    def state_age(self) -> float:
-        """[s] since the last joint state arrived (inf before the first)."""
-        return np.inf if self.last_state_time is None else self.now() - self.last_state_time
+    def send(self, u, state_ns, deadline_ns):
+        self.last_msg = command_msg(u, state_ns, deadline_ns)
+        self.pub.publish(self.last_msg)
 
-    def status_message(self) -> str:
-        s = self.state
-        if s == "fault":
-            return f"fault: {self.fault}; fail-safe '{self.fail_safe}' until ~/enable true"
-        if s == "disabled":
-            return f"disabled: fail-safe '{self.fail_safe}' until ~/enable true"
-        if s == "waiting":
-            return "waiting for joint states"
-        age = self.state_age()
-        if age > self.max_age:
-            return f"joint states {age:.3f} s old (watchdog {self.max_age:g} s)"
-        return f"ready: {s}"
+    def resend(self):
+        self.pub.publish(self.last_msg)
+
+    def update(self):
+        if self.ever_active:            # before the first activation: nothing is published
+            ControlLoop.update(self)
+
+    def info(self, text):
+        self.get_logger().info(text)
+
+    def warn(self, text):
+        self.get_logger().warning(text, throttle_duration_sec=1.0)
+
+    def error(self, text):
+        self.get_logger().error(text)
 
     def publish_status(self):
         s = self.state
         level = (DiagnosticStatus.ERROR if s == "fault" else DiagnosticStatus.OK if self.ready
                  else DiagnosticStatus.WARN)
-        values = {"state": s, "fault": self.fault or "", "fail_safe": self.fail_safe,
-                  "faults": self.faults, "commands": self.commands,
-                  "fail_safe_commands": self.fail_safe_commands,
-                  "zero_torque_commands": self.zero_commands,
-                  "state_age_s": f"{self.state_age():.4f}",
-                  "watchdog_timeout_s": self.max_age,
-                  "missed_periods": self.missed_periods,
-                  "longest_stall_s": f"{self.longest_stall:.4f}",
-                  "state_gaps": self.state_gaps,
-                  "longest_state_gap_s": f"{self.longest_state_gap:.4f}",
-                  "stale_reference_commands": self.stale_reference_commands,
-                  "tolerated_delay_periods": ("" if self.tolerated_delay is None
-                                              else self.tolerated_delay)}
         status = DiagnosticStatus(
             level=level, name=self.get_name() + STATUS_SUFFIX, message=self.status_message(),
             hardware_id=self.model.config.name,
-            values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
+            values=[KeyValue(key=k, value=str(v)) for k, v in
+                    {**self.status_values(), "lifecycle": self.lifecycle}.items()])
         msg = DiagnosticArray(status=[status])
         msg.header.stamp = self.get_clock().now().to_msg()
         self.pub_diag.publish(msg)
 
+    # -- ROS inputs ----------------------------------------------------------------------
     def on_status(self, request, response):
         response.success, response.message = self.ready, self.status_message()
         return response
 
-    # -- inputs --------------------------------------------------------------------------
     def _vector(self, names, values):
         d = dict(zip(names, values))
         return np.array([d.get(j, np.nan) for j in self.model.joint_names], dtype=float)
 
     def on_joint(self, msg):
-        stamp = to_sec(msg.header.stamp)
-        now = self.now()
-        previous = self.joint[0] if self.joint is not None else None
-        self.joint = (stamp, self._vector(msg.name, msg.position),
-                      self._vector(msg.name, msg.velocity))
-        self.joint_ns = stamp_ns(msg.header.stamp)
-        if self.last_state_time is not None and not self.lockstep:
-            gap = now - self.last_state_time
-            self.longest_state_gap = max(self.longest_state_gap, gap)
-            if gap > self.max_age / 2:
-                self.state_gaps += 1
-                self.get_logger().warning(
-                    f"joint states arrived {gap:.3f} s after the previous one ({self.state_gaps} "
-                    f"such gaps; watchdog {self.max_age:g} s)", throttle_duration_sec=1.0)
-        self.previous_state_time, self.last_state_time = self.last_state_time, now
-        self.state_seen = True
-        if previous is None or stamp > previous:
-            self.stamp_advanced |= previous is not None
-            self.stamp_time = now
-        elif stamp < previous and not self.lockstep:
-            self.trip(f"joint state stamp went back from {previous:.6f} s to {stamp:.6f} s")
-        elif (stamp == previous and self.stamp_advanced and not self.lockstep
-              and now - self.stamp_time > self.max_age):
-            self.trip(f"joint state stamp frozen at {stamp:.6f} s for "
-                      f"{now - self.stamp_time:.3f} s")
-        if self.lockstep and stamp == self.last_stamp and self.last_u is not None:
-            # the simulated robot re-publishes a state when the loop went quiet: the command
-            # for it was lost (e.g. sent before the robot had matched the topic) or is still
-            # on its way (a process starved for longer than the robot's keep-alive period);
-            # resend it: labelled with this state's stamp, the robot steps once either way
-            self.get_logger().warning(f"state t = {stamp:.4f} s repeated: command re-sent")
-            self.pub.publish(self.last_msg)
-            return
-        self.update()
+        self.joint_state(to_sec(msg.header.stamp), stamp_ns(msg.header.stamp),
+                         self._vector(msg.name, msg.position),
+                         self._vector(msg.name, msg.velocity))
 
     def on_motor(self, msg):
-        self.motor = (to_sec(msg.header.stamp), self._vector(msg.name, msg.position),
-                      self._vector(msg.name, msg.velocity))
-        if self.lockstep or (self.joint is not None and self.joint[0] > self.last_stamp):
-            self.update()       # real time: a joint state that waited for its motor state
+        self.motor_state(to_sec(msg.header.stamp), self._vector(msg.name, msg.position),
+                         self._vector(msg.name, msg.velocity))
 
     def on_reference(self, msg):
         p = msg.points[0] if msg.points else None
-        self.ref = (to_sec(msg.header.stamp),
-                    self._vector(msg.joint_names, p.positions if p else []),
-                    self._vector(msg.joint_names, p.velocities if p else []))
-        self.ref_time = self.now()
-        if self.lockstep:
-            self.update()
-
-    # -- control -------------------------------------------------------------------------
-    def measurement(self):
-        meas = {"q": self.joint[1], "dq": self.joint[2]}
-        if self.motor is not None:
-            meas.update(theta=self.motor[1], dtheta=self.motor[2])
-        return meas
-
-    def update(self):
-        """One command: lockstep once per state stamp with the matching reference (and motor
-        state); real time once per joint state (and the motor state of its stamp) with the
-        latest reference."""
-        if self.joint is None or (self.model.config.elastic and self.motor is None):
-            return
-        t = self.joint[0]
-        if self.lockstep:
-            if self.ref is None or self.ref[0] != t or (self.motor is not None
-                                                         and self.motor[0] != t):
-                return
-            if t < self.last_stamp - 1.5 * self.period:
-                # the robot's time went back (simulated_robot ~/reset): start afresh
-                self.get_logger().info(f"state time went back to {t:.4f} s: controller reset")
-                self.last_stamp, self.last_u = -np.inf, None
-            if t <= self.last_stamp:
-                return
-        elif (self.motor is not None and self.motor[0] < t and t > self.last_stamp
-              and t - self.motor[0] <= self.max_age):
-            # real time, elastic: the law acts on the motor state; one of an older stamp
-            # than the link state is a period of delay, which the stiff motor loop may not
-            # tolerate (docs/ros.md, "Overload"): wait for the motor state of this stamp
-            # (on_motor computes then); a motor topic that lags by more than the watchdog
-            # timeout is used as it is
-            return
-        new = t > self.last_stamp
-        self.last_stamp = max(t, self.last_stamp)
-        meas = self.measurement()
-        self.remember(meas)
-        if new:
-            self.check(meas, *(self.ref[1:] if self.ref is not None else ()))
-        if self.fault is not None or not self.enabled:
-            self.command(self.fallback(meas), fail_safe=True)
-        elif self.ref is None:           # armed: hold the arm until the reference flows
-            self.command(self.fallback(meas))
-        elif new:
-            self.command(self.law(*self.reference(), meas))
-        elif self.last_u is not None:    # a repeated stamp: nothing new, same command
-            self.command(self.last_u)
-
-    def reference(self):
-        """(q_ref, dq_ref) (n,) [rad, rad/s] to track: the latest reference; in real time one
-        that arrived more than ``watchdog_timeout`` s ago (its publisher stalled or ended) is
-        held at its position with zero velocity (counted, warned). Stale means: joint states
-        kept arriving for that long after it (a stall of this node delays both)."""
-        q_ref, dq_ref = self.ref[1], self.ref[2]
-        behind = (0.0 if self.previous_state_time is None
-                  else self.previous_state_time - self.ref_time)
-        if not self.lockstep and behind > self.max_age:
-            if np.max(np.abs(dq_ref)) <= 1e-6:
-                return q_ref, np.zeros_like(dq_ref)     # a rest point (the end): as meant
-            self.stale_reference_commands += 1
-            self.get_logger().warning(
-                f"no reference for {behind:.3f} s while joint states arrived (watchdog "
-                f"{self.max_age:g} s): holding its position at zero velocity "
-                f"({self.stale_reference_commands} commands)", throttle_duration_sec=1.0)
-            return q_ref, np.zeros_like(dq_ref)
-        return q_ref, dq_ref
-
-    def fallback(self, meas):
-        """Fail-safe / holding command (n,) [N*m]: PD to the held position at zero velocity
-        + gravity compensation (the position when the fault or the hold began), or zero
-        torque (``fail_safe: zero``, or no finite state yet). A non-finite state is replaced
-        by the last finite one."""
-        self.remember(meas)
-        if self.fail_safe == "zero" and (self.fault is not None or not self.enabled):
-            return np.zeros(self.model.n)
-        meas = self.last_usable         # a non-finite state: the last finite one
-        if meas is None:
-            return np.zeros(self.model.n)
-        if self.hold_q is None:
-            self.hold_q = meas["q"].copy()
-        return self.law(self.hold_q, np.zeros(self.model.n), meas)
-
-    def remember(self, meas):
-        needed = ("q", "dq", "theta", "dtheta") if self.model.config.elastic else ("q", "dq")
-        if all(k in meas and np.all(np.isfinite(meas[k])) for k in needed):
-            self.last_usable = meas
-
-    def command(self, u, fail_safe=False):
-        self.last_u = u
-        self.last_msg = command_msg(u, self.joint_ns if self.lockstep else None)
-        self.pub.publish(self.last_msg)
-        self.commands += 1
-        self.fail_safe_commands += fail_safe
-        self.zero_commands += not np.any(u)
-
-    def check(self, meas, q_ref=None, dq_ref=None):
-        refs = [] if q_ref is None else [("reference position", q_ref),
-                                         ("reference velocity", dq_ref)]
-        for name, x in [*meas.items(), *refs]:
-            if not np.all(np.isfinite(x)):
-                return self.trip(f"non-finite {name}: {x.tolist()}")
-        positions = [("position", meas["q"])] + refs[:1]
-        for name, q in positions:
-            if np.any(q < self.q_lo) or np.any(q > self.q_hi):
-                return self.trip(f"{name} {q.tolist()} outside the limits")
-        velocities = [("velocity", meas["dq"], self.v_max * self.factor)] + [
-            (name, v, self.v_max) for name, v in refs[1:]]
-        for name, v, lim in velocities:
-            if np.any(np.abs(v) > lim):
-                hint = ("" if name != "velocity" or self.tolerated_delay is None else
-                        f" (if commands came late: this loop tolerates "
-                        f"{self.tolerated_delay} periods of command delay; more - a late "
-                        f"command, or a robot that steps on without one - destabilises it: "
-                        f"lower bandwidth_scale, or let the robot wait for the command"
-                        + (f"; {self.stale_reference_commands} commands held a stale "
-                           f"reference" if self.stale_reference_commands else "") + ")")
-                return self.trip(f"{name} {v.tolist()} beyond the limits {lim.tolist()}{hint}")
-
-    def trip(self, reason):
-        if self.fault is None:
-            self.get_logger().error(f"{reason}: fail-safe '{self.fail_safe}' until re-enabled "
-                                    f"(~/enable)")
-            self.fault = reason
-            self.faults += 1
-            self.hold_q = None          # hold where the fault happened
-            self.publish_status()
+        self.reference_point(to_sec(msg.header.stamp),
+                             self._vector(msg.joint_names, p.positions if p else []),
+                             self._vector(msg.joint_names, p.velocities if p else []))
 
     def on_watchdog(self):
-        now = self.now()
-        gap = None if self.last_tick is None else now - self.last_tick
-        late = gap is not None and gap > max(self.max_age / 2, 3 * self.period)
-        self.last_tick = now
-        if gap is not None and gap > 1.5 * self.period and not self.lockstep:
-            # the timer skips the periods it could not run (rcl): deadlines missed
-            self.missed_periods += int(round(gap / self.period)) - 1
-            self.longest_stall = max(self.longest_stall, gap)
-            if late:
-                self.get_logger().warning(
-                    f"control loop stalled {gap:.3f} s ({self.missed_periods} control periods "
-                    f"missed so far)", throttle_duration_sec=1.0)
-        if self.last_state_time is None:
-            return                      # not armed before states flow
-        age = now - self.last_state_time
-        # time without a state counted on this node's running time: a stall of this process
-        # counts as at most 3 periods (the states may be queued behind it, or their publisher
-        # shares this stall), so only states missing while this node ran trip the watchdog
-        if self.state_seen:                 # a state since the previous tick (on simulation
-            self.state_seen = False         # time both may carry the same clock reading)
-            self.stale_for = min(age, 3 * self.period)
-        else:
-            step = min(gap, 3 * self.period) if gap is not None else self.period
-            self.stale_for += step
-        if self.stale_for > self.max_age and self.fault is None:
-            self.watchdog_gap = now - self.stale_tick  # since the previous tick
-            self.trip(f"stale joint states ({age:.4f} s old; none for {self.stale_for:.4f} s "
-                      f"of this node's running time)")
-        self.stale_tick = now
-        if self.fault is not None and age > self.period:
-            self.command(self.fallback(self.measurement()), fail_safe=True)
+        if self.ever_active:
+            self.watchdog()
 
     def on_enable(self, request, response):
-        self.enabled = request.data
-        self.fault = None
-        self.hold_q = None
-        if request.data and not self.lockstep:
-            self.ref = None             # hold until a new reference arrives
+        self.enable(request.data)
         response.success, response.message = True, "enabled" if request.data else "disabled"
-        self.publish_status()
         return response
 
 

@@ -32,15 +32,47 @@ its end (a controller fault, ``~/stop``, ...) or a recording that starts after t
 reference or ends before its planned end is *incomplete*: said by ``~/stop`` (and a warning in
 the log), stored as ``Dataset.metadata['excitation']`` and turned into the identifier's
 ``recording_incomplete`` diagnostic - never a silently short bag.
+
+Which messages (``window: excitation``, default): those stamped within the excitation run
+that starts during the recording, from its first reference to its last
+(:class:`~._recording.StampWindow`; commands by the state stamp they answer, references and
+states by their header stamps): a starved recorder's backlog from before the run and the
+states after its end are left out, whatever their arrival time. Until the run starts the
+messages wait in memory; in a graph without an excitation publisher (none seen on
+``/diagnostics``, none publishing the reference topic when the first state arrives) they are
+written from the ``~/start`` call on (stamps on the recorder's clock), else all.
+``window: all``: everything received between ``~/start`` and ``~/stop``.
+
+QoS of the state subscriptions: ``state_reliability`` (default reliable, as
+joint_state_broadcaster publishes; ``best_effort`` receives a best-effort publisher, which a
+reliable subscription never does: that mismatch is reported as an ERROR on ``/diagnostics``
+and in the log, naming the parameter) and ``state_depth`` (0 = keep all, default).
+
+Status and heartbeat on ``/diagnostics`` (entry ``recorder: recording``, every
+``diagnostics_period`` s): ``state`` idle | recording, the counts so far, ERROR on a write
+failure, a QoS mismatch or a lost peer. Heartbeats: while it records a real-time excitation
+run, the controller's entry (``controller_status``) and the joint states silent for
+``heartbeat_timeout`` s stop the recording (the bag is closed, INCOMPLETE, with the reason).
+
+Managed node (:class:`~._common.Managed`): ``~/start`` is refused unless active; deactivation
+stops a recording. Longer than 200 lines: the drain and the completeness judgement of
+``~/stop`` need the node's subscriptions (the counting, the window and the coverage are the
+ROS-free classes of ``_recording.py``).
 """
 from __future__ import annotations
 
+import math
 import struct
 import time
 from pathlib import Path
 
 from diagnostic_msgs.msg import DiagnosticArray
-from rclpy.node import Node
+from diagnostic_msgs.msg import DiagnosticStatus
+from rclpy.clock import Clock as RosClock
+from rclpy.clock import ClockType
+from rclpy.event_handler import SubscriptionEventCallbacks
+from rclpy.lifecycle import LifecycleNode
+from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
@@ -48,9 +80,16 @@ from trajectory_msgs.msg import JointTrajectory
 
 from robot_identification.data._bag import BagWriter
 from robot_identification.errors import DataError
-from robot_identification.nodes._common import declare, main_for
-from robot_identification.nodes._recording import (RECORD_QOS, QueuedBagWriter, TopicCount,
+from robot_identification.nodes._common import (Managed, command_state_ns, declare,
+                                                declare_qos, diagnostic_status, main_for)
+from robot_identification.nodes._heartbeat import HeartbeatMonitor
+from robot_identification.nodes._recording import (RECORD_QOS, QueuedBagWriter, StampWindow,
+                                                   TopicCount, WindowedBagWriter,
                                                    excitation_coverage, excitation_status)
+
+#: [s] of state stamps a message inside the window waits before it is written: the run's end
+#: status arrives after the states of its last period
+HOLDBACK = 0.5
 
 __all__ = ["Recorder", "TopicCount", "QueuedBagWriter", "RECORD_QOS", "main"]
 
@@ -59,7 +98,7 @@ _TYPES = {JointState: "sensor_msgs/msg/JointState",
           JointTrajectory: "trajectory_msgs/msg/JointTrajectory"}
 
 
-class Recorder(Node):
+class Recorder(Managed, LifecycleNode):
     def __init__(self, **kwargs):
         super().__init__("recorder", **kwargs)
         self.data_directory = Path(declare(
@@ -89,7 +128,14 @@ class Recorder(Node):
             "give: false there, lost messages 'unknown')", read_only=True)
         self.message_info = message_info
         self.newest_source_ns = 0   # [ns] latest publication time of a recorded joint state
+        state_qos = declare_qos(self, "state", "reliable", 0, "of the state subscriptions")
+        self.window_mode = declare(self, "window", "excitation", "excitation: keep the messages "
+                                   "stamped within the excitation run; all: everything "
+                                   "received between ~/start and ~/stop",
+                                   choices=("excitation", "all"), read_only=True)
+        self.problems = {}          # topic -> QoS mismatch text
         self.topics, self.states, self.subs = {}, set(), []
+        self.reference_topic = ""   # resolved excitation reference topic ('' = not recorded)
         self.joint_topic = None     # resolved link-side state topic (the first one)
         for topic, (cls, state) in topics.items():
             if topic:
@@ -100,14 +146,21 @@ class Recorder(Node):
                 else:
                     def callback(data, i=info):
                         self.on_message(i["name"], data)
-                sub = self.create_subscription(cls, topic, callback, RECORD_QOS, raw=True)
+                events = SubscriptionEventCallbacks(
+                    incompatible_qos=lambda e, i=info: self.on_incompatible(i["name"], e))
+                sub = self.create_subscription(cls, topic, callback,
+                                               state_qos if state else RECORD_QOS, raw=True,
+                                               event_callbacks=events)
                 info["name"] = sub.topic_name
                 self.topics[sub.topic_name] = _TYPES[cls]
+                if cls is JointTrajectory:
+                    self.reference_topic = sub.topic_name
                 if state:
                     self.states.add(sub.topic_name)
                     self.joint_topic = self.joint_topic or sub.topic_name
                 self.subs.append(sub)
         self.writer = None
+        self.bounds = [None, None]
         self.last_bag = None
         self.counts = {}            # topic -> TopicCount of the current/last recording
         self.create_service(Trigger, "~/start", self.on_start)
@@ -123,23 +176,115 @@ class Recorder(Node):
             "for the states published before it was called and up to the end of an "
             "excitation run that ended (a starved recorder is behind the graph: the tail is "
             "still on its way); 0 = only what DDS holds already", low=0.0, high=600.0)
-        if declare(self, "autostart", False, "start recording at launch"):
+        self.controller_status = declare(
+            self, "controller_status", "pd_controller: control loop", "/diagnostics entry of "
+            "the controller whose silence stops a real-time recording; '' = none")
+        self.monitor = HeartbeatMonitor(declare(
+            self, "heartbeat_timeout", 1.0, "[s] while a real-time excitation runs: the "
+            "controller's entry or the joint states silent this long stop the recording "
+            "(0: never)", low=0.0, high=1e4))
+        self.heartbeat, self.aborted = 0, ""
+        self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        steady = RosClock(clock_type=ClockType.STEADY_TIME)
+        self.create_timer(declare(self, "diagnostics_period", 0.1, "[s] status (heartbeat) "
+                                  "period on /diagnostics", low=0.01, high=60.0),
+                          self.publish_status, clock=steady)
+        self.autostart = declare(self, "autostart", False, "start recording at launch "
+                                 "(activation)")
+        self.start_lifecycle()
+
+    def on_active(self, active):
+        if active and self.autostart and self.writer is None:
             self.on_start(None, Trigger.Response())
+        elif not active and self.writer is not None:
+            self.abort("node deactivated (lifecycle)")
+
+    def on_incompatible(self, topic, event):
+        self.problems[topic] = (
+            f"{topic}: QoS incompatible with a publisher ({event.last_policy_kind.name}): "
+            f"nothing is received from it (a best-effort publisher needs "
+            f"state_reliability:=best_effort)")
+        self.get_logger().error(self.problems[topic])
+        self.publish_status()
+
+    def publish_status(self):
+        self.heartbeat += 1
+        now = time.monotonic()
+        if self.writer is not None and self.monitor.timeout > 0:
+            self.check_peers(now)
+        recording = self.writer is not None
+        problems = list(self.problems.values()) + (
+            [self.writer.error] if recording and self.writer.error else []) + (
+            [self.aborted] if self.aborted else [])
+        level = DiagnosticStatus.ERROR if problems else DiagnosticStatus.OK
+        message = "; ".join(problems) or (f"recording {self.writer.path}" if recording
+                                          else "idle")
+        values = {"state": "recording" if recording else "idle", "heartbeat": self.heartbeat,
+                  "bag": str(self.writer.path) if recording else str(self.last_bag or ""),
+                  "lifecycle": self.lifecycle}
+        if recording:
+            t = self.totals()
+            values.update(missed_samples=t["missed"], lost_messages=t["lost"],
+                          backlog=self.writer.backlog())
+        self.pub_diag.publish(diagnostic_status(self, "recording", level, message, values))
+
+    def check_peers(self, now):
+        """Recording a real-time excitation run: a silent controller or robot stops it."""
+        running = [s for s in self.excitations.values()
+                   if s.get("state") == "running" and s.get("lockstep") == "False"]
+        if not running:
+            return
+        peers = [p for p in (self.joint_topic, self.controller_status) if p]
+        lost = self.monitor.newly_lost(now, peers)
+        if lost:
+            self.abort("; ".join(f"{p} silent for {age:.3f} s (heartbeat_timeout "
+                                 f"{self.monitor.timeout:g} s)" for p, age in lost))
+
+    def abort(self, reason):
+        """Stop the recording at once (the bag closed, judged incomplete) for ``reason``."""
+        self.aborted = f"recording stopped: {reason}"
+        self.get_logger().error(self.aborted)
+        self.on_stop(None, Trigger.Response(), drain=False)
+        self.publish_status()
 
     def on_message(self, topic, data, info=None):
         self.received[topic] = self.received.get(topic, 0) + 1
+        if topic == self.joint_topic:
+            self.monitor.beat(topic, time.monotonic())
+            if info:
+                self.newest_source_ns = max(self.newest_source_ns,
+                                            int(info.get("source_timestamp") or 0))
         if self.writer is None:
             return
         now = self.get_clock().now().nanoseconds      # wall clock, or /clock (use_sim_time)
-        self.writer.write(topic, data, now)
-        stamp = None
-        if topic in self.states and len(data) >= 12:  # CDR: 4-byte encapsulation, header.stamp
+        if self.topics[topic] == _TYPES[Float64MultiArray]:
+            answered = command_state_ns(deserialize_message(bytes(data), Float64MultiArray))
+            stamp = None if answered is None else answered * 1e-9
+        elif len(data) >= 12:   # CDR: 4-byte encapsulation, then header.stamp
             sec, nsec = struct.unpack_from("<iI" if data[1] == 1 else ">iI", data, 4)
             stamp = sec + 1e-9 * nsec
+        else:
+            stamp = None
+        if self.first_state_stamp is None and topic in self.states and stamp is not None:
+            self.first_state_stamp = stamp
+            self.stamps_on_clock = abs(now * 1e-9 - stamp) < 10.0
+            if self.window_mode == "excitation" and self.bounds[0] is None and not (
+                    self.excitations or (self.reference_topic and
+                                         self.count_publishers(self.reference_topic))):
+                # no excitation publisher in this graph: no run to wait for; from ~/start on
+                self.bounds[0] = (self.recording_started_ns * 1e-9 if self.stamps_on_clock
+                                  else -math.inf)
+                self.writer.bound(lower=self.bounds[0], no_end=True)
+        if self.window_mode == "excitation":
+            self.writer.write(topic, data, now, stamp, topic in self.states, info)
+        else:
+            self.writer.write(topic, data, now)
+            self.record(topic, data, now, stamp, info)
+
+    def record(self, topic, data, now, stamp, info=None):
+        """Count one written message (the writer thread calls it in window mode)."""
+        stamp = stamp if topic in self.states else None
         info = info or {}
-        if topic == self.joint_topic:
-            self.newest_source_ns = max(self.newest_source_ns,
-                                        int(info.get("source_timestamp") or 0))
         gid = info.get("publisher_gid")
         self.counts[topic].add(info.get("publication_sequence_number"),
                                None if gid is None else bytes(gid.get("data", b"")), stamp,
@@ -147,11 +292,34 @@ class Recorder(Node):
 
     def on_diagnostics(self, msg):
         for st in msg.status:
+            if st.name == self.controller_status:
+                self.monitor.beat(st.name, time.monotonic())
             if st.name.endswith(": excitation"):
                 status = excitation_status(st)
                 self.excitations[st.name] = status
                 if self.writer is not None and status.get("state") == "running":
                     self.running_seen.add(st.name)
+                if self.writer is not None:
+                    self.bound_window(status)
+
+    def bound_window(self, status):
+        """Open the recording's window at the first reference of a run on the robot's clock
+        that runs during the recording (or started after it began), close it at the run's
+        last reference (the writer thread applies them, :class:`WindowedBagWriter`)."""
+        start, played, state = (status.get(k) for k in ("start_stamp_s", "played_s", "state"))
+        if (self.window_mode != "excitation" or self.writer is None
+                or status.get("clock") != "robot" or start is None):
+            return
+        tol = 0.5 / self.rate
+        if self.bounds[0] is None and (state == "running" or (
+                state in ("finished", "stopped") and self.first_state_stamp is not None
+                and start >= self.first_state_stamp - tol)):
+            self.bounds[0] = start
+            self.writer.bound(lower=start)
+        if (self.bounds[0] is not None and self.bounds[1] is None and played is not None
+                and state in ("finished", "stopped") and abs(start - self.bounds[0]) < 1e-6):
+            self.bounds[1] = start + played
+            self.writer.bound(upper=start + played)
 
     def take_pending(self) -> int:
         """Take and record the messages DDS already holds for the recorder's subscriptions
@@ -282,18 +450,30 @@ class Recorder(Node):
         if self.writer is not None:
             response.success, response.message = False, f"already recording {self.writer.path}"
             return response
+        if self.lifecycle != "active":
+            response.success = False
+            response.message = f"not recording: node {self.lifecycle} (lifecycle: activate it)"
+            return response
         name = f"{self.prefix}_{time.strftime('%Y%m%d_%H%M%S')}"
         path, k = self.data_directory / name, 1
         while path.exists():          # never overwrite recorded data
             path, k = self.data_directory / f"{name}_{k}", k + 1
         try:
-            self.writer = QueuedBagWriter(BagWriter(path, self.topics, self.flush_period),
-                                          self.get_logger().error)
+            bag = BagWriter(path, self.topics, self.flush_period)
+            self.writer = (WindowedBagWriter(bag, StampWindow(0.5 / self.rate, HOLDBACK),
+                                             self.record, self.get_logger().error)
+                           if self.window_mode == "excitation"
+                           else QueuedBagWriter(bag, self.get_logger().error))
         except DataError as exc:
             response.success, response.message = False, str(exc)
             return response
         self.counts = {t: TopicCount(self.rate if t in self.states else None)
                        for t in self.topics}
+        self.recording_started_ns = self.get_clock().now().nanoseconds
+        self.first_state_stamp, self.stamps_on_clock, self.aborted = None, None, ""
+        self.bounds = [None, None]      # the window's [lower, upper] sent to the writer
+        for excitation in self.excitations.values():    # a run already going: its window
+            self.bound_window(excitation)
         self.running_seen = {n for n, s in self.excitations.items()
                              if s.get("state") == "running"}
         self.get_logger().info(f"recording {sorted(self.topics)} to {path}")
@@ -307,18 +487,26 @@ class Recorder(Node):
         if drain:                       # (not while the process ends: close at once)
             self.drain(time.time_ns())
         writer, self.writer = self.writer, None
-        excitation = self.excitation_summary()
-        incomplete = "; ".join(f"{n}: {c['why']}" for n, c in excitation.items()
-                               if not c["complete"])
-        writer.writer.set_metadata({"recording": {t: c.summary()
-                                                  for t, c in self.counts.items()},
-                                    "excitation": excitation})
+        judged = {}
+
+        def metadata():         # once the writer thread has counted every message
+            judged["excitation"] = excitation = self.excitation_summary()
+            writer.writer.set_metadata({"recording": {t: c.summary()
+                                                      for t, c in self.counts.items()},
+                                        "excitation": excitation})
         try:
-            writer.close()
+            if isinstance(writer, WindowedBagWriter):
+                # no run bounded the window: from the ~/start call on (stamps on this clock)
+                writer.close(self.recording_started_ns * 1e-9 if self.stamps_on_clock
+                             else -math.inf, metadata)
+            else:
+                writer.close(metadata)
         except DataError as exc:
             response.success, response.message = False, f"{exc}; {self.counts_text()}"
             self.get_logger().error(f"stopped recording: {response.message}")
             return response
+        incomplete = "; ".join(f"{n}: {c['why']}" for n, c in judged["excitation"].items()
+                               if not c["complete"])
         self.last_bag = writer.path
         counts = ", ".join(f"{t}: {n}" for t, n in writer.counts.items())
         msg = f"{writer.path.resolve()} ({counts}; {self.counts_text()})"

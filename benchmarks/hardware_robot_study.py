@@ -1,0 +1,332 @@
+"""Study: the real-time graph against the hardware-like robot (docs/ros.md, "Measured: the
+hardware-like robot").
+
+Each session runs ``ros2 launch robot_identification identification_robot.launch.py
+stand_in:=true`` (hardware_robot on the wall clock, the last command applied until a new one,
+pd_controller, excitation_publisher, recorder, identifier) for a short Fourier excitation and
+measures, from a client node in this process:
+
+- ``runaway``: the largest |dq| / velocity limit seen on /joint_states (a runaway: > 1);
+- ``normal`` sessions: the bag's first and last joint state stamps against the excitation's
+  first and last reference (in sample periods), lost / missing samples the recorder counted,
+  the identifier's error diagnostics, and the held-out torque NRMSE of the identified
+  parameters beside the core pipeline's on the same trajectory (simulate + identify, no ROS;
+  held-out data: ``simulate(robot, seed=1)``, mean NRMSE over the joints);
+- ``kill_controller`` / ``kill_recorder`` / ``kill_robot``: that node SIGKILLed 1 s into the
+  excitation; the time [s] until an ERROR naming the loss reaches /diagnostics, and, where the
+  robot side can hold (the robot honours the commands' deadline; not when the robot itself
+  was killed), the time until every |dq| < 0.05 rad/s.
+
+Usage (from the checkout, with the ROS launch tools installed; OPENBLAS_NUM_THREADS=1):
+
+    PYTHONPATH=$PWD python benchmarks/hardware_robot_study.py --runs 10 --busy 0 2 \
+        --rates 1000 250 --scenarios normal kill_controller kill_recorder kill_robot
+
+Prints one line per session and a summary per (rate, busy loops, scenario).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+#: puma560, 4 s: 5 harmonics of 0.25 Hz within 0.9 of the limits (test_launch_robot.py)
+EXCITATION = {"type": "fourier", "base_frequency": 0.25, "harmonics": 5, "amplitude": 1.0,
+              "seed": 1}
+START_OFFSET = 0.05     # rad: the robot starts this far from the first point (move to start)
+HELD = 0.05             # rad/s: the arm counts as held below this on every joint
+KILLED = {"kill_controller": "pd_controller", "kill_recorder": "recorder",
+          "kill_robot": "hardware_robot"}
+
+
+def ament_prefix():
+    """An ament prefix running this checkout's nodes (test/conftest.py's)."""
+    sys.path.insert(0, str(ROOT / "test"))
+    from conftest import ament_prefix_of_checkout
+    return ament_prefix_of_checkout(ROOT)
+
+
+def trajectory(robot, folder):
+    from robot_identification.excitation import save_trajectory, trajectory_from_config
+    from robot_identification.model import load_robot
+    traj = trajectory_from_config(load_robot(robot), EXCITATION)
+    return str(save_trajectory(traj, Path(folder) / f"{robot}_excitation.yaml")), traj
+
+
+def descendants(pid):
+    """(pid, command line) of the processes below ``pid`` (this study's own launch)."""
+    out = subprocess.run(["ps", "-e", "-o", "pid=,ppid=,args="], capture_output=True,
+                         text=True).stdout.splitlines()
+    rows = [(int(p), int(pp), " ".join(a)) for p, pp, *a in (r.split(None, 2) for r in out)
+            if p.isdigit()]
+    found, frontier = [], {pid}
+    while frontier:
+        kids = [(p, a) for p, pp, a in rows if pp in frontier]
+        found += kids
+        frontier = {p for p, _ in kids}
+    return found
+
+
+class Client:
+    """rclpy client of one session: services, /diagnostics, /joint_states."""
+
+    def __init__(self, domain, robot):
+        import rclpy
+        from diagnostic_msgs.msg import DiagnosticArray
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.qos import DurabilityPolicy, QoSProfile
+        from sensor_msgs.msg import JointState
+        from std_msgs.msg import Bool
+
+        from robot_identification.model import load_robot
+        self.rclpy = rclpy
+        self.ctx = rclpy.Context()
+        rclpy.init(context=self.ctx, domain_id=domain)
+        self.node = rclpy.create_node("study_client", context=self.ctx)
+        self.ex = SingleThreadedExecutor(context=self.ctx)
+        self.ex.add_node(self.node)
+        model = load_robot(robot)
+        self.v_max = np.array([j.limits.velocity or np.inf for j in model.config.joints])
+        self.names = list(model.joint_names)
+        self.errors, self.active, self.status = [], [], {}
+        self.max_ratio, self.last_dq, self.last_dq_time = 0.0, None, None
+        self.node.create_subscription(DiagnosticArray, "/diagnostics", self.on_diag, 100)
+        self.node.create_subscription(JointState, "/joint_states", self.on_state, 100)
+        self.node.create_subscription(
+            Bool, "/excitation_publisher/active", lambda m: self.active.append(m.data),
+            QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+
+    def on_diag(self, msg):
+        for st in msg.status:
+            level = st.level[0] if isinstance(st.level, bytes) else int(st.level)
+            self.status[st.name] = (level, st.message, {kv.key: kv.value for kv in st.values})
+            if level >= 2:
+                self.errors.append((time.monotonic(), st.name, st.message))
+
+    def on_state(self, msg):
+        d = dict(zip(msg.name, msg.velocity))
+        dq = np.array([d.get(j, np.nan) for j in self.names])
+        self.last_dq, self.last_dq_time = dq, time.monotonic()
+        if np.all(np.isfinite(dq)):
+            self.max_ratio = max(self.max_ratio, float(np.max(np.abs(dq) / self.v_max)))
+        else:
+            self.max_ratio = np.inf
+
+    def spin_until(self, cond, timeout, what):
+        end = time.monotonic() + timeout
+        while not cond():
+            if time.monotonic() > end:
+                raise TimeoutError(what)
+            self.ex.spin_once(timeout_sec=0.02)
+
+    def call(self, name, timeout=120.0):
+        from std_srvs.srv import Trigger
+        cli = self.node.create_client(Trigger, name)
+        self.spin_until(cli.service_is_ready, 120.0, name)
+        fut = cli.call_async(Trigger.Request())
+        self.spin_until(fut.done, timeout, name)
+        self.node.destroy_client(cli)
+        return fut.result()
+
+    def close(self):
+        self.ex.shutdown()
+        self.node.destroy_node()
+        self.rclpy.shutdown(context=self.ctx)
+
+
+def run_session(robot="puma560", rate=1000.0, scenario="normal", domain=60, busy=0,
+                reliability="reliable", depth=10, folder=None, log=print):
+    """One session (module docstring); returns a dict of its measurements."""
+    folder = Path(folder or tempfile.mkdtemp(prefix="ri_hw_study_"))
+    path, traj = trajectory(robot, folder)
+    q0 = [float(x) + START_OFFSET for x in traj.evaluate(0.0)[0][0]]
+    params = folder / "params.yaml"
+    params.write_text(json.dumps({"hardware_robot": {"ros__parameters": {
+        "initial_positions": q0, "joint_states_reliability": reliability,
+        "joint_states_depth": depth}},
+        "recorder": {"ros__parameters": {"state_reliability": reliability}},
+        # its efforts are the torques held over the preceding period (as simulated_robot's)
+        "identifier": {"ros__parameters": {"effort_lag_periods": 0.5}}}))
+    data = folder / "data"
+    env = dict(os.environ, ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
+               PYTHONUNBUFFERED="1", OPENBLAS_NUM_THREADS="1")
+    ros2 = Path(sys.executable).with_name("ros2")
+    launch = subprocess.Popen(
+        [str(ros2), "launch", "robot_identification", "identification_robot.launch.py",
+         f"robot:={robot}", f"rate_hz:={rate}", "stand_in:=true", f"trajectory_file:={path}",
+         f"data_directory:={data}", f"params_file:={params}", "watchdog_timeout:=1.0",
+         "heartbeat_timeout:=0.5"], env=env, stdout=(folder / "launch.log").open("w"),
+        stderr=subprocess.STDOUT, start_new_session=True)
+    loads = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
+    out = {"robot": robot, "rate": rate, "scenario": scenario, "busy": busy,
+           "qos": f"{reliability}/{depth}"}
+    c = None
+    try:
+        c = Client(domain, robot)
+        c.spin_until(lambda: c.call("/pd_controller/status").success, 120.0, "controller")
+        c.call("/excitation_publisher/stop")    # (idle: refused) the publisher is up
+        assert c.call("/recorder/start").success
+        c.spin_until(lambda: c.call("/excitation_publisher/start").success, 60.0, "start")
+        c.spin_until(lambda: c.active and c.active[-1], 30.0, "excitation active")
+        if scenario in KILLED:
+            t_on = time.monotonic()
+            c.spin_until(lambda: time.monotonic() - t_on > 1.0, 5.0, "1 s of excitation")
+            victim = [p for p, a in descendants(launch.pid)
+                      if f"robot_identification/{KILLED[scenario]}" in a
+                      or f"nodes.{KILLED[scenario]}" in a]
+            assert victim, KILLED[scenario]
+            n_err = len(c.errors)
+            t_kill = time.monotonic()
+            for p in victim:
+                os.kill(p, signal.SIGKILL)
+            c.spin_until(lambda: len(c.errors) > n_err, 30.0, "ERROR on /diagnostics")
+            t_err, name, message = c.errors[n_err]
+            out.update(error_after_s=round(t_err - t_kill, 4), error_from=name,
+                       error=message[:160])
+            if scenario != "kill_robot":
+                try:
+                    c.spin_until(lambda: c.last_dq_time > t_kill and np.all(
+                        np.abs(c.last_dq) < HELD), 10.0, "held")
+                    out["held_after_s"] = round(c.last_dq_time - t_kill, 4)
+                except TimeoutError:
+                    out["held_after_s"] = None
+            out["runaway_ratio"] = round(c.max_ratio, 3)
+            return out
+        c.spin_until(lambda: not c.active[-1], 60.0 + 20 * traj.duration, "finished")
+        stopped = c.call("/recorder/stop")
+        out["recorder"] = stopped.message[-300:]
+        out["runaway_ratio"] = round(c.max_ratio, 3)
+        pd = c.status.get("pd_controller: control loop", (0, "", {}))[2]
+        out.update(faults=int(pd.get("faults", -1)), gain_scale=pd.get("gain_scale"),
+                   loop_delay_max_s=pd.get("loop_delay_max_s"))
+        out.update(bag_and_losses(Path(stopped.message.split(" (")[0]), rate))
+        res = c.call("/identifier/identify", timeout=600.0)
+        out["identified"] = res.success
+        if res.success:
+            out.update(nrmse(robot, rate, traj, res.message.rsplit("wrote ", 1)[-1].strip()))
+        return out
+    except Exception as exc:        # noqa: BLE001 - a failed session is a result too
+        out["failed"] = f"{type(exc).__name__}: {exc}"
+        return out
+    finally:
+        for p in loads:
+            p.kill()
+        if c is not None:
+            c.close()
+        os.killpg(launch.pid, signal.SIGINT)
+        try:
+            launch.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(launch.pid, signal.SIGKILL)
+            launch.wait()
+        log(json.dumps(out))
+
+
+def bag_and_losses(bag, rate):
+    """The bag's first/last state stamps against the excitation run [periods], and losses."""
+    from robot_identification.data._bag import read_bag
+    from robot_identification.diagnostics import check_recording_counts
+    ds = read_bag(bag, joint_topic="/joint_states")
+    meta = ds.metadata
+    first, last = meta["t0"], meta["t0"] + ds.t[-1]
+    (name, exc), = meta.get("excitation", {}).items() or [(None, {})]
+    start = exc.get("start_stamp_s")
+    end = start + exc.get("played_s", 0.0) if start is not None else None
+    joint = meta.get("recording", {}).get("/joint_states", {})
+    errors = [d.code for d in check_recording_counts(meta.get("recording"))
+              if d.severity == "error"]
+    return {"bag_start_periods": None if start is None else round((first - start) * rate, 3),
+            "bag_end_periods": None if end is None else round((last - end) * rate, 3),
+            "samples": ds.n_samples, "lost": joint.get("lost"), "missing": joint.get("missing"),
+            "complete": exc.get("complete"), "loss_errors": errors}
+
+
+def nrmse(robot, rate, traj, results_file):
+    from robot_identification.model import load_robot
+    from robot_identification.pipeline import identify
+    from robot_identification.simulation import simulate
+    from robot_identification.validation import load_estimates, validate
+    model = load_robot(robot)
+    base, models, _ = load_estimates(results_file, model)
+    ros = models[next(k for k in models if k != "nominal")]
+    core = identify(model, simulate(model, trajectory=traj, rate_hz=rate, seed=0))
+    held_out = simulate(model, rate_hz=rate, seed=1)
+    m = validate(model, base, {"ros": ros, "core": core.estimate.values}, [held_out])[0]["models"]
+    return {"nrmse": round(m["ros"]["nrmse_mean"], 5),
+            "core_nrmse": round(m["core"]["nrmse_mean"], 5)}
+
+
+def summary(rows):
+    """Counts per (rate, busy, scenario, qos)."""
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["rate"], r["busy"], r["scenario"], r["qos"]), []).append(r)
+    for key, rs in sorted(groups.items()):
+        failed = [r for r in rs if "failed" in r]
+        runaways = sum(1 for r in rs if (r.get("runaway_ratio") or 0) > 1.0)
+        line = (f"rate {key[0]:g} Hz, busy {key[1]}, {key[2]}, qos {key[3]}: {len(rs)} runs, "
+                f"{len(failed)} failed, {runaways} runaways, max |dq|/limit "
+                f"{max((r.get('runaway_ratio') or 0) for r in rs):.3f}")
+        if key[2] == "normal":
+            ok = [r for r in rs if "nrmse" in r]
+            ratio = [r["nrmse"] / r["core_nrmse"] for r in ok]
+            starts = [abs(r["bag_start_periods"]) for r in rs if r.get("bag_start_periods")
+                      is not None]
+            ends = [abs(r["bag_end_periods"]) for r in rs if r.get("bag_end_periods")
+                    is not None]
+            line += (f"; identified {len(ok)}; NRMSE/core max {max(ratio, default=np.nan):.3f}"
+                     f" (NRMSE {min((r['nrmse'] for r in ok), default=np.nan):.4f}-"
+                     f"{max((r['nrmse'] for r in ok), default=np.nan):.4f}, core "
+                     f"{min((r['core_nrmse'] for r in ok), default=np.nan):.4f}); bag start/end "
+                     f"off by at most {max(starts, default=np.nan):.2f} / "
+                     f"{max(ends, default=np.nan):.2f} periods; lost "
+                     f"{sum(r.get('lost') or 0 for r in rs)}, missing "
+                     f"{sum(r.get('missing') or 0 for r in rs)}, runs with a loss error "
+                     f"{sum(1 for r in rs if r.get('loss_errors'))}")
+        else:
+            lat = [r["error_after_s"] for r in rs if "error_after_s" in r]
+            held = [r.get("held_after_s") for r in rs if "held_after_s" in r]
+            line += (f"; ERROR in {len(lat)}, after {min(lat, default=np.nan):.3f}-"
+                     f"{max(lat, default=np.nan):.3f} s")
+            if held:
+                line += (f"; held in {sum(h is not None for h in held)} of {len(held)}, after "
+                         f"at most {max((h for h in held if h is not None), default=np.nan):.3f}"
+                         f" s")
+        print(line, flush=True)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--robot", default="puma560")
+    p.add_argument("--runs", type=int, default=1)
+    p.add_argument("--rates", type=float, nargs="+", default=[1000.0, 250.0])
+    p.add_argument("--busy", type=int, nargs="+", default=[0, 2])
+    p.add_argument("--scenarios", nargs="+", default=["normal", *KILLED])
+    p.add_argument("--qos", nargs="+", default=["reliable/10"],
+                   help="hardware_robot joint_states QoS, e.g. reliable/10 best_effort/10")
+    p.add_argument("--domain", type=int, default=61)
+    args = p.parse_args(argv)
+    ament_prefix()
+    rows = []
+    for rate in args.rates:
+        for busy in args.busy:
+            for scenario in args.scenarios:
+                for qos in args.qos:
+                    rel, depth = qos.split("/")
+                    for _ in range(args.runs):
+                        rows.append(run_session(args.robot, rate, scenario, args.domain, busy,
+                                                rel, int(depth)))
+    summary(rows)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,421 @@
+"""ROS-free safety supervisor of the pd_controller node (:mod:`.pd_controller`): its states,
+watchdog, limit checks, fail-safe, overload counts and the delay margin of its gains.
+
+:class:`ControlLoop` holds the logic; the node (or a test, without DDS) provides the clock
+and the outputs: ``now()`` [s], ``send(u, state_ns, deadline_ns)``, ``resend()``,
+``warn(text)`` / ``error(text)`` (throttled to once a second by the node) and
+``publish_status()``. Inputs: :meth:`joint_state`, :meth:`motor_state`,
+:meth:`reference_point`, :meth:`watchdog` (every control period), :meth:`enable`.
+
+The delay margin (:func:`delay_margin`): the arm about a held position, per joint an
+inertia m (the smallest effective one, 1 / (M^-1)_ii with the rotor inertia; elastic arms: the
+motor side) with viscous friction b, under the PD law kp + kd s: the crossover w_c where
+|kp + j kd w| = |j w (j m w + b)|, the phase margin PM = atan2(kd w_c, kp) + atan2(b, m w_c),
+and the delay margin PM / w_c [s] (e.g. Franklin, Powell & Emami-Naeini, *Feedback Control
+of Dynamic Systems*, Sec. 6.7). In real time the controller measures the loop delay (twice
+the age of the state a command answers, plus one period of zero-order hold) and scales the
+gains (kp s^2, kd s, s <= ``bandwidth_scale``) so that the delay margin is at least
+``delay_margin_factor`` times the 95 % quantile of the recent delays (never up again): the
+hold holds, and the tracking does not destabilise, when the machine is slower than the gains
+were designed for.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def effective_inertia(model, q=None):
+    """Smallest effective inertia per joint (n,) [kg*m^2]: 1 / (M^-1)_ii at link positions
+    ``q`` (default zeros) with the link-referred rotor inertia on the diagonal; elastic arms:
+    the link-referred rotor inertia (the motor side the PD acts on)."""
+    import pinocchio as pin
+    rotor = np.array([j.drive.get("rotor_inertia", 0.0) or 0.0 for j in model.config.joints])
+    rotor = rotor * model.gear_ratios ** 2
+    if model.config.elastic:
+        return np.maximum(rotor, 1e-9)
+    q = np.zeros(model.n) if q is None else np.asarray(q, dtype=float)
+    data = model.pin_model.createData()
+    M = pin.crba(model.pin_model, data, model.pin_configuration(q))
+    idx = np.asarray(model.velocity_indices)
+    M = M[np.ix_(idx, idx)] + np.diag(rotor)
+    return np.maximum(1.0 / np.diag(np.linalg.inv(0.5 * (M + M.T))), 1e-9)
+
+
+def delay_margin(kp, kd, inertia, viscous=None):
+    """Delay margin [s] per joint (n,) of PD (``kp`` [N*m/rad], ``kd`` [N*m*s/rad]) on
+    ``inertia`` [kg*m^2] with ``viscous`` friction [N*m*s/rad] (module docstring)."""
+    kp, kd, m = (np.asarray(x, dtype=float) for x in (kp, kd, inertia))
+    b = np.zeros_like(m) if viscous is None else np.asarray(viscous, dtype=float)
+    c = b ** 2 - kd ** 2
+    x = (-c + np.sqrt(c ** 2 + 4 * m ** 2 * kp ** 2)) / (2 * m ** 2)    # w_c^2
+    w = np.sqrt(np.maximum(x, 1e-30))
+    pm = np.arctan2(kd * w, kp) + np.arctan2(b, m * w)
+    return pm / w
+
+
+def margin_scale(kp, kd, inertia, viscous, delay, factor=2.0, upper=1.0):
+    """Largest bandwidth scale s in (0, ``upper``] (gains kp s^2, kd s) whose delay margin is
+    at least ``factor`` x ``delay`` [s] on every joint (bisection on log s; the margin grows
+    as s shrinks). ``upper`` when ``delay`` <= 0."""
+    def ok(s):
+        return bool(np.all(delay_margin(kp * s * s, kd * s, inertia, viscous)
+                           >= factor * delay))
+    if delay <= 0 or ok(upper):
+        return upper
+    lo, hi = upper * 1e-3, upper
+    if not ok(lo):
+        return lo
+    for _ in range(40):
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    return lo
+
+
+class ControlLoop:
+    """The controller's logic (see the module docstring and :mod:`.pd_controller`).
+
+    Attributes set by the owner before use: ``model``, ``law_for(scale)`` (-> a control law
+    ``law(q_d, dq_d, measurement)``), ``lockstep``, ``period`` [s], ``max_age`` [s] (watchdog
+    timeout), ``fail_safe`` ('hold' | 'zero'), ``factor`` (state velocity limit factor),
+    ``enabled``, ``scale`` (bandwidth_scale), ``margin_factor``, ``deadline`` [s] (0: none),
+    ``stamps_on_clock`` (bool or None: the state stamps are on ``now()``'s clock; None = judge
+    from the first state); then call :meth:`init_loop`.
+    """
+
+    def init_loop(self):
+        lim = [j.limits for j in self.model.config.joints]
+        self.q_lo = np.array([li.position[0] if li.position else -np.inf for li in lim])
+        self.q_hi = np.array([li.position[1] if li.position else np.inf for li in lim])
+        self.v_max = np.array([li.velocity or np.inf for li in lim])
+        self.inertia = effective_inertia(self.model)
+        self.viscous = np.array([j.drive.get("viscous", 0.0) or 0.0
+                                 for j in self.model.config.joints])
+        self.gain_scale = self.scale
+        self.law = self.law_for(self.scale)
+        self.base_law = self.law_for(1.0)
+        self.fault = None
+        self.faults = 0
+        self.joint = self.motor = self.ref = None
+        self.joint_ns = None
+        self.last_usable = None       # last finite measurement (dict of (n,) arrays)
+        self.hold_q = None            # [rad] position held by the fail-safe / before a reference
+        self.last_state_time = None   # now() [s] of the last joint state
+        self.previous_state_time = None
+        self.stamp_time = None        # now() [s] when the state stamp last advanced
+        self.stamp_advanced = False
+        self.last_tick = None
+        self.stale_tick = -np.inf
+        self.state_seen = False
+        self.stale_for = 0.0
+        self.watchdog_gap = None
+        self.last_stamp = -np.inf     # state stamp of the last command
+        self.last_u = None
+        self.commands = self.fail_safe_commands = self.zero_commands = 0
+        self.ref_time = None
+        self.missed_periods = self.state_gaps = self.stale_reference_commands = 0
+        self.longest_stall = self.longest_state_gap = 0.0
+        self.loop_delay = self.loop_delay_max = 0.0     # [s] measured (real time)
+        self.gain_changes = 0
+        self.heartbeat = 0
+
+    # -- status --------------------------------------------------------------------------
+    @property
+    def state(self) -> str:
+        if self.fault is not None:
+            return "fault"
+        if not self.enabled:
+            return "disabled"
+        if self.joint is None:
+            return "waiting"
+        return "running" if self.ref is not None else "holding"
+
+    @property
+    def ready(self) -> bool:
+        """Enabled, no fault, fresh states: an excitation may start."""
+        return self.state in ("holding", "running") and self.state_age() <= self.max_age
+
+    def state_age(self) -> float:
+        """[s] since the last joint state arrived (inf before the first)."""
+        return np.inf if self.last_state_time is None else self.now() - self.last_state_time
+
+    def status_message(self) -> str:
+        s = self.state
+        if s == "fault":
+            return f"fault: {self.fault}; fail-safe '{self.fail_safe}' until ~/enable true"
+        if s == "disabled":
+            return f"disabled: fail-safe '{self.fail_safe}' until ~/enable true"
+        if s == "waiting":
+            return "waiting for joint states"
+        age = self.state_age()
+        if age > self.max_age:
+            return f"joint states {age:.3f} s old (watchdog {self.max_age:g} s)"
+        return f"ready: {s}"
+
+    def status_values(self) -> dict:
+        self.heartbeat += 1
+        margin = float(np.min(delay_margin(self.law.kp, self.law.kd, self.inertia,
+                                           self.viscous)))
+        return {"state": self.state, "fault": self.fault or "", "fail_safe": self.fail_safe,
+                "faults": self.faults, "commands": self.commands,
+                "fail_safe_commands": self.fail_safe_commands,
+                "zero_torque_commands": self.zero_commands,
+                "state_age_s": f"{self.state_age():.4f}", "watchdog_timeout_s": self.max_age,
+                "missed_periods": self.missed_periods,
+                "longest_stall_s": f"{self.longest_stall:.4f}", "state_gaps": self.state_gaps,
+                "longest_state_gap_s": f"{self.longest_state_gap:.4f}",
+                "stale_reference_commands": self.stale_reference_commands,
+                "tolerated_delay_periods": ("" if self.tolerated_delay is None
+                                            else self.tolerated_delay),
+                "loop_delay_s": f"{self.loop_delay:.4f}",
+                "loop_delay_max_s": f"{self.loop_delay_max:.4f}",
+                "delay_margin_s": f"{margin:.4f}", "gain_scale": f"{self.gain_scale:.4g}",
+                "gain_changes": self.gain_changes, "heartbeat": self.heartbeat}
+
+    # -- inputs --------------------------------------------------------------------------
+    def joint_state(self, stamp, stamp_ns, q, dq):
+        """A joint state stamped ``stamp`` [s] (``stamp_ns`` [ns]): q, dq (n,) [rad, rad/s]."""
+        now = self.now()
+        previous = self.joint[0] if self.joint is not None else None
+        self.joint = (stamp, q, dq)
+        self.joint_ns = stamp_ns
+        if self.stamps_on_clock is None:         # stamps from a clock of their own (0 at start)?
+            self.stamps_on_clock = abs(now - stamp) < 10.0
+        if self.last_state_time is not None and not self.lockstep:
+            gap = now - self.last_state_time
+            self.longest_state_gap = max(self.longest_state_gap, gap)
+            if gap > self.max_age / 2:
+                self.state_gaps += 1
+                self.warn(f"joint states arrived {gap:.3f} s after the previous one "
+                          f"({self.state_gaps} such gaps; watchdog {self.max_age:g} s)")
+        self.previous_state_time, self.last_state_time = self.last_state_time, now
+        self.state_seen = True
+        if previous is None or stamp > previous:
+            self.stamp_advanced |= previous is not None
+            self.stamp_time = now
+        elif stamp < previous and not self.lockstep:
+            self.trip(f"joint state stamp went back from {previous:.6f} s to {stamp:.6f} s")
+        elif (stamp == previous and self.stamp_advanced and not self.lockstep
+              and now - self.stamp_time > self.max_age):
+            self.trip(f"joint state stamp frozen at {stamp:.6f} s for "
+                      f"{now - self.stamp_time:.3f} s")
+        if self.lockstep and stamp == self.last_stamp and self.last_u is not None:
+            # the simulated robot re-publishes a state when the loop went quiet: the command
+            # for it was lost (e.g. sent before the robot had matched the topic) or is still
+            # on its way (a process starved for longer than the robot's keep-alive period);
+            # resend it: labelled with this state's stamp, the robot steps once either way
+            self.warn(f"state t = {stamp:.4f} s repeated: command re-sent")
+            self.resend()
+            return
+        self.update()
+
+    def motor_state(self, stamp, theta, dtheta):
+        self.motor = (stamp, theta, dtheta)
+        if self.lockstep or (self.joint is not None and self.joint[0] > self.last_stamp):
+            self.update()       # real time: a joint state that waited for its motor state
+
+    def reference_point(self, stamp, q, dq):
+        self.ref = (stamp, q, dq)
+        self.ref_time = self.now()
+        if self.lockstep:
+            self.update()
+
+    # -- control -------------------------------------------------------------------------
+    def measurement(self):
+        meas = {"q": self.joint[1], "dq": self.joint[2]}
+        if self.motor is not None:
+            meas.update(theta=self.motor[1], dtheta=self.motor[2])
+        return meas
+
+    def update(self):
+        """One command: lockstep once per state stamp with the matching reference (and motor
+        state); real time once per joint state (and the motor state of its stamp) with the
+        latest reference."""
+        if self.joint is None or (self.model.config.elastic and self.motor is None):
+            return
+        t = self.joint[0]
+        if self.lockstep:
+            if self.ref is None or self.ref[0] != t or (self.motor is not None
+                                                         and self.motor[0] != t):
+                return
+            if t < self.last_stamp - 1.5 * self.period:
+                # the robot's time went back (simulated_robot ~/reset): start afresh
+                self.info(f"state time went back to {t:.4f} s: controller reset")
+                self.last_stamp, self.last_u = -np.inf, None
+            if t <= self.last_stamp:
+                return
+        elif (self.motor is not None and self.motor[0] < t and t > self.last_stamp
+              and t - self.motor[0] <= self.max_age):
+            # real time, elastic: wait for the motor state of this stamp (on_motor computes
+            # then); a motor topic that lags by more than the watchdog timeout is used as is
+            return
+        new = t > self.last_stamp
+        self.last_stamp = max(t, self.last_stamp)
+        meas = self.measurement()
+        self.remember(meas)
+        if new:
+            self.check(meas, *(self.ref[1:] if self.ref is not None else ()))
+            self.measure_delay(t)
+        if self.fault is not None or not self.enabled:
+            self.command(self.fallback(meas), fail_safe=True)
+        elif self.ref is None:           # armed: hold the arm until the reference flows
+            self.command(self.fallback(meas))
+        elif new:
+            self.command(self.law(*self.reference(), meas))
+        elif self.last_u is not None:    # a repeated stamp: nothing new, same command
+            self.command(self.last_u)
+
+    #: loop delays over which the delay statistic is taken, and how often it is taken
+    DELAY_WINDOW, DELAY_EVERY = 500, 50
+    #: the statistic: this quantile of the window (a single stall of this process is not a
+    #: loop delay the gains must tolerate: the robot's deadline covers it)
+    DELAY_QUANTILE = 0.95
+
+    def measure_delay(self, stamp):
+        """Real time, stamps on this node's clock: the loop delay (2 x the state's age + one
+        period of zero-order hold); every :attr:`DELAY_EVERY` states, when the
+        :attr:`DELAY_QUANTILE` of the last :attr:`DELAY_WINDOW` grew, gains scaled to its
+        delay margin (never up)."""
+        if self.lockstep or not self.stamps_on_clock:
+            return
+        delay = 2.0 * max(self.now() - stamp, 0.0) + self.period
+        self.loop_delay = delay
+        if not hasattr(self, "_delays"):
+            self._delays, self._n_delays = np.zeros(self.DELAY_WINDOW), 0
+        self._delays[self._n_delays % self.DELAY_WINDOW] = delay
+        self._n_delays += 1
+        if self._n_delays % self.DELAY_EVERY:
+            return
+        recent = float(np.quantile(self._delays[:min(self._n_delays, self.DELAY_WINDOW)],
+                                   self.DELAY_QUANTILE))
+        if recent <= self.loop_delay_max:
+            return
+        self.loop_delay_max = recent
+        kp, kd = self.base_law.kp, self.base_law.kd
+        s = margin_scale(kp, kd, self.inertia, self.viscous, recent, self.margin_factor,
+                         upper=self.scale)
+        if s < self.gain_scale * 0.97:
+            self.gain_scale = s
+            self.law = self.law_for(s)
+            self.gain_changes += 1
+            self.warn(f"loop delay {1e3 * recent:.1f} ms ({100 * self.DELAY_QUANTILE:g} % "
+                      f"quantile): gains scaled to {s:.3g} (kp * s^2, kd * s) for a delay "
+                      f"margin of {self.margin_factor:g} x that delay")
+
+    def reference(self):
+        """(q_ref, dq_ref) (n,) to track: the latest reference; in real time one that
+        arrived more than ``watchdog_timeout`` s ago (while joint states kept arriving) is
+        held at its position with zero velocity (counted, warned)."""
+        q_ref, dq_ref = self.ref[1], self.ref[2]
+        behind = (0.0 if self.previous_state_time is None
+                  else self.previous_state_time - self.ref_time)
+        if not self.lockstep and behind > self.max_age:
+            if np.max(np.abs(dq_ref)) <= 1e-6:
+                return q_ref, np.zeros_like(dq_ref)     # a rest point (the end): as meant
+            self.stale_reference_commands += 1
+            self.warn(f"no reference for {behind:.3f} s while joint states arrived (watchdog "
+                      f"{self.max_age:g} s): holding its position at zero velocity "
+                      f"({self.stale_reference_commands} commands)")
+            return q_ref, np.zeros_like(dq_ref)
+        return q_ref, dq_ref
+
+    def fallback(self, meas):
+        """Fail-safe / holding command (n,) [N*m]: PD (the delay-margin gains) to the held
+        position at zero velocity + gravity compensation, or zero torque (``fail_safe:
+        zero`` on a fault, or no finite state yet). A non-finite state is replaced by the
+        last finite one."""
+        self.remember(meas)
+        if self.fail_safe == "zero" and (self.fault is not None or not self.enabled):
+            return np.zeros(self.model.n)
+        meas = self.last_usable
+        if meas is None:
+            return np.zeros(self.model.n)
+        if self.hold_q is None:
+            self.hold_q = meas["q"].copy()
+        return self.law(self.hold_q, np.zeros(self.model.n), meas)
+
+    def remember(self, meas):
+        needed = ("q", "dq", "theta", "dtheta") if self.model.config.elastic else ("q", "dq")
+        if all(k in meas and np.all(np.isfinite(meas[k])) for k in needed):
+            self.last_usable = meas
+
+    def command(self, u, fail_safe=False):
+        self.last_u = u
+        state_ns = self.joint_ns if (self.lockstep or self.stamps_on_clock) else None
+        deadline_ns = (None if self.lockstep or not self.deadline or state_ns is None
+                       else state_ns + int(round(self.deadline * 1e9)))
+        self.send(u, state_ns, deadline_ns)
+        self.commands += 1
+        self.fail_safe_commands += fail_safe
+        self.zero_commands += not np.any(u)
+
+    def check(self, meas, q_ref=None, dq_ref=None):
+        refs = [] if q_ref is None else [("reference position", q_ref),
+                                         ("reference velocity", dq_ref)]
+        for name, x in [*meas.items(), *refs]:
+            if not np.all(np.isfinite(x)):
+                return self.trip(f"non-finite {name}: {x.tolist()}")
+        for name, q in [("position", meas["q"])] + refs[:1]:
+            if np.any(q < self.q_lo) or np.any(q > self.q_hi):
+                return self.trip(f"{name} {q.tolist()} outside the limits")
+        velocities = [("velocity", meas["dq"], self.v_max * self.factor)] + [
+            (name, v, self.v_max) for name, v in refs[1:]]
+        for name, v, lim in velocities:
+            if np.any(np.abs(v) > lim):
+                hint = ("" if name != "velocity" or self.tolerated_delay is None else
+                        f" (if commands came late: this loop tolerates "
+                        f"{self.tolerated_delay} periods of command delay; more - a late "
+                        f"command, or a robot that steps on without one - destabilises it: "
+                        f"lower bandwidth_scale, or let the robot wait for the command"
+                        + (f"; {self.stale_reference_commands} commands held a stale "
+                           f"reference" if self.stale_reference_commands else "") + ")")
+                return self.trip(f"{name} {v.tolist()} beyond the limits {lim.tolist()}{hint}")
+
+    def trip(self, reason):
+        if self.fault is None:
+            self.error(f"{reason}: fail-safe '{self.fail_safe}' until re-enabled (~/enable)")
+            self.fault = reason
+            self.faults += 1
+            self.hold_q = None          # hold where the fault happened
+            self.publish_status()
+
+    def watchdog(self):
+        """Every control period: missed periods, stale states -> fault; the fail-safe is
+        sent while states are missing."""
+        now = self.now()
+        gap = None if self.last_tick is None else now - self.last_tick
+        late = gap is not None and gap > max(self.max_age / 2, 3 * self.period)
+        self.last_tick = now
+        if gap is not None and gap > 1.5 * self.period and not self.lockstep:
+            self.missed_periods += int(round(gap / self.period)) - 1
+            self.longest_stall = max(self.longest_stall, gap)
+            if late:
+                self.warn(f"control loop stalled {gap:.3f} s ({self.missed_periods} control "
+                          f"periods missed so far)")
+        if self.last_state_time is None:
+            return                      # not armed before states flow
+        age = now - self.last_state_time
+        # time without a state counted on this node's running time: a stall of this process
+        # counts as at most 3 periods (the states may be queued behind it, or their publisher
+        # shares this stall), so only states missing while this node ran trip the watchdog
+        if self.state_seen:
+            self.state_seen = False
+            self.stale_for = min(age, 3 * self.period)
+        else:
+            self.stale_for += min(gap, 3 * self.period) if gap is not None else self.period
+        if self.stale_for > self.max_age and self.fault is None:
+            self.watchdog_gap = now - self.stale_tick
+            self.trip(f"stale joint states ({age:.4f} s old; none for {self.stale_for:.4f} s "
+                      f"of this node's running time)")
+        self.stale_tick = now
+        if self.fault is not None and age > self.period:
+            self.command(self.fallback(self.measurement()), fail_safe=True)
+
+    def enable(self, on):
+        self.enabled = bool(on)
+        self.fault = None
+        self.hold_q = None
+        if on and not self.lockstep:
+            self.ref = None             # hold until a new reference arrives
+        self.publish_status()
