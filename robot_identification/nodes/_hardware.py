@@ -41,7 +41,7 @@ def make_physics(model, rate_hz, engine="builtin", seed=0):
     from robot_identification import simulation
     make = getattr(simulation, "make_simulator", None)
     if make is not None:
-        return make(model, engine=engine, rate_hz=rate_hz, seed=seed)
+        return make(model, engine=engine, rate_hz=rate_hz, seed=seed, quantise=False)
     if engine != "builtin":
         raise ConfigError(f"physics engine '{engine}' is not available here (builtin only)")
     return simulation.Simulator(model, rate_hz=rate_hz, seed=seed, quantise=False)
