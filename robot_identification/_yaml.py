@@ -6,10 +6,83 @@ from pathlib import Path
 
 import yaml
 
+from robot_identification._files import check_input_file
+
+
+#: Largest YAML file read [bytes] (configs, results, bag metadata, trajectories).
+MAX_BYTES = 64 * 2**20
+#: Most aliases (``*name``) in one document: configs use a few to share joint settings; an
+#: alias bomb ("billion laughs") needs dozens to hundreds.
+MAX_ALIASES = 100
+#: Most nodes the document may expand to through its aliases beyond its own nodes (each
+#: alias counts the size of what it repeats): 9 levels of 9 aliases expand to 9**9.
+MAX_ALIAS_EXPANSION = 100_000
+
 
 class _StrictLoader(yaml.SafeLoader):
     """SafeLoader that refuses a key given twice in one mapping (PyYAML keeps the last one
-    silently: a pasted ``rate_hz`` or a second ``model:`` line would override the first)."""
+    silently: a pasted ``rate_hz`` or a second ``model:`` line would override the first), and
+    refuses alias bombs before anything is built: more than :data:`MAX_ALIASES` aliases, an
+    expansion by more than :data:`MAX_ALIAS_EXPANSION` nodes, or an alias inside itself."""
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            self._aliases = getattr(self, "_aliases", 0) + 1
+            if self._aliases > MAX_ALIASES:
+                event = self.peek_event()
+                raise yaml.composer.ComposerError(
+                    None, None, f"more than {MAX_ALIASES} aliases (*name): refused as a "
+                    f"possible alias bomb; write the values out", event.start_mark)
+        return super().compose_node(parent, index)
+
+    def get_single_node(self):
+        node = super().get_single_node()
+        if node is not None and getattr(self, "_aliases", 0):
+            _check_expansion(node)
+        return node
+
+
+def _check_expansion(root):
+    """Raise :class:`yaml.YAMLError` when the node graph ``root`` expands (aliases repeated
+    in full) to more than :data:`MAX_ALIAS_EXPANSION` nodes beyond its distinct ones, or
+    holds a cycle (an alias to a collection inside itself). Linear in the distinct nodes."""
+    size, state = {}, {}                      # expanded sizes; 1 = on the stack, 2 = done
+    stack = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if children_done:
+            children = _children(node)
+            size[key] = 1 + sum(size[id(c)] for c in children)
+            state[key] = 2
+            if size[key] - len(size) > MAX_ALIAS_EXPANSION:
+                raise yaml.composer.ComposerError(
+                    None, None, f"its aliases expand to more than {MAX_ALIAS_EXPANSION} "
+                    f"values: refused as a possible alias bomb", node.start_mark)
+            continue
+        if state.get(key) == 2:
+            continue
+        if state.get(key) == 1:
+            raise yaml.composer.ComposerError(
+                None, None, "an alias refers to a collection that contains it (a recursive "
+                "structure)", node.start_mark)
+        state[key] = 1
+        stack.append((node, True))
+        for child in _children(node):
+            if state.get(id(child)) == 1:
+                raise yaml.composer.ComposerError(
+                    None, None, "an alias refers to a collection that contains it (a "
+                    "recursive structure)", child.start_mark)
+            if state.get(id(child)) != 2:
+                stack.append((child, False))
+
+
+def _children(node):
+    if isinstance(node, yaml.SequenceNode):
+        return node.value
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return []
 
 
 def _construct_mapping(loader, node, deep=False):
@@ -59,15 +132,13 @@ def read_yaml_file(path, what, error):
     Raises
     ------
     error
-        File missing, a directory, unreadable, not text (binary) or not valid YAML
-        (including a key given twice in one mapping); the message is one line naming the file
-        (and the line and column of a syntax error).
+        File missing, a directory, not a regular file (a FIFO, ``/dev/zero``), larger than
+        :data:`MAX_BYTES`, unreadable, not text (binary) or not valid YAML (including a key
+        given twice in one mapping, and an alias bomb: see :class:`_StrictLoader`); the
+        message is one line naming the file (and the line and column of a syntax error).
     """
     path = Path(path)
-    if path.is_dir():
-        raise error(f"{what} '{path}' is a directory; give the YAML file")
-    if not path.is_file():
-        raise error(f"{what} '{path}' does not exist")
+    check_input_file(path, what, error, MAX_BYTES)
     try:
         text = path.read_text(encoding="utf-8-sig")
         if text.lstrip().startswith("<"):

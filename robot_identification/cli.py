@@ -64,6 +64,11 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message):
         text = " ".join(message.split())
+        import re
+        choice = re.match(r"argument .*: invalid choice: '([^']*)' \(choose from (.*)\)", text)
+        if choice:
+            from robot_identification.errors import did_you_mean
+            text += did_you_mean(choice.group(1), re.findall(r"'?([\w-]+)'?", choice.group(2)))
         self.exit(2, f"{self.prog}: error: {text} (see {self.prog} --help)\n")
 
 
@@ -82,8 +87,17 @@ def build_parser():
     for mod in _command_modules():
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(p)
-        if not any("--quiet" in a.option_strings for a in p._actions):
+        options = {o for a in p._actions for o in a.option_strings}
+        if "--quiet" not in options:
             p.add_argument("--quiet", action="store_true", help="no progress bars")
+        if "--verbose" not in options:
+            p.add_argument("--verbose", "-v", action="store_true",
+                           help="also print the info notes (diagnostics of severity info)")
+        if "--output" in options and "--force" not in options and not getattr(
+                mod, "NEVER_OVERWRITES", False):
+            p.add_argument("--force", action="store_true",
+                           help="replace an existing --output (else an existing output is "
+                                "refused)")
         p.set_defaults(_run=mod.run)
     return parser
 

@@ -1,4 +1,4 @@
-"""Exception hierarchy of robot_identification.
+"""Exception hierarchy of robot_identification, and :func:`did_you_mean` for messages.
 
 Every error the core raises on bad input is an :class:`IdentificationError`
 subclass whose message names the offending input, what was expected and, where
@@ -32,3 +32,18 @@ class DataError(IdentificationError, ValueError):
 
 class ExcitationError(DataError):
     """The data do not excite some base parameters (rank-deficient observation matrix)."""
+
+
+def did_you_mean(word, choices) -> str:
+    """``" (did you mean 'x'?)"`` when ``word`` is close to one of ``choices`` (a typo of a
+    robot name, config key, estimator), else ``""``; for error messages.
+
+    Close: :func:`difflib.get_close_matches` at ratio 0.6, or a case-insensitive match."""
+    import difflib
+    choices = [str(c) for c in choices]
+    word = str(word)
+    folded = [c for c in choices if c.lower() == word.lower() and c != word]
+    close = folded or difflib.get_close_matches(word, choices, n=2, cutoff=0.6)
+    if not close:
+        return ""
+    return " (did you mean " + " or ".join(f"'{c}'" for c in close) + "?)"

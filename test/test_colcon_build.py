@@ -42,6 +42,8 @@ def test_package_xml_lists_every_runtime_dependency():
     missing = []
     for name in install_requires():
         keys = ([ROS_KEYS[name]] if name in ROS_KEYS
+                # the ROS 2 runtime wheels ros-<pkg> are the ROS packages <pkg>
+                else [name[4:].replace("-", "_")] if name.startswith("ros-")
                 else [f"python3-{name}", f"python3-{name}-pip"])
         if not deps & set(keys):
             missing.append(f"{name} (as {' or '.join(keys)})")

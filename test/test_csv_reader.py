@@ -131,3 +131,110 @@ def test_robot_config_csv_section(tmp_path):
     with pytest.raises(ConfigError, match="unknown key"):   # checked when the config loads
         parse_robot_config({"name": "x", "joints": [{"name": "j"}],
                             "csv": {"preset": "ur", "gains": [1.0]}})
+
+
+# ------------------------------------------------------------------ stdlib csv, bounded reading
+def _simple(path, rows, prefix=None, header=None):
+    """t, q1, q2, tau1, tau2 rows; ``prefix``: a first text column in every row."""
+    lines = [header] if header else []
+    for r in rows:
+        fields = [f"{v:.6f}" for v in r]
+        lines.append(",".join(([prefix] if prefix else []) + fields))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _rows(N=50):
+    t = 0.01 * np.arange(N)
+    q = np.column_stack([np.sin(t), np.cos(t)])
+    return np.column_stack([t, q, 2 * q])
+
+
+def test_quoted_comma_in_an_unused_column_is_read(tmp_path):
+    """A valid CSV whose unmapped text column holds a quoted comma ("ok, moving"): the
+    old reader split on every comma and refused the file."""
+    rows = _rows()
+    path = tmp_path / "quoted.csv"
+    path.write_text("t,q1,q2,tau1,tau2,note\n" + "\n".join(
+        ",".join(f"{v:.6f}" for v in r) + ',"ok, moving"' for r in rows) + "\n")
+    ds = read_csv(path, time=1, position=2, torque=4, n_joints=2, trim_idle=False)
+    assert ds.n_samples == len(rows) and not ds.metadata["malformed_rows"]
+    np.testing.assert_allclose(ds.q, rows[:, 1:3], atol=1e-6)
+    np.testing.assert_allclose(ds.tau, rows[:, 3:5], atol=1e-6)
+
+
+def test_zero_based_column_slip_is_named_with_the_fix(tmp_path):
+    """Column numbers counted from 0 on a file with a leading text column: every mapped
+    column is one to the left. One line naming the column, its text and the 1-based
+    mapping that reads the file."""
+    path = _simple(tmp_path / "slip.csv", _rows(), prefix="run-7",
+                   header="name,t,q1,q2,tau1,tau2")
+    with pytest.raises(DataError) as info:
+        read_csv(path, time=1, position=2, torque=4, n_joints=2)
+    msg = str(info.value)
+    assert "\n" not in msg and "slip.csv" in msg
+    assert "column 1 (time) holds 'run-7', not a number" in msg
+    assert "counted from 0" in msg and "time: 2, position: 3, torque: 5" in msg
+    assert "'t'" in msg                                 # the header's name of column 2
+    ds = read_csv(path, time=2, position=3, torque=5, n_joints=2, trim_idle=False)
+    assert ds.n_samples == 50
+
+
+def test_zero_column_in_a_config_says_columns_count_from_one(tmp_path):
+    from robot_identification.model import load_robot
+    import yaml
+    from pathlib import Path
+    repo = Path(__file__).resolve().parents[1]
+    cfg = yaml.safe_load((repo / "config" / "robots" / "zollo_planar.yaml").read_text())
+    cfg["urdf"] = str(repo / "urdf" / "zollo_planar.urdf")
+    cfg["csv"] = {"time": 0, "position": 1, "torque": 3}
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(cfg))
+    with pytest.raises(ConfigError, match=r"csv.time: .*count from 1.*time: 1, position: 2, "
+                                          r"torque: 4"):
+        load_robot(config=tmp_path / "r.yaml")
+
+
+def test_sparse_file_of_zeros_is_refused_at_once(tmp_path):
+    """A 2 GB sparse file of NUL bytes: refused from its first bytes (the reader used to
+    grow without bound); nothing is read beyond the head."""
+    path = tmp_path / "zeros.csv"
+    with open(path, "wb") as f:
+        f.truncate(2 * 10**9)
+    with pytest.raises(DataError) as info:
+        read_csv(path, time=1, position=2, torque=4, n_joints=2)
+    assert "zeros.csv" in str(info.value) and "NUL" in str(info.value)
+
+
+def test_size_and_line_limits(tmp_path, monkeypatch):
+    from robot_identification.data import _csv
+    path = _simple(tmp_path / "big.csv", _rows())
+    monkeypatch.setattr(_csv, "MAX_BYTES", 100)
+    with pytest.raises(DataError, match=r"big.csv' is 0 MiB, above the limit"):
+        read_csv(path, time=1, position=2, torque=4, n_joints=2)
+    monkeypatch.setattr(_csv, "MAX_BYTES", 10**9)
+    monkeypatch.setattr(_csv, "MAX_LINE", 1000)
+    line = tmp_path / "oneline.csv"
+    line.write_text("1," * 5000)
+    with pytest.raises(DataError, match=r"line 1 is longer than 1000 characters"):
+        read_csv(line, time=1, position=2, torque=4, n_joints=2)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev_zero", "directory"])
+def test_non_regular_files_are_refused_by_name(tmp_path, kind):
+    """A FIFO would block the reader forever and /dev/zero never ends: refused before
+    opening, by name."""
+    import os
+    if kind == "fifo":
+        path = tmp_path / "pipe.csv"
+        os.mkfifo(path)
+        expected = "is a named pipe (FIFO), not a regular file"
+    elif kind == "dev_zero":
+        path = "/dev/zero"
+        expected = "is a character device, not a regular file"
+    else:
+        path = tmp_path / "folder.csv"
+        path.mkdir()
+        expected = "is a directory"
+    with pytest.raises(DataError) as info:
+        read_csv(path, time=1, position=2, torque=4, n_joints=2)
+    assert str(path) in str(info.value) and expected in str(info.value)

@@ -200,7 +200,7 @@ def test_result_carries_diagnostics_to_results_yaml_and_cli(planar_spiked, tmp_p
     model, ds, path = planar_spiked
     out = tmp_path / "results.yaml"
     assert main(["identify", "--robot", "zollo_planar", "--data", str(path), "--quiet",
-                 "--output", str(out)]) == 0
+                 "--verbose", "--output", str(out)]) == 0
     printed = capsys.readouterr().out
     doc = yaml.safe_load(out.read_text())
     found = [Diagnostic.from_dict(d) for d in doc["diagnostics"]]

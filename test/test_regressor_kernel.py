@@ -92,3 +92,26 @@ def test_stale_library_is_not_used(monkeypatch):
     monkeypatch.setattr(_kernel, "_LOAD_ERROR", None)
     assert _kernel._library() is None
     assert "build_kernel.sh" in _kernel.status()
+
+
+def test_missing_kernel_is_announced_once(monkeypatch, tmp_path):
+    """A wheel built without the kernel (or a checkout that never compiled it): the first
+    regressor says once that the pure-Python path runs, and why; the result is the same."""
+    import warnings
+    monkeypatch.setattr(_kernel, "_PATH", str(tmp_path / "libregressor_kernel.so"))
+    monkeypatch.setattr(_kernel, "_LIB", None)
+    monkeypatch.setattr(_kernel, "_LOAD_ERROR", None)
+    monkeypatch.setattr(_kernel, "_ANNOUNCED", False)
+    monkeypatch.setattr(_kernel, "ENABLED", True)
+    model = load_robot("zollo_planar")
+    states = random_states(model, 5, np.random.default_rng(0))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            _plan.cache_clear() if hasattr(_plan, "cache_clear") else None
+            regressor(model, **states)
+            assert _kernel.Kernel.create(model.pin_model, [0], [0], [1.0]) is None
+    announced = [w for w in caught if issubclass(w.category, _kernel.KernelUnavailableWarning)]
+    assert len(announced) == 1, [str(w.message) for w in caught]
+    assert "pure-Python regressor" in str(announced[0].message)
+    assert "not built" in str(announced[0].message)

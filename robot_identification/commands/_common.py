@@ -84,6 +84,34 @@ def check_output_argument(args, model=None, key="output", dataset=False):
     value = getattr(args, key.replace("-", "_"), None)
     if value is not None:
         check_output(value, input_paths(args, model), f"--{key}", dataset)
+        refuse_existing(value, f"--{key}", args)
+
+
+def refuse_existing(path, what, args, folder_marker=None):
+    """Refuse an output that exists (a results file from an earlier run, ``results.yaml``
+    when ``--output`` was forgotten) unless ``--force`` was given; ``folder_marker``: for an
+    output directory, the file whose presence means a former output (``report.html``).
+
+    Raises
+    ------
+    ConfigError
+        The output exists and ``args.force`` is not set.
+    """
+    import os
+
+    from robot_identification.errors import ConfigError
+    from pathlib import Path
+    target = Path(path) / folder_marker if folder_marker else Path(path)
+    if getattr(args, "force", False) or not os.path.lexists(target):
+        return
+    try:
+        special = not Path(target).is_file()       # /dev/null, a FIFO: no data to lose
+    except OSError:
+        special = False
+    if special and not folder_marker:
+        return
+    raise ConfigError(f"{what} '{path}' exists (from an earlier run?): give --force to "
+                      f"replace it, or another name")
 
 
 def add_effort_lag_argument(parser):
@@ -220,3 +248,30 @@ def _load(path, model, effort_lag):
     if not (p.is_dir() or p.suffix.lower() in (".mcap", ".db3")):
         raise ConfigError(f"--effort-lag applies to rosbag2 recordings only, not '{path}'")
     return load_dataset(path, model=model, effort_lag=effort_lag)
+
+
+def print_result(result, args, table):
+    """What ``identify`` prints: the errors and warnings among ``result.diagnostics`` first
+    (one line each), then ``table`` (unless ``--quiet``), then the info notes with
+    ``--verbose`` (else one line counting them: they are in the results file too).
+
+    Parameters
+    ----------
+    result : object with ``diagnostics`` (list of Diagnostic)
+    args : argparse.Namespace
+        ``quiet`` and ``verbose`` flags.
+    table : str
+        The parameter table.
+    """
+    diagnostics = list(getattr(result, "diagnostics", []) or [])
+    serious = [d for d in diagnostics if d.severity in ("error", "warning")]
+    notes = [d for d in diagnostics if d not in serious]
+    for d in sorted(serious, key=lambda d: d.severity != "error"):
+        print(d)
+    if not getattr(args, "quiet", False):
+        print(table)
+    if getattr(args, "verbose", False):
+        for d in notes:
+            print(d)
+    elif notes:
+        print(f"{len(notes)} note(s) (info) in the results file; --verbose prints them")

@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 
 NAME = "demo"
+#: An existing output is refused, with no --force.
+NEVER_OVERWRITES = True
 HELP = "simulate, excite, record and identify a robot through the ROS 2 nodes (needs rclpy)"
 ORDER = 5
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from robot_identification.commands._common import (
     add_derivatives_argument, add_effort_lag_argument, add_robot_arguments,
-    check_output_argument, input_paths,
+    check_output_argument, input_paths, print_result,
     load_datasets, robot_from_args)
 from robot_identification.choices import ESTIMATORS, PREPROCESSING
 
@@ -92,9 +92,6 @@ def run(args):
         result.settings["selection"] = table
         result.diagnostics += selection_diagnostics(model, table)
     out = write_results(result, args.output, model, inputs=input_paths(args))
-    if not args.quiet:
-        print(format_table(result))
-    for d in result.diagnostics:
-        print(d)
+    print_result(result, args, format_table(result))
     print(f"wrote {Path(out).resolve()}")
     return 0

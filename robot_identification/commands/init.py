@@ -4,6 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 
 NAME = "init"
+#: An existing output is refused, with no --force.
+NEVER_OVERWRITES = True
 HELP = ("write a starter robot config YAML from a URDF/xacro (joints and limits from the "
         "URDF, friction model, identification defaults, csv: template)")
 ORDER = 1

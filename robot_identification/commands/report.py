@@ -5,7 +5,7 @@ from pathlib import Path
 
 from robot_identification.commands._common import (
     add_derivatives_argument, add_effort_lag_argument, add_robot_arguments,
-    check_output_argument, input_paths,
+    check_output_argument, input_paths, refuse_existing,
     load_datasets, robot_from_args)
 
 NAME = "report"
@@ -40,6 +40,7 @@ def run(args):
     from robot_identification.validation import load_estimates, validate
     from robot_identification.identification import settings_from_results
     model = robot_from_args(args)
+    refuse_existing(args.output, "--output", args, folder_marker="report.html")
     if args.urdf_out:
         check_output_argument(args, model, "urdf-out")
     base, models, doc = load_estimates(args.results, model)

@@ -23,12 +23,16 @@ Processing order (each step is recorded in ``Dataset.metadata``):
 """
 from __future__ import annotations
 
+import csv
 import math
+import os
 import warnings
+from array import array
 from pathlib import Path
 
 import numpy as np
 
+from robot_identification._files import check_input_file
 from robot_identification.errors import ConfigError, DataError
 from robot_identification.data._dataset import Dataset, uniform_grid
 
@@ -106,34 +110,63 @@ def _columns(spec, n, key, n_fields):
     return cols
 
 
-def _read_text(path):
-    """Text of a CSV file: UTF-8 (a byte-order mark is dropped) or UTF-16 (with its BOM, or
-    without one when every other byte of the start is 0: ASCII text, as Windows tools and
-    PowerShell's ``Out-File`` write it; it was read as lines of "non-numeric fields").
+#: Largest CSV file read [bytes] (``RI_CSV_MAX_BYTES`` in the environment; default 8 GiB, an
+#: hour at 1 kHz of 31 columns is about 1.3 GiB): larger files are refused before reading.
+MAX_BYTES = int(os.environ.get("RI_CSV_MAX_BYTES", 8 * 2**30))
+#: Longest line [characters]: a longer one (a file without line breaks) is refused when met.
+MAX_LINE = 1 << 20
+
+
+def _encoding(path, head):
+    """Text encoding of a CSV file from its first bytes: UTF-8 (a byte-order mark is dropped)
+    or UTF-16 (with its BOM, or without one when every other byte of the start is 0: ASCII
+    text, as Windows tools and PowerShell's ``Out-File`` write it).
 
     Raises
     ------
     DataError
-        Unreadable, compressed or not text.
+        Compressed (gzip) or binary (NUL bytes, e.g. a file of zeros) content.
     """
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as exc:
-        raise DataError(f"cannot read CSV '{path}': {exc.strerror or exc}") from None
-    if raw[:2] == b"\x1f\x8b":
+    if head[:2] == b"\x1f\x8b":
         raise DataError(f"CSV '{path}' is gzip-compressed; decompress it first (gunzip)")
-    head = raw[:4096]
-    try:
-        if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
-            return raw.decode("utf-16")
-        if len(head) >= 8 and head[1::2].count(0) > 0.9 * len(head[1::2]):
-            return raw.decode("utf-16-le")      # UTF-16 without byte-order mark (ASCII
-        if len(head) >= 8 and head[0::2].count(0) > 0.9 * len(head[0::2]):
-            return raw.decode("utf-16-be")      # text: every other byte is 0)
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise DataError(f"CSV '{path}' is not UTF-8 text (byte {exc.start} is "
-                        f"0x{raw[exc.start]:02x}); save it as UTF-8") from None
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return "utf-16"
+    if len(head) >= 8:
+        odd, even = head[1::2], head[0::2]
+        if odd.count(0) > 0.9 * len(odd) and even.count(0) < 0.5 * len(even):
+            return "utf-16-le"                 # UTF-16 without byte-order mark (ASCII
+        if even.count(0) > 0.9 * len(even) and odd.count(0) < 0.5 * len(odd):
+            return "utf-16-be"                 # text: every other byte is 0)
+    if 0 in head:
+        raise DataError(f"CSV '{path}' is not text: byte {head.index(0)} is NUL (a binary "
+                        f"file, or a recording that was never written: zeros)")
+    return "utf-8-sig"
+
+
+def _lines(f, path, where):
+    """Data lines of an open text file for :mod:`csv` (blank and ``#`` comment lines left
+    out); ``where[0]`` is the number of the line last read. Bounded: a line longer than
+    :data:`MAX_LINE` or holding NUL is refused when it is met."""
+    lineno = 0
+    while True:
+        try:
+            line = f.readline(MAX_LINE)
+        except UnicodeDecodeError as exc:
+            raise DataError(f"CSV '{path}' is not UTF-8 text (line {lineno + 1} holds byte "
+                            f"0x{exc.object[exc.start]:02x}); save it as UTF-8") from None
+        if not line:
+            return
+        lineno += 1
+        where[0] = lineno
+        if len(line) >= MAX_LINE and line[-1] not in "\r\n":
+            raise DataError(f"CSV '{path}': line {lineno} is longer than {MAX_LINE} "
+                            f"characters: not a CSV file of samples (no line breaks?)")
+        if "\0" in line:
+            raise DataError(f"CSV '{path}': line {lineno} holds a NUL character: not text (a "
+                            f"damaged or binary file)")
+        s = line.strip()
+        if s and not s.startswith("#"):
+            yield line
 
 
 def _delimiter_hint(line, delimiter):
@@ -150,57 +183,140 @@ def _delimiter_hint(line, delimiter):
     return ""
 
 
-def _parse(path, delimiter, n_columns, needed=None):
+def _number(field, decimal):
+    return float(field.strip().strip('"').strip("'").translate(decimal))
+
+
+def _parse(path, delimiter, n_columns, needed, roles=None):
     """Numeric rows of a CSV file and the list of malformed (line, reason).
 
-    Only the ``needed`` columns (0-based; default all) must be numbers and finite; the others
-    may hold anything (text, empty fields of a trailing delimiter, NaN). Fields may be quoted;
-    with a delimiter other than ``,`` a comma is a decimal comma (``0,25;1,5``).
-    Returns the rows as an (N, n_columns) array (unparsed columns NaN; ``[]`` without rows).
+    The file is read lazily with the :mod:`csv` module (quoted fields may hold the delimiter,
+    e.g. a quoted comma in a text column); only the ``needed`` columns (0-based) are converted
+    and kept (8 bytes per value), and they must be numbers and finite; the other columns may
+    hold anything (text, empty fields of a trailing delimiter, NaN). With a delimiter other
+    than ``,`` a comma is a decimal comma (``0,25;1,5``). The first line that is not numbers
+    is a header. ``roles`` names the columns in messages (``{column: "time"}``).
+
+    Returns
+    -------
+    rows : ndarray (N, n_columns) or list
+        Unconverted columns NaN; ``[]`` without rows.
+    lines : list of int
+    bad : list of (int, str)
+    n_columns : int
+    sample : dict
+        ``header`` (list of str or None) and ``rows`` (up to 20 raw data rows) for
+        :func:`_mapping_hint`.
+
+    Raises
+    ------
+    DataError
+        Not a regular file, too large, compressed, binary, not UTF-8/UTF-16 text, a line
+        too long.
     """
-    rows, lines, bad = [], [], []
-    # a delimiter other than ',' (';' of European spreadsheets): a comma is a decimal comma
+    check_input_file(path, "CSV", DataError, MAX_BYTES)
+    roles = roles or {}
     decimal = str.maketrans(",", ".") if delimiter != "," else {}
-    text = _read_text(path)
+    values, lines, bad = array("d"), [], []
+    sample = {"header": None, "rows": []}
+    try:
+        with open(path, "rb") as raw:
+            encoding = _encoding(path, raw.read(4096))
+        f = open(path, encoding=encoding, newline="")
+    except OSError as exc:
+        raise DataError(f"cannot read CSV '{path}': {exc.strerror or exc}") from None
+    where = [0]
     first_line = None
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        s = line.strip()
-        if not s or s.startswith("#"):
-            continue
-        if first_line is None:
-            first_line = lineno
-        fields = s.split(delimiter)
-        cols = range(len(fields)) if needed is None else needed
-        if n_columns is not None and len(fields) != n_columns:
-            bad.append((lineno, f"{len(fields)} fields, expected {n_columns}"))
-            continue
-        try:
-            vals = [float(fields[c].strip().strip('"').strip("'").translate(decimal))
-                    for c in cols]
-        except (ValueError, IndexError) as exc:
-            if not rows and not bad and lineno == first_line:
-                continue                                  # header line
-            why = (f"{len(fields)} field(s), the column mapping needs "
-                   f"{max(cols) + 1}" if isinstance(exc, IndexError) else "non-numeric field")
-            bad.append((lineno, why + _delimiter_hint(s, delimiter)))
-            continue
-        if n_columns is None:
-            n_columns = len(fields)
-        if not all(map(math.isfinite, vals)):
-            bad.append((lineno, "NaN/inf field"))
-            continue
-        rows.append(vals)
-        lines.append(lineno)
-    if rows:
-        cols = list(range(n_columns) if needed is None else needed)
-        data = np.full((len(rows), n_columns), np.nan)
-        data[:, cols] = np.array(rows)
+    with f:
+        reader = csv.reader(_lines(f, path, where), delimiter=delimiter,
+                            skipinitialspace=True)
+        while True:
+            try:
+                fields = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as exc:
+                bad.append((where[0], f"not CSV ({exc})"))
+                continue
+            lineno = where[0]
+            if first_line is None:
+                first_line = lineno
+            if len(sample["rows"]) < 20 and lineno != first_line:
+                sample["rows"].append(fields)
+            if n_columns is not None and len(fields) != n_columns:
+                bad.append((lineno, f"{len(fields)} fields, expected {n_columns}"))
+                continue
+            try:
+                vals = [_number(fields[c], decimal) for c in needed]
+            except (ValueError, IndexError):
+                if lineno == first_line:
+                    sample["header"] = fields               # header line
+                    continue
+                bad.append((lineno, _why_not_numbers(fields, needed, roles, decimal)
+                            + _delimiter_hint(delimiter.join(fields), delimiter)))
+                continue
+            if lineno == first_line:
+                sample["rows"].append(fields)
+            if n_columns is None:
+                n_columns = len(fields)
+            if not all(map(math.isfinite, vals)):
+                bad.append((lineno, "NaN/inf field"))
+                continue
+            values.extend(vals)
+            lines.append(lineno)
+    rows = []
+    if lines:
+        data = np.full((len(lines), n_columns), np.nan)
+        data[:, list(needed)] = np.frombuffer(values, dtype=float).reshape(len(lines), -1)
         rows = data
-    return rows, lines, bad, n_columns
+    return rows, lines, bad, n_columns, sample
+
+
+def _why_not_numbers(fields, needed, roles, decimal):
+    """The first mapped column of a row that is missing or no number, named."""
+    for c in needed:
+        role = f" ({roles[c]})" if c in roles else ""
+        if c >= len(fields):
+            return f"{len(fields)} field(s), the column mapping needs {max(needed) + 1}"
+        try:
+            _number(fields[c], decimal)
+        except ValueError:
+            return f"column {c + 1}{role} holds {fields[c][:40]!r}, not a number"
+    return "non-numeric field"
+
+
+def _mapping_hint(sample, needed, opts, delimiter):
+    """A suggestion when the mapped columns hold text but the columns one to the right hold
+    numbers in every sampled row: column numbers counted from 0 (they count from 1)."""
+    rows = sample["rows"]
+    decimal = str.maketrans(",", ".") if delimiter != "," else {}
+
+    def numeric(cols):
+        try:
+            return bool(rows) and all(
+                math.isfinite(_number(r[c], decimal)) for r in rows for c in cols)
+        except (ValueError, IndexError):
+            return False
+
+    if not rows or numeric(needed) or not numeric([c + 1 for c in needed]):
+        return ""
+    shifted = []
+    for key in ("time", "position", "velocity", "torque", "current"):
+        v = opts.get(key)
+        if v is not None:
+            shifted.append(f"{key}: {v + 1}" if isinstance(v, int)
+                           else f"{key}: {[c + 1 for c in v]}")
+    header = sample["header"]
+    named = ""
+    if header and len(header) > max(needed) + 1:
+        named = f" (the header names column {needed[0] + 2} {header[needed[0] + 1]!r})"
+    return (f"; the columns one to the right hold numbers{named}: column numbers counted "
+            f"from 0? They count from 1 (the first column is 1): {', '.join(shifted)}")
 
 
 def _needed_columns(opts, n):
-    """0-based columns the mapping reads (range-checked later against the file).
+    """0-based columns the mapping reads (range-checked later against the file), each with
+    its role (``{column: "position of joint 2"}``).
 
     Raises
     ------
@@ -220,7 +336,7 @@ def _needed_columns(opts, n):
                                   f"{c + 1 - k} overlaps '{owner[c].split(' of ')[0]}'); "
                                   f"check the csv: section's columns and n_joints")
             owner[c] = role
-    return sorted(owner)
+    return owner
 
 
 def read_csv(path, *, preset=None, time=None, position=None, velocity=None, torque=None,
@@ -280,8 +396,7 @@ def read_csv(path, *, preset=None, time=None, position=None, velocity=None, torq
         without drive gains).
     """
     path = Path(path)
-    if not path.is_file():
-        raise DataError(f"CSV file '{path}' does not exist")
+    check_input_file(path, "CSV file", DataError, MAX_BYTES)
     opts = {}
     if model is not None:
         opts = csv_options(model)
@@ -304,6 +419,12 @@ def read_csv(path, *, preset=None, time=None, position=None, velocity=None, torq
                        ("idle_velocity", idle_velocity), ("idle_margin", idle_margin),
                        ("resample", resample), ("max_malformed", max_malformed)):
         opts.setdefault(k, default)
+    # (imported here: robot_identification.model loads pinocchio, which reading a CSV without
+    # a model does not need)
+    from robot_identification.model import csv_zero_based_hint
+    hint = csv_zero_based_hint(opts)
+    if hint:
+        raise ConfigError(f"CSV '{path}': {hint}")
     if opts.get("position") is None or opts.get("time") is None:
         raise ConfigError(f"CSV '{path}': the column mapping needs 'time' and 'position' "
                           f"(give them, a preset, or a robot config with a csv: section)")
@@ -321,16 +442,19 @@ def read_csv(path, *, preset=None, time=None, position=None, velocity=None, torq
                           f"preset's, e.g. 'ur' maps 6): make them agree")
 
     try:
-        needed = _needed_columns(opts, n)
+        roles = _needed_columns(opts, n)
     except ConfigError as exc:
         raise ConfigError(f"CSV '{path}': {exc}") from None
+    needed = sorted(roles)
     if opts.get("n_columns") is not None:             # a declared layout: check it first
         _columns([c + 1 for c in needed], len(needed), "column mapping", opts["n_columns"])
-    rows, lines, bad, n_fields = _parse(path, opts["delimiter"], opts.get("n_columns"), needed)
+    rows, lines, bad, n_fields, sample = _parse(path, opts["delimiter"], opts.get("n_columns"),
+                                                needed, roles)
     if not len(rows):
         raise DataError(f"CSV '{path}' holds no numeric data rows"
                         + (f" ({len(bad)} malformed; first: line {bad[0][0]}: {bad[0][1]})"
-                           if bad else ""))
+                           if bad else "") + _mapping_hint(sample, needed, opts,
+                                                           opts["delimiter"]))
     data = np.array(rows)
     lines = np.array(lines)
     tcol = _columns(opts["time"], 1, "time", n_fields)[0]
@@ -357,7 +481,8 @@ def read_csv(path, *, preset=None, time=None, position=None, velocity=None, torq
                 "; the time decreases from row to row: rows in reverse order? sort them"
                 if len(back) >= 0.9 * (total - 1) else
                 f"; the time goes back at line {back[0]}: a second recording appended, or a "
-                f"clock reset? split the file there" if len(back) > len(bad) / 2 else "")
+                f"clock reset? split the file there" if len(back) > len(bad) / 2 else
+                _mapping_hint(sample, needed, opts, opts["delimiter"]))
         raise DataError(f"CSV '{path}': {len(bad)} of {total} rows are malformed (more than "
                         f"{100 * opts['max_malformed']:.3g} %); first: line {bad[0][0]}: "
                         f"{bad[0][1]}{hint}")

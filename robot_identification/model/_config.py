@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 
 from robot_identification.choices import ESTIMATORS, PREPROCESSING  # noqa: F401
-from robot_identification.errors import ConfigError
+from robot_identification.errors import ConfigError, did_you_mean
 
 #: Friction models of the identification regressor (per joint, same for all joints).
 #: ``viscous``: f_v * v; ``coulomb_viscous``: f_c * sign(v) + f_v * v;
@@ -164,7 +164,8 @@ class _Reader:
         if not isinstance(value, str):
             raise ConfigError(f"{self.where}.{key}: expected a string, got {value!r}")
         if choices is not None and value not in choices:
-            raise ConfigError(f"{self.where}.{key}: must be one of {list(choices)}, got '{value}'")
+            raise ConfigError(f"{self.where}.{key}: must be one of {list(choices)}, got "
+                              f"'{value}'{did_you_mean(value, choices)}")
         return value
 
     def boolean(self, key, default=False):
@@ -203,9 +204,10 @@ class _Reader:
         return value
 
     def finish(self):
-        unknown = sorted(set(self.data) - self.used)
+        unknown = sorted(set(self.data) - self.used, key=str)
         if unknown:
-            raise ConfigError(f"{self.where}: unknown key(s) {unknown}; "
+            hint = "".join(did_you_mean(k, sorted(self.used)) for k in unknown[:3])
+            raise ConfigError(f"{self.where}: unknown key(s) {unknown}{hint}; "
                               f"allowed: {sorted(self.used)}")
 
 
@@ -447,6 +449,26 @@ def _load_joint(item, where) -> JointConfig:
                        friction_model=friction_model)
 
 
+def csv_zero_based_hint(mapping) -> str:
+    """``"<key>: ... count from 1 ..."`` when a column of the mapping (``time``, ``position``,
+    ``velocity``, ``torque``, ``current``) is 0: numbers counted from 0, with the same mapping
+    counted from 1; else ``""``."""
+    keys = ("time", "position", "velocity", "torque", "current")
+    ints = {k: mapping[k] for k in keys if isinstance(mapping.get(k), (int, list, tuple))
+            and not isinstance(mapping.get(k), bool)}
+    flat = {k: [v] if isinstance(v, int) else list(v) for k, v in ints.items()}
+    if not all(isinstance(c, int) and not isinstance(c, bool) for v in flat.values()
+               for c in v):
+        return ""
+    zero = next((k for k, v in flat.items() if 0 in v), None)
+    if zero is None or any(c < 0 for v in flat.values() for c in v):
+        return ""
+    shifted = ", ".join(f"{k}: {v + 1}" if isinstance(v, int) else f"{k}: {[c + 1 for c in v]}"
+                        for k, v in ints.items())
+    return (f"{zero}: column 0 does not exist: columns count from 1 (the first column is 1); "
+            f"counted from 1 this mapping is {shifted}")
+
+
 def _columns_spec(r, key, n):
     """A CSV column mapping entry: a 1-based first column (int) or one column per joint."""
     value, present = r._get(key, None, False)
@@ -465,6 +487,9 @@ def _csv_section(data, where, n) -> dict:
     """The ``csv:`` section, every key type-checked at load (the reader's keyword
     arguments, see :func:`robot_identification.data.read_csv`)."""
     r = _Reader(data, f"{where}.csv")
+    hint = csv_zero_based_hint(r.data)
+    if hint:
+        raise ConfigError(f"{where}.csv.{hint}")
     out = {"preset": r.string("preset"), "delimiter": r.string("delimiter"),
            "time": _columns_spec(r, "time", 1) if not isinstance(r.data.get("time"), list)
            else None}
@@ -547,8 +572,8 @@ def _estimator_list(value, where) -> tuple:
                           f"{list(ESTIMATORS)}, got {value!r}")
     bad = [v for v in names if v not in ESTIMATORS]
     if bad:
-        raise ConfigError(f"{where}.estimator: unknown estimator(s) {bad}; choose from "
-                          f"{list(ESTIMATORS)}")
+        raise ConfigError(f"{where}.estimator: unknown estimator(s) {bad}"
+                          f"{did_you_mean(bad[0], ESTIMATORS)}; choose from {list(ESTIMATORS)}")
     return tuple(dict.fromkeys(names))
 
 

@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from robot_identification.errors import ConfigError
+from robot_identification.errors import ConfigError, did_you_mean
 
 PACKAGE = "robot_identification"
 
@@ -51,7 +51,9 @@ def robot_files(name: str) -> Path:
     """
     path = share_directory() / "config" / "robots" / f"{name}.yaml"
     if not path.is_file():
-        raise ConfigError(f"unknown robot '{name}'; shipped robots: {available_robots()}")
+        robots = available_robots()
+        raise ConfigError(f"unknown robot '{name}'{did_you_mean(name, robots)}; shipped "
+                          f"robots: {robots}")
     return path
 
 

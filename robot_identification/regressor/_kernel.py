@@ -4,12 +4,13 @@ The kernel evaluates the entries of pinocchio's joint torque regressor per sampl
 forward pass over the one-dof joints, each body's regressor about its parameter frame, the
 joint axes moved along the chain; ``_kernel.cpp`` says how) and writes the observation rows
 (link blocks, rotor columns of the complete elastic model, drive columns) in C++, for all
-samples of a block in one call. It is optional: ``scripts/build_kernel.sh`` (run by
-``scripts/setup.sh``) compiles ``build/libregressor_kernel.so`` beside this file; without
-it (colcon/ROS installs, a failed compile, ``RI_REGRESSOR_KERNEL=0`` in the environment,
+samples of a block in one call. It is optional: the wheel build (``pip install``, setup.py)
+and ``scripts/build_kernel.sh`` compile ``build/libregressor_kernel.so`` beside this file;
+without it (colcon/ROS installs, a failed compile, ``RI_REGRESSOR_KERNEL=0`` in the environment,
 or a model with a joint type the kernel does not build) :mod:`._regressor` uses its
 pure-Python path, which gives the same matrix (tested to 1e-12 against each other and
-pinocchio's rnea).
+pinocchio's rnea); the first regressor built without it says so once
+(:class:`KernelUnavailableWarning`).
 """
 from __future__ import annotations
 
@@ -45,7 +46,8 @@ def _library():
     global _LIB, _LOAD_ERROR
     if _LIB is None and _LOAD_ERROR is None:
         if not os.path.exists(_PATH):
-            _LOAD_ERROR = "not built (scripts/build_kernel.sh)"
+            _LOAD_ERROR = ("not built (a wheel built with RI_NATIVE_BUILD=0 or without g++; "
+                           "in a checkout: scripts/build_kernel.sh)")
             return None
         try:
             lib = ctypes.CDLL(_PATH)
@@ -72,6 +74,27 @@ def _library():
                                             ctypes.c_long, _l, _d, ctypes.c_long, _d]
         _LIB = lib
     return _LIB
+
+
+_ANNOUNCED = False
+
+
+class KernelUnavailableWarning(UserWarning):
+    """The compiled kernel is not available: the regressor runs its pure-Python path (the
+    same matrix, about half as fast; docs/performance.md). Issued once per process."""
+
+
+def announce_fallback():
+    """Warn once per process that the pure-Python regressor is used, and why (nothing when
+    the kernel is loaded or ``RI_REGRESSOR_KERNEL=0`` turned it off on purpose)."""
+    global _ANNOUNCED
+    if _ANNOUNCED or not ENABLED or _library() is not None:
+        return
+    _ANNOUNCED = True
+    import warnings
+    warnings.warn(f"regressor: compiled kernel {_LOAD_ERROR}; the pure-Python regressor is "
+                  f"used (the same results, about half as fast; RI_REGRESSOR_KERNEL=0 "
+                  f"silences this)", KernelUnavailableWarning, stacklevel=3)
 
 
 def status():
@@ -152,7 +175,10 @@ class Kernel:
             Y[dst] += weight * R[src], per sample.
         """
         lib = _library() if ENABLED else None
-        tree = kinematic_tree(pin_model) if lib is not None else None
+        if lib is None:
+            announce_fallback()
+            return None
+        tree = kinematic_tree(pin_model)
         if tree is None:
             return None
         nj = pin_model.njoints - 1

@@ -1,0 +1,28 @@
+# Sourced by scripts/setup.sh and scripts/check_pip_install.sh: `cmd 2>&1 | progress LOG` shows
+# the wheel build's own lines (ri-build:, scripts/native_build.py) as they come and, after 12 s
+# without one, a line with the time and pip's latest step; the whole output goes to LOG.
+progress() {
+  local log=$1 start=$SECONDS last=$SECONDS step="starting" line status
+  while true; do
+    if IFS= read -r -t 2 line; then
+      echo "$line" >>"$log"
+      case "$line" in
+        *ri-build:*) echo "      ${line#*ri-build: }"; last=$SECONDS ;;
+        *Collecting*|*Downloading*|*"Using cached"*|*"Requirement already"*|*"build dependencies"*\
+        |*"Getting requirements"*|*"Preparing metadata"*|*"Building wheel"*|*"Created wheel"*)
+          step=$(echo "$line" | sed 's/^ *//' | cut -c1-70) ;;
+        "Installing collected packages"*)
+          step="installing $(echo "$line" | tr ',' '\n' | wc -l) package(s)"
+          echo "      $step"; last=$SECONDS ;;
+        ERROR:*|error:*) echo "      $line" ;;
+      esac
+    else
+      status=$?
+      [ "$status" -gt 128 ] || break            # end of input (not a time-out)
+    fi
+    if [ $((SECONDS - last)) -ge 12 ]; then
+      echo "      ... $((SECONDS - start)) s: $step"
+      last=$SECONDS
+    fi
+  done
+}
