@@ -52,7 +52,7 @@ for _ in $(seq 60); do                  # until every node is in the graph (at m
   sleep 2
   kill -0 "$LAUNCH" 2>/dev/null || break
   listed=$(venv/bin/ros2 node list --no-daemon 2>/dev/null || true)
-  up=$(for n in $NODES; do grep -qx "/$n" <<<"$listed" && echo "$n"; done | xargs)
+  up=$(for n in $NODES; do if grep -qx "/$n" <<<"$listed"; then echo "$n"; fi; done | xargs)
   [ "$up" = "$NODES" ] && break
 done
 kill -INT -- "-$LAUNCH" 2>/dev/null || true

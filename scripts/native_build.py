@@ -240,13 +240,27 @@ def cache_dir():
     return Path(value or Path.home() / ".cache" / "robot_identification" / "native")
 
 
-def _versions(python, pattern):
-    code = ("import importlib.metadata as m, re; print(sorted((d.metadata['Name'].lower(), "
-            f"d.version) for d in m.distributions() if re.match({pattern!r}, "
-            "(d.metadata['Name'] or '').lower())))")
-    out = subprocess.run([str(python or sys.executable), "-c", code], capture_output=True,
-                         text=True)
+def _versions(python, names):
+    """``name==version`` (or ``name==none``) of the distributions ``names`` in ``python``."""
+    code = ("import importlib.metadata as m, sys\n"
+            "for n in sys.argv[1:]:\n"
+            "    try: print(n, m.version(n))\n"
+            "    except m.PackageNotFoundError: print(n, None)")
+    out = subprocess.run([str(python or sys.executable), "-c", code, *names],
+                         capture_output=True, text=True)
     return out.stdout + sys.version
+
+
+#: The wheels each part is compiled against (a part is rebuilt when one of them changes).
+KERNEL_WHEELS = ("pin", "libpinocchio", "cmeel-eigen", "cmeel-boost")
+INTERFACE_WHEELS = tuple(f"ros-{n}" for n in (
+    "rosidl-default-generators", "rosidl-generator-c", "rosidl-generator-cpp",
+    "rosidl-generator-py", "rosidl-generator-type-description", "rosidl-typesupport-c",
+    "rosidl-typesupport-cpp", "rosidl-typesupport-fastrtps-c", "rosidl-typesupport-fastrtps-cpp",
+    "rosidl-typesupport-introspection-c", "rosidl-typesupport-introspection-cpp",
+    "rosidl-runtime-c", "rosidl-runtime-cpp", "rosidl-parser", "rosidl-adapter",
+    "rosidl-cmake", "ament-cmake", "builtin-interfaces", "std-msgs", "action-msgs",
+    "unique-identifier-msgs", "service-msgs", "rcutils", "fastcdr")) + ("numpy",)
 
 
 def cache_keys(python=None):
@@ -254,13 +268,9 @@ def cache_keys(python=None):
     versions of the wheels it is built against change."""
     kernel = hashlib.sha256(KERNEL_SOURCE.read_bytes())
     kernel.update(" ".join(kernel_command("OUT", "PREFIX")).encode())
-    kernel.update(_versions(python, r"(pin|libpinocchio|cmeel-eigen|cmeel-boost)$").encode())
+    kernel.update(_versions(python, KERNEL_WHEELS).encode())
     iface = hashlib.sha256(interfaces_hash().encode())
-    # the wheels the interfaces are generated and compiled against (the same in pip's build
-    # environment and in a venv that holds the whole ROS runtime besides)
-    iface.update(_versions(python, r"ros-(rosidl|ament-cmake|ament-package|builtin-interfaces|"
-                                   r"std-msgs|action-msgs|service-msgs|unique-identifier-msgs|"
-                                   r"rcutils|rmw$|fastcdr|rpyutils)").encode())
+    iface.update(_versions(python, INTERFACE_WHEELS).encode())
     return {"kernel": kernel.hexdigest()[:24], "interfaces": iface.hexdigest()[:24]}
 
 

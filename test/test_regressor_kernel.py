@@ -110,7 +110,7 @@ def test_missing_kernel_is_announced_once(monkeypatch, tmp_path):
         for _ in range(2):
             _plan.cache_clear() if hasattr(_plan, "cache_clear") else None
             regressor(model, **states)
-            assert _kernel.Kernel.create(model.pin_model, [0], [0], [1.0]) is None
+            assert _kernel.Kernel.create(model.pin_model, None, None, [0], [0], [1.0]) is None
     announced = [w for w in caught if issubclass(w.category, _kernel.KernelUnavailableWarning)]
     assert len(announced) == 1, [str(w.message) for w in caught]
     assert "pure-Python regressor" in str(announced[0].message)
