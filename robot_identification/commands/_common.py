@@ -200,39 +200,81 @@ def warn_unmodelled_joints(dataset, model, path):
 
 
 def load_datasets(paths, model, effort_lag=0.0, measured_velocities=True):
-    """:func:`load_data` of each of ``paths``.
+    """:func:`load_data` of each of ``paths``, each recording once
+    (:func:`check_distinct_recordings`).
 
     Raises
     ------
     ConfigError
-        A file given twice (its samples would count twice and the standard deviations shrink
-        by sqrt(2)), also through another name (symlink, hard link).
+        A recording given twice (see :func:`check_distinct_recordings`).
+    """
+    check_distinct_recordings(paths)
+    return [load_data(p, model, effort_lag, measured_velocities) for p in paths]
+
+
+def check_distinct_recordings(paths, option="--data"):
+    """Refuse a recording given twice: its samples would count twice and every standard
+    deviation shrink by 1/sqrt(2) - the same file or directory (also through a symlink or
+    hard link), a byte-identical copy of it, or a file inside a bag directory given too.
+
+    Raises
+    ------
+    ConfigError
+        Naming both paths.
     """
     from robot_identification.errors import ConfigError
     seen = []
     for p in paths:
         for q in seen:
-            if same_recording(p, q, copies=False):
-                raise ConfigError(f"--data names '{p}' twice"
-                                  + (f" (as '{q}')" if str(p) != str(q) else "")
-                                  + ": give each recording once")
+            if same_recording(p, q):
+                how = ("twice" if str(p) == str(q) else
+                       f"twice (as '{q}')" if _same_path(p, q) else
+                       f"and '{q}', the same recording (a copy with the same bytes, or a "
+                       f"file of that bag)")
+                raise ConfigError(f"{option} names '{p}' {how}: its samples would count "
+                                  f"twice (every standard deviation shrinks by 1/sqrt(2)); "
+                                  f"give each recording once")
         seen.append(p)
-    return [load_data(p, model, effort_lag, measured_velocities) for p in paths]
+
+
+def _same_path(a, b) -> bool:
+    import os
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
 
 
 def same_recording(a, b, copies=True) -> bool:
     """Whether paths ``a`` and ``b`` name the same recording: the same file or directory
-    (also through a symlink or hard link) or, with ``copies``, two regular files with the
-    same bytes (:func:`filecmp.cmp`)."""
+    (also through a symlink or hard link), one inside the other (a bag directory and its
+    storage file) or, with ``copies``, two regular files, or two directories of the same
+    files, with the same bytes (:func:`filecmp.cmp`; sizes are compared first)."""
     import filecmp
     import os
+    from pathlib import Path
+    if _same_path(a, b):
+        return True
     try:
-        if os.path.samefile(a, b):
-            return True
+        ra, rb = Path(a).resolve(), Path(b).resolve()
+    except (OSError, RuntimeError):
+        return False
+    if ra in rb.parents or rb in ra.parents:
+        return True
+    if not copies:
+        return False
+    try:
+        if os.path.isfile(ra) and os.path.isfile(rb):
+            return filecmp.cmp(ra, rb, shallow=False)
+        if os.path.isdir(ra) and os.path.isdir(rb):
+            fa = sorted(f.relative_to(ra) for f in ra.rglob("*") if f.is_file())
+            fb = sorted(f.relative_to(rb) for f in rb.rglob("*") if f.is_file())
+            return bool(fa) and fa == fb and all(
+                (ra / f).stat().st_size == (rb / f).stat().st_size for f in fa) and all(
+                filecmp.cmp(ra / f, rb / f, shallow=False) for f in fa)
     except OSError:
-        return os.path.abspath(a) == os.path.abspath(b)
-    return copies and os.path.isfile(a) and os.path.isfile(b) and filecmp.cmp(
-        a, b, shallow=False)
+        return False
+    return False
 
 
 def _load(path, model, effort_lag):

@@ -13,8 +13,9 @@ Time is taken from the header stamps (simulation time in lockstep runs).
 from __future__ import annotations
 
 import json
+import os
 import time
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import numpy as np
 
@@ -75,6 +76,8 @@ def _iter_bag(path: Path, topics):
     """
     from rosbags.rosbag2 import Reader
     files = sorted(path.glob("*.mcap")) if path.is_dir() else [path]
+    for f in files + (sorted(path.glob("*.db3")) if path.is_dir() else []):
+        _check_regular(f)                       # a FIFO would block the reader for ever
     if path.is_file() and path.stat().st_size == 0:
         raise DataError(f"'{path}' is empty (0 bytes): the recording never wrote a message")
     sqlite = sorted(path.glob("*.db3")) if path.is_dir() else []
@@ -88,6 +91,8 @@ def _iter_bag(path: Path, topics):
         raise DataError(f"'{path}' is not a rosbag2 directory (no metadata.yaml, no .mcap)"
                         f"{hint}")
     declared = _declared_counts(path)
+    if declared is not None:
+        _check_storage(path, declared)
     counts = dict.fromkeys(topics, 0)
     try:
         with Reader(path) as reader:
@@ -107,36 +112,164 @@ def _iter_bag(path: Path, topics):
         return
     for topic, n in counts.items():
         d = (declared or {}).get(topic)
-        if d is not None and n < d:
-            raise DataError(f"bag '{path}': metadata.yaml declares {d} messages on '{topic}' "
-                            f"but the storage holds {n} ({100 * n / d:.0f} %): the file is "
-                            f"truncated or damaged")
+        if d is not None and n != d:
+            raise DataError(_count_mismatch(path, topic, d, n))
+
+
+def _count_mismatch(path, topic, declared, held) -> str:
+    """The message for a topic whose stored messages differ from metadata.yaml's count."""
+    if held < declared:
+        return (f"bag '{path}': metadata.yaml declares {declared} messages on '{topic}' but "
+                f"the storage holds {held} ({100 * held / declared:.0f} %): the file is "
+                f"truncated or damaged")
+    return (f"bag '{path}': the storage holds {held} messages on '{topic}' but metadata.yaml "
+            f"declares {declared}: the metadata does not describe this storage (edited, or "
+            f"another recording's); fix or remove metadata.yaml")
+
+
+class _Declared(dict):
+    """Topic -> message count of a bag's metadata.yaml, with the storage it declares:
+    ``files`` (relative_file_paths), ``storage`` (storage_identifier), ``total``
+    (message_count) and ``meta`` (the metadata.yaml path)."""
+
+    files: list
+    storage: str
+    total: object
+    meta: Path
 
 
 def _declared_counts(path: Path):
-    """Topic -> message count declared by a bag's metadata.yaml (None without one).
+    """Topic -> message count declared by a bag's metadata.yaml (None without one), a
+    :class:`_Declared`.
 
     Raises
     ------
     DataError
-        metadata.yaml is not YAML or not rosbag2 metadata.
+        metadata.yaml is not YAML or not rosbag2 metadata; a malformed entry.
     """
     from robot_identification._yaml import read_yaml_file
     meta = path / "metadata.yaml" if path.is_dir() else None
-    if meta is None or not meta.is_file():
+    if meta is None or not os.path.lexists(meta):
         return None
     doc = read_yaml_file(meta, "bag metadata", DataError)
     info = doc.get("rosbag2_bagfile_information") if isinstance(doc, dict) else None
     if not isinstance(info, dict):
         raise DataError(f"'{meta}' is not rosbag2 metadata (no 'rosbag2_bagfile_information')")
-    counts = {}
+    counts = _Declared()
     for e in info.get("topics_with_message_count") or []:
         try:
-            counts[str(e["topic_metadata"]["name"])] = int(e["message_count"])
+            name, n = str(e["topic_metadata"]["name"]), int(e["message_count"])
         except (KeyError, TypeError, ValueError):
             raise DataError(f"'{meta}': malformed topics_with_message_count entry "
                             f"{str(e)[:80]}") from None
+        if n < 0 or name in counts:
+            raise DataError(f"'{meta}': topics_with_message_count "
+                            + (f"lists '{name}' twice" if name in counts else
+                               f"gives {n} messages on '{name}'"))
+        counts[name] = n
+    files = info.get("relative_file_paths")
+    if not isinstance(files, list) or not all(isinstance(f, str) and f for f in files):
+        raise DataError(f"'{meta}': relative_file_paths must list the storage files, got "
+                        f"{str(files)[:80]}")
+    counts.files, counts.meta = files, meta
+    counts.storage = str(info.get("storage_identifier") or "")
+    counts.total = info.get("message_count")
     return counts
+
+
+#: Storage plugins and the suffix of their files.
+_STORAGE_SUFFIX = {"mcap": ".mcap", "sqlite3": ".db3"}
+
+
+def _check_storage(path: Path, declared: _Declared):
+    """The storage files of a bag directory against its metadata.yaml, before any message
+    is read: each file listed (by its name, as rosbags reads it) exists in the directory,
+    is a regular file of the declared storage plugin, no storage file lies there unlisted,
+    the total message count is the sum over the topics, and (MCAP) the files' own
+    statistics count the messages metadata.yaml declares per topic, both ways.
+
+    Raises
+    ------
+    DataError
+        Naming the bag, the file or topic and the numbers.
+    """
+    meta = declared.meta
+    listed = []
+    for rel in declared.files:
+        f = path / PurePath(rel).name           # as rosbags reads it (older rosbag2 wrote
+        if not os.path.lexists(f):              # 'bag/bag_0.db3')
+            held = sorted(p.name for p in path.iterdir() if p.name != "metadata.yaml")
+            raise DataError(f"bag '{path}': metadata.yaml lists the storage file '{rel}', "
+                            f"which the directory lacks (it holds {held[:4]})")
+        _check_regular(f)
+        listed.append(f.resolve())
+    suffix = _STORAGE_SUFFIX.get(declared.storage)
+    for f in declared.files:
+        if suffix and not f.endswith(suffix) and not f.endswith(suffix + ".zstd"):
+            raise DataError(f"bag '{path}': metadata.yaml declares '{declared.storage}' storage "
+                            f"but lists '{f}'")
+    unlisted = [p.name for s in _STORAGE_SUFFIX.values() for p in sorted(path.glob(f"*{s}"))
+                if p.resolve() not in listed]
+    if unlisted:
+        raise DataError(f"bag '{path}' holds storage file(s) {unlisted[:4]} that metadata.yaml "
+                        f"does not list: their messages would be left out (a file copied in, "
+                        f"or metadata of another recording)")
+    total = declared.total
+    if total is not None and (isinstance(total, bool) or not isinstance(total, int)
+                              or total != sum(declared.values())):
+        raise DataError(f"'{meta}': message_count {str(total)[:40]} is not the sum "
+                        f"{sum(declared.values())} of topics_with_message_count")
+    if declared.storage == "mcap":
+        stored = _mcap_statistics(listed)
+        for topic in sorted(set(stored or {}) | set(declared)):
+            if stored is not None and stored.get(topic, 0) != declared.get(topic, 0):
+                if topic not in declared:
+                    raise DataError(f"bag '{path}': the storage holds {stored[topic]} messages "
+                                    f"on '{topic}', a topic metadata.yaml does not declare: "
+                                    f"the metadata does not describe this storage")
+                raise DataError(_count_mismatch(path, topic, declared[topic],
+                                                stored.get(topic, 0)))
+
+
+def _mcap_statistics(files):
+    """Topic -> message count of MCAP files from their summary statistics, or None when a
+    file has none (the messages are then counted as they are read)."""
+    from mcap.reader import make_reader
+    out = {}
+    for file in files:
+        try:
+            with open(file, "rb") as f:
+                summary = make_reader(f).get_summary()
+        except Exception:  # noqa: BLE001 - a damaged file: the reader names the damage
+            return None
+        if summary is None or summary.statistics is None:
+            return None
+        for cid, n in summary.statistics.channel_message_counts.items():
+            ch = summary.channels.get(cid)
+            if ch is None:
+                return None
+            out[ch.topic] = out.get(ch.topic, 0) + int(n)
+    return out
+
+
+def _check_regular(f: Path):
+    """A storage file must be a regular file: a FIFO blocked the reader for ever.
+
+    Raises
+    ------
+    DataError
+        A directory, FIFO, device, socket or a symbolic-link loop.
+    """
+    import stat
+    try:
+        mode = os.stat(f).st_mode
+    except OSError as exc:
+        raise DataError(f"bag storage file '{f}' cannot be read: {exc.strerror}") from None
+    if not stat.S_ISREG(mode):
+        kind = ("a directory" if stat.S_ISDIR(mode) else "a named pipe (FIFO)"
+                if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode)
+                or stat.S_ISBLK(mode) else "not a regular file")
+        raise DataError(f"bag storage file '{f}' is {kind}, not a regular file")
 
 
 def _diagnose(files, exc) -> str:
