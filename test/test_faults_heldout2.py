@@ -147,7 +147,7 @@ def test_sqlite_recording_without_metadata_is_read(run, tmp_path, capsys):
     codes = [d["code"] for d in yaml.safe_load((tmp_path / "r.yaml").read_text())["diagnostics"]]
     assert "recording_unclosed" in codes
     (bag / "killed.db3").write_bytes(b"not a database" * 100)
-    rc, err = run_cli(_identify(run, bag, tmp_path / "r.yaml"), capsys, _in(tmp_path))
+    rc, err = run_cli(_identify(run, bag, tmp_path / "r2.yaml"), capsys, _in(tmp_path))
     assert_one_line(rc, err, "killed.db3", "SQLite3", "not a database")
 
 

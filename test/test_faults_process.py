@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def _identify(run, out, *extra):
     return ["identify", "--config", run / "robot.yaml", "--data", run / "run.npz",
-            "--output", out, "--quiet", "--no-physical", *extra]
+            "--output", out, "--quiet", "--no-physical", "--force", *extra]
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +38,7 @@ def results(run, tmp_path_factory):
 
 def _report(run, results, out, *extra):
     return ["report", "--config", run / "robot.yaml", "--results", results, "--output", out,
-            "--quiet", *extra]
+            "--quiet", "--force", *extra]
 
 
 def _leftovers(folder):
