@@ -8,7 +8,6 @@ node would (docs/ros.md).
 """
 from __future__ import annotations
 
-import io
 import os
 import time
 from pathlib import Path
@@ -79,24 +78,10 @@ def run(args):
 
 def _run_graph(args, out, domain):
     import numpy as np
-    from rclpy.executors import SingleThreadedExecutor
-    from rclpy.experimental import EventsExecutor
-    from rclpy.action import ActionClient
-    from rclpy.node import Node
-    from rclpy.parameter import Parameter
-    from robot_identification_interfaces.action import Identify
-    from std_srvs.srv import Trigger
 
-    from robot_identification.errors import IdentificationError
-    from robot_identification.nodes.excitation_publisher import ExcitationPublisher
-    from robot_identification.nodes.identifier import Identifier
-    from robot_identification.nodes.pd_controller import PDController
-    from robot_identification.nodes.recorder import Recorder
-    from robot_identification.nodes.simulated_robot import SimulatedRobot
+    from robot_identification.nodes import SimulationGraph
+    from robot_identification.progress import bar
     from robot_identification.report import format_table
-
-    def params(**kw):
-        return [Parameter(k, value=v) for k, v in kw.items()]
 
     if args.config:
         from robot_identification.model import load_robot
@@ -113,74 +98,29 @@ def _run_graph(args, out, domain):
         # them without biasing the viscous coefficients (docs/zollo-reproduction.md; 0.5
         # rad/s as in the paper leaves a 7-17 % bias on f_v)
         threshold = 1.0
-    sim_time = dict(use_sim_time=True)
     t_wall = time.perf_counter()
-    excitation = ExcitationPublisher(parameter_overrides=params(**robot, **sim_time))
-    q0 = [float(x) for x in excitation.traj.evaluate(0.0)[0][0]]
-    sim = SimulatedRobot(parameter_overrides=params(**robot, initial_positions=q0,
-                                                    engine=args.engine))
-    controller = PDController(parameter_overrides=params(**robot, **sim_time))
-    recorder = Recorder(parameter_overrides=params(  # EventsExecutor: no message info
-        data_directory=str(out), message_info=args.executor != "events", **sim_time))
-    identifier = Identifier(parameter_overrides=params(
-        **robot, data_directory=str(out), results_file=str(out / "results.yaml"),
-        compare_with_nominal=True, effort_lag_periods=0.5, log_table=False,
-        **({} if threshold is None else {"velocity_threshold": threshold})))
-    client = Node("demo_client")
-    action = ActionClient(client, Identify, "/identifier/identify")
-    nodes = [sim, controller, excitation, recorder, identifier, client]
-    executor = None
-    if args.executor == "events":
-        try:
-            executor = EventsExecutor()
-        except io.UnsupportedOperation:     # it enables faulthandler: needs a real stderr
-            print("EventsExecutor unavailable here; using the SingleThreadedExecutor")
-    executor = executor or SingleThreadedExecutor()
-    for node in nodes:
-        executor.add_node(node)
+    graph = SimulationGraph(robot, out, executor=args.executor, engine=args.engine,
+                            velocity_threshold=threshold)
     try:
-        print(f"ROS_DOMAIN_ID={domain}: {', '.join(n.get_name() for n in nodes)}")
-        # discovery: every publisher sees all its subscribers before the loop starts
-        expected = [(sim.pub_joint, 2), (sim.pub_motor, 2), (sim.pub_clock, 4),
-                    (controller.pub, 2), (excitation.pub, 2)]
-        _spin_until(executor, lambda: all(p is None or p.get_subscription_count() >= k
-                                          for p, k in expected), 20.0)
-        bag = recorder.on_start(None, Trigger.Response())
-        if not bag.success:
-            raise IdentificationError(f"recorder: {bag.message}")
-        excitation.on_start(None, Trigger.Response())
-        t_loop = time.perf_counter()
-        steps0 = sim.commands
-        from robot_identification.progress import bar
-        with bar(total=round(excitation.traj.duration, 3), desc="excite + record",
-                 unit="s") as pbar:
+        print(f"ROS_DOMAIN_ID={domain}: {', '.join(n.get_name() for n in graph.nodes)}")
+        graph.wait_for_discovery(20.0)
+        with bar(total=round(graph.duration, 3), desc="excite + record", unit="s") as pbar:
+            steps0 = graph.steps
+
             def tick():
-                done = round((sim.commands - steps0) / sim.sim.rate_hz, 3)
+                done = round((graph.steps - steps0) / graph.rate_hz, 3)
                 pbar.update(max(0.0, min(done, pbar.total) - pbar.n))
-            _spin_until(executor, lambda: not excitation.active, args.timeout, tick)
-        loop_wall = time.perf_counter() - t_loop
-        drain = time.monotonic() + 0.3      # the last state is still in flight
-        _spin_until(executor, lambda: time.monotonic() > drain, 10.0)
-        steps = sim.commands - steps0
-        stopped = recorder.on_stop(None, Trigger.Response())
-        print(f"control loop: {steps} periods ({steps / sim.sim.rate_hz:.2f} s simulated) in "
+            t_drain = time.perf_counter()
+            steps, loop_wall, stopped = graph.excite_and_record(args.timeout, tick)
+            drain = time.perf_counter() - t_drain - loop_wall
+        print(f"control loop: {steps} periods ({steps / graph.rate_hz:.2f} s simulated) in "
               f"{loop_wall:.2f} s wall = {steps / loop_wall:.0f} Hz (lockstep)")
-        print(f"recorded {stopped.message}")
-        sent = action.send_goal_async(Identify.Goal(bag=Path(recorder.last_bag).name))
-        _spin_until(executor, sent.done, 30.0)
-        if not sent.result().accepted:
-            raise IdentificationError("identifier: the Identify goal was rejected")
-        done = sent.result().get_result_async()
-        _spin_until(executor, done.done, args.timeout)
-        res = done.result().result
-        if not res.success:
-            raise IdentificationError(f"identifier: {res.message}")
+        print(f"recorded {stopped}")
+        print(f"recorder stop (drain on the executor, no timeout): {drain:.2f} s")
+        result = graph.identify(graph.last_bag, args.timeout)
+        bag = graph.last_bag
     finally:
-        recorder.shutdown()               # a bag cut short still gets its metadata
-        for node in nodes:
-            executor.remove_node(node)
-            node.destroy_node()
-    result = identifier.result
+        graph.close()                      # a bag cut short still gets its metadata
     print(format_table(result))
     nme = result.normalised_mean_error(exclude=("coulomb", "stiction", "stribeck"))
     nme_all = result.normalised_mean_error(
@@ -193,20 +133,7 @@ def _run_graph(args, out, domain):
             err = abs(result.estimate.values[i] / result.true_values[i] - 1)
             print(f"{name}: {result.estimate.values[i]:.2f} (true {result.true_values[i]:.2f}, "
                   f"error {100 * err:.3f} %)")
-    print(f"bag:          {Path(recorder.last_bag).resolve()}")
+    print(f"bag:          {bag.resolve()}")
     print(f"results.yaml: {(out / 'results.yaml').resolve()}")
     print(f"demo wall time: {time.perf_counter() - t_wall:.1f} s")
     return 0 if np.isfinite(nme) else 1
-
-
-def _spin_until(executor, done, timeout, tick=None):
-    from robot_identification.errors import IdentificationError
-    end = time.monotonic() + timeout
-    k = 0
-    while not done():
-        if time.monotonic() > end:
-            raise IdentificationError(f"timed out after {timeout:.0f} s")
-        executor.spin_once(timeout_sec=0.05)
-        k += 1
-        if tick is not None and k % 200 == 0:
-            tick()

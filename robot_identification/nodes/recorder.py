@@ -73,6 +73,7 @@ from rclpy.clock import ClockType
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.lifecycle import LifecycleNode
 from rclpy.serialization import deserialize_message
+from rclpy.task import Future
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
@@ -164,7 +165,7 @@ class Recorder(Managed, LifecycleNode):
         self.last_bag = None
         self.counts = {}            # topic -> TopicCount of the current/last recording
         self.create_service(Trigger, "~/start", self.on_start)
-        self.create_service(Trigger, "~/stop", self.on_stop)
+        self.create_service(Trigger, "~/stop", self.on_stop_service)
         self.received = {}          # messages received per topic (recording or not)
         self.create_service(Trigger, "~/status", self.on_status)
         self.excitations = {}       # excitation publisher -> its latest status (plain values)
@@ -375,11 +376,42 @@ class Recorder(Managed, LifecycleNode):
         (:meth:`pending_end`) and no excitation status is older than the call
         (:meth:`stale_excitations`), or the publishers were silent for :attr:`QUIET` s, at most
         ``drain_timeout`` s (steady clock). Without message info (EventsExecutor) only the
-        run's end is awaited."""
+        run's end is awaited. This blocks the caller's executor: from a node's executor use
+        :meth:`stop_async` (the ``~/stop`` service does), which lets the other callbacks - of
+        this node and of nodes sharing the executor - run while it waits."""
+        for _ in self._drain_steps(called_ns, self.take_pending):
+            time.sleep(0.005)
+
+    async def stop_async(self):
+        """``~/stop`` as a coroutine for the executor (:meth:`drain` without blocking it: the
+        messages and statuses it waits for are delivered by the executor meanwhile); returns
+        the Trigger response."""
+        for _ in self._drain_steps(time.time_ns(), lambda: 0):
+            await self._pause(0.005)
+        return self.on_stop(None, Trigger.Response(), drain=False)
+
+    async def on_stop_service(self, request, response):
+        if self.writer is None:
+            return self.on_stop(request, response, drain=False)
+        return await self.stop_async()
+
+    async def _pause(self, seconds):
+        done = Future()
+        timer = self.create_timer(seconds, lambda: None if done.done() else done.set_result(1),
+                                  clock=RosClock(clock_type=ClockType.STEADY_TIME))
+        try:
+            await done
+        finally:
+            self.destroy_timer(timer)
+
+    def _drain_steps(self, called_ns, take):
+        """The drain's wait (:meth:`drain`), one step per iteration (a generator)."""
         begin = heard = time.monotonic()
-        while self.context.ok():                # (shutting down: nothing more comes)
-            if self.take_pending():
-                heard = time.monotonic()
+        received = sum(self.received.values())
+        while self.context.ok() and self.writer is not None:   # (shutting down: no more)
+            now_received = sum(self.received.values())
+            if take() or now_received != received:
+                heard, received = time.monotonic(), now_received
             caught_up = not self.message_info or self.newest_source_ns >= called_ns
             end = self.pending_end()
             stale = self.stale_excitations(called_ns)
@@ -397,7 +429,7 @@ class Recorder(Managed, LifecycleNode):
                     + (f"; the latest status of {stale} is older than ~/stop: the recording "
                        f"is judged on it" if stale else "") + ")")
                 return
-            time.sleep(0.005)
+            yield
 
     def stale_excitations(self, called_ns):
         """Excitation publishers whose latest ``/diagnostics`` status was published (its
