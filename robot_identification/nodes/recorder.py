@@ -68,6 +68,7 @@ from pathlib import Path
 
 from diagnostic_msgs.msg import DiagnosticArray
 from diagnostic_msgs.msg import DiagnosticStatus
+from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.clock import Clock as RosClock
 from rclpy.clock import ClockType
 from rclpy.event_handler import SubscriptionEventCallbacks
@@ -165,7 +166,11 @@ class Recorder(Managed, LifecycleNode):
         self.last_bag = None
         self.counts = {}            # topic -> TopicCount of the current/last recording
         self.create_service(Trigger, "~/start", self.on_start)
-        self.create_service(Trigger, "~/stop", self.on_stop_service)
+        # its own callback group: while its drain waits (a coroutine), the subscriptions and
+        # timers of the node's default (mutually exclusive) group must keep running
+        self._stop_group = ReentrantCallbackGroup()
+        self.create_service(Trigger, "~/stop", self.on_stop_service,
+                            callback_group=self._stop_group)
         self.received = {}          # messages received per topic (recording or not)
         self.create_service(Trigger, "~/status", self.on_status)
         self.excitations = {}       # excitation publisher -> its latest status (plain values)
@@ -398,7 +403,8 @@ class Recorder(Managed, LifecycleNode):
     async def _pause(self, seconds):
         done = Future()
         timer = self.create_timer(seconds, lambda: None if done.done() else done.set_result(1),
-                                  clock=RosClock(clock_type=ClockType.STEADY_TIME))
+                                  clock=RosClock(clock_type=ClockType.STEADY_TIME),
+                                  callback_group=self._stop_group)
         try:
             await done
         finally:

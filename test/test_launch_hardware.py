@@ -1,0 +1,44 @@
+"""identification_robot.launch.py against the hardware-like robot (stand_in:=true: hardware_robot
+on the wall clock, the last command applied, never waiting), driven as
+benchmarks/hardware_robot_study.py drives it (that study runs the many sessions; these are
+the suite's two): a normal session - no runaway (|dq| within the limits), the bag starts and
+stops within one sample of the excitation, nothing lost, held-out torque NRMSE within 1.5 x
+the core pipeline's on the same trajectory - and the controller SIGKILLed 1 s into the
+excitation - an ERROR on /diagnostics and the arm held (|dq| < 0.05 rad/s) by the robot,
+which honours the commands' deadline. Real DDS, own ROS_DOMAIN_ID, LOCALHOST discovery, events
+(service answers, statuses) instead of sleeps. Only collected with the launch stack."""
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("rclpy")
+
+from conftest import ros_domain_id  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import hardware_robot_study as study  # noqa: E402
+
+pytestmark = pytest.mark.ros
+DOMAIN_ID = ros_domain_id(154)
+ROS2 = Path(sys.executable).with_name("ros2")
+
+
+@pytest.mark.skipif(not ROS2.exists(), reason="the ros2 command line (ros2launch) is missing")
+def test_normal_session_against_the_hardware_like_robot(tmp_path):
+    r = study.run_session("puma560", 250.0, "normal", DOMAIN_ID, folder=tmp_path)
+    assert "failed" not in r, r
+    assert r["runaway_ratio"] < 1.0 and r["faults"] == 0, r
+    assert abs(r["bag_start_periods"]) <= 1 and abs(r["bag_end_periods"]) <= 1, r
+    assert r["complete"] and r["lost"] == 0 and r["missing"] == 0, r
+    assert r["identified"] and r["nrmse"] <= 1.5 * r["core_nrmse"], r
+
+
+@pytest.mark.skipif(not ROS2.exists(), reason="the ros2 command line (ros2launch) is missing")
+def test_killed_controller_gives_an_error_and_the_arm_is_held(tmp_path):
+    r = study.run_session("puma560", 1000.0, "kill_controller", DOMAIN_ID, folder=tmp_path)
+    assert "failed" not in r, r
+    assert r["error_from"] in ("excitation_publisher: excitation", "recorder: recording",
+                               "hardware_robot: hardware"), r
+    assert r["held_after_s"] is not None and r["runaway_ratio"] < 1.0, r
