@@ -54,3 +54,49 @@ def check_input_file(path, what: str, error: type, max_bytes: int | None = None)
         raise error(f"{what} '{path}' is {st.st_size / 2**20:.0f} MiB, above the limit of "
                     f"{max_bytes / 2**20:.0f} MiB for this kind of file")
     return st.st_size
+
+
+def available_memory() -> int:
+    """Memory this process may still take [bytes]: ``MemAvailable`` of ``/proc/meminfo``,
+    lowered to a cgroup's memory limit, else the physical memory; 2**62 where neither is
+    known."""
+    avail = None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    avail = int(line.split()[1]) * 1024
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    if avail is None:
+        try:
+            avail = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError, AttributeError):
+            avail = 2**62
+    for limit, usage in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                         ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                          "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+        try:
+            cap = int(Path(limit).read_text().split()[0]) - int(
+                Path(usage).read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+        avail = min(avail, max(cap, 0))
+    return int(avail)
+
+
+def check_memory(needed: int, what: str, error: type, hint: str = ""):
+    """Refuse to load ``needed`` bytes when they exceed half the available memory
+    (:func:`available_memory`): Linux would let the allocation through and then kill the
+    process (no message at all), or the machine would swap for minutes.
+
+    Raises
+    ------
+    error
+        ``what`` would need ``needed`` bytes; the message gives both sizes and ``hint``.
+    """
+    avail = available_memory()
+    if needed > avail // 2:
+        raise error(f"{what} would take {needed / 2**30:.3g} GiB in memory, more than half "
+                    f"of the {avail / 2**30:.3g} GiB available{hint}")

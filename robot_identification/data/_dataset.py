@@ -263,14 +263,18 @@ class Dataset:
         Raises
         ------
         DataError
-            Missing file or not a robot_identification NPZ.
+            Missing file, not a regular file, not a robot_identification NPZ, or arrays
+            larger than half the available memory (before anything is read:
+            :func:`check_npz_members`).
         """
         import zipfile
+
+        from robot_identification._files import check_input_file
         path = Path(path)
-        if not path.is_file():
-            raise DataError(f"dataset file '{path}' does not exist")
+        check_input_file(path, "dataset file", DataError)
         try:
             with zipfile.ZipFile(path) as zf:        # bound the allocation before making it
+                check_npz_members(zf, path)
                 for info in zf.infolist():
                     if info.filename.endswith(".npy"):
                         with zf.open(info) as fp:
@@ -296,6 +300,39 @@ class Dataset:
         return cls(t=t, joint_names=meta["joint_names"],
                    true_parameters=meta.get("true_parameters"),
                    metadata=dict(meta.get("metadata") or {}, file=str(path)), **kw)
+
+
+#: Largest metadata member of a dataset (npz ``meta.npy``, npy directory ``meta.json``)
+#: [bytes]: joint names, provenance and true parameters take kilobytes.
+MAX_META_BYTES = 16 * 2**20
+#: Most members of a dataset ``.npz`` (it holds at most 8: t, 7 arrays and meta).
+MAX_NPZ_MEMBERS = 64
+
+
+def check_npz_members(zf, path, stream=False):
+    """Bound a dataset ``.npz`` before anything is decompressed: at most
+    :data:`MAX_NPZ_MEMBERS` members, a ``meta.npy`` of at most :data:`MAX_META_BYTES` and,
+    unless it is streamed (``stream``), arrays that fit in half the available memory (the
+    sizes the archive declares: a zip bomb of a few kB declaring gigabytes is refused
+    before it is inflated).
+
+    Raises
+    ------
+    DataError
+        Naming ``path`` and the sizes.
+    """
+    from robot_identification._files import check_memory
+    infos = zf.infolist()
+    if len(infos) > MAX_NPZ_MEMBERS:
+        raise DataError(f"'{path}' holds {len(infos)} members; a dataset has at most "
+                        f"{MAX_NPZ_MEMBERS} (t, q, tau, ... and meta)")
+    meta = next((i for i in infos if i.filename == "meta.npy"), None)
+    if meta is not None and meta.file_size > MAX_META_BYTES:
+        raise DataError(f"'{path}' member meta.npy declares {meta.file_size} bytes, above the "
+                        f"{MAX_META_BYTES // 2**20} MiB of any dataset's metadata")
+    if not stream:
+        check_memory(sum(i.file_size for i in infos), f"dataset '{path}'", DataError,
+                     ": stream it with identify-stream (Recording.from_path)")
 
 
 def check_meta(meta, source):
@@ -422,10 +459,14 @@ def load_dataset(path, model=None, **kwargs):
     Raises
     ------
     DataError
-        Unknown format or unreadable file.
+        Unknown format, unreadable file, not a regular file (a FIFO, a device, a
+        symbolic-link loop) nor a directory.
     """
+    from robot_identification._files import check_input_file
     path = Path(path)
     suffix = path.suffix.lower()                     # run.CSV from Windows tools
+    if suffix != ".csv" and not path.is_dir():      # a FIFO, /dev/zero, a link loop: named
+        check_input_file(path, "dataset file" if suffix == ".npz" else "dataset", DataError)
     if suffix == ".npz":
         return Dataset.load_npz(path)
     if path.is_dir() or suffix in (".mcap", ".db3"):

@@ -110,15 +110,17 @@ def iter_npz_chunks(path, chunk: int = READ_CHUNK, arrays=("q", "tau", "theta"))
     DataError
         Missing file or members, inconsistent lengths.
     """
+    from robot_identification._files import check_input_file
+    from robot_identification.data._dataset import check_npz_members
     path = Path(path)
-    if not path.is_file():
-        raise DataError(f"dataset file '{path}' does not exist")
+    check_input_file(path, "dataset file", DataError)
     try:
         zf = zipfile.ZipFile(path)
     except Exception as exc:  # noqa: BLE001 - BadZipFile, NotImplementedError, OSError, ...
         raise DataError(f"'{path}' is not a readable .npz archive ({type(exc).__name__}: "
                         f"{str(exc)[:80]})") from None
     with zf:
+        check_npz_members(zf, path, stream=True)
         names = {Path(n).stem for n in zf.namelist()}
         for need in ("t", "meta", "q", "tau"):
             if need not in names:
@@ -157,15 +159,24 @@ def iter_npy_dir_chunks(path, chunk: int = READ_CHUNK):
     DataError
         Missing directory or files.
     """
+    from robot_identification._files import check_input_file
+    from robot_identification.data._dataset import MAX_META_BYTES
     path = Path(path)
-    if not (path / "meta.json").is_file():
+    if not os.path.lexists(path / "meta.json"):
         raise DataError(f"'{path}' is not a dataset directory (no meta.json)")
+    check_input_file(path / "meta.json", "dataset metadata", DataError, MAX_META_BYTES)
     meta = _meta_from((path / "meta.json").read_bytes().decode("utf-8", "replace"),
                       path / "meta.json")
     handles = {}
     for k in ("t", "q", "tau", "theta"):
         f = path / f"{k}.npy"
-        if f.is_file():
+        if os.path.lexists(f):
+            try:
+                check_input_file(f, "dataset array", DataError)
+            except DataError:
+                for fp in handles.values():
+                    fp.close()
+                raise
             handles[k] = open(f, "rb")
         elif k in ("t", "q", "tau"):
             for fp in handles.values():
@@ -271,8 +282,11 @@ def iter_chunks(path, chunk: int = READ_CHUNK, effort_lag: float = 0.0):
     DataError
         Unknown format or missing path.
     """
+    from robot_identification._files import check_input_file
     path = Path(path)
     suffix = path.suffix.lower()
+    if not path.is_dir():                # a FIFO, /dev/zero, a link loop: named
+        check_input_file(path, "dataset file", DataError)
     is_bag = path.is_dir() and not (path / "meta.json").is_file() or \
         suffix in (".mcap", ".db3")
     if effort_lag and not is_bag:

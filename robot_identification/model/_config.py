@@ -10,6 +10,7 @@ The schema is documented in ``config/README.md``.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -603,11 +604,11 @@ def parse_robot_config(data: Any, source: Path | None = None,
     urdf = r.string("urdf")
     path = None
     if urdf_path is not None:             # given by the user: relative to the working directory
-        path = Path(urdf_path).resolve()
+        path = _resolved(urdf_path)
     elif urdf is not None:                # in the config: relative to the config's folder
         path = Path(urdf)
         if not path.is_absolute() and source is not None:
-            path = (Path(source).parent / path).resolve()
+            path = _resolved(Path(source).parent / path)
     xacro_args = _xacro_args(r.raw("xacro_args", {}), f"{where}.xacro_args")
     if xacro_args and urdf_path is None and path is not None and path.suffix != ".xacro":
         raise ConfigError(f"{where}.xacro_args: the URDF '{urdf}' is not a .xacro file; "
@@ -681,7 +682,7 @@ def parse_robot_config(data: Any, source: Path | None = None,
     if "excitation_file" in r.data:
         ef = Path(r.string("excitation_file"))
         if not ef.is_absolute() and source is not None:
-            ef = (Path(source).parent / ef).resolve()
+            ef = _resolved(Path(source).parent / ef)
         extra["excitation_file"] = str(ef)
     r.finish()
     if model == "elastic" and friction.load_dependent:
@@ -727,6 +728,12 @@ def _xacro_args(value, where) -> dict:
     return out
 
 
+def _resolved(path) -> Path:
+    """``path`` made absolute with symbolic links resolved; a symbolic-link loop stays as it
+    is (``Path.resolve`` raised RuntimeError) for the reader to name."""
+    return Path(os.path.realpath(path))
+
+
 def load_robot_config(path: str | Path, urdf_path: str | Path | None = None) -> RobotConfig:
     """Load and validate a robot configuration YAML file.
 
@@ -738,4 +745,4 @@ def load_robot_config(path: str | Path, urdf_path: str | Path | None = None) -> 
     from robot_identification._yaml import read_yaml_file
     path = Path(path)
     data = read_yaml_file(path, "robot config", ConfigError)
-    return parse_robot_config(data, source=path.resolve(), urdf_path=urdf_path)
+    return parse_robot_config(data, source=_resolved(path), urdf_path=urdf_path)

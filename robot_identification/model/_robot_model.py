@@ -16,27 +16,44 @@ from robot_identification.model._inertia import (
     INERTIAL_NAMES, INERTIAL_UNITS, frame_change_matrix, spin_inertia_parameters)
 
 
+#: Largest URDF or xacro file read, and largest file a xacro includes [bytes]: public arm
+#: descriptions are below 1 MiB (meshes are separate files).
+MAX_URDF_BYTES = 64 * 2**20
+#: Most xacro macro calls one expansion makes: a xacro whose macros call each other twice
+#: per level expands to 2**depth elements and runs for ever (shipped and public arms make
+#: a few hundred; 20000 calls take about 2 s of CPU).
+MAX_XACRO_MACRO_CALLS = 20_000
+
+
 def read_urdf(path: str | Path, xacro_args: dict | None = None) -> str:
     """Return the URDF XML of ``path``, expanding it with xacro when it ends in ``.xacro``.
 
     ``xacro_args`` (name -> value) are the xacro arguments, as ``xacro FILE name:=value``
     (the robot config's ``xacro_args``); they are not used for a plain URDF.
 
+    The file, and every file a xacro includes or loads (``xacro:include``,
+    ``xacro.load_yaml``), must be a regular file of at most :data:`MAX_URDF_BYTES` (a FIFO
+    blocked the reader for ever, ``/dev/zero`` read without end); a xacro expansion makes at
+    most :data:`MAX_XACRO_MACRO_CALLS` macro calls.
+
     Raises
     ------
     ModelError
-        File missing, a directory, not text (binary), unreadable, or xacro expansion failed.
+        File missing, a directory, not a regular file, too large, not text (binary),
+        unreadable, or xacro expansion failed (also: an included file as above, too many
+        macro calls).
     """
+    from robot_identification._files import check_input_file
     path = Path(path)
-    if path.is_dir():
-        raise ModelError(f"URDF file '{path}' is a directory; give the .urdf or .xacro file")
-    if not path.is_file():
-        raise ModelError(f"URDF file '{path}' does not exist")
+    check_input_file(path, "URDF file", ModelError, MAX_URDF_BYTES)
     if path.suffix == ".xacro":
         try:
             import xacro
-            doc = xacro.process_file(str(path), mappings=dict(xacro_args or {}))
+            with _bounded_xacro(xacro):
+                doc = xacro.process_file(str(path), mappings=dict(xacro_args or {}))
             return doc.toprettyxml(indent="  ")
+        except ModelError as exc:
+            raise ModelError(f"xacro expansion of '{path}' failed: {exc}") from None
         except Exception as exc:  # xacro raises many types
             raise ModelError(f"xacro expansion of '{path}' failed: {_xacro_cause(path, exc)}"
                              ) from None
@@ -47,6 +64,59 @@ def read_urdf(path: str | Path, xacro_args: dict | None = None) -> str:
                          f"UTF-8)") from None
     except OSError as exc:
         raise ModelError(f"URDF file '{path}' cannot be read: {exc.strerror}") from None
+
+
+class _bounded_xacro:
+    """While xacro expands a file: every file it opens (includes, ``load_yaml``) is checked
+    first (:func:`~robot_identification._files.check_input_file`), and its macro calls are
+    counted up to :data:`MAX_XACRO_MACRO_CALLS`. xacro's module functions are wrapped for
+    the duration and restored after."""
+
+    def __init__(self, module):
+        self.module = module
+
+    def __enter__(self):
+        from robot_identification._files import check_input_file
+        xacro = self.module
+        self.saved = {name: getattr(xacro, name, None)
+                      for name in ("parse", "load_yaml", "handle_macro_call")}
+        parse, load_yaml, macro_call = (self.saved[k] for k in
+                                        ("parse", "load_yaml", "handle_macro_call"))
+        calls = [0]
+
+        def checked(filename):
+            full = os.path.join(getattr(xacro, "root_dir", "") or "", str(filename))
+            check_input_file(full, "xacro include", ModelError, MAX_URDF_BYTES)
+
+        def bounded_parse(inp, filename=None):
+            if inp is None and filename is not None:
+                checked(filename)
+            return parse(inp, filename)
+
+        def bounded_load_yaml(filename):
+            checked(xacro.abs_filename_spec(filename))
+            return load_yaml(filename)
+
+        def counted_macro_call(node, macros, symbols):
+            if node.tagName.startswith("xacro:"):
+                calls[0] += 1
+                if calls[0] > MAX_XACRO_MACRO_CALLS:
+                    raise ModelError(f"more than {MAX_XACRO_MACRO_CALLS} macro calls (macros "
+                                     f"that call each other without end, or expand "
+                                     f"exponentially)")
+            return macro_call(node, macros, symbols)
+
+        for name, fn in (("parse", bounded_parse), ("load_yaml", bounded_load_yaml),
+                         ("handle_macro_call", counted_macro_call)):
+            if self.saved[name] is not None:
+                setattr(xacro, name, fn)
+        return self
+
+    def __exit__(self, *exc):
+        for name, fn in self.saved.items():
+            if fn is not None:
+                setattr(self.module, name, fn)
+        return False
 
 
 #: What the URDF parsers (pinocchio's urdfdom, urdf_parser_py) read: the children kept
