@@ -110,6 +110,7 @@ setup(
     name=PACKAGE,
     version="0.1.0",
     packages=find_packages(exclude=["test", "test.*"]),
+    package_data={"robot_identification.report": ["templates/*.j2"]},
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),
@@ -120,7 +121,7 @@ setup(
     install_requires=[
         "numpy>=1.24", "scipy>=1.10", "pyyaml", "pin>=3", "rosbags>=0.10", "xacro",
         "urdfdom-py", "matplotlib", "cvxpy", "clarabel", "mcap", "mcap-ros2-support",
-        "threadpoolctl", "dask[distributed]", "tqdm", "mujoco-core",
+        "threadpoolctl", "dask[distributed]", "tqdm", "mujoco-core", "jinja2", "plotly",
         "ros-rclpy[fastrtps]; python_version == '3.11' and sys_platform == 'linux'",
         "ros-std-msgs; python_version == '3.11' and sys_platform == 'linux'",
         "ros-std-srvs; python_version == '3.11' and sys_platform == 'linux'",

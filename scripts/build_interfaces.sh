@@ -32,7 +32,7 @@ mkdir -p build
 BUILD=build/$PKG
 rm -rf "$BUILD"
 export AMENT_PREFIX_PATH="$VENV" CMAKE_PREFIX_PATH="$VENV"
-echo "building $PKG into $VENV (about 30 s)"
+echo "building $PKG into $VENV (about 20 s of CPU)"
 cmake -S "$PKG" -B "$BUILD" -DCMAKE_INSTALL_PREFIX="$VENV" -DPython3_EXECUTABLE="$PY" \
   -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=Release >"$BUILD.log" 2>&1 \
   && cmake --build "$BUILD" -j "$(nproc)" >>"$BUILD.log" 2>&1 \

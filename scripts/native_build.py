@@ -204,7 +204,7 @@ def start_interfaces(install_prefix, python=None, build_dir=None):
                           "-DCMAKE_BUILD_TYPE=Release"])),
         " ".join(map(_q, [cmake, "--build", build_dir, "-j", jobs])),
         " ".join(map(_q, [cmake, "--install", build_dir]))])
-    say("building robot_identification_interfaces (rosidl: generate, compile; about 20 s)")
+    say("building robot_identification_interfaces (rosidl: generate, compile; about 20 s of CPU)")
     proc = subprocess.Popen(["sh", "-c", script], stdout=open(log, "w"),
                             stderr=subprocess.STDOUT, env=env)
     return proc, log

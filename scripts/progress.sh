@@ -26,3 +26,18 @@ progress() {
     fi
   done
 }
+
+# `heartbeat CMD ARGS...`: run CMD, print a line every 12 s while it runs; CMD's exit status.
+heartbeat() {
+  local start=$SECONDS last=$SECONDS pid
+  "$@" <&0 &                    # (stdin kept: a here-document)
+  pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep 1
+    if [ $((SECONDS - last)) -ge 12 ]; then
+      echo "      ... $((SECONDS - start)) s"
+      last=$SECONDS
+    fi
+  done
+  wait "$pid"
+}

@@ -1,7 +1,9 @@
 """Screenshots of the HTML report (headless Chromium, 1400 px wide) for docs/.
 
-Writes docs/report_<robot>_top.png (diagnostics and the parameter table) and
-docs/report_<robot>_torque.png (measured vs predicted torques and residuals) for ur10e (the
+Writes docs/report_<robot>_top.png (diagnostics and the parameter table),
+docs/report_<robot>_interactive.png (the interactive plotly figure of the first held-out file)
+and docs/report_<robot>_torque.png (the static figures that are printed: measured vs
+predicted torques and residuals) for ur10e (the
 public UR10e recordings in ../shared/data/ur10e) and zollo_planar (simulated), as small
 palette PNGs. Needs the Debian ``chromium`` package.
 
@@ -37,6 +39,7 @@ def screenshot(html, png, height, profile):
     if browser is None:
         sys.exit("chromium not found: apt-get install -y chromium")
     subprocess.run([browser, *CHROMIUM_FLAGS, f"--user-data-dir={profile}",
+                    "--virtual-time-budget=10000",          # plotly draws after the load
                     f"--window-size={WIDTH},{height}", f"--screenshot={png}",
                     html.resolve().as_uri()], check=True, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
@@ -68,8 +71,24 @@ def save_small(image, path, colours=128):
 
 
 def shoot(robot, report_dir, docs, profile):
+    import re
+
     from PIL import Image
-    html = report_dir / "report.html"
+    page_html = (report_dir / "report.html").read_text()
+    # the interactive figure of the first validation file at the top of a page of its own
+    head, body = page_html.split("<body>", 1)
+    start = body.index('<div class="interactive">')
+    end = body.index('<div class="static">', start)
+    (report_dir / "interactive.html").write_text(head + "<body>" + body[start:end]
+                                                 + "</body></html>")
+    shot = report_dir / "interactive.png"
+    screenshot(report_dir / "interactive.html", shot, 1200, profile)
+    save_small(Image.open(shot).crop((0, 0, WIDTH, 1100)),
+               docs / f"report_{robot}_interactive.png")
+    # the static figures as printed, for the page screenshots below
+    html = report_dir / "static.html"
+    html.write_text(re.sub(r"\.static\{display:none\}", ".interactive{display:none}",
+                           page_html))
     full = report_dir / "full.png"
     screenshot(html, full, 9000, profile)
     page = Image.open(full)

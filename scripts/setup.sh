@@ -17,7 +17,7 @@ phase() { echo "[$1/5] ${*:2} ($((SECONDS - T0)) s so far)"; }
 
 phase 1 "Python environment .venv"
 if [ ! -x .venv/bin/python ]; then
-  "$PY" -m venv .venv
+  heartbeat "$PY" -m venv .venv
 fi
 PIP=(.venv/bin/python -m pip --disable-pip-version-check)
 
@@ -66,7 +66,7 @@ fi
 
 phase 5 "checks"
 # -P: the installed package, not this checkout's (the working directory is not on sys.path)
-.venv/bin/python -P - <<'EOF' || { echo "setup failed: an import does not work" >&2; exit 1; }
+heartbeat .venv/bin/python -P - <<'EOF' || { echo "setup failed: an import does not work" >&2; exit 1; }
 import os, shutil
 import robot_identification.regressor._kernel as k
 import pinocchio, rclpy  # noqa: F401

@@ -100,3 +100,35 @@ def test_drive_gain_rows_carry_units_and_say_which_gains_to_trust():
     assert "<td>yes</td>" in flags and "no: use the given gain" in flags
     assert "1.0000" not in flags and "0.0000" not in flags
     assert "unloaded: run.csv" in text and "loaded: runLoad.csv" in text
+
+
+def test_report_is_one_self_contained_file_with_interactive_plots(report):
+    """report.html opens offline as one file: plotly.js inline, no external script, style
+    or image address; the validation signals as a plotly figure (zoomable), the PNGs kept
+    for print."""
+    page, doc, models = report
+    text = page.read_text()
+    assert "Plotly.newPlot" in text and 'class="interactive"' in text
+    assert not re.search(r"<script[^>]+src=", text)
+    markup = re.sub(r"<script[^>]*>.*?</script>", "", text, flags=re.S)   # (plotly.js's own
+    assert not re.search(r"""(?:src|href)=["']?(?:https?:)?//""", markup)  # strings aside)
+    assert not re.search(r"<link[^>]+stylesheet", markup)
+    assert "@media print{.static{display:block}" in text
+    static = text[text.index('<div class="static">'):]
+    assert "file1_torque.png" in static and "file1_residual.png" in static
+    # every model's curve is in the interactive figure, on its shared time axis
+    for label in ("measured", "OLS", "WLS"):
+        assert f'"name":"{label}"' in text.replace(": ", ":")
+
+
+def test_envelope_keeps_every_spike_of_a_long_signal():
+    from robot_identification.report._interactive import envelope
+    t = np.arange(600_001) * 1e-4                    # 60 s at 10 kHz
+    y = np.sin(t)
+    spikes = [12_345, 300_000, 599_999]
+    y[spikes] = [5.0, -7.0, 3.0]
+    tt, yy = envelope(t, y, max_points=4000)
+    assert len(tt) <= 4000 and np.all(np.diff(tt) > 0)
+    for i in spikes:
+        assert t[i] in tt and yy[tt == t[i]][0] == y[i]
+    assert yy.max() == 5.0 and yy.min() == -7.0

@@ -7,6 +7,10 @@ of the joint motion); validation (NRMSE per joint and model, measured vs predict
 per joint for every estimate, residuals with their RMS per joint); the physically consistent
 bodies beside the URDF's.
 
+The page is rendered from the jinja2 template ``templates/report.html.j2``. The validation
+signals are also drawn as interactive plotly figures (zoom, pan, hover; plotly.js inlined, so
+``report.html`` stays one self-contained file that needs no network:
+:mod:`robot_identification.report._interactive`); on paper the static figures are printed.
 Figures are matplotlib PNGs written next to ``report.html`` (Agg backend, no display), at
 most :data:`FIGURE_WIDTH_PX` wide with legends outside the axes. Each ``<img>`` carries
 ``data-series`` (the curves drawn, with their number of finite points) and
@@ -562,8 +566,22 @@ def previous_report(folder):
     return None
 
 
+#: plotly dash patterns of the curves (the PNGs' matplotlib styles, for the interactive plots)
+DASHES = {"measured": "solid", "nominal": "dot", "ols": "solid", "wls": "dash",
+          "physical": "dot"}
+_TEMPLATES = Path(__file__).with_name("templates")
+
+
+def _environment():
+    import jinja2
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(_TEMPLATES)),
+                              autoescape=True, trim_blocks=True, lstrip_blocks=True,
+                              undefined=jinja2.StrictUndefined)
+
+
 def _write_report_files(out, model, results_doc, files, *, title=None, base=None,
-                        excitation_data=(), rollouts=()) -> Path:
+                        excitation_data=(), rollouts=(), interactive=True) -> Path:
+    """Figures and report.html (rendered from ``templates/report.html.j2``) into ``out``."""
     from robot_identification.progress import bar
     out.mkdir(parents=True, exist_ok=True)
     joints = list(model.joint_names)
@@ -574,87 +592,71 @@ def _write_report_files(out, model, results_doc, files, *, title=None, base=None
     settings = results_doc.get("settings") or {}
     steps = 2 * len(files) + (1 if files else 0) + (1 if excitation_data else 0)
     pbar = bar(total=steps, desc="report", unit="figure")
-    name = html.escape(model.config.name)
-    parts = [f"<h1>{html.escape(title or 'Identification report: ' + model.config.name)}</h1>"]
-    data = ", ".join(Path(d).name for d in identification_data(results_doc))
-    parts.append(f"<p>Robot <b>{name}</b> ({model.config.model}, {model.n} joints), "
-                 f"{len(results_doc['base_parameters'])} base parameters from "
-                 f"{metrics.get('n_samples', '?')} samples ({metrics.get('n_equations', '?')} "
-                 f"equations) of {html.escape(data or 'the identification data')}; reported "
-                 f"estimator <b>{html.escape(str(results_doc.get('estimator', '?')).upper())}"
-                 f"</b>; condition number of the base observation matrix <b>{_num(cond)}</b>."
-                 f"</p>")
-    parts.append("<h2>Diagnostics</h2>" + _diagnostics_html(diagnostics))
-    parts.append("<h2>Base parameters</h2>")
-    parts.append(_parameter_table(model, results_doc, base, diagnostics))
-    parts.append("<h2 id='excitation'>Excitation</h2>")
-    parts.append(f"<p>Condition number of the base observation matrix: <b>{_num(cond)}</b> "
-                 "(below ~100 is well conditioned; large values mean some base parameters are "
-                 "hardly excited). Low-pass cut-off "
-                 f"{_num(settings.get('cutoff_hz'))} Hz, velocity threshold "
-                 f"{_num(settings.get('velocity_threshold'))} rad/s.</p>")
+    order = {"error": 0, "warning": 1, "info": 2}
+    items = [dict(severity=str(d.get("severity", "info")), code=str(d.get("code")),
+                  subject=str(d.get("subject") or ""), message=str(d.get("message")),
+                  colour=_SEVERITY_COLOURS.get(str(d.get("severity")), "#eee"))
+             for d in sorted(diagnostics, key=lambda d: order.get(d.get("severity"), 3))]
+    ctx = dict(
+        robot=model.config.name, title=title or f"Identification report: {model.config.name}",
+        model_kind=model.config.model, n_joints=model.n,
+        n_base=len(results_doc["base_parameters"]), n_samples=metrics.get("n_samples", "?"),
+        n_equations=metrics.get("n_equations", "?"),
+        data=", ".join(Path(d).name for d in identification_data(results_doc))
+        or "the identification data",
+        estimator=str(results_doc.get("estimator", "?")).upper(), cond=_num(cond),
+        diagnostics=items, counts={s: sum(d["severity"] == s for d in items) for s in order},
+        serious=[d for d in items if d["severity"] in ("error", "warning")],
+        notes=[d for d in items if d["severity"] not in ("error", "warning")],
+        parameter_table=_parameter_table(model, results_doc, base, diagnostics),
+        cutoff=_num(settings.get("cutoff_hz")),
+        velocity_threshold=_num(settings.get("velocity_threshold")),
+        spectrum="", nrmse_figure="", files=[], joints=[_short(j) for j in joints],
+        effort_unit="N m; N for prismatic joints" if "prismatic" in model.joint_types
+        else "N m", interactive=False, plotly_js="", rollout_html="", drive_gains_html="",
+        bodies_html="")
     if excitation_data:
         fig = plot_spectrum(list(excitation_data), joints, out / "spectrum.png",
                             settings.get("cutoff_hz"))
         pbar.update(1)
-        parts.append(fig.img("amplitude spectrum of the excitation"))
+        ctx["spectrum"] = fig.img("amplitude spectrum of the excitation")
     if files:
-        parts.append("<h2 id='validation'>Validation: normalised RMS torque error</h2>")
-        fig = plot_nrmse(files, joints, out / "nrmse.png")
+        ctx["nrmse_figure"] = plot_nrmse(files, joints, out / "nrmse.png").img(
+            "NRMSE per joint")
         pbar.update(1)
-        parts.append(fig.img("NRMSE per joint"))
-        for f in files:
-            rows = []
-            for mname, m in f["models"].items():
-                rows.append([LABELS.get(mname, mname)]
-                            + [f"{j['rms']:.3f} / {j['nrmse']:.3f}" for j in m["joints"]]
-                            + [f"<b>{m['nrmse_mean']:.4f}</b>"])
-            parts.append(f"<h3>{html.escape(Path(f['file']).name)}"
-                         f"{'' if f['moving'] else ' (static poses)'}</h3>")
-            parts.append("<p class='small'>cells: RMS error [N m; N for prismatic joints] / "
-                         "NRMSE</p>" if "prismatic" in model.joint_types else
-                         "<p class='small'>cells: RMS error [N m] / NRMSE</p>")
-            parts.append(_table(["model"] + [_short(j) for j in joints] + ["mean NRMSE"], rows,
-                                "nrmse"))
+        quantity = "motor torque" if model.config.elastic else "joint torque"
+        units = effort_units(model)
         for i, f in enumerate(files):
             stem = f"file{i + 1}"
-            quantity = "motor torque" if model.config.elastic else "joint torque"
-            units = effort_units(model)
             a = plot_torques(f, joints, out / f"{stem}_torque.png", quantity=quantity,
                              units=units)
             pbar.update(1)
             b = plot_residuals(f, joints, out / f"{stem}_residual.png", units=units)
             pbar.update(1)
-            parts.append(f"<h2 id='{stem}'>{html.escape(Path(f['file']).name)}: torques and "
-                         f"residuals</h2>")
-            parts.append(a.img(f"measured vs predicted {quantity}") + "<br>"
-                         + b.img("residuals"))
+            entry = dict(
+                name=Path(f["file"]).name, moving=f["moving"], stem=stem,
+                rows=[dict(model=LABELS.get(mname, mname),
+                           cells=[f"{j['rms']:.3f} / {j['nrmse']:.3f}" for j in m["joints"]],
+                           mean=f"{m['nrmse_mean']:.4f}") for mname, m in f["models"].items()],
+                torque_img=a.img(f"measured vs predicted {quantity}"),
+                residual_img=b.img("residuals"), interactive="", decimated="")
+            if interactive and f.get("signals") is not None:
+                from robot_identification.report._interactive import validation_figure
+                entry["interactive"], entry["decimated"] = validation_figure(
+                    f, joints, units, quantity, COLOURS, LABELS, DASHES)
+                ctx["interactive"] = True
+            ctx["files"].append(entry)
+    if ctx["interactive"]:
+        from robot_identification.report._interactive import plotly_js
+        ctx["plotly_js"] = plotly_js()
     if rollouts:
         from robot_identification.report._rollout_plot import rollout_section
-        parts.append(rollout_section(rollouts, joints, out))
+        ctx["rollout_html"] = rollout_section(rollouts, joints, out)
     gains = results_doc.get("drive_gains")
     if gains:
-        parts.append(_drive_gains_table(gains, joints))
-    bodies = _bodies_table(model, est)
-    if bodies:
-        parts.append("<h2 id='bodies'>Physically consistent bodies beside the URDF</h2>"
-                     + bodies)
+        ctx["drive_gains_html"] = _drive_gains_table(gains, joints)
+    ctx["bodies_html"] = _bodies_table(model, est)
     pbar.close()
-    css = ("body{font-family:sans-serif;max-width:1340px;margin:auto;padding:0 12px}"
-           "h2{border-bottom:1px solid #ccc;margin-top:28px}"
-           "table{border-collapse:collapse;font-size:13px;margin:8px 0}"
-           "td,th{border:1px solid #ccc;padding:3px 7px;text-align:right;white-space:nowrap}"
-           "th{background:#f3f3f3}table.params th:nth-child(2){text-align:left}"
-           "td.name{text-align:left;white-space:normal;max-width:520px}"
-           ".expr{font-family:monospace;font-size:11px;color:#555}"
-           "td.trust{text-align:center;font-weight:bold}"
-           ".chip{padding:0 6px;border-radius:3px}.small{font-size:12px;color:#444}"
-           ".note{background:#fff8e1;padding:8px;border-left:4px solid #f0b400}"
-           "ul.diag{list-style:none;padding:0}ul.diag li{padding:4px 8px;margin:2px 0}"
-           ".diag.ok{background:#c8e6c9;padding:6px}.warn{color:#b26a00}"
-           "img{max-width:100%;height:auto;display:block;margin:6px 0}")
-    page = (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>"
-            f"{name} identification</title><style>{css}</style>"
-            f"</head><body>{''.join(parts)}</body></html>\n")
+    page = _environment().get_template("report.html.j2").render(**ctx)
     (out / "report.html").write_text(page)
     return out / "report.html"
