@@ -26,10 +26,12 @@ model = load_robot("zollo_planar")
 print(f"{model.config.name}: {model.n} joints, {len(model.parameter_names)} standard "
       f"parameters")
 
-# 2. Data: here 6 s on the built-in simulator (true parameters known); a recording instead:
-#    robot_identification.data.load_dataset("run.csv" | "bag_dir" | "run.npz", model=model).
-data = simulate(model, duration=6.0, seed=0)
-held_out = simulate(model, duration=4.0, seed=1, snr_db=80)
+# 2. Data: the robot's excitation trajectory (9 s) on the built-in simulator (true parameters
+#    known); a shorter duration would stop the arm mid-motion (simulate warns). A recording
+#    instead: robot_identification.data.load_dataset("run.csv" | "bag_dir" | "run.npz",
+#    model=model).
+data = simulate(model, seed=0)
+held_out = simulate(model, seed=1, snr_db=80)
 
 # 3. Identify: filter, differentiate, base parameters, least squares, diagnostics.
 result = identify(model, data)

@@ -48,7 +48,9 @@ def bar(total=None, desc: str = "", unit: str = "it", **kw):
     tqdm.tqdm
         Use as a context manager; ``update(n)`` advances it.
     """
-    from tqdm.auto import tqdm
+    # tqdm.std, not tqdm.auto: in a Jupyter kernel without ipywidgets tqdm.auto warns
+    # (TqdmExperimentalWarning) when imported, and the bars are for terminals only anyway
+    from tqdm.std import tqdm
     kw.setdefault("delay", DELAY)
     kw.setdefault("leave", False)
     kw.setdefault("dynamic_ncols", True)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 
-@dataclass
+@dataclass(repr=False)
 class IdentificationResult:
     """Outcome of :func:`robot_identification.identification.identify`.
 
@@ -98,3 +98,9 @@ class IdentificationResult:
     def _repr_html_(self):
         from robot_identification.report._notebook import repr_html
         return repr_html(self)
+
+    def __repr__(self):
+        """One line: robot, base parameters, estimator, samples, worst diagnostics (the
+        dataclass dump ran to thousands of characters in a notebook's plain view)."""
+        from robot_identification.report._notebook import short_repr
+        return short_repr(self)

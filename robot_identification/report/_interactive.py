@@ -107,10 +107,11 @@ def validation_figure(entry, joint_names, units, quantity, colours, labels, dash
                          title_font_size=11, row=k + 1, col=1)
     fig.update_xaxes(title_text="time [s]", row=n, col=1)
     fig.update_xaxes(title_text="time [s]", row=n, col=2)
-    fig.update_layout(height=170 * n + 120, margin=dict(l=60, r=20, t=60, b=40),
-                      title=dict(text=Path(entry["file"]).name, font_size=13),
-                      legend=dict(orientation="h", y=1.0, yanchor="bottom", x=0.5,
-                                  xanchor="center"),
+    fig.update_layout(height=170 * n + 150, margin=dict(l=60, r=20, t=100, b=40),
+                      title=dict(text=Path(entry["file"]).name, font_size=13, y=0.995,
+                                 yanchor="top"),
+                      legend=dict(orientation="h", yref="container", y=1.0 - 30 / (
+                                  170 * n + 150), yanchor="top", x=0.5, xanchor="center"),
                       hovermode="x unified", template="plotly_white")
     html = fig.to_html(full_html=False, include_plotlyjs=False, include_mathjax=False,
                        config={"displaylogo": False, "responsive": True})

@@ -53,6 +53,51 @@ def to_dataframe(result):
     return pd.DataFrame.from_records(records(result), columns=COLUMNS).set_index("name")
 
 
+class Figures(list):
+    """The figures of :func:`plot`: a list of matplotlib figures that a notebook shows once
+    each (as PNG images) when it is a cell's value. The figures are not registered with
+    pyplot, so the inline backend does not show them a second time."""
+
+    def _repr_html_(self):
+        import base64
+        import io
+        out = []
+        for fig in self:
+            buf = io.BytesIO()
+            fig.savefig(buf, format="png", dpi=90)
+            out.append("<img src='data:image/png;base64,"
+                       + base64.b64encode(buf.getvalue()).decode() + "'>")
+        return "".join(out)
+
+    def __repr__(self):
+        return f"<{len(self)} figure(s) of an identification result>"
+
+
+def short_repr(result) -> str:
+    """``IdentificationResult(robot='zollo_planar', 14 base parameters, estimator wls,
+    9001 samples, 1 warning, NME 0.13)``."""
+    counts = {}
+    for d in result.diagnostics or []:
+        counts[d.severity] = counts.get(d.severity, 0) + 1
+    parts = [f"robot={result.robot!r}", f"{len(result.names)} base parameters",
+             f"estimator {result.settings.get('estimator', '?')}",
+             f"{result.n_samples} samples"]
+    parts += [f"{counts[s]} {s}{'s' if counts[s] > 1 else ''}" for s in ("error", "warning")
+              if counts.get(s)]
+    nme = result.normalised_mean_error() if result.true_values is not None else None
+    if nme is not None:
+        parts.append(f"NME {nme:.3g}")
+    return f"IdentificationResult({', '.join(parts)})"
+
+
+def _new_figure(figsize):
+    """A figure with one axes, outside pyplot (no second display by a notebook's backend,
+    nothing to close)."""
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=figsize, layout="constrained")
+    return fig, fig.subplots()
+
+
 def plot(result):
     """Figures of a result (matplotlib, not shown; display or ``savefig`` them).
 
@@ -62,16 +107,16 @@ def plot(result):
 
     Returns
     -------
-    list of matplotlib.figure.Figure
+    Figures
+        A list of matplotlib.figure.Figure, shown once each in a notebook.
     """
-    import matplotlib.pyplot as plt
     rows = records(result)
     n = len(rows)
     y = np.arange(n)[::-1]
     labels = [r["name"] for r in rows]
     height = 0.9 + 0.22 * n
-    figs = []
-    fig, ax = plt.subplots(figsize=(8, height), layout="constrained")
+    figs = Figures()
+    fig, ax = _new_figure((8, height))
     rel = np.array([r["relative_std"] if r["relative_std"] is not None else np.nan
                     for r in rows], float)
     colours = [trust_flag(v)[1] for v in rel]
@@ -89,8 +134,7 @@ def plot(result):
     figs.append(fig)
     if result.true_values is not None:
         keep = [i for i, r in enumerate(rows) if r["true"] and abs(r["true"]) > 1e-12]
-        fig, ax = plt.subplots(figsize=(8, 0.9 + 0.22 * max(len(keep), 1)),
-                               layout="constrained")
+        fig, ax = _new_figure((8, 0.9 + 0.22 * max(len(keep), 1)))
         yk = np.arange(len(keep))[::-1]
         err = [rows[i]["estimate"] / rows[i]["true"] - 1 for i in keep]
         bars = [2 * rows[i]["std"] / abs(rows[i]["true"]) for i in keep]

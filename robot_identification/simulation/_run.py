@@ -225,6 +225,39 @@ def simulate(model, duration=None, trajectory=None, seed=0, snr_db=None, *,
                  true_parameters=dict(zip(model.parameter_names,
                                           map(float, model.nominal_parameters()))),
                  metadata=meta, **rec)
+    cut = cut_mid_motion(model, trajectory, duration)
+    if cut:
+        import warnings
+        meta["ends_mid_motion"] = cut
+        warnings.warn(f"simulate: {cut}", UserWarning, stacklevel=2)
     if snr_db is not None:
         ds = add_measurement_noise(ds, snr_db, seed)
     return ds
+
+
+#: A run cut while a joint moves faster than this share of its RMS speed over the whole
+#: trajectory ends "mid-motion" (:func:`cut_mid_motion`).
+MID_MOTION_SHARE = 0.2
+
+
+def cut_mid_motion(model, trajectory, duration) -> str:
+    """Why a run of ``duration`` [s] ends mid-motion, or ``""``: it stops before the end of
+    ``trajectory`` while some joint moves faster than :data:`MID_MOTION_SHARE` of its RMS
+    speed over the trajectory. The recording then ends in motion, where the zero-phase
+    filter and the differentiation of the identification are biased (issue #26: a tutorial
+    run cut this way went unnoticed)."""
+    full = float(trajectory.duration)
+    if not duration < full - 1e-9:
+        return ""
+    _, dq_cut, _ = trajectory.evaluate(np.array([duration]))
+    _, dq, _ = trajectory.evaluate(np.linspace(0.0, full, 2001))
+    rms = np.sqrt(np.mean(dq ** 2, axis=0))
+    share = np.abs(dq_cut[0]) / np.maximum(rms, 1e-12)
+    j = int(np.argmax(share))
+    if share[j] <= MID_MOTION_SHARE:
+        return ""
+    return (f"duration {duration:g} s ends the {full:g} s excitation trajectory mid-motion "
+            f"({model.joint_names[j]} at {abs(dq_cut[0, j]):.3g} rad/s, {100 * share[j]:.0f} % "
+            f"of its RMS speed): the run stops while the arm moves, which biases the "
+            f"identification near the cut; simulate the whole trajectory (duration "
+            f"{full:g} s) or one that ends at rest")
