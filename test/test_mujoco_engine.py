@@ -246,6 +246,8 @@ def test_engine_errors_are_one_line():
     with pytest.raises(ConfigError, match="engine must be one of"):
         make_simulator(model, "bullet")
     with pytest.raises(ConfigError, match="no option"):
+        make_simulator(model, "builtin", coulomb="explicit")
+    with pytest.raises(ConfigError, match="builtin integrator must be"):
         make_simulator(model, "builtin", integrator="RK4")
     with pytest.raises(ConfigError, match="not both"):
         make_simulator(model, "mujoco", rate_hz=1000.0, dt=1e-3)

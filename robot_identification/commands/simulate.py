@@ -66,10 +66,16 @@ def run(args):
         from robot_identification.outputs import atomic_directory
         with atomic_directory(out, input_paths(args, model), "--output") as tmp:
             write_bag(ds, tmp)          # complete, or no bag at all
-    steps = ("RK4 sub-steps" if args.engine == "builtin" else
-             f"MuJoCo {ds.metadata['integrator']} steps")
+    meta = ds.metadata
+    if args.engine != "builtin":
+        steps = f"{meta['substeps']} MuJoCo {meta['integrator']} steps"
+    elif meta.get("integrator") == "imex":
+        steps = (f"{meta['imex_steps']} IMEX steps (RK4 x{meta['substeps']} on friction "
+                 f"events)")
+    else:
+        steps = f"{meta['substeps']} RK4 sub-steps"
     print(f"simulated {ds.t[-1]:.2f} s of '{model.config.name}' ({ds.n_samples} samples at "
-          f"{ds.sample_rate:.0f} Hz, {ds.metadata['substeps']} {steps} per sample)")
+          f"{ds.sample_rate:.0f} Hz, {steps} per sample)")
     print(f"wrote {out.resolve()}")
     for line in tracking_warnings(model, ds, traj):
         print(f"warning: {line}")

@@ -223,10 +223,10 @@ def tolerated_command_delay(model, controller=None, rate_hz=None, q=None, max_pe
     from robot_identification.simulation._simulator import Simulator
     n = model.n
     law = controller if controller is not None else make_controller(model, saturate=False)
-    sim = Simulator(model, rate_hz=rate_hz, quantise=False, friction="regressor")
-    friction = sim.dynamics.friction        # the viscous terms only (linear in velocity)
-    friction._coef = {"viscous": friction._coef.get("viscous", np.zeros(n))}
-    friction._keys = ["viscous"]
+    sim = Simulator(model, rate_hz=rate_hz, quantise=False, friction="regressor",
+                    integrator="rk4")
+    # the viscous terms only (linear in velocity)
+    sim.dynamics.friction = sim.friction = sim.dynamics.friction.viscous_only()
     if q is None:
         from robot_identification.excitation import trajectory_from_config
         q = trajectory_from_config(model).evaluate(0.0)[0][0]

@@ -40,6 +40,18 @@ def zollo_stribeck(v, f1, f2, f3, f4, f5, f6, position=None):
     return f1 * v + f2 * sg - f3 * sg * decay - f5 * sg * fade
 
 
+def _zollo_stribeck_joints(v, z, position=None):
+    """:func:`zollo_stribeck` of several joints at once: coefficient arrays ``z['f1']`` ..
+    ``z['f6']``; ``position`` NaN where a joint uses the velocity reading."""
+    sg = np.sign(v)
+    av = np.abs(v)
+    arg = av if position is None else np.where(np.isnan(position), av, np.abs(position))
+    decay = np.exp(-arg / z["f4"])
+    with np.errstate(divide="ignore", over="ignore"):
+        fade = np.exp(-1.0 / (z["f6"] * av))
+    return z["f1"] * v + z["f2"] * sg - z["f3"] * sg * decay - z["f5"] * sg * fade
+
+
 class FrictionModel:
     """Per-joint friction torque of a model's drives, as the simulator applies it.
 
@@ -90,32 +102,73 @@ class FrictionModel:
         self._delta = model.config.friction.stribeck_sharpness
         self._regressor_joints = np.array([lw["model"] == "regressor" for lw in self.laws])
         self._stribeck = [k for k in range(n) if self.laws[k]["model"] == "zollo_stribeck"]
+        # hot path (called at every dynamics evaluation): per term the coefficients of the
+        # joints using the regressor law (0 elsewhere), terms zero on every joint left out
+        mask = self._regressor_joints.astype(float)
+        self._terms = [(key, self._coef[key] * mask) for key in
+                       ("viscous", "coulomb", "offset", "stiction", "stribeck")
+                       if key in self._coef and np.any(self._coef[key] * mask != 0.0)]
+        idx = np.array(self._stribeck, dtype=int)
+        self._zs_idx = idx
+        self._zs = {f: np.array([self.laws[k][f] for k in idx], dtype=float)
+                    for f in ("f1", "f2", "f3", "f4", "f5", "f6")}
+        self._zs_position = np.array([self.laws[k].get("variant") == "paper_position"
+                                      for k in idx], dtype=bool)
 
     def __call__(self, v, position=None):
-        """Friction torques (n,) [N*m] at velocities v (n,) [rad/s]."""
+        """Friction torques (n,) [N*m] at velocities v (n,) [rad/s] (``position``: the
+        link-referred motor positions, for the ``paper_position`` variant of
+        :func:`zollo_stribeck`)."""
         v = np.asarray(v, dtype=float)
-        out = np.zeros_like(v)
-        if self._regressor_joints.any() and self._keys:
-            c = self._coef
-            f = np.zeros_like(v)      # same terms as regressor.friction_columns (hot path)
-            if "viscous" in c:
-                f += c["viscous"] * v
-            if "coulomb" in c:
-                f += c["coulomb"] * np.sign(v)
-            if "offset" in c:
-                f += c["offset"]
-            if "stiction" in c:
-                f += c["stiction"] * (2 / np.pi) * np.arctan(self._kv * v)
-            if "stribeck" in c:
-                f += c["stribeck"] * (2 / np.pi) * np.arctan(self._delta * v)
-            out = np.where(self._regressor_joints, f, out)
-        for k in self._stribeck:
-            lw = self.laws[k]
+        out = None
+        for key, c in self._terms:   # same terms as regressor.friction_columns
+            if key == "viscous":
+                term = c * v
+            elif key == "coulomb":
+                term = c * np.sign(v)
+            elif key == "offset":
+                term = c + 0.0 * v
+            elif key == "stiction":
+                term = c * (2 / np.pi) * np.arctan(self._kv * v)
+            else:
+                term = c * (2 / np.pi) * np.arctan(self._delta * v)
+            if out is None:
+                out = term
+            else:
+                out += term
+        if out is None:
+            out = np.zeros_like(v)
+        if len(self._zs_idx):
+            idx, z = self._zs_idx, self._zs
             pos = None
-            if lw.get("variant") == "paper_position" and position is not None:
-                pos = position[k]
-            out[k] = zollo_stribeck(v[k], lw["f1"], lw["f2"], lw["f3"], lw["f4"], lw["f5"],
-                                    lw["f6"], pos)
+            if position is not None and self._zs_position.any():
+                pos = np.where(self._zs_position, np.asarray(position, dtype=float)[idx],
+                               np.nan)
+            out[idx] = _zollo_stribeck_joints(v[idx], z, pos)
+        return out
+
+    def steep_band(self):
+        """Per joint the speed [rad/s] below which its law changes steeply: 1 / sharpness of
+        the stiction and Stribeck arctan terms, f4 and 1 / f6 of ``zollo_stribeck`` (0: none
+        but the sign of Coulomb friction). The simulator's IMEX integrator integrates steps
+        that enter it, or cross v = 0, with RK4 steps."""
+        band = np.zeros(self.model.n)
+        for key, c in self._terms:
+            if key in ("stiction", "stribeck"):
+                sharp = self._kv if key == "stiction" else self._delta
+                band = np.maximum(band, np.where(c != 0.0, 1.0 / sharp, 0.0))
+        if len(self._zs_idx):
+            band[self._zs_idx] = np.maximum(band[self._zs_idx],
+                                            np.maximum(self._zs["f4"], 1.0 / self._zs["f6"]))
+        return band
+
+    def viscous_only(self):
+        """This model reduced to its viscous terms (linear in the velocity; the linearised
+        arm of :func:`~robot_identification.simulation.tolerated_command_delay`)."""
+        import copy
+        out = copy.copy(self)
+        out._terms = [(key, c) for key, c in self._terms if key == "viscous"]
+        out._zs_idx = np.zeros(0, dtype=int)
         return out
 
     def describe(self):

@@ -927,9 +927,9 @@ def make_simulator(model, engine="builtin", *, rate_hz=None, dt=None, **options)
         Control rate [Hz] or period [s] (one of them); default the config's
         ``simulation.rate_hz``.
     **options
-        ``substeps``, ``seed``, ``snr_db``, ``quantise``, ``friction`` of both engines;
-        ``integrator``, ``coupling``, ``coulomb``, ``friction_timeconst``, ``standard`` of
-        MuJoCo.
+        ``substeps``, ``seed``, ``snr_db``, ``quantise``, ``friction``, ``integrator``
+        (builtin: ``imex`` or ``rk4``, MuJoCo: its integrator's name) of both engines;
+        ``coupling``, ``coulomb``, ``friction_timeconst``, ``standard`` of MuJoCo.
 
     Returns
     -------
@@ -951,7 +951,8 @@ def make_simulator(model, engine="builtin", *, rate_hz=None, dt=None, **options)
             raise ConfigError(f"control period dt must be > 0 s, got {dt!r}")
         rate_hz = 1.0 / float(dt)
     if engine == "builtin":
-        extra = sorted(set(options) - {"substeps", "seed", "snr_db", "quantise", "friction"})
+        extra = sorted(set(options) - {"substeps", "seed", "snr_db", "quantise", "friction",
+                                       "integrator"})
         if extra:
             raise ConfigError(f"the builtin engine has no option(s) {extra} (MuJoCo's)")
         return Simulator(model, rate_hz=rate_hz, **options)

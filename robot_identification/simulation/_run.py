@@ -209,7 +209,9 @@ def simulate(model, duration=None, trajectory=None, seed=0, snr_db=None, *,
                        "integrator": sim.integrator,
                        "coulomb": sim.coulomb}
     else:
-        engine_meta = {}
+        engine_meta = {"integrator": sim.integrator}
+        if sim.integrator == "imex":
+            engine_meta["imex_steps"] = sim.imex_steps
     if torque == "interval_mean":
         rec["tau"][1:] = 0.5 * (rec["tau"][1:] + rec["tau"][:-1])
     meta = {"robot": model.config.name, "torque": torque,

@@ -16,6 +16,14 @@ OMEGA_STEP = 0.5
 #: Most automatic RK4 sub-steps per control period: more means a mode far faster than any real
 #: arm's (a link of almost no inertia on a joint), refused rather than simulated for hours.
 MAX_AUTO_SUBSTEPS = 2000
+#: Longest step [s] of the IMEX integrator of elastic arms (2 steps per period at 1 kHz): its
+#: error on the slow (arm) dynamics, second order, stays below 1e-7 rad (docs/simulation.md).
+IMEX_STEP = 0.5e-3
+#: ARS(2,3,2) of Ascher, Ruuth & Spiteri (1997, Sec. 2.5): gamma, delta of the double tableau
+#: implicit [[0, 0, 0], [0, g, 0], [0, 1 - g, g]], explicit [[0, 0, 0], [g, 0, 0],
+#: [d, 1 - d, 0]], weights (0, 1 - g, g) for both; L-stable implicit part.
+_ARS_G = 1.0 - math.sqrt(0.5)
+_ARS_D = -2.0 * math.sqrt(2.0) / 3.0
 
 
 @dataclass
@@ -123,6 +131,21 @@ class ArmDynamics:
         self._plain_q = not np.any(model.continuous_joints)
         self._link_idx_q = model.position_indices
         self._qbuf = pin.neutral(self.pin_model)
+        # packed state -> pinocchio vectors in one gather (hot path: :meth:`derivative`):
+        # [q; theta] -> configuration (rotor coordinate k_m theta), [dq; dtheta] -> velocity
+        nv = self.pin_model.nv
+        if self.complete:
+            self._state_v = np.concatenate([self._lidx_v, self._ridx_v])
+            self._state_q = (np.concatenate([self._link_idx_q, self._ridx_q])
+                             if self._plain_q else None)
+            self._scale = np.concatenate([np.ones(n), self.gear])
+        else:
+            self._state_v = np.asarray(self._lidx_v)
+            self._state_q = np.asarray(self._link_idx_q) if self._plain_q else None
+            self._scale = np.ones(n)
+        self._qa = self._qbuf.copy()
+        self._va = np.zeros(nv)
+        self._tau = np.zeros(nv)
 
     # ----------------------------------------------------------------- model
     def _pin_q(self, q, theta=None):
@@ -193,24 +216,47 @@ class ArmDynamics:
         nv = self._nograv.nv
         z = np.zeros(nv)
         M = np.empty((nv, nv))
+        E = np.eye(nv)
+        rnea, model, data = pin.rnea, self._nograv, self._nograv_data
         for j in range(nv):
-            e = np.zeros(nv)
-            e[j] = 1.0
-            M[:, j] = pin.rnea(self._nograv, self._nograv_data, qa, z, e)
+            M[:, j] = rnea(model, data, qa, z, E[j])
         if not self.elastic:
             M -= np.diag(self._nograv.armature)   # rnea includes armature; added back below
         return 0.5 * (M + M.T)
 
     def derivative(self, x, u, friction=True):
-        """x_dot = f(x, u) for the packed state (see class docstring)."""
+        """x_dot = f(x, u) for the packed state (see class docstring).
+
+        The same equations as :meth:`accelerations`, with the state moved into pinocchio's
+        vectors by one gather each and no per-call allocation but the result (the
+        integrators call it several times per control period).
+        """
         n = self.n
-        if self.elastic:
+        if self.elastic and not self.complete:        # Spong's reduced model
             q, th, dq, dth = x[:n], x[n:2 * n], x[2 * n:3 * n], x[3 * n:]
             ddq, ddth = self.accelerations(q, dq, u, th, dth, friction)
             return np.concatenate([dq, dth, ddq, ddth])
-        q, dq = x[:n], x[n:]
-        ddq, _ = self.accelerations(q, dq, u, friction=friction)
-        return np.concatenate([dq, ddq])
+        m = x.shape[0] // 2
+        pos, vel = x[:m], x[m:]
+        qa, va, tau = self._qa, self._va, self._tau
+        if self._state_q is not None:
+            qa[self._state_q] = pos * self._scale
+        else:
+            qa[:] = self._pin_q(pos[:n], pos[n:] if self.elastic else None)
+        va[self._state_v] = vel * self._scale
+        out = np.empty_like(x)
+        out[:m] = vel
+        if self.elastic:                              # complete coupling (Zollo eq. 2, 7-8)
+            q, th, dq, dth = pos[:n], pos[n:], vel[:n], vel[n:]
+            spring = self.K * (q - th) + self.D * (dq - dth)
+            fr = self.friction(dth, th) if friction else 0.0
+            gen = np.concatenate([-spring, (u - fr + spring) / self.gear])
+        else:
+            gen = u - self.friction(vel) if friction else u
+        tau[self._state_v] = gen
+        a = pin.aba(self.pin_model, self.data, qa, va, tau)
+        np.divide(a[self._state_v], self._scale, out=out[m:])
+        return out
 
     def energy(self, x):
         """Kinetic + gravity potential + elastic energy [J] of the packed state."""
@@ -237,6 +283,39 @@ class ArmDynamics:
                                           self.model.pin_configuration(q))
         return self.model.from_pin_v(g)
 
+    def coordinate_inertia(self, q, theta):
+        """Elastic arms: the inertia matrix (2n, 2n) in the coordinates (q, theta) (link
+        positions, link-referred motor positions) at a state; complete coupling: T M T of
+        the augmented model's M with T = diag(1, k_m), reduced: diag(M_link, rotor k_m^2)."""
+        n = self.n
+        M = self.mass_matrix(self._pin_q(q, theta))
+        if self.complete:
+            idx = np.concatenate([self._lidx_v, self._ridx_v])
+            T = np.concatenate([np.ones(n), self.gear])
+            return T[:, None] * M[np.ix_(idx, idx)] * T[None, :]
+        Ml = M[np.ix_(self._lidx_v, self._lidx_v)]
+        return np.block([[Ml, np.zeros((n, n))],
+                         [np.zeros((n, n)), np.diag(self.rotor * self.gear ** 2)]])
+
+    def spring_operator(self, x):
+        """Elastic arms: the joint springs' share of the accelerations, linearised at the
+        packed state ``x``: d[ddq; ddtheta] = -(G [q; theta] + G_d [dq; dtheta]) with
+        G = Mq^-1 [[K, -K], [-K, K]], G_d the same with the damping D (Mq:
+        :meth:`coordinate_inertia` at ``x``). The stiff part of the elastic-joint dynamics
+        (the fast modes of :meth:`natural_frequency`), integrated implicitly by
+        :class:`Simulator`'s IMEX step.
+
+        Returns
+        -------
+        G, G_d : ndarray (2n, 2n) [1/s^2], [1/s]
+        """
+        n = self.n
+        Minv = np.linalg.inv(self.coordinate_inertia(x[:n], x[n:2 * n]))
+        A = Minv[:, :n] - Minv[:, n:]          # Mq^-1 [I; -I]
+        G = np.hstack([A * self.K, -A * self.K])
+        Gd = np.hstack([A * self.D, -A * self.D])
+        return G, Gd
+
     def natural_frequency(self, q_samples):
         """Largest undamped natural frequency [rad/s] over configurations ``q_samples`` (m, n).
 
@@ -253,16 +332,7 @@ class ArmDynamics:
                 fv[k] = max(fv[k], lw["f1"])
         for q in np.atleast_2d(q_samples):
             if self.elastic:
-                th = q.copy()
-                M = self.mass_matrix(self._pin_q(q, th))
-                if self.complete:
-                    idx = np.concatenate([self._lidx_v, self._ridx_v])
-                    T = np.diag(np.concatenate([np.ones(n), self.gear]))
-                    Mq = T @ M[np.ix_(idx, idx)] @ T
-                else:
-                    Ml = M[np.ix_(self._lidx_v, self._lidx_v)]
-                    Mq = np.block([[Ml, np.zeros((n, n))],
-                                   [np.zeros((n, n)), np.diag(self.rotor * self.gear ** 2)]])
+                Mq = self.coordinate_inertia(q, q.copy())
                 Kd = np.diag(self.K)
                 S = np.block([[Kd, -Kd], [-Kd, Kd]])
                 w2 = np.linalg.eigvals(np.linalg.solve(Mq, S)).real.max()
@@ -354,8 +424,21 @@ class Simulator(_Encoders):
     """Simulated arm with elastic or rigid joints, stepped one control period at a time.
 
     ``step(u)`` holds the command u over one control period 1 / rate_hz and integrates
-    the equations of motion of :class:`ArmDynamics` with ``substeps`` classical RK4
-    steps. ``measure()`` returns what encoders would read: positions quantised to
+    the equations of motion of :class:`ArmDynamics`:
+
+    - ``integrator='rk4'`` (rigid arms; elastic arms given ``substeps``): ``substeps``
+      classical RK4 steps;
+    - ``integrator='imex'`` (the default of elastic arms with stiff springs): ``imex_steps``
+      steps (of at most
+      :data:`IMEX_STEP`) of the IMEX Runge-Kutta scheme ARS(2,3,2) (Ascher, Ruuth &
+      Spiteri 1997), the joint springs implicit (:meth:`ArmDynamics.spring_operator`,
+      linearised once per period; everything else, friction included, explicit), so the
+      stiff spring modes no longer set the step. A step over which a friction velocity
+      changes sign or enters the steep band of a friction law (the discontinuity of
+      Coulomb friction) is redone with RK4 steps of the ``rk4`` integrator's length, so
+      the non-smooth events are integrated as before.
+
+    ``measure()`` returns what encoders would read: positions quantised to
     ``2 pi / encoder_counts`` and optionally Gaussian noise at a signal-to-noise ratio.
 
     Parameters
@@ -367,7 +450,12 @@ class Simulator(_Encoders):
         RK4 steps per control period; default the config's ``simulation.substeps``, or
         when that is 0, chosen so that h * omega_max <= 0.5 for the highest natural
         frequency omega_max of the arm (e.g. the PUMA wrist with K = 2000 N m/rad needs
-        ~10 kHz).
+        ~10 kHz). With ``imex``: the RK4 steps per period on friction events.
+    integrator : {None, 'imex', 'rk4'}
+        Default: ``imex`` for elastic arms whose automatic RK4 steps would cost more than
+        twice the dynamics evaluations of the IMEX steps (stiff springs: puma560_elastic,
+        15 RK4 steps per ms), unless ``substeps`` (argument or config) is given; else
+        ``rk4`` (e.g. zollo_planar: 2 RK4 steps per ms). ``imex`` is for elastic arms only.
     seed : int
         Seed of the measurement noise generator.
     snr_db : float, optional
@@ -392,7 +480,7 @@ class Simulator(_Encoders):
     engine = "builtin"
 
     def __init__(self, model, rate_hz=None, substeps=None, seed=0, snr_db=None,
-                 quantise=True, friction=None):
+                 quantise=True, friction=None, integrator=None):
         self.model = model
         sim = model.config.simulation
         self.rate_hz = float(rate_hz or sim.rate_hz)
@@ -410,10 +498,29 @@ class Simulator(_Encoders):
         self._rng = np.random.default_rng(seed)
         if substeps is None:
             substeps = sim.substeps
+        if integrator not in (None, "imex", "rk4") or (integrator == "imex"
+                                                        and not self.elastic):
+            raise ConfigError(f"builtin integrator must be 'rk4' or (elastic arms) 'imex', "
+                              f"got {integrator!r}")
+        given = bool(substeps)
         if not substeps:
             substeps = self.auto_substeps()
         self.substeps = int(substeps)
         self.h = self.dt / self.substeps
+        #: IMEX steps per control period (``integrator='imex'``)
+        self.imex_steps = max(1, math.ceil(self.dt / IMEX_STEP - 1e-9))
+        if integrator is None:      # IMEX where it saves half the dynamics evaluations
+            imex_cost = 3 * self.imex_steps + 5        # 3 per step + the spring operator
+            integrator = ("imex" if self.elastic and not given
+                          and 4 * self.substeps > 2 * imex_cost else "rk4")
+        #: ``imex`` or ``rk4`` (see the class docstring)
+        self.integrator = integrator
+        #: control periods so far with a friction event redone with RK4 (``imex``)
+        self.rk4_periods = 0
+        if self.elastic:
+            n = self.n
+            self._fric_v = slice(3 * n, 4 * n)       # the friction acts on dtheta
+            self._band = self.friction.steep_band()
         self.reset()
 
     def auto_substeps(self):
@@ -474,17 +581,73 @@ class Simulator(_Encoders):
         if u.shape != (self.n,) or not np.all(np.isfinite(u)):
             raise DataError(f"command u must be {self.n} finite torques, got {u!r}")
         self._u = u
-        f = self.dynamics.derivative
-        h, x = self.h, self._x
-        for _ in range(self.substeps):
-            k1 = f(x, u)
-            k2 = f(x + 0.5 * h * k1, u)
-            k3 = f(x + 0.5 * h * k2, u)
-            k4 = f(x + h * k3, u)
-            x = x + (h / 6.0) * (k1 + 2 * k2 + 2 * k3 + k4)
+        if self.integrator == "imex":
+            x = self._imex_period(self._x, u)
+        else:
+            x = self._rk4(self._x, u, self.h, self.substeps)
         if not np.all(np.isfinite(x)):
             raise DataError(f"simulation diverged at t = {self.t:.4g} s; increase substeps "
                             f"(now {self.substeps}) or lower the gains")
         self._x = x
         self.t += self.dt
         return self.state
+
+    def _rk4(self, x, u, h, steps):
+        f = self.dynamics.derivative
+        for _ in range(steps):
+            k1 = f(x, u)
+            k2 = f(x + 0.5 * h * k1, u)
+            k3 = f(x + 0.5 * h * k2, u)
+            k4 = f(x + h * k3, u)
+            x = x + (h / 6.0) * (k1 + 2 * k2 + 2 * k3 + k4)
+        return x
+
+    def _imex_period(self, x, u):
+        """One control period of ARS(2,3,2) steps (class docstring). With the spring
+        operator L y = [v; -(G p + G_d v)] for y = [p; v], the implicit stages solve
+        (I - c L) Y = r, c = gamma h: Y_v = W (r_v - c G r_p), Y_p = r_p + c Y_v with
+        W = (I + c^2 G + c G_d)^-1; the explicit part is f - L y."""
+        f = self.dynamics.derivative
+        m = x.shape[0] // 2
+        k = self.imex_steps
+        h = self.dt / k
+        c = _ARS_G * h
+        G, Gd = self.dynamics.spring_operator(x)
+        W = np.linalg.inv(np.eye(m) + (c * c) * G + c * Gd)
+
+        def spring(y):                           # L y
+            out = np.empty_like(y)
+            out[:m] = y[m:]
+            out[m:] = -(G @ y[:m] + Gd @ y[m:])
+            return out
+
+        def solve(r):                            # (I - c L)^-1 r
+            out = np.empty_like(r)
+            out[m:] = W @ (r[m:] - c * (G @ r[:m]))
+            out[:m] = r[:m] + c * out[m:]
+            return out
+
+        event = False
+        for _ in range(k):
+            F1 = f(x, u)
+            E1 = F1 - spring(x)
+            Y2 = solve(x + c * E1)
+            F2 = f(Y2, u)
+            K2 = spring(Y2)
+            Y3 = solve(x + h * (_ARS_D * E1 + (1.0 - _ARS_D) * (F2 - K2)) + (h - c) * K2)
+            F3 = f(Y3, u)
+            x_new = x + h * ((1.0 - _ARS_G) * F2 + _ARS_G * F3)
+            if self._friction_event(x, Y2, Y3, x_new):
+                event = True
+                steps = max(1, math.ceil(self.substeps / k))    # RK4 steps <= self.h
+                x_new = self._rk4(x, u, h / steps, steps)
+            x = x_new
+        self.rk4_periods += event
+        return x
+
+    def _friction_event(self, *states):
+        """Whether a friction velocity changes sign over the stages or is in a steep band."""
+        v = np.stack([y[self._fric_v] for y in states])
+        sign = np.sign(v)
+        return bool(np.any(sign != sign[0]) or not np.all(sign[0])
+                    or np.any(np.abs(v) < self._band))
