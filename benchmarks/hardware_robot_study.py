@@ -315,6 +315,8 @@ def main(argv=None):
                    help="hardware_robot joint_states QoS, e.g. reliable/10 best_effort/10")
     p.add_argument("--domain", type=int, default=61)
     args = p.parse_args(argv)
+    # SIGTERM: end like Ctrl-C, so that each session's launch and busy loops are ended
+    signal.signal(signal.SIGTERM, lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
     ament_prefix()
     rows = []
     for rate in args.rates:

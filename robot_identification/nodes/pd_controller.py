@@ -109,9 +109,12 @@ class PDController(Managed, ControlLoop, LifecycleNode):
                                "[s] states older than this (arrival) or with a stamp frozen "
                                "this long -> fail-safe", low=1e-4, high=1e4)
         deadline = declare(self, "command_deadline", -1.0, "[s] after the answered state's "
-                           "stamp a command must not be applied (-1: watchdog_timeout, 0: no "
-                           "deadline); real time", low=-1.0, high=1e4, read_only=True)
-        self.deadline = self.max_age if deadline < 0 else deadline
+                           "stamp a command must not be applied (-1: the smaller of "
+                           "watchdog_timeout and 0.1 s, 0: no deadline); real time", low=-1.0,
+                           high=1e4, read_only=True)
+        #: a robot honouring the deadline applies a dead controller's last torque at most this
+        #: long: 1 s of it let puma560 reach 1.2-2.0 x its velocity limits (measured)
+        self.deadline = min(self.max_age, 0.1) if deadline < 0 else deadline
         self.fail_safe = declare(self, "fail_safe", "hold", "reaction to a fault: hold "
                                  "(position + gravity compensation + damping) or zero torque",
                                  choices=("hold", "zero"))
