@@ -149,3 +149,60 @@ def test_replayed_recording_gives_the_batch_estimates(context, tmp_path):
     assert abs(values[k] / 3000.0 - 1) < 0.01     # Zollo et al. 2014, Sec. 6.1
     online.destroy_node()
     listener.destroy_node()
+
+
+def test_replay_at_1x_from_a_separate_process(context, tmp_path):
+    """`bag_player` as its own process at the recorded timing (1x, /clock from the bag), the
+    online identifier on use_sim_time: nothing lost, no restart, estimates published after
+    the replay's clock stopped (steady-time timer; the end of the bag flushed on idle), the
+    last one within 1 std of the batch estimate with the same (polynomial-approximation)
+    filters on the same bag."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from robot_identification.model import load_robot
+    from robot_identification.nodes.online_identifier import OnlineIdentifier
+    from robot_identification.simulation import simulate
+    from robot_identification.streaming import identify_streaming, iter_bag_chunks
+    model = load_robot("zollo_planar")
+    ds = simulate(model, duration=4.0, seed=3)
+    n = ds.n_samples
+    bag = write_bag(ds, tmp_path / "simulated")
+    online = OnlineIdentifier(context=context, parameter_overrides=params(
+        robot="zollo_planar", use_sim_time=True, publish_rate=4.0, block_samples=100))
+    listener = Node("estimates_listener_1x", context=context)
+    got = []
+    listener.create_subscription(IdentificationResult, "/online_identifier/estimates",
+                                 got.append, LATCHED)
+    ex = SingleThreadedExecutor(context=context)
+    for node in (online, listener):
+        ex.add_node(node)
+    root = str(Path(__file__).resolve().parents[1])
+    env = dict(os.environ, ROS_DOMAIN_ID=str(DOMAIN_ID), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
+               PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", ""))
+                                          if p))
+    player = subprocess.Popen(
+        [sys.executable, "-m", "robot_identification.nodes.bag_player", "--ros-args",
+         "-p", f"bag:={bag}", "-p", "rate:=1.0", "-p", "wait_for_subscribers:=1"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        spin_until(ex, lambda: online.received == 2 * n and online.engine is not None
+                   and online.engine.pending == 0 and got
+                   and got[-1].samples == online.engine.n_samples, 120.0,
+                   lambda: (online.received, 2 * n))
+        assert player.wait(60) == 0, player.stdout.read()
+    finally:
+        if player.poll() is None:
+            player.kill()
+        ex.shutdown()
+    assert online.engine.gaps == 0 and online.unpaired == 0 and online.errors == 0
+    est = got[-1]
+    batch = identify_streaming(model, iter_bag_chunks(bag), estimator="ols")
+    values = np.array([p.estimate for p in est.parameters])
+    dev = np.abs(values - batch.estimate.values) / batch.estimate.std
+    print(f"1x replay, separate process: max |online - batch| / batch std = {dev.max():.3g}")
+    assert dev.max() < 1.0, dict(zip(batch.names, dev))
+    online.destroy_node()
+    listener.destroy_node()

@@ -380,7 +380,8 @@ def main_for(node_cls, args=None):
                 executor = SingleThreadedExecutor()
             executor.add_node(node)
             try:
-                while rclpy.ok() and not stopping:     # returns regularly: signals handled
+                while (rclpy.ok() and not stopping     # returns regularly: signals handled
+                       and not getattr(node, "exit_requested", False)):   # (bag_player's end)
                     try:
                         executor.spin_once(timeout_sec=0.2)
                     except Exception:

@@ -7,7 +7,8 @@ their recorded topics, in log-time order, ``rate`` times faster than recorded; `
 (rosgraph_msgs/Clock) carries the recorded log time, so nodes with ``use_sim_time`` see the
 recording's time. Playback starts when every topic has ``wait_for_subscribers`` subscribers
 (0: at once) or on ``~/start`` (std_srvs/Trigger) when ``autostart`` is false; ``finished``
-(attribute) and a log line mark the end.
+(attribute) and a log line mark the end, and the process ends there (``exit_at_end``, as
+``ros2 bag play``).
 
 In-process users (tests, the demo) may set :attr:`BagPlayer.paced_by` to a callable: messages
 are published only while it returns True (e.g. while the subscribers in the same process have
@@ -86,6 +87,9 @@ class BagPlayer(Node):
         self.steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_service(Trigger, "~/start", self.on_start)
         self.autostart = declare(self, "autostart", True, "play once subscribers are there")
+        self.exit_at_end = declare(self, "exit_at_end", True, "the process ends after the "
+                                   "last message (as ros2 bag play)")
+        self.exit_requested = False
         self.timer = self.create_timer(0.001, self.on_tick, clock=self.steady)
         self.get_logger().info(f"playing {bag} ({self.reader.message_count} messages, "
                                f"{self.reader.duration * 1e-9:.2f} s) at {self.rate:g}x")
@@ -128,6 +132,11 @@ class BagPlayer(Node):
     def _finish(self):
         self.finished = True
         self.get_logger().info(f"finished: {self.published} messages published")
+        if self.exit_at_end:            # main_for ends the process: once all is delivered
+            from rclpy.duration import Duration
+            for pub in self.pubs.values():
+                pub.wait_for_all_acked(Duration(seconds=10.0))
+            self.exit_requested = True
 
     def shutdown(self):
         self.reader.close()

@@ -5,11 +5,12 @@ for rigid arms, efforts) and for elastic arms ``motor_states_topic`` (motor posi
 to the link side and motor torques as efforts), pairs them by header stamp and feeds them in
 blocks of ``block_samples`` to :class:`robot_identification.identification.OnlineIdentification`
 (polynomial-approximation filters, modified recursive least squares with identifiability
-flags). Every 1/``publish_rate`` s of node time (``/clock`` with ``use_sim_time``) the current
-estimate goes out latched on ``~/estimates`` (robot_identification_interfaces/msg/
-IdentificationResult, ``final`` false; each parameter's ``identified`` is its MRLS flag, std
-NaN until identified). ``~/reset`` (std_srvs/Trigger) starts over; so does a header stamp that
-goes back (a restarted simulation or replay). The sample rate is measured on the first block.
+flags). Every 1/``publish_rate`` s of steady (wall) time - also while a replay's ``/clock``
+stands still or after it ended - the current estimate goes out latched on ``~/estimates``
+(robot_identification_interfaces/msg/IdentificationResult, ``final`` false; each
+parameter's ``identified`` is its MRLS flag, std NaN until identified). ``~/reset``
+(std_srvs/Trigger) starts over; so does a header stamp that goes back (a restarted simulation
+or replay). The sample rate is measured on the first block.
 
 Automatic identification settings (``friction_deadband: auto``, the default of a robot config
 without an ``identification`` section, with Coulomb friction) are resolved as the batch engine
@@ -33,8 +34,9 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
 from robot_identification.errors import IdentificationError
-from robot_identification.nodes._common import (QOS, declare, declare_optional, declare_robot,
+from robot_identification.nodes._common import (declare, declare_optional, declare_robot,
                                                 main_for)
+from robot_identification.nodes._recording import RECORD_QOS
 from robot_identification.nodes._messages import LATCHED, result_msg
 from robot_identification.identification import OnlineIdentification, SETTINGS_WINDOW
 
@@ -47,7 +49,7 @@ class OnlineIdentifier(Node):
         joint_topic = declare(self, "joint_states_topic", "joint_states", "link-side states")
         motor_topic = declare(self, "motor_states_topic", "motor_states",
                               "motor-side states (elastic arms)")
-        self.rate = declare(self, "publish_rate", 2.0, "estimates per second (node time) [Hz]",
+        self.rate = declare(self, "publish_rate", 2.0, "estimates per second (steady time) [Hz]",
                             low=0.01, high=1000.0)
         self.block = declare(self, "block_samples", 100, "samples per recursive update",
                              low=2, high=1_000_000)
@@ -72,13 +74,15 @@ class OnlineIdentifier(Node):
             "automatic settings on the samples so far (a replay shorter than settings_window)",
             low=0.05, high=3600.0)
         self.pub = self.create_publisher(ResultMsg, "~/estimates", LATCHED)
+        # keep all: a replay from another process at 1x loses nothing while a block is solved
         self.subs = [self.create_subscription(
-            JointState, joint_topic, lambda m: self.on_state(m, 0), QOS)]
+            JointState, joint_topic, lambda m: self.on_state(m, 0), RECORD_QOS)]
         if self.elastic:
             self.subs.append(self.create_subscription(
-                JointState, motor_topic, lambda m: self.on_state(m, 1), QOS))
+                JointState, motor_topic, lambda m: self.on_state(m, 1), RECORD_QOS))
         self.create_service(Trigger, "~/reset", self.on_reset)
-        self.create_timer(1.0 / self.rate, self.on_publish)
+        steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self.create_timer(1.0 / self.rate, self.on_publish, clock=steady)
         # steady time: a replay's /clock stops with it, and the samples it left held back
         # must still be identified
         self.create_timer(self.idle_timeout, self.on_idle,
