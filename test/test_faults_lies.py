@@ -152,3 +152,117 @@ def test_two_different_recordings_are_both_used(run, tmp_path, capsys):
                        "--no-physical"], capsys, run)
     assert rc == 0, err
     assert yaml.safe_load((tmp_path / "r.yaml").read_text())["metrics"]["n_samples"] == 6002
+
+
+# ------------------------------------------------------------------ results of another model
+@pytest.fixture(scope="module")
+def results(run, tmp_path_factory):
+    """A results.yaml of szabo_3dof identified on ``run``."""
+    out = tmp_path_factory.mktemp("results") / "results.yaml"
+    assert cli.main(["identify", "--config", str(run / "robot.yaml"), "--data",
+                     str(run / "run.npz"), "--output", str(out), "--quiet",
+                     "--no-physical"]) == 0
+    return out
+
+
+def _other_urdf(tmp_path, line, old, new):
+    """szabo_3dof's URDF with ``old`` replaced by ``new`` on line ``line`` (1-based)."""
+    lines = (REPO / "urdf" / "szabo_3dof.urdf").read_text().splitlines(keepends=True)
+    assert old in lines[line - 1], lines[line - 1]
+    lines[line - 1] = lines[line - 1].replace(old, new)
+    path = tmp_path / "in" / "other.urdf"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text("".join(lines))
+    return path
+
+
+REPO = test_faults_heldout.REPO
+USES = [
+    ["validate", "--data", "{run}/run.npz", "--output", "{tmp}/out/v.yaml"],
+    ["report", "--output", "{tmp}/out/report"],
+    ["export-urdf", "--output", "{tmp}/out/arm.urdf"],
+    ["export-mjcf", "--output", "{tmp}/out/arm.xml"],
+    ["drive-gains", "--unloaded", "{run}/run.csv", "--loaded", "{run}/run.csv",
+     "--payload-mass", "1"],
+]
+
+
+@pytest.mark.parametrize("use", USES, ids=[u[0] for u in USES])
+def test_results_of_another_geometry_are_refused(run, results, tmp_path, capsys, use):
+    """Same robot name and joint names, joint 3 placed 0.6 m instead of 0.5 m along link 2:
+    the results were validated and exported without a word."""
+    urdf = _other_urdf(tmp_path, 70, 'xyz="0 0.5 0"', 'xyz="0 0.6 0"')
+    argv = [use[0], "--config", run / "robot.yaml", "--urdf", urdf, "--results", results,
+            *[a.format(run=run, tmp=tmp_path) for a in use[1:]]]
+    before = results.read_bytes()
+    rc, err = run_cli(argv, capsys, tmp_path / "in")
+    assert_one_line(rc, err, str(results), "another geometry", "from joint 'joint3'")
+    assert results.read_bytes() == before and not (tmp_path / "out").exists()
+
+
+def test_results_of_another_robot_model_are_refused(run, results, tmp_path, capsys):
+    doc = yaml.safe_load(results.read_text())
+    doc["fingerprint"]["joint_types"][2] = "prismatic"
+    edited = tmp_path / "in" / "edited.yaml"
+    edited.parent.mkdir()
+    edited.write_text(yaml.safe_dump(doc, sort_keys=False))
+    rc, err = run_cli(["validate", "--config", run / "robot.yaml", "--results", edited,
+                       "--data", run / "run.npz", "--output", tmp_path / "v.yaml"], capsys,
+                      tmp_path / "in")
+    assert_one_line(rc, err, "edited.yaml", "another robot model", "joint_types")
+
+
+def test_results_with_other_inertials_are_used_with_a_warning(run, results, tmp_path, capsys):
+    """The URDF's masses edited since the identification: the identified values do not
+    depend on them (the nominal values and priors do): a warning, not a refusal."""
+    urdf = _other_urdf(tmp_path, 76, 'xyz="0.25 0 0"', 'xyz="0.2 0 0"')     # link 3's COM
+    with pytest.warns(UserWarning, match="inertial parameters differ"):
+        rc, err = run_cli(["validate", "--config", run / "robot.yaml", "--urdf", urdf,
+                           "--results", results, "--data", run / "run.npz", "--output",
+                           tmp_path / "v.yaml", "--quiet"], capsys, tmp_path / "in")
+    assert rc == 0, err
+
+
+@pytest.mark.parametrize("cut", ["after the base parameters", "inside the end line",
+                                 "before the end line"])
+def test_truncated_results_are_refused(run, results, tmp_path, capsys, cut):
+    """A results file cut after its base parameters was accepted."""
+    text = results.read_text()
+    assert text.endswith("end: {base_parameters: %d}\n" % len(
+        yaml.safe_load(text)["base_parameters"]))
+    at = {"after the base parameters": text.index("\nmetrics:") + 1,
+          "inside the end line": len(text) - 8,
+          "before the end line": text.rindex("end: {")}[cut]
+    cut_file = tmp_path / "in" / "cut.yaml"
+    cut_file.parent.mkdir()
+    cut_file.write_text(text[:at])
+    for command in (["validate", "--data", run / "run.npz", "--output", tmp_path / "v.yaml"],
+                    ["export-urdf", "--output", tmp_path / "a.urdf"]):
+        rc, err = run_cli([command[0], "--config", run / "robot.yaml", "--results", cut_file,
+                           *command[1:]], capsys, tmp_path / "in")
+        assert_one_line(rc, err, "cut.yaml")
+        assert "incomplete" in err or "not valid YAML" in err, err
+
+
+def test_results_of_earlier_versions_are_read_with_a_warning(run, results, tmp_path, capsys):
+    doc = yaml.safe_load(results.read_text())
+    del doc["fingerprint"], doc["end"]
+    old = tmp_path / "in" / "old.yaml"
+    old.parent.mkdir()
+    old.write_text(yaml.safe_dump(doc, sort_keys=False))
+    with pytest.warns(UserWarning, match="no model fingerprint"):
+        rc, err = run_cli(["validate", "--config", run / "robot.yaml", "--results", old,
+                           "--data", run / "run.npz", "--output", tmp_path / "v.yaml",
+                           "--quiet"], capsys, tmp_path / "in")
+    assert rc == 0, err
+
+
+def test_added_sections_keep_the_end_line_last(run, results, tmp_path):
+    from robot_identification.model import load_robot
+    from robot_identification.report import add_to_results, read_results
+    model = load_robot(config=run / "robot.yaml")
+    copy = tmp_path / "results.yaml"
+    shutil.copy(results, copy)
+    add_to_results(copy, model, {"drive_gains": {"identified": [1.0, 2.0, 3.0]}})
+    assert copy.read_text().splitlines()[-1].startswith("end: {base_parameters:")
+    assert read_results(copy, model)["drive_gains"]["identified"] == [1.0, 2.0, 3.0]

@@ -32,7 +32,7 @@ def run(args):
     from robot_identification.report import read_results
     model = robot_from_args(args)
     if args.results:                # refuse a bad results file before the long computation
-        read_results(args.results, model.config.name)
+        read_results(args.results, model)
     ones = [1.0] * model.n          # read currents: tau column = current [A]
     un = [load_dataset(p, model=model, drive_gains=ones) for p in args.unloaded]
     lo = [load_dataset(p, model=model, drive_gains=ones) for p in args.loaded]
@@ -65,7 +65,7 @@ def run(args):
                    "unloaded": [str(p) for p in args.unloaded],
                    "loaded": [str(p) for p in args.loaded]}
         others = [p for p in input_paths(args, model) if p != args.results]
-        path = add_to_results(args.results, model.config.name, {"drive_gains": section},
+        path = add_to_results(args.results, model, {"drive_gains": section},
                               inputs=others, what="--results")
         print(f"updated {Path(path).resolve()}")
     return 0

@@ -31,7 +31,7 @@ def physical_standard(model, results):
 
     from robot_identification.errors import DataError
     from robot_identification.report import read_results
-    doc = read_results(results, model.config.name)
+    doc = read_results(results, model)
     phys = (doc.get("estimates") or {}).get("physical")
     if not phys:
         raise DataError(f"'{results}' has no physically consistent estimate; run identify "

@@ -74,10 +74,14 @@ def result_to_dict(result, model=None) -> dict:
         known = int(np.sum(~np.isnan(result.true_values)))
         if known < len(result.true_values):
             metrics["true_values_known"] = known
-    out = {"robot": result.robot, "estimator": est.method, "base_parameters": entries,
+    out = {"robot": result.robot}
+    if model is not None:                     # first: a file cut short still has it
+        from robot_identification.report._fingerprint import model_fingerprint
+        out["fingerprint"] = model_fingerprint(model)
+    out.update({"estimator": est.method, "base_parameters": entries,
            "metrics": metrics, "settings": dict(result.settings),
            "estimates": estimates_to_dict(getattr(result, "estimates", None) or {}),
-           "diagnostics": [d.to_dict() for d in result.diagnostics]}
+           "diagnostics": [d.to_dict() for d in result.diagnostics]})
     if model is not None:
         out["model"] = model.config.model
     return out
@@ -116,8 +120,10 @@ def read_results(path, robot=None) -> dict:
     Parameters
     ----------
     path : path
-    robot : str, optional
-        Expected robot name; a file identified on another robot is refused.
+    robot : str or RobotModel, optional
+        Expected robot name; a file identified on another robot is refused. A model also
+        checks the file's model fingerprint (joints, kinematics: results of another geometry
+        are refused; :func:`~robot_identification.report._fingerprint.check_fingerprint`).
 
     Returns
     -------
@@ -133,8 +139,14 @@ def read_results(path, robot=None) -> dict:
     """
     from robot_identification._yaml import read_yaml_file
     from robot_identification.errors import DataError
+    from robot_identification.report._fingerprint import check_complete, check_fingerprint
+    model = robot if hasattr(robot, "config") else None
+    if model is not None:
+        robot = model.config.name
     path = Path(path)
     doc = read_yaml_file(path, "results file", DataError)
+    if isinstance(doc, dict) and isinstance(doc.get("base_parameters"), list):
+        check_complete(doc, path)           # a file cut short: named as such, first
     if not isinstance(doc, dict) or not isinstance(doc.get("base_parameters"), list):
         raise DataError(f"'{path}' is not a results.yaml (no 'base_parameters' list)")
 
@@ -233,6 +245,8 @@ def read_results(path, robot=None) -> dict:
             and isinstance(d.get("subject", ""), (str, type(None))) for d in diags)):
         raise bad("'diagnostics'", "must be a list of mappings with code, severity, message "
                                    "(strings)")
+    if model is not None:
+        check_fingerprint(doc, model, path)
     return doc
 
 
@@ -285,10 +299,12 @@ def write_results(result, path, model=None, inputs=()) -> Path:
         (:func:`robot_identification.outputs.check_output`).
     """
     from robot_identification.outputs import write_text_atomic
+    from robot_identification.report._fingerprint import end_line
     if model is not None:
         inputs = tuple(inputs) + (model.config.urdf_path, model.config.source)
-    return write_text_atomic(path, yaml.safe_dump(result_to_dict(result, model),
-                                                  sort_keys=False), inputs=inputs)
+    doc = result_to_dict(result, model)
+    return write_text_atomic(path, yaml.safe_dump(doc, sort_keys=False) + end_line(doc),
+                             inputs=inputs)
 
 
 def add_to_results(path, robot, sections, inputs=(), what="results file") -> Path:
@@ -303,9 +319,13 @@ def add_to_results(path, robot, sections, inputs=(), what="results file") -> Pat
         ``path`` is one of ``inputs``.
     """
     from robot_identification.outputs import write_text_atomic
+    from robot_identification.report._fingerprint import end_line
     doc = read_results(path, robot)
+    doc.pop("end", None)                  # written again last, counting the base parameters
     doc.update(sections)
-    return write_text_atomic(path, yaml.safe_dump(doc, sort_keys=False), list(inputs), what)
+    text = yaml.safe_dump(doc, sort_keys=False)
+    return write_text_atomic(path, text + (end_line(doc) if "fingerprint" in doc else ""),
+                             list(inputs), what)
 
 
 def format_table(result, width: int | None = None) -> str:

@@ -66,7 +66,7 @@ def load_estimates(path, model, base=None):
         wrong robot, or base parameters that do not match the model's.
     """
     path = Path(path)
-    doc = read_results(path, model.config.name)
+    doc = read_results(path, model)          # also its model fingerprint
     names = [current_parameter_name(e["name"]) for e in doc["base_parameters"]]  # fv -> viscous
     base = base or base_parameters(model)
     if list(base.names) != names:
