@@ -20,13 +20,14 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock as ClockMsg
 from std_srvs.srv import Trigger
 
 from robot_identification.errors import DataError
-from robot_identification.nodes._common import QOS, declare, main_for
+from robot_identification.nodes._common import QOS, declare, diagnostic_status, main_for
 
 
 def message_class(type_name):
@@ -91,6 +92,9 @@ class BagPlayer(Node):
                                    "last message (as ros2 bag play)")
         self.exit_requested = False
         self.timer = self.create_timer(0.001, self.on_tick, clock=self.steady)
+        self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.heartbeat = 0
+        self.create_timer(1.0, self.publish_status, clock=self.steady)
         self.get_logger().info(f"playing {bag} ({self.reader.message_count} messages, "
                                f"{self.reader.duration * 1e-9:.2f} s) at {self.rate:g}x")
 
@@ -128,6 +132,15 @@ class BagPlayer(Node):
             self.pubs[conn.topic].publish(bytes(raw))
             self.published += 1
             self.pending = None
+
+    def publish_status(self):
+        """Status and heartbeat on /diagnostics every second (steady clock)."""
+        self.heartbeat += 1
+        state = ("finished" if self.finished else "waiting" if self.start is None
+                 else "playing")
+        self.pub_diag.publish(diagnostic_status(
+            self, "playback", DiagnosticStatus.OK, state,
+            {"heartbeat": self.heartbeat, "published": self.published, "state": state}))
 
     def _finish(self):
         self.finished = True

@@ -26,6 +26,7 @@ sample).
 from __future__ import annotations
 
 import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -35,7 +36,7 @@ from std_srvs.srv import Trigger
 
 from robot_identification.errors import IdentificationError
 from robot_identification.nodes._common import (declare, declare_optional, declare_robot,
-                                                main_for)
+                                                diagnostic_status, main_for)
 from robot_identification.nodes._recording import RECORD_QOS
 from robot_identification.nodes._messages import LATCHED, result_msg
 from robot_identification.identification import OnlineIdentification, SETTINGS_WINDOW
@@ -87,6 +88,9 @@ class OnlineIdentifier(Node):
         # must still be identified
         self.create_timer(self.idle_timeout, self.on_idle,
                           clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.heartbeat = 0
+        self.create_timer(1.0, self.publish_status, clock=steady)
         self.engine = None
         self.received = 0           # state messages taken (both topics)
         self._received_at_idle = 0
@@ -100,6 +104,19 @@ class OnlineIdentifier(Node):
         self.last_stamp = None
         self.unpaired = 0
         self.errors = 0
+
+    def publish_status(self):
+        """Status and heartbeat on /diagnostics every second (steady clock)."""
+        self.heartbeat += 1
+        e = self.engine
+        values = {"heartbeat": self.heartbeat, "received": self.received,
+                  "samples": 0 if e is None else e.n_samples,
+                  "gaps": 0 if e is None else e.gaps, "unpaired": self.unpaired,
+                  "errors": self.errors}
+        level = DiagnosticStatus.WARN if self.errors or values["gaps"] else DiagnosticStatus.OK
+        message = ("waiting for states" if e is None else
+                   f"{values['samples']} samples identified on line")
+        self.pub_diag.publish(diagnostic_status(self, "estimation", level, message, values))
 
     def on_reset(self, request, response):
         n = 0 if self.engine is None else self.engine.n_input

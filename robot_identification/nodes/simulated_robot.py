@@ -138,8 +138,12 @@ class SimulatedRobot(Node):
         self.longest_stall = 0.0            # [s] longest time between two ticks
         self.first_tick = self.last_tick = None    # steady clock [s]
         self.t_first = 0.0                  # robot time [s] at the first tick
+        self.heartbeat = 0
         if self.lockstep:
             self.create_timer(0.1, self.on_idle)
+            self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+            self.create_timer(1.0, self.publish_lockstep_status,
+                              clock=RosClock(clock_type=ClockType.STEADY_TIME))
         else:
             self.create_timer(1.0 / rate, self.on_tick)
             self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
@@ -245,7 +249,17 @@ class SimulatedRobot(Node):
         wall = (self.last_tick or 0.0) - (self.first_tick or 0.0)
         return (self.sim.t - self.t_first) / wall if wall > 0 else 1.0
 
+    def publish_lockstep_status(self):
+        """Lockstep: status and heartbeat on /diagnostics every second (steady clock)."""
+        self.heartbeat += 1
+        level = DiagnosticStatus.ERROR if self.diverged else DiagnosticStatus.OK
+        values = {"heartbeat": self.heartbeat, "robot_time_s": f"{self.sim.t:.3f}",
+                  "commands": self.commands, "repeated_answers": self.duplicate_commands}
+        self.pub_diag.publish(diagnostic_status(
+            self, "lockstep", level, self.diverged or "stepping on commands", values))
+
     def publish_status(self):
+        self.heartbeat += 1
         factor = self.real_time_factor()
         level = (DiagnosticStatus.ERROR if self.diverged else
                  DiagnosticStatus.OK if self.skipped == 0 and self.waited == 0
@@ -255,7 +269,8 @@ class SimulatedRobot(Node):
                   "longest_stall_s": f"{self.longest_stall:.4f}",
                   "command_timeout_s": f"{self.command_timeout:g}",
                   "tolerated_delay_periods": self.tolerated_delay,
-                  "real_time_factor": f"{factor:.3f}", "robot_time_s": f"{self.sim.t:.3f}"}
+                  "real_time_factor": f"{factor:.3f}", "robot_time_s": f"{self.sim.t:.3f}",
+                  "heartbeat": self.heartbeat}
         message = ("real time kept" if self.skipped == 0 and self.waited == 0 else
                    f"{self.skipped} periods skipped, {self.waited} waited for a command: the "
                    f"robot's clock runs at {factor:.2f} x real time")
