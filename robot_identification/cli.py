@@ -72,6 +72,21 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {text} (see {self.prog} --help)\n")
 
 
+class _GivenOnce(argparse._StoreAction):
+    """An option that takes its value(s) once: given twice (``--data a.npz --data b.npz``),
+    argparse kept the last silently - a recording or a config left out without a word."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = namespace.__dict__.setdefault("_options_given", set())
+        if self.dest in given:
+            more = " (give several values after one option: --data a b)" if self.nargs in (
+                "+", "*") else ""
+            parser.error(f"{option_string} given twice: the first value would be dropped "
+                         f"silently{more}")
+        given.add(self.dest)
+        super().__call__(parser, namespace, values, option_string)
+
+
 def _format_warning(message, category, filename, lineno, line=None):
     """Library warnings as one line ``warning: message`` (Python's format adds the source
     file, line number and the code line below it)."""
@@ -87,6 +102,9 @@ def build_parser():
     for mod in _command_modules():
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(p)
+        for action in p._actions:           # an option given twice is an error, not the last
+            if type(action) is argparse._StoreAction and action.option_strings:
+                action.__class__ = _GivenOnce
         options = {o for a in p._actions for o in a.option_strings}
         if "--quiet" not in options:
             p.add_argument("--quiet", action="store_true", help="no progress bars")

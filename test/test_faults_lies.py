@@ -266,3 +266,14 @@ def test_added_sections_keep_the_end_line_last(run, results, tmp_path):
     add_to_results(copy, model, {"drive_gains": {"identified": [1.0, 2.0, 3.0]}})
     assert copy.read_text().splitlines()[-1].startswith("end: {base_parameters:")
     assert read_results(copy, model)["drive_gains"]["identified"] == [1.0, 2.0, 3.0]
+
+
+@pytest.mark.parametrize("command", ["identify", "identify-stream"])
+def test_an_option_given_twice_is_refused(run, bag, tmp_path, capsys, command):
+    """``--data a --data b`` kept the last value silently: a recording left out."""
+    with pytest.raises(SystemExit) as info:           # argparse's usage error
+        cli.main([command, "--config", str(run / "robot.yaml"), "--data",
+                  str(run / "run.npz"), "--data", str(bag), "--output",
+                  str(tmp_path / "r.yaml")])
+    assert_one_line(info.value.code, capsys.readouterr().err, "--data given twice")
+    assert not (tmp_path / "r.yaml").exists()

@@ -328,3 +328,17 @@ def test_write_text_atomic_replaces_and_cleans(tmp_path):
     write_text_atomic(target, "1\n")
     write_text_atomic(target, "2\n")
     assert target.read_text() == "2\n" and sorted(tmp_path.iterdir()) == [target]
+
+
+def test_dataset_directory_writer_never_overwrites_a_recording(tmp_path):
+    """NpyDirWriter opened an existing dataset directory's arrays for writing."""
+    import numpy as np
+    from robot_identification.errors import DataError
+    from robot_identification.identification import NpyDirWriter
+    w = NpyDirWriter(tmp_path / "rec", 3, ["j"])
+    w.append(t=np.arange(3) * 1e-3, q=np.zeros((3, 1)), tau=np.zeros((3, 1)))
+    w.close()
+    before = digest(tmp_path / "rec")
+    with pytest.raises(DataError, match="never overwritten"):
+        NpyDirWriter(tmp_path / "rec", 3, ["j"])
+    assert digest(tmp_path / "rec") == before

@@ -199,7 +199,8 @@ class NpyDirWriter:
     Parameters
     ----------
     path : path
-        Directory (created).
+        Directory (created; an existing non-empty one is refused with a DataError: it
+        would overwrite a recording's arrays).
     n_samples : int
         Total samples (written into the .npy headers up front).
     joint_names : list of str
@@ -212,6 +213,9 @@ class NpyDirWriter:
                  metadata=None):
         import json
         self.path = Path(path)
+        if self.path.exists() and (not self.path.is_dir() or any(self.path.iterdir())):
+            raise DataError(f"dataset directory '{self.path}' exists already; recorded data "
+                            f"is never overwritten: choose another name")
         self.path.mkdir(parents=True, exist_ok=True)
         n = len(joint_names)
         (self.path / "meta.json").write_text(json.dumps({
