@@ -41,6 +41,9 @@ ARMATURE_FRACTION = 0.05
 #: ``model: elastic``: nominal joint stiffness K = I (2 pi f)^2 with I the joint's largest
 #: inertia and f this frequency [Hz] (harmonic-drive arms: 5-20 Hz link-side resonances).
 ELASTIC_FREQUENCY = 8.0
+#: ``model: elastic``: gear ratio written (a CHECK line: harmonic drives 50-160; under the
+#: complete model the data depend on it, docs/elastic.md).
+ELASTIC_GEAR_RATIO = 100.0
 
 
 def _joint_limits(urdf_xml: str) -> dict:
@@ -341,9 +344,13 @@ def _text(urdf, output, chosen, info, name, urdf_xml, model, xacro_args, inertia
         *([f"xacro_args: {{{', '.join(f'{k}: {_quote(v)}' for k, v in xacro_args.items())}}}"
            "   # as xacro FILE NAME:=VALUE"] if xacro_args else []),
         "gravity: [0.0, 0.0, -9.81]         # m/s^2 in the base frame; CHECK the mounting",
-        f"model: {model:<28s}# rigid | elastic (needs motor-side encoders:"
-        " joint_states",
-        "                                   # link side, motor_states motor side)",
+        f"model: {model:<28s}# rigid | elastic (needs motor encoders, and link encoders "
+        "or joint",
+        "                                   # torque sensors: docs/elastic.md, sensor sets)",
+        *(["coupling: complete                 # complete (rotor-link coupling, Zollo et al.) "
+           "| reduced (Spong):",
+           "                                   # CHECK; complete: the data depend on "
+           "gear_ratio"] if model == "elastic" else []),
         "friction:",
         "  model: coulomb_viscous           # none | viscous | coulomb_viscous | static",
         "  offset: false                    # true: a constant torque offset per joint "
@@ -372,15 +379,20 @@ def _text(urdf, output, chosen, info, name, urdf_xml, model, xacro_args, inertia
         inertia_k = 0.0 if inertia is None else max(inertia[k], 1e-4)
         scale = inertia_k * DEFAULT_ACCELERATION
         stiffness = inertia_k * (2 * math.pi * ELASTIC_FREQUENCY) ** 2 if inertia else 1.0
+        gear = ELASTIC_GEAR_RATIO if model == "elastic" else 1.0
         nominal = {"stiffness": float(f"{stiffness:.3g}"),
-                   "rotor_inertia": float(f"{ARMATURE_FRACTION * inertia_k:.3g}"),
+                   "rotor_inertia": float(f"{ARMATURE_FRACTION * inertia_k / gear ** 2:.3g}"),
                    "viscous": float(f"{0.5 * FRICTION_FRACTION * scale:.3g}"),
                    "coulomb": float(f"{FRICTION_FRACTION * scale:.3g}")}
         drive = ", ".join(f"{k}: {_fmt(nominal[k])}" for k in drive_keys)
         kind = "  # prismatic: m, m/s, m/s^2, N" if jtype == "prismatic" else ""
+        gear_line = (
+            f"    gear_ratio: {_fmt(gear):<18s} # CHECK: motor angle / joint angle "
+            f"(docs/elastic.md)" if model == "elastic"
+            else "    gear_ratio: 1.0                # motor angle / joint angle; 1: "
+                 "link-referred drive values")
         lines += [f"  - name: {j}{kind}",
-                  "    gear_ratio: 1.0                # motor angle / joint angle; 1: "
-                  "link-referred drive values",
+                  gear_line,
                   f"    limits: {{{', '.join(lim)}}}{_limit_check(vel, effort)}",
                   f"    drive: {{{drive}}}   # CHECK: nominal values (simulation only)"]
     for j, x in zip(chosen, inertia if inertia is not None else []):
@@ -439,12 +451,34 @@ def _text(urdf, output, chosen, info, name, urdf_xml, model, xacro_args, inertia
         "csv:                               # column layout of your CSV recordings "
         "(1-based columns)",
         "  time: 1                          # time [s]",
-        f"  position: 2                      # joint positions [rad; m]: columns 2..{1 + n}",
-        f"  velocity: {2 + n:<22d} # joint velocities [rad/s; m/s] (optional)",
-        f"  torque: {2 + 2 * n:<24d} # joint torques [N*m; N]; or current: + drive_gains",
-        f"  n_columns: {1 + 3 * n:<21d} # fields per row",
+        *(_csv_rigid(n) if model != "elastic" else _csv_elastic(n)),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _csv_rigid(n):
+    return [f"  position: 2                      # joint positions [rad; m]: columns 2..{1 + n}",
+            f"  velocity: {2 + n:<22d} # joint velocities [rad/s; m/s] (optional)",
+            f"  torque: {2 + 2 * n:<24d} # joint torques [N*m; N]; or current: + drive_gains",
+            f"  n_columns: {1 + 3 * n:<21d} # fields per row"]
+
+
+def _csv_elastic(n):
+    """The CSV template of an elastic arm: link and motor encoders and the motor torque
+    (sensor set a); the keys of the other sensor sets commented (docs/elastic.md)."""
+    return [
+        f"  position: 2                      # link positions [rad] (link encoders): columns "
+        f"2..{1 + n};",
+        "                                   # leave out without link encoders (then "
+        "joint_torque)",
+        f"  motor_position: {2 + n:<16d} # motor positions, link-referred: motor angle / "
+        f"gear_ratio [rad]",
+        f"  torque: {2 + 2 * n:<24d} # motor torques, link-referred [N*m]; or current: + "
+        f"drive_gains",
+        f"  # joint_torque: {2 + 3 * n:<16d} # joint torque sensors [N*m] (sensor set b, "
+        f"docs/elastic.md)",
+        "  # velocity: ..., motor_velocity: ...   # optional measured velocities [rad/s]",
+        f"  n_columns: {1 + 3 * n:<21d} # fields per row ({1 + 4 * n} with joint_torque)"]
 
 
 def _degree_notes(chosen, info) -> list:

@@ -160,7 +160,8 @@ def load_data(path, model, effort_lag=0.0, measured_velocities=True):
             ds.check_velocities()
         else:
             ds = replace(ds, dq=None, ddq=None, dtheta=None, ddtheta=None)
-        silent = [j for j, col in zip(ds.joint_names, ds.tau.T) if not np.any(col)]
+        silent = [j for j, col in zip(ds.joint_names, ds.tau.T) if not np.any(col)] \
+            if ds.tau is not None else []
         if silent:
             raise DataError(f"the torque of joint(s) {silent} is 0 in every sample: torques "
                             f"not recorded (check the csv: torque/current columns, the bag's "

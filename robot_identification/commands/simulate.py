@@ -7,7 +7,8 @@ from robot_identification.commands._common import (
     add_robot_arguments, check_output_argument, input_paths, robot_from_args)
 
 NAME = "simulate"
-HELP = "simulate a robot following an excitation trajectory; writes a .npz dataset or a rosbag2"
+HELP = ("simulate a robot following an excitation trajectory; writes a .npz dataset, a CSV "
+        "(the config's csv: layout) or a rosbag2")
 ORDER = 10
 
 
@@ -25,6 +26,9 @@ def add_arguments(p):
     p.add_argument("--derivatives", action="store_true",
                    help="also store the exact velocities and accelerations")
     p.add_argument("--no-quantise", action="store_true", help="no encoder quantisation")
+    p.add_argument("--joint-torque", action="store_true",
+                   help="elastic arms: also record joint torque sensors (tau_joint, "
+                        "docs/elastic.md)")
     p.add_argument("--engine", choices=("builtin", "mujoco"), default="builtin",
                    help="physics engine: builtin (pinocchio + RK4, the reference; default) or "
                         "mujoco (several times faster; Coulomb friction as MuJoCo's "
@@ -40,9 +44,10 @@ def run(args):
     from robot_identification.excitation import check_limits, load_trajectory
     from robot_identification.simulation import simulate
     out = Path(args.output)
-    if out.suffix not in (".npz", ""):
-        raise ConfigError(f"--output '{out}': only .npz files or rosbag2 directories (a name "
-                          f"without suffix) are written")
+    if out.suffix.lower() not in (".npz", ".csv", ""):
+        raise ConfigError(f"--output '{out}': only .npz files, .csv files (the robot config's "
+                          f"csv: layout) or rosbag2 directories (a name without suffix) are "
+                          f"written")
     if out.suffix == "" and out.exists():
         raise ConfigError(f"--output '{out}' exists; a bag is never overwritten")
     model = robot_from_args(args)
@@ -58,9 +63,15 @@ def run(args):
                   quantise=not args.no_quantise,
                   friction=None if args.friction == "config" else args.friction,
                   log=None if progress.enabled() else print, min_samples=20,
-                  engine=args.engine)
+                  engine=args.engine, joint_torque=args.joint_torque)
     if out.suffix == ".npz":
         ds.save_npz(out, inputs=input_paths(args, model))
+    elif out.suffix.lower() == ".csv":
+        from robot_identification.data import write_csv
+        if not model.config.extra.get("csv"):
+            raise ConfigError(f"--output '{out}': the robot config has no csv: section (the "
+                              f"column layout to write)")
+        write_csv(ds, out, model, inputs=input_paths(args, model))
     else:
         from robot_identification.data._bag import write_bag
         from robot_identification.outputs import atomic_directory

@@ -8,6 +8,14 @@ Topic conventions (ros2_control style, see docs/ros.md):
   (theta = motor angle / gear reduction) [rad], velocity [rad/s], effort: motor torque u [N*m].
 - ``/effort_controller/commands`` (std_msgs/Float64MultiArray): commanded torques [N*m].
 
+Elastic arms (docs/elastic.md): ``/joint_states`` effort, when filled, is what joint torque
+sensors read (tau_J, the torque the elastic joint transmits to the link), its position may be
+left empty by an arm without link encoders, and ``/motor_states`` effort may be empty when no
+motor current is recorded. Every signal can be read from another topic and field
+(:func:`bag_signals`), also from ros2_control's ``/dynamic_joint_states``
+(control_msgs/DynamicJointState: a field is then a state interface name, e.g.
+``motor_position``).
+
 Time is taken from the header stamps (simulation time in lockstep runs).
 """
 from __future__ import annotations
@@ -26,6 +34,18 @@ JOINT_TOPIC = "/joint_states"
 MOTOR_TOPIC = "/motor_states"
 COMMAND_TOPIC = "/effort_controller/commands"
 JOINT_STATE = "sensor_msgs/msg/JointState"
+DYNAMIC_JOINT_STATE = "control_msgs/msg/DynamicJointState"
+#: Signals of a recording (``read_bag(signals=...)``, the robot config's ``bag:`` section):
+#: link positions and velocities, the torque (rigid: joint torque; elastic: the motor torque,
+#: link-referred), motor positions and velocities (link-referred), joint torque sensors.
+SIGNALS = ("position", "velocity", "torque", "motor_position", "motor_velocity",
+           "joint_torque")              # = model BAG_SIGNALS (the config's bag: section)
+_DATASET = {"position": "q", "velocity": "dq", "torque": "tau", "motor_position": "theta",
+            "motor_velocity": "dtheta", "joint_torque": "tau_joint"}
+_CONTROL_MSGS = {
+    "control_msgs/msg/InterfaceValue": "string[] interface_names\nfloat64[] values\n",
+    DYNAMIC_JOINT_STATE: "std_msgs/Header header\nstring[] joint_names\n"
+                         "control_msgs/InterfaceValue[] interface_values\n"}
 FLOAT64_ARRAY = "std_msgs/msg/Float64MultiArray"
 METADATA_VERSION = 8      # readable by ``ros2 bag`` on Humble and later (9 is not)
 _CUSTOM_KEY = "robot_identification"
@@ -33,8 +53,73 @@ _CUSTOM_KEY = "robot_identification"
 
 def typestore():
     """The rosbags type store of the ROS 2 messages the bags hold (Humble definitions)."""
-    from rosbags.typesys import Stores, get_typestore
-    return get_typestore(Stores.ROS2_HUMBLE)
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+    store = get_typestore(Stores.ROS2_HUMBLE)
+    types = {}
+    for name, text in _CONTROL_MSGS.items():      # ros2_control's state messages
+        types.update(get_types_from_msg(text, name))
+    store.register(types)
+    return store
+
+
+def bag_signals(elastic, joint_topic=JOINT_TOPIC, motor_topic=MOTOR_TOPIC, signals=None):
+    """Where each signal of a recording is read from: ``{signal: (topic, field)}``.
+
+    Defaults: link positions and velocities from ``joint_topic`` (position, velocity);
+    rigid arms: the torque from its effort; elastic arms: motor positions, velocities and
+    the motor torque from ``motor_topic`` (position, velocity, effort) and the joint torque
+    sensors from ``joint_topic`` effort. ``signals`` overrides entries: ``{signal:
+    'topic/field'}`` (a JointState field, or a state interface name of a
+    control_msgs/DynamicJointState topic, e.g. ``/dynamic_joint_states/motor_position``);
+    ``None`` or ``''`` drops a signal (e.g. ``position: null`` for an arm whose
+    ``/joint_states`` position comes from its motor encoders: map it to motor_position).
+
+    Raises
+    ------
+    DataError
+        An unknown signal or a value that is not ``topic/field``.
+    """
+    if elastic:
+        plan = {"position": (joint_topic, "position"), "velocity": (joint_topic, "velocity"),
+                "torque": (motor_topic, "effort"), "motor_position": (motor_topic, "position"),
+                "motor_velocity": (motor_topic, "velocity"),
+                "joint_torque": (joint_topic, "effort")}
+    else:
+        plan = {"position": (joint_topic, "position"), "velocity": (joint_topic, "velocity"),
+                "torque": (joint_topic, "effort")}
+    for key, value in (signals or {}).items():
+        if key not in SIGNALS:
+            raise DataError(f"unknown bag signal '{key}'; the signals are {list(SIGNALS)}")
+        if value in (None, ""):
+            plan.pop(key, None)
+            continue
+        topic, _, field = str(value).rpartition("/")
+        if not topic.startswith("/") or not field:
+            raise DataError(f"bag signal '{key}': expected '/topic/field' (e.g. "
+                            f"'/motor_states/position'), got {value!r}")
+        if elastic or key in ("position", "velocity", "torque"):
+            plan[key] = (topic, field)
+    return plan
+
+
+def _names(m):
+    """Joint names of a JointState or DynamicJointState message."""
+    return list(m.name) if hasattr(m, "name") else list(m.joint_names)
+
+
+def _field(m, field):
+    """Values of ``field`` in message order (a JointState field, or a DynamicJointState
+    state interface), or None when the message does not fill it for every joint."""
+    if hasattr(m, "name"):
+        v = np.asarray(getattr(m, field, ()), dtype=float)
+        return v if v.size == len(m.name) else None
+    out = []
+    for iv in m.interface_values:
+        names = list(iv.interface_names)
+        if field not in names:
+            return None
+        out.append(iv.values[names.index(field)])
+    return np.asarray(out, dtype=float) if len(out) == len(m.joint_names) else None
 
 
 # ---------------------------------------------------------------------------------- reading
@@ -421,7 +506,7 @@ def _main_publisher(msgs):
     from collections import Counter
     if not msgs:
         return msgs, 0
-    sets = [frozenset(m.name) for m in msgs]
+    sets = [frozenset(_names(m)) for m in msgs]
     main = Counter(sets).most_common(1)[0][0]
     kept = [m for m, st in zip(msgs, sets) if not st.isdisjoint(main)]
     return kept, len(msgs) - len(kept)
@@ -430,7 +515,7 @@ def _main_publisher(msgs):
 def _lacking(msgs, field) -> str:
     """Which messages lack ``field`` (fewer values than names), when only some do: a driver
     that fills the efforts once its controller runs."""
-    bad = [k for k, m in enumerate(msgs) if len(getattr(m, field)) != len(m.name)]
+    bad = [k for k, m in enumerate(msgs) if _field(m, field) is None]
     if not bad or len(bad) == len(msgs):
         return ""
 
@@ -443,24 +528,25 @@ def _lacking(msgs, field) -> str:
             f"of the bag (ros2 bag convert, a start/end time) or record them")
 
 
-def _joint_arrays(msgs, names, path=None):
-    """Stamps (N,) and position/velocity/effort (N, n) of JointState messages (``names`` order)."""
+def _joint_arrays(msgs, names, path=None, fields=("position", "velocity", "effort")):
+    """Stamps (N,) and the ``fields`` (N, n) of JointState (or DynamicJointState) messages in
+    ``names`` order; a field some message lacks is None."""
     t = np.array([m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for m in msgs])
     out = {}
-    for field in ("position", "velocity", "effort"):
+    for field in fields:
         rows = []
         for m in msgs:
-            v = np.asarray(getattr(m, field), dtype=float)
-            if v.size != len(m.name):
+            v = _field(m, field)
+            if v is None:
                 break
-            idx = _name_index(list(m.name), names, path)
+            idx = _name_index(_names(m), names, path)
             rows.append(v[idx])
         out[field] = np.array(rows) if len(rows) == len(msgs) else None
     return t, out
 
 
 def read_bag(path, *, joint_topic: str = JOINT_TOPIC, motor_topic: str = MOTOR_TOPIC,
-             elastic: bool | None = None, effort_lag: float = 0.0) -> Dataset:
+             elastic: bool | None = None, effort_lag: float = 0.0, signals=None) -> Dataset:
     """Read a recorded run from a rosbag2 directory or an ``.mcap`` file.
 
     Parameters
@@ -474,20 +560,26 @@ def read_bag(path, *, joint_topic: str = JOINT_TOPIC, motor_topic: str = MOTOR_T
         Take the torque from the motor-side effort (elastic) or the link-side effort (rigid).
         Default: elastic when the bag has motor states.
     effort_lag : float
-        Delay of the recorded efforts in sample periods. A state message that carries the
-        torque held over the preceding control period (zero-order hold, as the simulated robot
-        publishes it) lags by 0.5: the torque at t_k is then the mean of the efforts at t_k and
-        t_k+1 (linear interpolation at t_k + lag periods).
+        Delay of the recorded (motor) efforts in sample periods. A state message that
+        carries the torque held over the preceding control period (zero-order hold, as the
+        simulated robot publishes it) lags by 0.5: the torque at t_k is then the mean of the
+        efforts at t_k and t_k+1 (linear interpolation at t_k + lag periods). Joint torque
+        sensors read a state and are not shifted.
+    signals : dict, optional
+        ``{signal: '/topic/field'}`` overriding where a signal is read
+        (:func:`bag_signals`; DynamicJointState topics of ros2_control included).
 
     Returns
     -------
     Dataset
-        ``t`` (N,) [s] from the link-side header stamps, shifted to start at 0 (the original
-        start time is in ``metadata['t0']``), ``q, dq`` (N, n), ``tau`` (N, n) and for elastic
-        arms ``theta, dtheta`` (N, n) interpolated onto the link stamps when they differ.
-        Out-of-order messages are sorted, duplicate stamps dropped (counted in metadata:
-        ``duplicates_dropped`` with other values, ``repeats_dropped`` unchanged re-publications
-        such as a lockstep simulator's keep-alive).
+        ``t`` (N,) [s] from the header stamps of the link positions' topic (of the motor
+        positions' for an arm without link encoders), shifted to start at 0 (the original
+        start time is in ``metadata['t0']``), ``q, dq`` (N, n), ``tau`` (N, n) and for
+        elastic arms ``theta, dtheta`` (N, n) and ``tau_joint`` when recorded; signals of
+        other topics are interpolated onto those stamps when they differ. Out-of-order
+        messages are sorted, duplicate stamps dropped (counted in metadata:
+        ``duplicates_dropped`` with other values, ``repeats_dropped`` unchanged
+        re-publications such as a lockstep simulator's keep-alive).
 
     Raises
     ------
@@ -499,83 +591,117 @@ def read_bag(path, *, joint_topic: str = JOINT_TOPIC, motor_topic: str = MOTOR_T
         raise DataError(f"bag '{path}' does not exist")
     _check_bag_memory(path, {joint_topic, motor_topic})
     store = typestore()
-    msgs = {joint_topic: [], motor_topic: []}
+    plan = bag_signals(elastic is not False, joint_topic, motor_topic, signals)
+    msgs = {topic: [] for topic, _ in plan.values()}
+    msgs.setdefault(joint_topic, [])
     for topic, msgtype, raw, t_ns in _iter_bag(path, set(msgs)):
-        if msgtype != JOINT_STATE:
+        if msgtype not in (JOINT_STATE, DYNAMIC_JOINT_STATE):
             raise DataError(f"topic '{topic}' in '{path}' has type {msgtype}; "
                             f"expected {JOINT_STATE}")
         msgs[topic].append(decode(store, raw, msgtype, path, topic, t_ns))
-    if not msgs[joint_topic]:
-        raise DataError(f"bag '{path}' has no messages on '{joint_topic}'"
-                        + (" yet (no metadata.yaml: its recorder is still recording or was "
-                           "killed before its first flush)" if _unclosed(path) else ""))
+    motor = plan.get("motor_position", (None,))[0]
+    if elastic is None:
+        elastic = bool(motor is not None and msgs.get(motor))
+    if not elastic:
+        plan = bag_signals(False, joint_topic, motor_topic, signals)
     other = 0
-    for topic in (joint_topic, motor_topic):
-        msgs[topic], n = _main_publisher(msgs[topic])
-        other += n
+    for topic in msgs:
+        msgs[topic], k = _main_publisher(msgs[topic])
+        other += k
     if other:
         import warnings
         warnings.warn(f"bag '{path}': left out {other} JointState message(s) of another "
                       f"publisher on the same topic (they name none of the main publisher's "
                       f"joints, e.g. a gripper)", UserWarning, stacklevel=2)
-    names = list(msgs[joint_topic][0].name)
-    t, link = _joint_arrays(msgs[joint_topic], names, path)
-    if link["position"] is None:
-        raise DataError(f"'{joint_topic}' messages in '{path}' have fewer positions than names")
-    order, keep, dropped = _order(t)
-    if dropped > len(t) // 2:
-        raise DataError(f"{dropped} of {len(t)} '{joint_topic}' messages in '{path}' repeat an "
-                        f"earlier header stamp: the driver does not stamp its messages")
-    # a message re-published unchanged (same stamp, same values: a lockstep simulator's
-    # keep-alive) is a harmless repeat; a repeated stamp with other values is a stamping fault
-    fields = [link[f][order] for f in ("position", "velocity", "effort") if link[f] is not None]
-    repeats = sum(all(np.array_equal(a[i], a[i - 1]) for a in fields)
-                  for i in np.flatnonzero(~keep))
-    t = t[order][keep]
-    q = link["position"][order][keep]
-    dq = None if link["velocity"] is None else link["velocity"][order][keep]
-    elastic = bool(msgs[motor_topic]) if elastic is None else elastic
-    theta = dtheta = None
-    if elastic:
-        if not msgs[motor_topic]:
-            raise DataError(f"bag '{path}' has no messages on '{motor_topic}' (elastic arm)")
-        tm, motor = _joint_arrays(msgs[motor_topic], names, path)
-        if motor["position"] is None or motor["effort"] is None:
-            raise DataError(f"'{motor_topic}' messages in '{path}' lack positions or efforts")
-        o, k, _ = _order(tm)
-        tm = tm[o][k]
-        arrays = {f: None if motor[f] is None else motor[f][o][k] for f in motor}
-        if len(tm) != len(t) or np.any(tm != t):
-            inside = (t >= tm[0]) & (t <= tm[-1])
+    # the time base: the link positions' topic, else (no link encoders) the motor positions'
+    link = plan.get("position", (joint_topic,))[0]
+    base = link
+    if elastic and motor is not None and msgs.get(motor) and (
+            not msgs.get(link) or _field(msgs[link][0], plan.get("position", ("", ""))[1])
+            is None):
+        base = motor
+    if not msgs.get(base):
+        raise DataError(f"bag '{path}' has no messages on '{link}'"
+                        + (" yet (no metadata.yaml: its recorder is still recording or was "
+                           "killed before its first flush)" if _unclosed(path) else ""))
+    if elastic and (motor is None or not msgs.get(motor)):
+        raise DataError(f"bag '{path}' has no messages on '{motor or motor_topic}' "
+                        f"(elastic arm)")
+    names = _names(msgs[base][0])
+    arrays, t, repeats, dropped = {}, None, 0, 0
+    for topic in [base] + [tp for tp in msgs if tp != base and msgs[tp]]:
+        fields = sorted({f for tp, f in plan.values() if tp == topic})
+        if not fields:
+            continue
+        tt, values = _joint_arrays(msgs[topic], names, path, fields)
+        order, keep, drop = _order(tt)
+        if topic == base:
+            if drop > len(tt) // 2:
+                raise DataError(f"{drop} of {len(tt)} '{topic}' messages in '{path}' repeat "
+                                f"an earlier header stamp: the driver does not stamp its "
+                                f"messages")
+            # a message re-published unchanged (same stamp, same values: a lockstep
+            # simulator's keep-alive) is a harmless repeat; other values: a stamping fault
+            filled = [v[order] for v in values.values() if v is not None]
+            repeats = sum(all(np.array_equal(a[i], a[i - 1]) for a in filled)
+                          for i in np.flatnonzero(~keep))
+            dropped = drop
+            t = tt[order][keep]
+        tt = tt[order][keep]
+        values = {f: None if v is None else v[order][keep] for f, v in values.items()}
+        if topic != base and (len(tt) != len(t) or np.any(tt != t)):
+            inside = (t >= tt[0]) & (t <= tt[-1])
             if inside.sum() < 2:
-                raise DataError(f"'{motor_topic}' and '{joint_topic}' in '{path}' do not "
-                                f"overlap in time (stamps {tm[0]:.6g}-{tm[-1]:.6g} s vs "
-                                f"{t[0]:.6g}-{t[-1]:.6g} s)")
-            t, q = t[inside], q[inside]
-            dq = None if dq is None else dq[inside]
-            arrays = {f: None if v is None else np.column_stack(
-                [np.interp(t, tm, v[:, j]) for j in range(v.shape[1])]) for f, v in arrays.items()}
-        theta, dtheta, tau = arrays["position"], arrays["velocity"], arrays["effort"]
+                raise DataError(f"'{topic}' and '{base}' in '{path}' do not overlap in time "
+                                f"(stamps {tt[0]:.6g}-{tt[-1]:.6g} s vs {t[0]:.6g}-"
+                                f"{t[-1]:.6g} s)")
+            t = t[inside]
+            arrays = {k: v[inside] for k, v in arrays.items()}
+            values = {f: None if v is None else np.column_stack(
+                [np.interp(t, tt, v[:, j]) for j in range(v.shape[1])])
+                for f, v in values.items()}
+        for key, (tp, f) in plan.items():
+            if tp == topic and values.get(f) is not None:
+                arrays[key] = values[f]
+    if "position" not in arrays and not (elastic and "joint_torque" in arrays):
+        if not msgs.get(link):
+            raise DataError(f"bag '{path}' has no messages on '{link}'"
+                            + (" (an elastic arm without link encoders needs joint torques: "
+                               "docs/elastic.md)" if elastic else ""))
+        raise DataError(f"'{link}' messages in '{path}' have fewer positions than names")
+    if elastic:
+        if "motor_position" not in arrays or ("torque" not in arrays
+                                              and "joint_torque" not in arrays):
+            raise DataError(f"'{motor}' messages in '{path}' lack positions or efforts "
+                            f"(and '{plan.get('joint_torque', (joint_topic,))[0]}' carries no "
+                            f"joint torques)")
     else:
-        if link["effort"] is None:
+        if "torque" not in arrays:
             raise DataError(f"'{joint_topic}' messages in '{path}' carry no efforts (torques)"
-                            + _lacking(msgs[joint_topic], "effort"))
-        tau = link["effort"][order][keep]
+                            + _lacking(msgs[plan['torque'][0]], plan["torque"][1]))
     if len(t) < 2:
-        raise DataError(f"bag '{path}' holds {len(t)} usable sample(s) on '{joint_topic}'")
-    if effort_lag:
+        raise DataError(f"bag '{path}' holds {len(t)} usable sample(s) on '{base}'")
+    if effort_lag and "torque" in arrays:
         ts = t + effort_lag * np.median(np.diff(t))
-        tau = np.column_stack([np.interp(ts, t, tau[:, j]) for j in range(tau.shape[1])])
+        tau = arrays["torque"]
+        arrays["torque"] = np.column_stack([np.interp(ts, t, tau[:, j])
+                                            for j in range(tau.shape[1])])
     meta = {"source": str(path), "effort_lag": effort_lag, "t0": float(t[0]),
             "other_publisher_messages": other,
             "duplicates_dropped": int(dropped - repeats),
             "repeats_dropped": int(repeats),
-            "out_of_order": int(np.sum(np.diff(order) < 0)), "unclosed": _unclosed(path)}
+            "out_of_order": int(np.sum(np.diff(_order(_joint_arrays(
+                msgs[base], names, path, ())[0])[0]) < 0)), "unclosed": _unclosed(path)}
+    if signals:
+        meta["signals"] = {k: f"{tp}/{f}" for k, (tp, f) in plan.items()}
     custom = _custom_data(path)
     meta.update(custom.get("metadata", {}))
     meta["file"] = str(path)
-    return Dataset(t=t - t[0], q=q, dq=dq, tau=tau, theta=theta, dtheta=dtheta, joint_names=names,
-                   true_parameters=custom.get("true_parameters"), metadata=meta)
+    data = {_DATASET[k]: v for k, v in arrays.items()}
+    if not elastic:
+        data = {k: v for k, v in data.items() if k in ("q", "dq", "tau")}
+    return Dataset(t=t - t[0], joint_names=names, true_parameters=custom.get("true_parameters"),
+                   metadata=meta, **data)
 
 
 #: Memory a decoded JointState message takes while :func:`read_bag` holds the whole bag
@@ -726,15 +852,16 @@ class BagWriter:
 
 
 def iter_bag_chunks(path, chunk: int = 200_000, *, joint_topic=None, motor_topic=None,
-                    elastic=None, effort_lag: float = 0.0):
+                    elastic=None, effort_lag: float = 0.0, signals=None):
     """Read a rosbag2 recording (directory or ``.mcap``) message by message in chunks.
 
-    Same topic conventions, time base (link header stamps, shifted to start at 0) and
-    ``effort_lag`` meaning as :func:`robot_identification.data.read_bag`, but memory is
-    O(chunk): messages are deserialised and converted as they are read. Messages must arrive
-    in stamp order (as recorded); duplicate stamps are dropped. For elastic arms the link and
-    motor messages are paired by identical stamps (messages without a partner are dropped and
-    counted in ``metadata['unpaired']`` of the last chunk).
+    Same topic conventions, signals (:func:`bag_signals`), time base and ``effort_lag``
+    meaning as :func:`robot_identification.data.read_bag`, but memory is O(chunk): messages
+    are deserialised and converted as they are read. Messages must arrive in stamp order
+    (as recorded); duplicate stamps are dropped. When the signals come from several topics
+    (elastic arms: link and motor states) their messages are paired by identical stamps
+    (messages without a partner are dropped and counted in ``metadata['unpaired']`` of the
+    last chunk).
 
     Parameters
     ----------
@@ -746,7 +873,10 @@ def iter_bag_chunks(path, chunk: int = 200_000, *, joint_topic=None, motor_topic
     elastic : bool, optional
         Default: elastic when the first message batch contains motor states.
     effort_lag : float
-        In [0, 1) sample periods: tau_k = (1 - lag) e_k + lag e_{k+1}.
+        In [0, 1) sample periods: tau_k = (1 - lag) e_k + lag e_{k+1} (the motor torque;
+        joint torque sensors are not shifted).
+    signals : dict, optional
+        ``{signal: '/topic/field'}`` (:func:`bag_signals`).
 
     Yields
     ------
@@ -757,6 +887,7 @@ def iter_bag_chunks(path, chunk: int = 200_000, *, joint_topic=None, motor_topic
     DataError
         Unreadable bag, missing topic, out-of-order stamps, missing efforts.
     """
+    import itertools
     path = Path(path)
     if not path.exists():
         raise DataError(f"bag '{path}' does not exist")
@@ -769,22 +900,24 @@ def iter_bag_chunks(path, chunk: int = 200_000, *, joint_topic=None, motor_topic
     true = custom.get("true_parameters") or {}
     meta0 = dict(custom.get("metadata", {}), unclosed=_unclosed(path))
     meta0.update(source=str(path), file=str(path), effort_lag=effort_lag)
-    state = {"names": None, "t0": None, "last": -np.inf, "unpaired": 0, "elastic": elastic,
-             "carry": None}
-    pend = {jt: {}, mt: {}}
+    wide = bag_signals(elastic is not False, jt, mt, signals)
+    stream = _iter_bag(path, {tp for tp, _ in wide.values()} | {jt})
+    head = list(itertools.islice(stream, 200))  # peek: are there motor states?
+    motor = wide.get("motor_position", (None,))[0]
+    if elastic is None:
+        elastic = motor is not None and any(topic == motor for topic, *_ in head)
+    plan = wide if elastic else bag_signals(False, jt, mt, signals)
+    fields = {}                                     # topic -> {field: signal}
+    for key, (tp, f) in plan.items():
+        fields.setdefault(tp, {})[f] = key
+    state = {"names": None, "t0": None, "last": -np.inf, "unpaired": 0, "carry": None,
+             "repeats": 0, "other": 0, "keys": None}
+    first = [decode(store, raw, mtype, path, topic, t_ns) for topic, mtype, raw, t_ns in head
+             if topic == jt and mtype == JOINT_STATE]
+    if first:                                    # the main publisher's joints (module doc)
+        state["names"] = _names(_main_publisher(first)[0][0])
+    pend = {tp: {} for tp in fields}
     rows = []
-
-    def convert(m, topic):
-        names = list(m.name)
-        if state["names"] is None:
-            state["names"] = names
-        if topic == jt and set(names).isdisjoint(state["names"]):
-            return "other", None                 # another publisher (a gripper) on the topic
-        idx = _name_index(names, state["names"], path)
-        pos = np.asarray(m.position, dtype=float)
-        eff = np.asarray(m.effort, dtype=float)
-        return (pos[idx] if pos.size == len(names) else None,
-                eff[idx] if eff.size == len(names) else None)
 
     def emit(final=False):
         if not rows and state["carry"] is None:
@@ -799,76 +932,74 @@ def iter_bag_chunks(path, chunk: int = 200_000, *, joint_topic=None, motor_topic
             if len(data) < 2:
                 return None
         t = np.array([r[0] for r in data])
-        q = np.array([r[1] for r in data])
-        tau = np.array([r[2] for r in data])
-        theta = np.array([r[3] for r in data]) if state["elastic"] else None
-        if effort_lag:
-            nxt = tau[1:]
-            tau = (1 - effort_lag) * tau[:-1] + effort_lag * nxt if not final else np.vstack(
-                [(1 - effort_lag) * tau[:-1] + effort_lag * nxt, tau[-1:]])
-            if not final:
-                t, q = t[:-1], q[:-1]
-                theta = None if theta is None else theta[:-1]
+        arrays = {_DATASET[k]: np.array([r[1][k] for r in data]) for k in state["keys"]}
+        if effort_lag and "tau" in arrays:
+            tau = arrays["tau"]
+            lagged = (1 - effort_lag) * tau[:-1] + effort_lag * tau[1:]
+            arrays["tau"] = lagged if not final else np.vstack([lagged, tau[-1:]])
+        if effort_lag and not final:
+            t = t[:-1]
+            arrays = {k: (v if k == "tau" else v[:-1]) for k, v in arrays.items()}
         meta = dict(meta0, t0=state["t0"])
-        meta["duplicates_dropped"] = state.get("repeats", 0)     # so far
+        meta["duplicates_dropped"] = state["repeats"]     # so far
         if final:
             meta["unpaired"] = state["unpaired"]
-            meta["other_publisher_messages"] = state.get("other", 0)
-        return Dataset(t=t - state["t0"], q=q, tau=tau, theta=theta,
-                       joint_names=state["names"], true_parameters=true, metadata=meta)
+            meta["other_publisher_messages"] = state["other"]
+        return Dataset(t=t - state["t0"], joint_names=state["names"], true_parameters=true,
+                       metadata=meta, **arrays)
 
-    def add(ts, pos, eff, mpos):
+    def add(ts, values):
         if ts <= state["last"]:
             if ts == state["last"]:                # a repeated stamp: dropped and counted
-                state["repeats"] = state.get("repeats", 0) + 1
+                state["repeats"] += 1
                 return
             raise DataError(f"bag '{path}': stamps out of order at t = {ts:.9f} s; read it with "
                             f"read_bag (which sorts) instead of streaming")
+        keys = tuple(sorted(values))
+        if state["keys"] is None:
+            state["keys"] = keys
+            _check_signals(keys, elastic, plan, path, jt, mt)
+        elif keys != state["keys"]:
+            missing = sorted(set(state["keys"]) - set(keys))
+            raise DataError(f"bag '{path}': the messages at t = {ts:.9f} s lack {missing} "
+                            f"that the first ones carry")
         state["last"] = ts
         if state["t0"] is None:
             state["t0"] = ts
-        rows.append((ts, pos, eff, mpos))
+        rows.append((ts, values))
 
-    import itertools
-    stream = _iter_bag(path, {jt, mt})
-    head = list(itertools.islice(stream, 200))  # peek: are there motor states?
-    if state["elastic"] is None:
-        state["elastic"] = any(topic == mt for topic, *_ in head)
-    first = [decode(store, raw, mtype, path, topic, t_ns) for topic, mtype, raw, t_ns in head
-             if topic == jt and mtype == JOINT_STATE]
-    if first:                                    # the main publisher's joints (module doc)
-        state["names"] = list(_main_publisher(first)[0][0].name)
     for topic, msgtype, raw, t_ns in itertools.chain(head, stream):
-        if msgtype != JOINT_STATE:
+        if msgtype not in (JOINT_STATE, DYNAMIC_JOINT_STATE):
             raise DataError(f"topic '{topic}' in '{path}' has type {msgtype}; expected "
                             f"{JOINT_STATE}")
-        if not state["elastic"] and topic != jt:
+        if topic not in fields:
             continue
         m = decode(store, raw, msgtype, path, topic, t_ns)
-        ts = m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec
-        pos, eff = convert(m, topic)
-        if isinstance(pos, str):
-            state["other"] = state.get("other", 0) + 1
+        names = _names(m)
+        if state["names"] is None:
+            state["names"] = names
+        if set(names).isdisjoint(state["names"]):
+            state["other"] += 1                  # another publisher (a gripper) on the topic
             continue
-        if pos is None:
-            raise DataError(f"'{topic}' messages in '{path}' have fewer positions than names")
-        if state["elastic"]:
-            other = mt if topic == jt else jt
-            if ts in pend[other]:
-                po, eo = pend[other].pop(ts)
-                lp, mp_, me = (pos, po, eo) if topic == jt else (po, pos, eff)
-                if me is None:
-                    raise DataError(f"'{mt}' messages in '{path}' carry no efforts (motor torque)")
-                add(ts, lp, me, mp_)
-                for tt in [k for k in pend[other] if k < ts]:  # partner never came
-                    pend[other].pop(tt)
-                    state["unpaired"] += 1
-            else:
-                pend[topic][ts] = (pos, eff)
+        idx = _name_index(names, state["names"], path)
+        ts = m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec
+        values = {}
+        for f, key in fields[topic].items():
+            v = _field(m, f)
+            if v is not None:
+                values[key] = v[idx]
+        if len(fields) == 1:
+            add(ts, values)
         else:
-            if eff is None:
-                raise DataError(f"'{jt}' messages in '{path}' carry no efforts (torques)")
-            add(ts, pos, eff, None)
+            pend[topic][ts] = values
+            if all(ts in pend[tp] for tp in pend):
+                merged = {}
+                for tp in pend:
+                    merged.update(pend[tp].pop(ts))
+                    for old in [k for k in pend[tp] if k < ts]:   # partner never came
+                        pend[tp].pop(old)
+                        state["unpaired"] += 1
+                add(ts, merged)
         if len(rows) >= chunk:
             out = emit()
             if out is not None:
@@ -877,11 +1008,40 @@ def iter_bag_chunks(path, chunk: int = 200_000, *, joint_topic=None, motor_topic
         raise DataError(f"bag '{path}' has no messages on '{jt}'"
                         + (f" paired with '{mt}' (streaming pairs messages of equal header "
                            f"stamps; read a bag whose topics are stamped apart whole, with "
-                           f"identify)" if state["elastic"] else ""))
+                           f"identify)" if elastic else ""))
     state["unpaired"] += sum(len(v) for v in pend.values())
     out = emit(final=True)
     if out is not None:
         yield out
+
+
+def _check_signals(keys, elastic, plan, path, jt, mt):
+    """The first streamed sample's signals must identify something (as :func:`read_bag`).
+
+    Raises
+    ------
+    DataError
+        A rigid arm without efforts or positions; an elastic arm without motor positions,
+        without link positions and joint torques, or without any torque.
+    """
+    def where(k):
+        return "'{}'".format(plan.get(k, (jt if k in ("position", "joint_torque") else mt,))[0])
+    if not elastic:
+        if "torque" not in keys:
+            raise DataError(f"{where('torque')} messages in '{path}' carry no efforts "
+                            f"(torques)")
+        if "position" not in keys:
+            raise DataError(f"{where('position')} messages in '{path}' have fewer positions "
+                            f"than names")
+        return
+    if "motor_position" not in keys or ("torque" not in keys and "joint_torque" not in keys):
+        raise DataError(f"{where('motor_position')} messages in '{path}' carry no "
+                        f"{'positions' if 'motor_position' not in keys else 'efforts'} "
+                        f"(motor torque) and {where('joint_torque')} no joint torques")
+    if "position" not in keys and "joint_torque" not in keys:
+        raise DataError(f"{where('position')} messages in '{path}' carry neither link "
+                        f"positions nor joint torques: the deflection of the elastic joints "
+                        f"is not measured (docs/elastic.md, sensor set c)")
 
 
 def write_bag(dataset: Dataset, path, *, joint_topic: str = JOINT_TOPIC,
@@ -889,7 +1049,9 @@ def write_bag(dataset: Dataset, path, *, joint_topic: str = JOINT_TOPIC,
     """Write a dataset as a rosbag2 directory (MCAP storage, metadata version 8).
 
     Link states go to ``joint_topic`` (effort = ``tau`` for rigid arms); for elastic arms
-    (``dataset.theta`` given) motor states go to ``motor_topic`` with effort = ``tau``.
+    (``dataset.theta`` given) motor states go to ``motor_topic`` with effort = ``tau``, the
+    joint torque sensors (``tau_joint``) to ``joint_topic`` effort; a signal the dataset
+    lacks (link positions, motor torques) is an empty array (docs/elastic.md).
     True parameters and metadata are stored in the bag's ``custom_data``.
 
     Raises
@@ -916,13 +1078,15 @@ def write_bag(dataset: Dataset, path, *, joint_topic: str = JOINT_TOPIC,
         ns = int(round(dataset.t[k] * 1e9))
         header = Header(stamp=Time(sec=ns // 10**9, nanosec=ns % 10**9), frame_id="")
         arr = np.ascontiguousarray
-        return ns, JointState(header=header, name=names, position=arr(pos[k]),
+        return ns, JointState(header=header, name=names,
+                              position=empty if pos is None else arr(pos[k]),
                               velocity=empty if vel is None else arr(vel[k]),
                               effort=empty if eff is None else arr(eff[k]))
 
     try:
         for k in range(dataset.n_samples):
-            ns, m = msg(k, dataset.q, dataset.dq, None if elastic else dataset.tau)
+            ns, m = msg(k, dataset.q, dataset.dq,
+                        dataset.tau_joint if elastic else dataset.tau)
             writer.write(joint_topic, store.serialize_cdr(m, JOINT_STATE), ns)
             if elastic:
                 ns, m = msg(k, dataset.theta, dataset.dtheta, dataset.tau)

@@ -47,7 +47,11 @@ CSV_PRESETS = {
 
 _KEYS = ("preset", "time", "position", "velocity", "torque", "current", "drive_gains",
          "n_joints", "n_columns", "delimiter", "trim_idle", "idle_velocity", "idle_margin",
-         "resample", "max_malformed", "joint_names")
+         "resample", "max_malformed", "joint_names", "motor_position", "motor_velocity",
+         "joint_torque")
+#: Columns of an elastic arm's signals (docs/elastic.md): motor positions and velocities,
+#: link-referred (motor angle / gear ratio) [rad, rad/s]; joint torque sensors [N*m].
+_ELASTIC = ("motor_position", "motor_velocity", "joint_torque")
 
 
 def csv_options(model) -> dict:
@@ -301,7 +305,7 @@ def _mapping_hint(sample, needed, opts, delimiter):
     if not rows or numeric(needed) or not numeric([c + 1 for c in needed]):
         return ""
     shifted = []
-    for key in ("time", "position", "velocity", "torque", "current"):
+    for key in ("time", "position", "velocity", "torque", "current") + _ELASTIC:
         v = opts.get(key)
         if v is not None:
             shifted.append(f"{key}: {v + 1}" if isinstance(v, int)
@@ -327,7 +331,7 @@ def _needed_columns(opts, n):
     big = 1 << 30
     owner = {c: "time" for c in _columns(opts["time"], 1, "time", big)}
     torque_key = "torque" if opts.get("torque") is not None else "current"
-    for key in ("position", "velocity", torque_key):
+    for key in ("position", "velocity", torque_key) + _ELASTIC:
         for k, c in enumerate(_columns(opts.get(key), n, key, big) or ()):
             role = f"{key} of joint {k + 1}" if key != "time" else key
             if c in owner:
@@ -342,7 +346,8 @@ def _needed_columns(opts, n):
 def read_csv(path, *, preset=None, time=None, position=None, velocity=None, torque=None,
              current=None, drive_gains=None, n_joints=None, n_columns=None, delimiter=",",
              joint_names=None, trim_idle=True, idle_velocity=0.01, idle_margin=0.5,
-             resample=True, max_malformed=0.05, model=None) -> Dataset:
+             resample=True, max_malformed=0.05, model=None, motor_position=None,
+             motor_velocity=None, joint_torque=None) -> Dataset:
     """Read a CSV recording into a :class:`Dataset`.
 
     Parameters
@@ -359,6 +364,13 @@ def read_csv(path, *, preset=None, time=None, position=None, velocity=None, torq
         motor currents [A] (one of ``torque`` / ``current`` is required).
     drive_gains : sequence of float (n,), optional
         Torque per current [N*m/A], link side; required with ``current``.
+    motor_position, motor_velocity, joint_torque : int or list of int, optional
+        Elastic arms (docs/elastic.md): motor positions and velocities, link-referred
+        (motor angle / gear ratio) [rad, rad/s], and joint torque sensors [N*m]; then
+        ``torque`` / ``current`` are the motor torques (link-referred), ``position`` the
+        link positions. Without link encoders ``position`` may be left out when
+        ``motor_position`` and ``joint_torque`` are given; without motor currents
+        ``torque`` / ``current`` when ``joint_torque`` is.
     n_joints : int, optional
         Default: ``len(joint_names)``.
     n_columns : int, optional
@@ -382,7 +394,8 @@ def read_csv(path, *, preset=None, time=None, position=None, velocity=None, torq
     Returns
     -------
     Dataset
-        ``t, q, tau`` and ``dq`` (when mapped); ``metadata`` has ``source``,
+        ``t, q, tau`` and ``dq`` (when mapped; elastic: ``theta``, ``dtheta``,
+        ``tau_joint``, and q or tau None when not mapped); ``metadata`` has ``source``,
         ``malformed_rows``, ``trimmed`` (s cut at start/end), ``resampled``,
         ``moving`` (False for static runs), ``drive_gains``.
 
@@ -411,7 +424,9 @@ def read_csv(path, *, preset=None, time=None, position=None, velocity=None, torq
         opts = base
     explicit = dict(time=time, position=position, velocity=velocity, torque=torque,
                     current=current, drive_gains=drive_gains, n_joints=n_joints,
-                    n_columns=n_columns, joint_names=joint_names)
+                    n_columns=n_columns, joint_names=joint_names,
+                    motor_position=motor_position, motor_velocity=motor_velocity,
+                    joint_torque=joint_torque)
     for k, v in explicit.items():
         if v is not None:
             opts[k] = v
@@ -425,13 +440,18 @@ def read_csv(path, *, preset=None, time=None, position=None, velocity=None, torq
     hint = csv_zero_based_hint(opts)
     if hint:
         raise ConfigError(f"CSV '{path}': {hint}")
-    if opts.get("position") is None or opts.get("time") is None:
+    # an elastic arm without link encoders maps motor positions instead (then joint torques;
+    # without them the dataset is refused by name: docs/elastic.md, sensor set c)
+    if opts.get("time") is None or (opts.get("position") is None
+                                    and opts.get("motor_position") is None):
         raise ConfigError(f"CSV '{path}': the column mapping needs 'time' and 'position' "
-                          f"(give them, a preset, or a robot config with a csv: section)")
+                          f"(or, for an elastic arm without link encoders, 'motor_position' "
+                          f"and 'joint_torque'; give them, a preset, or a robot config with "
+                          f"a csv: section)")
     names = opts.get("joint_names")
     n = opts.get("n_joints") or (len(names) if names else None)
     if n is None:
-        pos = opts["position"]
+        pos = opts.get("position") or opts.get("motor_position")
         n = len(pos) if isinstance(pos, (list, tuple)) else None
     if n is None:
         raise ConfigError(f"CSV '{path}': give n_joints or joint_names")
@@ -495,10 +515,16 @@ def read_csv(path, *, preset=None, time=None, position=None, velocity=None, torq
         raise DataError(f"CSV '{path}' holds {len(data)} usable data row(s); at least 2 are "
                         f"needed")
     t = data[:, tcol]
-    q = data[:, _columns(opts["position"], n, "position", n_fields)]
+    elastic = {}
+    for key, field in zip(_ELASTIC, ("theta", "dtheta", "tau_joint")):
+        cols = _columns(opts.get(key), n, key, n_fields)
+        elastic[field] = data[:, cols] if cols is not None else None
+    pcols = _columns(opts.get("position"), n, "position", n_fields)
+    q = data[:, pcols] if pcols is not None else None
     vcols = _columns(opts.get("velocity"), n, "velocity", n_fields)
     dq = data[:, vcols] if vcols is not None else None
     gains = None
+    tau = None
     if opts.get("torque") is not None:
         tau = data[:, _columns(opts["torque"], n, "torque", n_fields)]
     elif opts.get("current") is not None:
@@ -508,11 +534,13 @@ def read_csv(path, *, preset=None, time=None, position=None, velocity=None, torq
                               f"got {gains!r}")
         gains = np.asarray(gains, dtype=float)
         tau = data[:, _columns(opts["current"], n, "current", n_fields)] * gains
-    else:
-        raise ConfigError(f"CSV '{path}': the column mapping needs 'torque' or 'current'")
+    elif elastic["tau_joint"] is None:
+        raise ConfigError(f"CSV '{path}': the column mapping needs 'torque' or 'current' "
+                          f"(or 'joint_torque' for an elastic arm with joint torque sensors)")
 
     # idle trimming
-    speed = np.abs(dq) if dq is not None else np.abs(np.gradient(q, t, axis=0))
+    pos, vel = (q, dq) if q is not None else (elastic["theta"], elastic["dtheta"])
+    speed = np.abs(vel) if vel is not None else np.abs(np.gradient(pos, t, axis=0))
     moving = np.flatnonzero(speed.max(axis=1) > opts["idle_velocity"])
     trimmed = (0.0, 0.0)
     is_moving = moving.size > 0
@@ -521,8 +549,9 @@ def read_csv(path, *, preset=None, time=None, position=None, velocity=None, torq
         hi = np.searchsorted(t, t[moving[-1]] + opts["idle_margin"], side="right")
         trimmed = (float(t[lo] - t[0]), float(t[-1] - t[hi - 1]))
         sl = slice(lo, hi)
-        t, q, tau = t[sl], q[sl], tau[sl]
-        dq = dq[sl] if dq is not None else None
+        t = t[sl]
+        q, tau, dq = (None if x is None else x[sl] for x in (q, tau, dq))
+        elastic = {k: None if x is None else x[sl] for k, x in elastic.items()}
     if len(t) < 2:
         raise DataError(f"CSV '{path}': fewer than 2 samples after trimming")
 
@@ -537,6 +566,7 @@ def read_csv(path, *, preset=None, time=None, position=None, velocity=None, torq
             return None if x is None else np.column_stack(
                 [np.interp(tu, t, x[:, j]) for j in range(x.shape[1])])
         q, tau, dq = interp(q), interp(tau), interp(dq)
+        elastic = {k: interp(x) for k, x in elastic.items()}
         resampled = {"step_s": step, "min_step_s": float(dt.min()),
                      "max_step_s": float(dt.max())}
         t = tu
@@ -544,4 +574,80 @@ def read_csv(path, *, preset=None, time=None, position=None, velocity=None, torq
             "malformed_rows": [list(b) for b in bad],
             "trimmed_s": list(trimmed), "resampled": resampled, "moving": is_moving,
             "drive_gains": None if gains is None else gains.tolist()}
-    return Dataset(t=t - t[0], q=q, tau=tau, dq=dq, joint_names=names, metadata=meta)
+    return Dataset(t=t - t[0], q=q, tau=tau, dq=dq, joint_names=names, metadata=meta,
+                   **elastic)
+
+
+#: CSV mapping keys and the Dataset arrays they hold.
+_WRITTEN = (("position", "q"), ("velocity", "dq"), ("torque", "tau"), ("current", "tau"),
+            ("motor_position", "theta"), ("motor_velocity", "dtheta"),
+            ("joint_torque", "tau_joint"))
+
+
+def write_csv(dataset, path, model=None, inputs=(), **layout):
+    """Write a dataset as a CSV file in a column layout (the robot config's ``csv:``
+    section, a preset, or keyword arguments as :func:`read_csv` takes them), so that
+    :func:`read_csv` with the same layout reads it back. A header line names the columns;
+    columns the layout does not map stay empty; currents are written as tau / drive gain.
+
+    Parameters
+    ----------
+    dataset : Dataset
+    path : path
+        The new file (written atomically; never one of ``inputs``).
+    model : RobotModel, optional
+        Its ``csv:`` section (:func:`csv_options`); keyword arguments override it.
+
+    Raises
+    ------
+    ConfigError
+        A layout without time, a column mapped twice or beyond ``n_columns``, currents
+        without drive gains.
+    DataError
+        A mapped signal the dataset does not hold (e.g. velocities of a run simulated
+        without ``--derivatives``, joint torques without ``--joint-torque``).
+    """
+    from robot_identification.outputs import atomic_output
+    opts = csv_options(model) if model is not None else {}
+    preset = layout.pop("preset", None) or opts.pop("preset", None)
+    if preset is not None:
+        if preset not in CSV_PRESETS:
+            raise ConfigError(f"unknown CSV preset '{preset}'; known: {sorted(CSV_PRESETS)}")
+        opts = {**CSV_PRESETS[preset], **opts}
+    opts.update({k: v for k, v in layout.items() if v is not None})
+    if opts.get("time") is None:
+        raise ConfigError(f"CSV '{path}': the layout needs a 'time' column")
+    n = len(dataset.joint_names)
+    delimiter = opts.get("delimiter") or ","
+    if opts.get("torque") is not None:
+        opts.pop("current", None)
+    needed = _needed_columns(opts, n)
+    width = int(opts.get("n_columns") or max(needed) + 1)
+    table = np.full((dataset.n_samples, width), np.nan)
+    header = [""] * width
+    cols = _columns(opts["time"], 1, "time", width)
+    table[:, cols[0]], header[cols[0]] = dataset.t, "time"
+    for key, attr in _WRITTEN:
+        spec = opts.get(key)
+        if spec is None:
+            continue
+        values = getattr(dataset, attr)
+        if values is None:
+            raise DataError(f"CSV '{path}': the layout maps '{key}' but the dataset holds no "
+                            f"{attr} (simulate it: --derivatives for velocities, "
+                            f"--joint-torque for joint torques; or leave '{key}' out of the "
+                            f"csv: section)")
+        if key == "current":
+            gains = opts.get("drive_gains")
+            if gains is None or len(gains) != n:
+                raise ConfigError(f"CSV '{path}': currents need {n} drive_gains [N*m/A]")
+            values = values / np.asarray(gains, dtype=float)
+        for k, c in enumerate(_columns(spec, n, key, width)):
+            table[:, c] = values[:, k]
+            header[c] = f"{key}_{dataset.joint_names[k]}"
+    text = [delimiter.join(h.replace(delimiter, "_") for h in header)]
+    for row in table:
+        text.append(delimiter.join("" if np.isnan(v) else repr(float(v)) for v in row))
+    with atomic_output(Path(path), inputs, dataset=True) as tmp:
+        Path(tmp).write_text("\n".join(text) + "\n", encoding="utf-8")
+    return Path(path)

@@ -9,7 +9,7 @@ import numpy as np
 
 from robot_identification.errors import DataError
 
-_ARRAYS = ("q", "dq", "ddq", "theta", "dtheta", "ddtheta", "tau")
+_ARRAYS = ("q", "dq", "ddq", "theta", "dtheta", "ddtheta", "tau", "tau_joint")
 #: Largest median time step [s] of a recording (below 2 Hz the time column is not in seconds:
 #: milliseconds, microseconds or sample numbers).
 MAX_TIME_STEP = 0.5
@@ -28,15 +28,21 @@ class Dataset:
     ----------
     t : ndarray (N,)
         Sample times [s], strictly increasing.
-    q : ndarray (N, n)
-        Link-side joint positions [rad | m].
-    tau : ndarray (N, n)
-        Rigid arms: joint torques. Elastic arms: motor torques u, link-referred [N*m].
+    q : ndarray (N, n) or None
+        Link-side joint positions [rad | m]; None only for an elastic arm without link
+        encoders that has joint torque sensors (``tau_joint``, docs/elastic.md).
+    tau : ndarray (N, n) or None
+        Rigid arms: joint torques. Elastic arms: motor torques u, link-referred [N*m];
+        None only for an elastic arm with joint torque sensors and no motor torque or
+        current recorded.
     joint_names : tuple of str
     theta : ndarray (N, n) or None
         Link-referred motor positions (elastic arms) [rad].
     dq, ddq, dtheta, ddtheta : ndarray (N, n) or None
         Measured derivatives; when absent they are computed numerically.
+    tau_joint : ndarray (N, n) or None
+        Elastic arms with joint torque sensors: the torque each elastic joint transmits to
+        its link, tau_J = K (theta - q) + D (dtheta - dq) [N*m] (docs/elastic.md).
     true_parameters : dict or None
         Standard parameter name -> value, for simulated data with known parameters. Old
         drive keys (``joint1.fv``, datasets written before the drive parameters were
@@ -47,14 +53,15 @@ class Dataset:
     """
 
     t: np.ndarray
-    q: np.ndarray
-    tau: np.ndarray
-    joint_names: tuple
+    q: np.ndarray | None = None
+    tau: np.ndarray | None = None
+    joint_names: tuple = ()
     theta: np.ndarray | None = None
     dq: np.ndarray | None = None
     ddq: np.ndarray | None = None
     dtheta: np.ndarray | None = None
     ddtheta: np.ndarray | None = None
+    tau_joint: np.ndarray | None = None
     true_parameters: dict | None = None
     metadata: dict = field(default_factory=dict)
 
@@ -87,9 +94,10 @@ class Dataset:
             Mismatched lengths or joint counts, a joint name given twice, NaN/inf values,
             values beyond :data:`MAX_ABS_VALUE` in magnitude (corrupt samples),
             non-increasing time, a median time step above :data:`MAX_TIME_STEP` (time not
-            in seconds), fewer than ``min_samples`` samples, or missing motor positions for
-            an elastic arm. The message starts with the file (``metadata['file']``) when
-            the dataset was read from one.
+            in seconds), fewer than ``min_samples`` samples, or signals that identify no
+            model (:func:`check_signals`: e.g. missing motor positions for an elastic
+            arm). The message starts with the file (``metadata['file']``) when the
+            dataset was read from one.
         """
         try:
             return self._validate(min_samples, elastic)
@@ -146,9 +154,7 @@ class Dataset:
                             f"in milliseconds, microseconds or sample numbers instead of "
                             f"seconds? (robot recordings are sampled at > "
                             f"{1 / MAX_TIME_STEP:.3g} Hz)")
-        if elastic and self.theta is None:
-            raise DataError("the robot has elastic joints but the dataset has no motor "
-                            "positions (theta / motor_states)")
+        check_signals(self, elastic)
         return self
 
     def check_velocities(self, window=0.1, moving=0.05):
@@ -281,7 +287,11 @@ class Dataset:
                             read_npy_header(fp, info.file_size, f"'{path}' member "
                                             f"{info.filename}", info.filename != "meta.npy")
             z = np.load(path, allow_pickle=False)
-            missing = [k for k in ("t", "q", "tau", "meta") if k not in z.files]
+            missing = [k for k in ("t", "meta") if k not in z.files]
+            if "q" not in z.files and "theta" not in z.files:    # positions of some kind
+                missing.append("q")
+            if "tau" not in z.files and "tau_joint" not in z.files:
+                missing.append("tau")
             if missing:
                 raise DataError(f"'{path}' is not a robot_identification dataset: no array(s) "
                                 f"{missing} (it has {sorted(z.files)[:8]})")
@@ -333,6 +343,56 @@ def check_npz_members(zf, path, stream=False):
     if not stream:
         check_memory(sum(i.file_size for i in infos), f"dataset '{path}'", DataError,
                      ": stream it with identify-stream (Recording.from_path)")
+
+
+#: What each signal of a recording measures (docs/elastic.md, sensor sets).
+_SIGNAL_MEANING = {"q": "link positions (link encoders)",
+                   "theta": "motor positions (motor encoders)",
+                   "tau": "motor torques (motor currents x drive gains)",
+                   "tau_joint": "joint torques (joint torque sensors)"}
+
+
+def check_signals(dataset, elastic=None):
+    """Refuse a dataset whose signals identify no model (docs/elastic.md, sensor sets).
+
+    Rigid arms need positions ``q`` and torques ``tau``. Elastic arms need motor positions
+    ``theta``, the joint deflection (link positions ``q`` or joint torques ``tau_joint``)
+    and a torque (``tau`` or ``tau_joint``): (a) q, theta, tau; (b) theta, tau_joint
+    [, tau] [, q]. ``elastic=None`` (unknown) accepts either.
+
+    Raises
+    ------
+    DataError
+        Naming the missing signal; for (c), motor positions and motor torques only, why
+        inverse-dynamics least squares cannot identify an elastic arm from them.
+    """
+    d = dataset
+    if elastic is None:
+        elastic = d.theta is not None
+        if not elastic and (d.q is None or d.tau is None) and d.tau_joint is not None:
+            elastic = True
+    if not elastic:
+        missing = [f"'{k}' ({_SIGNAL_MEANING[k].split(' (')[0]})" for k in ("q", "tau")
+                   if getattr(d, k) is None]
+        if missing:
+            raise DataError(f"the dataset has no {' and no '.join(missing)}")
+        return d
+    if d.theta is None:
+        raise DataError("the robot has elastic joints but the dataset has no motor "
+                        "positions (theta / motor_states)")
+    if d.q is None and d.tau_joint is None:
+        raise DataError(
+            "the robot has elastic joints and the data hold motor positions and "
+            + ("motor torques" if d.tau is not None else "no torque") + " only: the "
+            "joint deflection is not measured (link positions from link encoders, or "
+            "joint torques from joint torque sensors), so inverse-dynamics least squares "
+            "cannot identify the link dynamics nor the joint stiffness; record link "
+            "positions or joint torques, or identify a rigid model on the motor positions "
+            "(docs/elastic.md, sensor set c)")
+    if d.tau is None and d.tau_joint is None:
+        raise DataError("the robot has elastic joints and the data hold no torque: record "
+                        "motor torques (currents) or joint torques (joint torque sensors)")
+    return d
 
 
 def check_meta(meta, source):
@@ -454,7 +514,8 @@ def load_dataset(path, model=None, **kwargs):
     """Load a dataset from a ``.npz`` file, a rosbag2 directory / ``.mcap`` file or a CSV.
 
     ``model`` (a RobotModel, optional) supplies the CSV column mapping and drive gains
-    of its config's ``csv:`` section (see :func:`robot_identification.data._csv.csv_options`).
+    of its config's ``csv:`` section (see :func:`robot_identification.data._csv.csv_options`)
+    and where a bag holds each signal (its ``bag:`` section, :func:`bag_signals`).
 
     Raises
     ------
@@ -471,6 +532,8 @@ def load_dataset(path, model=None, **kwargs):
         return Dataset.load_npz(path)
     if path.is_dir() or suffix in (".mcap", ".db3"):
         from robot_identification.data import _bag
+        if model is not None and getattr(model, "config", model).extra.get("bag"):
+            kwargs.setdefault("signals", getattr(model, "config", model).extra["bag"])
         return _bag.read_bag(path, **kwargs)
     if suffix == ".csv":
         from robot_identification.data import _csv

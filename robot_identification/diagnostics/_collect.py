@@ -56,8 +56,9 @@ def collect_diagnostics(model, result, recordings=()):
         # where it ran, their scale is not repeated (friction-dominated wrists and payloads
         # gave 'torque units?' on single joints), nor a sign the URDF cannot judge
         checked = bool(recordings) and all(r.get("nominal_checked") for r in recordings)
+        base = getattr(neq, "base", None) or result.base    # the equations' own columns
         out += [d for d in check_torque_against_nominal(
-                    result.row_labels, neq, result.base.base_values(np.nan_to_num(nominal)),
+                    result.row_labels, neq, base.base_values(np.nan_to_num(nominal)),
                     fitted_elsewhere=checked)
                 if not _said_per_recording(d, said)]
     out += check_parameter_std(result.names, est.values, est.relative_std)

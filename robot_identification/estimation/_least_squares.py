@@ -44,6 +44,9 @@ class NormalEquations:
     true_parameters : dict or None
         Known standard parameters of the data (simulation), kept from the first
         recording when equations are summed.
+    spring : object or None
+        Further additive sums travelling with the equations (an elastic arm's spring
+        equations with joint torque sensors, docs/elastic.md); any object with ``+``.
 
     All of them add up with ``+=``, so the equations of many recordings are a sum.
     """
@@ -62,6 +65,7 @@ class NormalEquations:
         self.t_regressor = 0.0
         self.recordings = []
         self.reversal_counts = np.zeros(2, dtype=np.int64)
+        self.spring = None
 
     def add(self, W, y, mask=None, weights=None):
         """Add a block.
@@ -121,6 +125,8 @@ class NormalEquations:
         self.reversal_counts += other.reversal_counts
         if not self.true_parameters:
             self.true_parameters = other.true_parameters
+        if other.spring is not None:
+            self.spring = other.spring if self.spring is None else self.spring + other.spring
         return self
 
     @property

@@ -107,7 +107,7 @@ def _concat(chunks):
         return chunks[0]
     first = chunks[0]
     kw = {}
-    for k in ("q", "dq", "ddq", "theta", "dtheta", "ddtheta", "tau"):
+    for k in ("q", "dq", "ddq", "theta", "dtheta", "ddtheta", "tau", "tau_joint"):
         if getattr(first, k) is not None:
             kw[k] = np.concatenate([getattr(c, k) for c in chunks], axis=0)
     return Dataset(t=np.concatenate([c.t for c in chunks]), joint_names=first.joint_names,

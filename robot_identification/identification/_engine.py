@@ -20,6 +20,12 @@ from robot_identification.identification._auto import (
     _head, _summary, needs_resolving, recording_summaries, resolve_settings)
 from robot_identification.identification._preprocessing import make_preprocessor, sample_rate
 from robot_identification.identification._result import IdentificationResult
+from robot_identification.identification._sensors import (
+    STIFFNESS_BAND_FACTOR, STIFFNESS_ITERATIONS, STIFFNESS_TOLERANCE, GearColumns, SpringSums,
+    StiffnessColumns, StiffnessEstimate, common_sensor_set, gear_ratio_check,
+    gear_ratio_diagnostics, link_positions_from_joint_torque, merge_estimate,
+    nominal_compliance, sensor_base, sensor_diagnostics, sensor_set, spring_indices,
+    stiffness_names)
 from robot_identification.identification._sources import as_recording
 from robot_identification.regressor import CHUNK, regressor, torque_vector
 
@@ -316,7 +322,8 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
         ``(p', f)``: equations over p' unknowns with per-block rows ``f(Y, W, y) -> (W', y')``
         from the standard regressor Y (N, rows, P), its base columns W and the measured
         left-hand side y (e.g. drive gains: currents as extra columns, payload torque on the
-        right).
+        right); ``f(Y, W, y, states)`` with the block's filtered states when ``f`` has a
+        true attribute ``needs_states`` (the stiffness search of docs/elastic.md).
     instruments : ClosedLoopInstruments, optional
         An IV pass (estimator ``iv``): the equations are over ``[W, Z]`` (2p columns), Z
         the base regressor of the closed-loop simulation of the recording, so ``G[:, p:,
@@ -336,14 +343,20 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
         Invalid data (NaN, missing joints, non-uniform sampling across chunks, too few
         samples for the filter).
     """
-    from robot_identification.identifiability import base_parameters
     from robot_identification.progress import bar
     s = settings or model.config.identification
-    base = base or base_parameters(model)
     rec = as_recording(recording, model)
+    summary_ds = _head(rec)
+    sensors = sensor_set(model, summary_ds)
+    base = base or sensor_base(model, sensors)
+    if sensors.joint_torque and set(base.independent) & set(spring_indices(model).ravel()):
+        raise DataError(f"recording '{rec.name}' holds joint torques: its equations have no "
+                        f"stiffness columns; use the base parameters of its sensor set "
+                        f"(sensor_base)")
     neq = NormalEquations(len(base) if columns is None else int(columns[0]),
                           model.rows_per_sample)
-    summary_ds = _head(rec)
+    if sensors.joint_torque and sensors.link_positions:   # tau_J = K (theta - q) [+ D ...]
+        neq.spring = SpringSums(model.n, spring_indices(model).shape[1])
     if instruments is not None:
         neq = NormalEquations(2 * len(base), model.rows_per_sample)
         instruments = instruments.for_recording(
@@ -381,7 +394,8 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
             states = rev.push(states) if states is not None else rev.finish()
         if states is not None:
             _accumulate(model, base, neq, states, s, block, robust, drop,
-                        None if columns is None else columns[1], instruments=instruments)
+                        None if columns is None else columns[1], instruments=instruments,
+                        motor_rows=sensors.motor_torque)
 
     try:
         with bar(desc="identify", unit="sample", unit_scale=True) as pbar:
@@ -435,9 +449,15 @@ def accumulate_states(model, base, neq, states, settings, *, block=CHUNK, robust
 
 
 def _accumulate(model, base, neq, states, s, block, robust, drop_reversals=False,
-                columns=None, on_block=None, instruments=None):
+                columns=None, on_block=None, instruments=None, motor_rows=True):
     M = states["q"].shape[0]
     mask = row_mask(model, states, s.velocity_threshold or 0.0)
+    if not motor_rows:              # no motor torque recorded (docs/elastic.md, set b)
+        keep = np.ones((M, model.rows_per_sample), dtype=bool)
+        keep[:, model.n:] = False
+        mask = keep if mask is None else mask & keep
+    if getattr(neq, "spring", None) is not None:
+        neq.spring.add(states)
     near = states.get("near_reversal")
     if near is not None:
         v = states["dtheta" if model.config.elastic else "dq"]
@@ -457,9 +477,13 @@ def _accumulate(model, base, neq, states, s, block, robust, drop_reversals=False
                       friction_deadband=s.friction_deadband)
         neq.t_regressor += time.perf_counter() - tr
         W = base.project(Y)
-        y = torque_vector(model, states["tau"][sl])
+        tj = states.get("tau_joint")
+        y = torque_vector(model, states["tau"][sl], None if tj is None else tj[sl])
         if columns is not None:
-            W, y = columns(Y, W, y)
+            if getattr(columns, "needs_states", False):
+                W, y = columns(Y, W, y, {k: v[sl] for k, v in states.items()})
+            else:
+                W, y = columns(Y, W, y)
         if instruments is not None:       # IV pass: [W, Z], Z of the simulated closed loop
             Z = base.project(regressor(model, *instruments(states["t"][sl]),
                                        friction_deadband=s.friction_deadband))
@@ -538,7 +562,8 @@ def _cutoff_hint(neq) -> str:
 
 
 def solve(model, neq, settings=None, *, base=None, estimators=None, prior=None,
-          reaccumulate=None, options=None, log=None, t_start=None) -> IdentificationResult:
+          reaccumulate=None, options=None, log=None, t_start=None,
+          stiffness=None) -> IdentificationResult:
     """Estimates from summed normal equations.
 
     Parameters
@@ -561,6 +586,9 @@ def solve(model, neq, settings=None, *, base=None, estimators=None, prior=None,
         Estimator options: ``bounds`` (lower, upper) on base parameters, ``theta0``,
         ``mrls`` (keyword arguments of :class:`MRLS`).
     log : callable, optional
+    stiffness : StiffnessEstimate, optional
+        Joint stiffness identified outside these equations (sensor set b,
+        docs/elastic.md): appended to every estimate as base parameters of their own.
 
     Returns
     -------
@@ -624,6 +652,12 @@ def solve(model, neq, settings=None, *, base=None, estimators=None, prior=None,
                 raise
             diagnostics.append(Diagnostic("estimator_failed", "warning",
                                           f"estimator '{name}' failed: {exc}", name))
+    if stiffness is not None:     # K (and D) identified outside the equations: appended
+        neq.base = base
+        merged = None
+        for name in list(estimates):
+            merged, estimates[name] = merge_estimate(model, base, estimates[name], stiffness)
+        base = merged
     true = true_base_values(model, base, neq.true_parameters)
     diagnostics += truth_diagnostics(model, base, neq.true_parameters)
     prior_label = prior_spec if isinstance(prior_spec, str) else "given"
@@ -696,7 +730,6 @@ def identify(model, recordings, settings=None, *, estimators=None, prior=None, b
         ``workers``/``scheduler`` or an unreachable scheduler.
     """
     from robot_identification.data import Dataset
-    from robot_identification.identifiability import base_parameters
     from robot_identification.identification._sources import Recording
     t0 = time.perf_counter()
     s = settings or model.config.identification
@@ -705,7 +738,9 @@ def identify(model, recordings, settings=None, *, estimators=None, prior=None, b
     recordings = [as_recording(r, model) for r in recordings]
     if not recordings:
         raise DataError("no dataset given")
-    base = base or base_parameters(model)
+    sensors = common_sensor_set(model, [_head(r) for r in recordings],
+                                [r.name for r in recordings])
+    base = base or sensor_base(model, sensors)
     if needs_resolving(s):
         s = resolve_settings(model, s, recording_summaries(model, recordings))
 
@@ -717,14 +752,136 @@ def identify(model, recordings, settings=None, *, estimators=None, prior=None, b
             raise ConfigError(f"recording(s) {streams} are iterators of chunks and cannot be "
                               f"sent to Dask workers; give datasets or files")
     with dask_client(workers, scheduler, processes) as client:
-        def equations(robust=None, instruments=None):   # map per recording, ordered sum
-            return map_sum(client, _recording_equations, recordings, model, s, base=base,
-                           block=block, bank=bank, robust=robust, instruments=instruments,
+        current = [recordings]
+
+        def equations(robust=None, instruments=None, columns=None, settings=None):
+            return map_sum(client, _recording_equations, current[0], model, settings or s,
+                           base=base, block=block, bank=bank, robust=robust,
+                           instruments=instruments, columns=columns,
                            use_measured_derivatives=use_measured_derivatives,
-                           log=log if client is None else None)
-        neq = equations()
-        return solve(model, neq, s, base=base, estimators=estimators, prior=prior,
-                     reaccumulate=equations, options=options, log=log, t_start=t0)
+                           log=log if client is None else None)   # map, ordered sum
+        stiffness = None
+        if sensors.joint_torque and not sensors.link_positions:
+            search = _search_settings(s, recording_summaries(model, current[0]))
+            stiffness = _stiffness_search(model, current, base, search, equations, log)
+            neq = equations()
+        else:
+            neq = equations()
+            if sensors.joint_torque:
+                stiffness = _spring_estimate(model, neq.spring)
+        result = solve(model, neq, s, base=base, estimators=estimators, prior=prior,
+                       reaccumulate=equations, options=options, log=log, t_start=t0,
+                       stiffness=stiffness)
+        if model.config.elastic:
+            result.settings["sensors"] = dict(sensors.to_dict(),
+                                              description=sensors.describe())
+            result.diagnostics += sensor_diagnostics(model, sensors, result, stiffness)
+            if model.config.coupling == "complete" and sensors.motor_torque:
+                checks = gear_ratio_check(model, base, equations(
+                    columns=(len(base) + model.n, GearColumns(model)),
+                    settings=_whitened(s, recording_summaries(model, current[0]))))
+                result.settings["gear_ratio_check"] = checks
+                result.diagnostics += gear_ratio_diagnostics(checks)
+    return result
+
+
+def _spring_estimate(model, spring):
+    """:class:`StiffnessEstimate` of the spring equations (link encoders + joint torques)."""
+    values, cov = spring.solve()
+    keys = spring_indices(model)
+    m = keys.shape[1]
+    names = [model.parameter_names[i] for i in keys.ravel()]
+    full = np.zeros((len(names), len(names)))
+    for k in range(model.n):
+        full[k * m:(k + 1) * m, k * m:(k + 1) * m] = cov[k]
+    return StiffnessEstimate(names, values.ravel(), full, "spring", {})
+
+
+def _whitened(settings, summaries):
+    """``settings`` keeping every k-th filtered sample, k = fs / (2 f_c): neighbouring
+    filtered samples carry the same noise, and standard deviations that decide a diagnostic
+    must not assume independent rows."""
+    fs = min((r["sample_rate"] for r in summaries if r), default=None)
+    if fs is None or not settings.cutoff_hz:
+        return settings
+    return replace(settings, decimate=max(int(settings.decimate),
+                                          int(fs / (2.0 * settings.cutoff_hz))))
+
+
+def _search_settings(settings, summaries):
+    """Settings of the stiffness search: the cut-off at most
+    :data:`STIFFNESS_BAND_FACTOR` x the excitation band (the filtered joint torque is
+    differentiated twice and its noise enters the regressor: a bias that grows with the
+    cut-off cubed), every k-th filtered sample kept (:func:`_whitened`)."""
+    summaries = [r for r in summaries if r]
+    if not summaries:
+        return settings
+    band = max(r["band_hz"] for r in summaries)
+    cut = settings.cutoff_hz
+    if band > 0:
+        cut = min(cut or np.inf, STIFFNESS_BAND_FACTOR * band)
+    if cut is None or not np.isfinite(cut):
+        return settings
+    return _whitened(replace(settings, cutoff_hz=float(f"{cut:.3g}")), summaries)
+
+
+def _stiffness_search(model, current, base, settings, equations, log=None):
+    """Joint stiffness of an arm without link encoders (sensor set b): Gauss-Newton on the
+    separable least-squares problem min over (beta, c) of the weighted residual of the
+    equations with link positions q = theta - c tau_J (c = 1 / K), one pass over the
+    recordings per iteration (:class:`StiffnessColumns`); ``current[0]`` is left holding
+    the recordings at the final compliance (for estimators that read them again).
+
+    Returns
+    -------
+    StiffnessEstimate
+        ``method='link_dynamics'``; covariance of K from the Gauss-Newton system
+        (K = 1 / c: cov_K = K^2 cov_c K^2), details: iterations, converged, the search's
+        cut-off and decimation; ``current[0]`` holds the recordings at the final
+        compliance.
+
+    Raises
+    ------
+    DataError
+        A recording that can be read only once (the search reads it several times).
+    """
+    from robot_identification.estimation import wls
+    once = [r.name for r in current[0] if r.single_use]
+    if once:
+        raise DataError(f"recording(s) {once} can be read only once, but the joint stiffness "
+                        f"of an arm without link encoders is searched over several passes "
+                        f"(docs/elastic.md): give datasets or files")
+    raw = [r.raw for r in current[0]]
+
+    def at(c):
+        return [r.map(lambda ds, c=c: link_positions_from_joint_torque(ds, c)) for r in raw]
+
+    p, n = len(base), model.n
+    c = nominal_compliance(model)
+    current[0] = at(c)
+    beta = wls(equations(settings=settings)).values
+    converged = False
+    for it in range(1, STIFFNESS_ITERATIONS + 1):
+        hook = StiffnessColumns(model, base, beta, c, settings.friction_deadband)
+        aug = equations(columns=(p + n, hook), settings=settings)
+        est = wls(aug)
+        beta = est.values[:p]
+        step = np.clip(est.values[p:], -0.5 * c, c)     # K at most halved / doubled per step
+        if log:
+            log(f"stiffness search {it}: K = {np.round(1 / (c + step), 1).tolist()} N*m/rad")
+        if np.max(np.abs(step) / c) < STIFFNESS_TOLERANCE:
+            converged = True
+            break
+        c = c + step
+        current[0] = at(c)
+    c = c + step
+    current[0] = at(c)
+    K = 1.0 / c
+    cov = est.covariance[p:, p:] * np.outer(K ** 2, K ** 2)
+    return StiffnessEstimate(stiffness_names(model), K, cov, "link_dynamics",
+                             {"iterations": it, "converged": converged,
+                              "cutoff_hz": settings.cutoff_hz,
+                              "decimate": int(settings.decimate)})
 
 
 def _recording_equations(recording, model, settings, **kw):

@@ -43,6 +43,9 @@ from robot_identification.signal import (
 PREPROCESSING = ("butterworth", "savgol", "polynomial")
 
 _CHAINS = (("q", "dq", "ddq"), ("theta", "dtheta", "ddtheta"))
+#: Joint torque sensors: filtered like positions and differentiated (the link positions
+#: q = theta - tau_J / K of an arm without link encoders move with them, docs/elastic.md).
+_JOINT_TORQUE = ("tau_joint", "dtau_joint", "ddtau_joint")
 
 
 def sample_rate(t) -> float:
@@ -107,6 +110,8 @@ def _chunk_arrays(model, ds, use_measured, last=None):
         raise DataError(f"{f'{where!r}: ' if where else ''}robot '{model.config.name}' has "
                         f"elastic joints: the data need motor positions (theta)")
     keys = ["q", "tau"] + (["theta"] if elastic else [])
+    if elastic and ds.tau_joint is not None:       # joint torque sensors (docs/elastic.md)
+        keys.append("tau_joint")
     if use_measured:
         keys += [k for k in ("dq", "ddq") + (("dtheta", "ddtheta") if elastic else ())
                  if getattr(ds, k) is not None]
@@ -198,6 +203,8 @@ class ZeroPhaseStates:
 
         states = {}
         chains = _CHAINS if self.model.config.elastic else _CHAINS[:1]
+        if "tau_joint" in arr:
+            chains = chains + (_JOINT_TORQUE,)
         for pos, vel, acc in chains:
             p = smooth(arr[pos])
             v = smooth(arr[vel]) if vel in arr else derive(p)
@@ -321,6 +328,8 @@ class FIRStates:
         t = arr["t"]
         self._check_time(t)
         cols = [t[:, None], arr["q"], arr["tau"]] + ([arr["theta"]] if self.elastic else [])
+        if "tau_joint" in arr:
+            cols.append(arr["tau_joint"])
         new = np.concatenate(cols, axis=1)
         data = new if self.buf is None else np.concatenate([self.buf, new], axis=0)
         L, n = self.bank.L, len(self.joint_names)
@@ -341,6 +350,10 @@ class FIRStates:
                     st["theta"] = b.apply(th, 0, self.decimate, off)
                     st["dtheta"] = b.apply(th, 1, self.decimate, off)
                     st["ddtheta"] = b.apply(th, 2, self.decimate, off)
+                if data.shape[1] > 1 + 3 * n:              # joint torque sensors
+                    tj = data[:, 1 + 3 * n:1 + 4 * n]
+                    for k, key in enumerate(_JOINT_TORQUE):
+                        st[key] = b.apply(tj, k, self.decimate, off)
                 out = (st, tt)
         keep = min(L, data.shape[0])
         self.consumed += data.shape[0] - keep

@@ -19,6 +19,8 @@ import numpy as np
 from robot_identification.data import Dataset
 from robot_identification.data._dataset import uniform_grid
 from robot_identification.errors import DataError
+from robot_identification.identification._sensors import (
+    link_positions_from_joint_torque, nominal_compliance)
 
 #: Default samples per chunk read from files.
 READ_CHUNK = 200_000
@@ -86,7 +88,7 @@ def _meta_from(raw, source):
     return meta
 
 
-def iter_npz_chunks(path, chunk: int = READ_CHUNK, arrays=("q", "tau", "theta")):
+def iter_npz_chunks(path, chunk: int = READ_CHUNK, arrays=("q", "tau", "theta", "tau_joint")):
     """Read a dataset ``.npz`` (as written by :meth:`Dataset.save_npz`) chunk by chunk.
 
     Members are decompressed as streams, so memory is O(chunk) for compressed and
@@ -122,8 +124,11 @@ def iter_npz_chunks(path, chunk: int = READ_CHUNK, arrays=("q", "tau", "theta"))
     with zf:
         check_npz_members(zf, path, stream=True)
         names = {Path(n).stem for n in zf.namelist()}
-        for need in ("t", "meta", "q", "tau"):
+        for need in ("t", "meta"):
             if need not in names:
+                raise DataError(f"'{path}' lacks the array '{need}'")
+        for need, other in (("q", "theta"), ("tau", "tau_joint")):
+            if need not in names and other not in names:
                 raise DataError(f"'{path}' lacks the array '{need}'")
         try:
             with zf.open("meta.npy") as fp:
@@ -325,7 +330,7 @@ def resample_uniform(ds: Dataset) -> Dataset:
     tu = uniform_grid(t, 1.0 / fs, f"'{where}'" if where else None)
     tu = tu[tu < t[-1]]
     kw = {}
-    for k in ("q", "dq", "ddq", "theta", "dtheta", "ddtheta", "tau"):
+    for k in ("q", "dq", "ddq", "theta", "dtheta", "ddtheta", "tau", "tau_joint"):
         v = getattr(ds, k)
         if v is not None:
             kw[k] = np.column_stack([np.interp(tu, t, v[:, j]) for j in range(v.shape[1])])
@@ -353,6 +358,9 @@ class Recording:
         self._used = False
         self.dataset = dataset      # the whole recording when it is in memory
         self._head = None
+        #: the recording as read, before :meth:`map` (e.g. link positions reconstructed
+        #: from joint torques, docs/elastic.md)
+        self.raw = self
         #: (model, recording_summary) once summarised: identify() summarises every
         #: recording to resolve 'auto' settings, the map step reuses it for the diagnostics
         self.summary_cache = None
@@ -390,6 +398,14 @@ class Recording:
                 self._used = False
                 self._open = lambda: itertools.chain(head, it)
         return self._head
+
+    def map(self, fn):
+        """The recording with every chunk (and the in-memory dataset) replaced by
+        ``fn(chunk)``; :attr:`raw` stays the recording as read."""
+        rec = Recording(lambda: (fn(c) for c in self.chunks()), self.name, self.single_use,
+                        None if self.dataset is None else fn(self.dataset))
+        rec.raw = self.raw
+        return rec
 
     @classmethod
     def from_dataset(cls, dataset: Dataset, model=None, chunk: int | None = None):
@@ -429,6 +445,8 @@ class Recording:
             if not path.exists():
                 raise DataError(f"input '{path}' does not exist")
             if suffix != ".npz" and not (path / "meta.json").is_file():
+                if model is not None and model.config.extra.get("bag"):
+                    kwargs.setdefault("signals", model.config.extra["bag"])
                 return cls(lambda: iter_bag_chunks(path, chunk, **kwargs), path)
             return cls(lambda: iter_chunks(path, chunk), path)
         from robot_identification.data import load_dataset
@@ -443,11 +461,24 @@ class Recording:
 
 
 def as_recording(item, model=None):
-    """:class:`Recording` of a Recording, Dataset, path or iterable of chunks."""
+    """:class:`Recording` of a Recording, Dataset, path or iterable of chunks.
+
+    An elastic arm's recording without link positions (joint torque sensors instead) gets
+    q = theta - tau_J / K with the config's nominal stiffness K, and one without motor
+    torques a zero ``tau`` whose rows are not used
+    (:func:`~robot_identification.identification._sensors.link_positions_from_joint_torque`;
+    docs/elastic.md, sensor set b)."""
     if isinstance(item, Recording):
-        return item
-    if isinstance(item, Dataset):
-        return Recording.from_dataset(item, model)
-    if isinstance(item, (str, Path)):
-        return Recording.from_path(item, model)
-    return Recording.from_chunks(item)
+        rec = item
+    elif isinstance(item, Dataset):
+        rec = Recording.from_dataset(item, model)
+    elif isinstance(item, (str, Path)):
+        rec = Recording.from_path(item, model)
+    else:
+        rec = Recording.from_chunks(item)
+    if model is not None and model.config.elastic:
+        head = rec.dataset if rec.dataset is not None else next(iter(rec.peek(20_000)), None)
+        if head is not None and (head.q is None or head.tau is None):
+            c = nominal_compliance(model) if head.q is None else None
+            rec = rec.map(lambda ds: link_positions_from_joint_torque(ds, c))
+    return rec

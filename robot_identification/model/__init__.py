@@ -6,8 +6,9 @@
 - :func:`transform_standard_parameters` -- standard parameters under a change of frame
 """
 from robot_identification.model._config import (  # noqa: F401
-    DRIVE_PARAMETERS, ESTIMATORS, FRICTION_MODELS, PREPROCESSING, RENAMED_DRIVE_PARAMETERS,
-    csv_zero_based_hint, current_parameter_name, current_parameter_names,
+    BAG_SIGNALS, DRIVE_PARAMETERS, ESTIMATORS, FRICTION_MODELS, PREPROCESSING,
+    RENAMED_DRIVE_PARAMETERS, csv_zero_based_hint, current_parameter_name,
+    current_parameter_names,
     FrictionConfig, IdentificationSettings, JointConfig, JointLimits, RobotConfig,
     SimulationSettings, load_robot_config, parse_robot_config)
 from robot_identification.model._inertia import (  # noqa: F401

@@ -31,6 +31,11 @@ MAX_FILTER_ORDER = 50
 #: (1e8 harmonics or 1e8 periods ended in "out of memory").
 MAX_HARMONICS, MAX_EXCITATION_S = 1000, 3600.0
 
+#: Signals a rosbag2 recording can hold (the ``bag:`` section: signal -> '/topic/field',
+#: docs/elastic.md; robot_identification.data.bag_signals).
+BAG_SIGNALS = ("position", "velocity", "torque", "motor_position", "motor_velocity",
+               "joint_torque")
+
 #: Drive parameter names per joint, in regressor column order.
 DRIVE_PARAMETERS = ("rotor_inertia", "stiffness", "damping", "viscous", "coulomb",
                     "coulomb_load", "stiction", "stribeck", "offset")
@@ -454,7 +459,8 @@ def csv_zero_based_hint(mapping) -> str:
     """``"<key>: ... count from 1 ..."`` when a column of the mapping (``time``, ``position``,
     ``velocity``, ``torque``, ``current``) is 0: numbers counted from 0, with the same mapping
     counted from 1; else ``""``."""
-    keys = ("time", "position", "velocity", "torque", "current")
+    keys = ("time", "position", "velocity", "torque", "current", "motor_position",
+            "motor_velocity", "joint_torque")
     ints = {k: mapping[k] for k in keys if isinstance(mapping.get(k), (int, list, tuple))
             and not isinstance(mapping.get(k), bool)}
     flat = {k: [v] if isinstance(v, int) else list(v) for k, v in ints.items()}
@@ -497,7 +503,8 @@ def _csv_section(data, where, n) -> dict:
     if isinstance(r.data.get("time"), list):
         raise ConfigError(f"{where}.csv.time: expected one 1-based column number, got "
                           f"{r.data['time']!r}")
-    for key in ("position", "velocity", "torque", "current"):
+    for key in ("position", "velocity", "torque", "current", "motor_position",
+                "motor_velocity", "joint_torque"):
         out[key] = _columns_spec(r, key, n)
     out["drive_gains"] = r.vector("drive_gains", n, unit="N*m/A")
     out["n_joints"] = r.integer("n_joints", minimum=1)
@@ -517,6 +524,25 @@ def _csv_section(data, where, n) -> dict:
     r.finish()
     return {k: (list(v) if isinstance(v, tuple) else v) for k, v in out.items()
             if v is not None}
+
+
+def _bag_section(data, where) -> dict:
+    """``bag:``: where a rosbag2 recording holds each signal, ``{signal: '/topic/field'}``
+    (a JointState field or a DynamicJointState state interface; null: not recorded)."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}.bag: expected a mapping of signals {list(BAG_SIGNALS)} to "
+                          f"'/topic/field', got {data!r}")
+    out = {}
+    for key, value in data.items():
+        if key not in BAG_SIGNALS:
+            raise ConfigError(f"{where}.bag: unknown signal '{key}'; the signals are "
+                              f"{list(BAG_SIGNALS)}")
+        if value is not None and (not isinstance(value, str) or not value.startswith("/")
+                                  or value.count("/") < 2):
+            raise ConfigError(f"{where}.bag.{key}: expected '/topic/field' (e.g. "
+                              f"'/motor_states/position') or null, got {value!r}")
+        out[key] = value
+    return out
 
 
 def _excitation_section(data, where, n) -> dict:
@@ -679,6 +705,8 @@ def parse_robot_config(data: Any, source: Path | None = None,
         extra["csv"] = _csv_section(r.raw("csv"), where, n)
     if "description" in r.data:
         extra["description"] = r.string("description")
+    if "bag" in r.data:
+        extra["bag"] = _bag_section(r.raw("bag"), where)
     if "excitation_file" in r.data:
         ef = Path(r.string("excitation_file"))
         if not ef.is_absolute() and source is not None:

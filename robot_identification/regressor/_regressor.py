@@ -519,22 +519,31 @@ def regressor(model, q, dq, ddq, theta=None, dtheta=None, ddtheta=None, friction
     return rigid_regressor(model, q, dq, ddq, friction_deadband)
 
 
-def torque_vector(model, tau):
+def torque_vector(model, tau, tau_joint=None):
     """Left-hand side rows matching :func:`regressor`.
 
     Parameters
     ----------
     tau : array_like, shape (N, n)
         Joint torques (rigid) or motor torques u (elastic), link-referred [N*m].
+    tau_joint : array_like, shape (N, n), optional
+        Elastic arms with joint torque sensors: the torque each elastic joint transmits,
+        tau_J = K (theta - q) + D (dtheta - dq) [N*m]. The spring terms of both row groups
+        are then measured: moved to the left-hand side, the equations hold without the
+        stiffness and damping columns (docs/elastic.md; Zollo et al. 2014, eq. 2, 6).
 
     Returns
     -------
     ndarray, shape (N, rows)
-        Rigid: tau. Elastic: [0 (link rows, free space), u] (Zollo eq. 2, 35-37).
+        Rigid: tau. Elastic: [0 (link rows, free space), u] (Zollo eq. 2, 35-37); with
+        ``tau_joint``: [tau_J, u - tau_J].
     """
     tau = np.atleast_2d(np.asarray(tau, dtype=float))
     if not model.config.elastic:
         return tau
+    if tau_joint is not None:
+        tj = np.atleast_2d(np.asarray(tau_joint, dtype=float))
+        return np.concatenate([tj, tau - tj], axis=1)
     return np.concatenate([np.zeros_like(tau), tau], axis=1)
 
 

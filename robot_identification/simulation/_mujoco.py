@@ -838,6 +838,25 @@ class MujocoSimulator(_Encoders):
                          d.qpos[a.rotor_qpos] / a.gear, d.qvel[a.rotor_dof] / a.gear)
         return State(self.t, d.qpos[a.joint_qpos], d.qvel[a.joint_dof])
 
+    def joint_torque(self):
+        """Elastic arms: what joint torque sensors read (n,) [N*m]: MuJoCo's own tendon
+        spring and damper force on the link hinges (``qfrc_spring + qfrc_damper`` after
+        ``mj_fwdPosition`` / ``mj_fwdVelocity`` at the current state), i.e. the torque the
+        elastic joint transmits, K (theta - q) + D (dtheta - dq).
+
+        Raises
+        ------
+        DataError
+            A rigid arm.
+        """
+        if not self.elastic:
+            raise DataError("joint torque sensors measure the torque of elastic joints; "
+                            "this arm is rigid")
+        mj, m, d, a = self._mj, self.arm.model, self.mj_data, self.arm
+        mj.mj_fwdPosition(m, d)
+        mj.mj_fwdVelocity(m, d)
+        return d.qfrc_spring[a.joint_dof] + d.qfrc_damper[a.joint_dof]
+
     def _apply_explicit(self):
         d = self.mj_data
         v = d.qvel[self._fdof] / self._fscale

@@ -56,7 +56,8 @@ def add_measurement_noise(dataset, snr_db, seed=0):
 def simulate(model, duration=None, trajectory=None, seed=0, snr_db=None, *,
              derivatives=False, quantise=True, friction=None, rate_hz=None, substeps=None,
              kp=None, kd=None, controller=None, torque=None, log=None,
-             min_samples=MIN_SAMPLES, engine="builtin", engine_options=None):
+             min_samples=MIN_SAMPLES, engine="builtin", engine_options=None,
+             joint_torque=False):
     """Simulate an identification experiment: the arm follows an excitation trajectory.
 
     At each control period (1 / rate_hz) the encoders are read (quantised positions,
@@ -110,11 +111,16 @@ def simulate(model, duration=None, trajectory=None, seed=0, snr_db=None, *,
     engine_options : dict, optional
         Further options of the engine (MuJoCo: ``integrator``, ``coupling``, ``coulomb``,
         ``friction_timeconst``).
+    joint_torque : bool
+        Elastic arms: also record what joint torque sensors read, ``tau_joint`` (N, n)
+        [N*m] = K (theta - q) + D (dtheta - dq) at each sample, computed by the engine
+        (MuJoCo: its tendon spring force on the link joints); exact (noise-free).
 
     Returns
     -------
     Dataset
-        t (N,), q, theta (elastic), tau = u (N, n), true_parameters (the model's nominal
+        t (N,), q, theta (elastic), tau = u (N, n) [, tau_joint], true_parameters (the
+        model's nominal
         standard parameters) and metadata (robot, seed, rate, substeps, friction laws,
         trajectory).
 
@@ -123,8 +129,9 @@ def simulate(model, duration=None, trajectory=None, seed=0, snr_db=None, *,
     ExcitationError
         The trajectory has the wrong number of joints or other joint names.
     DataError
-        Negative seed, non-finite SNR, a duration that is not finite and positive, below
-        MIN_SAMPLES or above MAX_SAMPLES samples, or the simulation diverged.
+        ``joint_torque`` for a rigid arm, negative seed, non-finite SNR, a duration that
+        is not finite and positive, below MIN_SAMPLES or above MAX_SAMPLES samples, or the
+        simulation diverged.
     ConfigError
         Unknown engine or engine option.
     """
@@ -139,6 +146,9 @@ def simulate(model, duration=None, trajectory=None, seed=0, snr_db=None, *,
         torque = "command" if derivatives else "interval_mean"
     if torque not in ("interval_mean", "command"):
         raise DataError(f"torque must be 'interval_mean' or 'command', got {torque!r}")
+    if joint_torque and not model.config.elastic:
+        raise DataError(f"robot '{model.config.name}' is rigid: joint torque sensors "
+                        f"(joint_torque) measure the torque of elastic joints")
     if trajectory is None:
         trajectory = trajectory_from_config(model)
     elif not hasattr(trajectory, "evaluate"):
@@ -177,6 +187,8 @@ def simulate(model, duration=None, trajectory=None, seed=0, snr_db=None, *,
     rec = {k: np.empty((N, n)) for k in ("q", "tau")}
     if sim.elastic:
         rec["theta"] = np.empty((N, n))
+    if joint_torque:
+        rec["tau_joint"] = np.empty((N, n))
     if derivatives:
         for k in ("dq", "ddq") + (("dtheta", "ddtheta") if sim.elastic else ()):
             rec[k] = np.empty((N, n))
@@ -191,6 +203,8 @@ def simulate(model, duration=None, trajectory=None, seed=0, snr_db=None, *,
         rec["tau"][i] = u
         if sim.elastic:
             rec["theta"][i] = meas["theta"]
+        if joint_torque:
+            rec["tau_joint"][i] = sim.joint_torque()
         if derivatives:
             s = sim.state
             ddq, ddth = sim.accelerations(u)

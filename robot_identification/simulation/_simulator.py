@@ -561,6 +561,22 @@ class Simulator(_Encoders):
                          x[3 * n:].copy())
         return State(self.t, x[:n].copy(), x[n:].copy())
 
+    def joint_torque(self):
+        """Elastic arms: what joint torque sensors read, the torque the elastic joint
+        transmits to the link, tau_J = K (theta - q) + D (dtheta - dq) (n,) [N*m] (Zollo et
+        al. 2014, eq. 6: the link rows' -K (q - theta)), at the current exact state.
+
+        Raises
+        ------
+        DataError
+            A rigid arm (no joint elasticity, no joint torque sensor reading).
+        """
+        if not self.elastic:
+            raise DataError("joint torque sensors measure the torque of elastic joints; "
+                            "this arm is rigid")
+        s = self.state
+        return self.dynamics.K * (s.theta - s.q) + self.dynamics.D * (s.dtheta - s.dq)
+
     def accelerations(self, u=None):
         """Exact accelerations (ddq, ddtheta) at the current state under command u."""
         s = self.state
