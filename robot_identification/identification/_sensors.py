@@ -378,7 +378,16 @@ def sensor_diagnostics(model, sensors, result, stiffness=None):
                               f"{sensors.describe()}: {len(lost)} parameter(s) are not "
                               f"identified ({', '.join(lost[:8])}"
                               f"{' ...' if len(lost) > 8 else ''}): " + "; ".join(why),
-                              ", ".join(lost[:8])))
+                              ", ".join(lost)))
+    if not sensors.motor_torque:
+        seen = [nm for nm in result.names if nm.endswith(".rotor_inertia")]
+        if seen:
+            out.append(Diagnostic(
+                "rotor_inertia_coupling_only", "warning",
+                f"without motor torques {', '.join(seen)} are seen only through the "
+                f"rotor-link coupling of the link equations (Upsilon k_m, 1 / k_m of the "
+                f"rotor's effect on its motor, Zollo et al. 2014 eq. 8): weakly identified; "
+                f"record motor currents", ", ".join(seen)))
     if stiffness is not None and stiffness.method == "link_dynamics":
         names = list(result.names)
         est = result.estimate

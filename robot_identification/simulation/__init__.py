@@ -4,7 +4,8 @@
   interface: ``reset``, ``step(u)``, ``state``, ``measure()``, ``t``, ``dt``)
 - :class:`Simulator` -- one control period per ``step(u)``; ``measure()`` reads quantised encoders
 - :class:`MujocoSimulator`, :func:`build_mujoco` -- the robot as a MuJoCo model (MjSpec; rotor
-  bodies and tendon springs for elastic joints) and its stepping simulator
+  bodies and tendon springs for elastic joints) and its stepping simulator;
+  :func:`mujoco_drive_parameters` reads an elastic MjModel's drive parameters back
 - :class:`ArmDynamics` -- equations of motion (Zollo et al. 2014 complete model, Spong reduced
   model, rigid arm with armature) and friction (:class:`FrictionModel`, :func:`zollo_stribeck`)
 - :class:`ElasticPDController`, :class:`RigidPDController`, :func:`make_controller` -- PD with
@@ -12,17 +13,20 @@
   the command delay [periods] their linearised closed loop tolerates
 - :func:`simulate` -- closed-loop run along an excitation trajectory -> Dataset
 - :func:`add_measurement_noise` -- Gaussian noise at an SNR [dB]
+- :func:`sensor_readings` -- an elastic run as its encoders, current and joint torque sensors
+  read it (docs/elastic.md)
 - :func:`monte_carlo` -- OLS/WLS bias and spread over noise seeds vs the Cramér-Rao bound
   (:func:`simulated_observations`: exact regressor of a noise-free run; Dask workers)
 """
 from robot_identification.simulation._control import (  # noqa: F401
     ElasticPDController, RigidPDController, make_controller, tolerated_command_delay)
 from robot_identification.simulation._friction import FrictionModel, zollo_stribeck  # noqa: F401
-from robot_identification.simulation._run import add_measurement_noise, simulate  # noqa: F401
+from robot_identification.simulation._run import (  # noqa: F401
+    add_measurement_noise, sensor_readings, simulate)
 from robot_identification.simulation._simulator import (  # noqa: F401
     ArmDynamics, Simulator, State)
 from robot_identification.simulation._mujoco import (  # noqa: F401
-    ENGINES, MujocoArm, MujocoSimulator, build_mujoco, make_simulator)
+    ENGINES, MujocoArm, MujocoSimulator, build_mujoco, make_simulator, mujoco_drive_parameters)
 from robot_identification.simulation._montecarlo import (  # noqa: F401
     MonteCarloResult, cramer_rao_bound, monte_carlo, simulated_observations,
     torque_noise_sigma)

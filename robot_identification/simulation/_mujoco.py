@@ -618,6 +618,50 @@ def _arm(mujoco, spec, m, desc, stand_in=(), ids=None):
 MUJOCO_OMEGA_STEP = 2.0
 
 
+def mujoco_drive_parameters(arm) -> dict:
+    """The drive parameters of an elastic arm as its compiled ``MjModel`` holds them, read
+    back by name (an independent check of identified values): per joint ``stiffness``
+    (tendon stiffness), ``rotor_inertia`` (the rotor body's spin inertia, motor side),
+    ``viscous`` and ``coulomb`` (rotor hinge damping x k_m^2 and frictionloss x k_m,
+    link-referred), with k_m = 1 / the motor actuator's gear.
+
+    Parameters
+    ----------
+    arm : MujocoArm
+        E.g. ``make_simulator(model, 'mujoco').arm`` (its friction is the run's).
+
+    Returns
+    -------
+    dict
+        ``'<joint>.<key>'`` -> value.
+
+    Raises
+    ------
+    ModelError
+        A rigid arm (no rotor bodies or tendons).
+    """
+    mj = mujoco_module()
+    m = arm.model
+    if not arm.elastic:
+        raise ModelError("mujoco_drive_parameters reads an elastic arm's rotors and springs")
+
+    def ident(kind, name):
+        return mj.mj_name2id(m, kind, name)
+    out = {}
+    names = [mj.mj_id2name(m, mj.mjtObj.mjOBJ_JOINT, int(m.dof_jntid[d]))
+             for d in arm.joint_dof]
+    for jn in names:
+        tendon = ident(mj.mjtObj.mjOBJ_TENDON, f"{jn}_spring")
+        rotor = ident(mj.mjtObj.mjOBJ_BODY, f"{jn}_rotor")
+        dof = m.jnt_dofadr[ident(mj.mjtObj.mjOBJ_JOINT, f"{jn}_rotor")]
+        k = 1.0 / m.actuator_gear[ident(mj.mjtObj.mjOBJ_ACTUATOR, f"{jn}_motor"), 0]
+        out[f"{jn}.stiffness"] = float(m.tendon_stiffness[tendon])
+        out[f"{jn}.rotor_inertia"] = float(m.body_inertia[rotor].max())     # spin axis
+        out[f"{jn}.viscous"] = float(m.dof_damping[dof] * k ** 2)
+        out[f"{jn}.coulomb"] = float(m.dof_frictionloss[dof] * k)
+    return out
+
+
 class _ExplicitFriction:
     """The friction terms MuJoCo has no element for, per joint (n,), as a function of the
     link-referred velocity v (and position, for Zollo's literal third term): a negative

@@ -53,6 +53,60 @@ def add_measurement_noise(dataset, snr_db, seed=0):
     return replace(dataset, metadata=meta, **kw)
 
 
+def sensor_readings(dataset, model, seed=0, link_bits=20, motor_bits=14,
+                    current_noise=0.005, torque_sensor_noise=0.0005):
+    """An exact elastic-arm run as its sensors read it (docs/elastic.md, sensor sets).
+
+    - link encoders: absolute, ``link_bits`` per revolution (q rounded to 2 pi / 2^bits);
+    - motor encoders: ``motor_bits`` per revolution of the motor shaft, so the link-referred
+      theta is rounded to 2 pi / (2^bits k_m);
+    - motor torque (current x drive gain): Gaussian noise of ``current_noise`` x the
+      joint's peak |u| in the run;
+    - joint torque sensors (``tau_joint``, when recorded): Gaussian noise of
+      ``torque_sensor_noise`` x the joint's effort limit (the sensor's range; 1 x the peak
+      |tau_J| when the config gives no effort limit).
+
+    Parameters
+    ----------
+    dataset : Dataset
+        An elastic run simulated without quantisation (``simulate(quantise=False)``).
+    model : RobotModel
+    seed : int
+
+    Returns
+    -------
+    Dataset
+
+    Raises
+    ------
+    DataError
+        A rigid arm's dataset (no motor positions).
+    """
+    from dataclasses import replace
+    if dataset.theta is None:
+        raise DataError("sensor_readings models an elastic arm's sensors: the dataset has no "
+                        "motor positions")
+    rng = np.random.default_rng(seed)
+    link = 2 * np.pi / 2 ** int(link_bits)
+    motor = 2 * np.pi / (2 ** int(motor_bits) * np.asarray(model.gear_ratios, float))
+    kw = {"theta": np.round(dataset.theta / motor) * motor}
+    if dataset.q is not None:
+        kw["q"] = np.round(dataset.q / link) * link
+    if dataset.tau is not None:
+        kw["tau"] = dataset.tau + current_noise * np.abs(dataset.tau).max(axis=0) \
+            * rng.standard_normal(dataset.tau.shape)
+    if dataset.tau_joint is not None:
+        tj = dataset.tau_joint
+        scale = np.array([j.limits.effort or 0.0 for j in model.config.joints], float)
+        scale = np.where(scale > 0, scale, np.abs(tj).max(axis=0))
+        kw["tau_joint"] = tj + torque_sensor_noise * scale * rng.standard_normal(tj.shape)
+    meta = dict(dataset.metadata, sensors={
+        "link_bits": int(link_bits), "motor_bits": int(motor_bits),
+        "current_noise": float(current_noise),
+        "torque_sensor_noise": float(torque_sensor_noise), "seed": int(seed)})
+    return replace(dataset, metadata=meta, **kw)
+
+
 def simulate(model, duration=None, trajectory=None, seed=0, snr_db=None, *,
              derivatives=False, quantise=True, friction=None, rate_hz=None, substeps=None,
              kp=None, kd=None, controller=None, torque=None, log=None,
