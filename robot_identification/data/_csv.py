@@ -35,6 +35,7 @@ import numpy as np
 from robot_identification._files import check_input_file
 from robot_identification.errors import ConfigError, DataError
 from robot_identification.data._dataset import Dataset, uniform_grid
+from robot_identification.outputs import atomic_output
 
 #: Column layouts (1-based column numbers; a list gives one column per joint, an int the
 #: first of ``n_joints`` consecutive columns).
@@ -607,7 +608,6 @@ def write_csv(dataset, path, model=None, inputs=(), **layout):
         A mapped signal the dataset does not hold (e.g. velocities of a run simulated
         without ``--derivatives``, joint torques without ``--joint-torque``).
     """
-    from robot_identification.outputs import atomic_output
     opts = csv_options(model) if model is not None else {}
     preset = layout.pop("preset", None) or opts.pop("preset", None)
     if preset is not None:

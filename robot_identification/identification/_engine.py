@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from robot_identification.errors import ConfigError, DataError
-from robot_identification.estimation import NormalEquations
+from robot_identification.estimation import NormalEquations, wls
 from robot_identification.identification._auto import (
     _head, _summary, needs_resolving, recording_summaries, resolve_settings)
 from robot_identification.identification._preprocessing import make_preprocessor, sample_rate
@@ -845,7 +845,6 @@ def _stiffness_search(model, current, base, settings, equations, log=None):
     DataError
         A recording that can be read only once (the search reads it several times).
     """
-    from robot_identification.estimation import wls
     once = [r.name for r in current[0] if r.single_use]
     if once:
         raise DataError(f"recording(s) {once} can be read only once, but the joint stiffness "

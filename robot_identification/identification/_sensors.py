@@ -24,7 +24,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from robot_identification.diagnostics import Diagnostic
 from robot_identification.errors import DataError
+from robot_identification.estimation import NormalEquations, wls
 from robot_identification.identifiability import (
     DEPENDENCY_TOLERANCE, RANK_TOLERANCE, BaseParameters, base_parameters,
     base_parameters_from_matrix, random_states)
@@ -355,7 +357,6 @@ def sensor_diagnostics(model, sensors, result, stiffness=None):
     -------
     list of Diagnostic
     """
-    from robot_identification.diagnostics import Diagnostic
     out = []
     if not sensors.joint_torque:
         return out
@@ -449,7 +450,6 @@ def gear_ratio_check(model, base, neq):
         coupling); joints without coupling (a rotor on the base, an axis perpendicular to
         its parent's rotation) are left out: the data cannot tell their ratio.
     """
-    from robot_identification.estimation import NormalEquations, wls
     p, n = len(base), model.n
     names = list(base.names)
     k = model.gear_ratios
@@ -502,7 +502,6 @@ def gear_ratio_diagnostics(checks):
     """``gear_ratio_mismatch`` (warning) for each joint whose data fit another gear ratio
     clearly better (:func:`gear_ratio_check`; more than :data:`GEAR_TOLERANCE` relative and
     :data:`GEAR_Z` standard deviations away, or a coupling of the wrong sign)."""
-    from robot_identification.diagnostics import Diagnostic
     out = []
     for c in checks:
         f, s, k = c["fitted"], c["std"], c["configured"]
