@@ -175,7 +175,7 @@ def test_init_elastic_simulate_csv_identify(tmp_path, capsys):
     text = cfg.read_text()
     assert all("CHECK" in line for line in text.splitlines() if "gear_ratio:" in line)
     assert "motor_position:" in text and "joint_torque" in text
-    assert main(["simulate", "--config", str(cfg), "--engine", "mujoco", "--duration", "6",
+    assert main(["simulate", "--config", str(cfg), "--engine", "mujoco",
                  "--output", str(run_csv), "--quiet"]) == 0
     assert main(["identify", "--config", str(cfg), "--data", str(run_csv), "--output",
                  str(tmp_path / "results.yaml"), "--quiet"]) == 0

@@ -22,7 +22,7 @@ from robot_identification.identification._preprocessing import make_preprocessor
 from robot_identification.identification._result import IdentificationResult
 from robot_identification.identification._sensors import (
     STIFFNESS_BAND_FACTOR, STIFFNESS_ITERATIONS, STIFFNESS_TOLERANCE, GearColumns, SpringSums,
-    StiffnessColumns, StiffnessEstimate, common_sensor_set, gear_ratio_check,
+    StiffnessColumns, StiffnessEstimate, common_sensor_set, coupled_joints, gear_ratio_check,
     gear_ratio_diagnostics, link_positions_from_joint_torque, merge_estimate,
     nominal_compliance, sensor_base, sensor_diagnostics, sensor_set, spring_indices,
     stiffness_names)
@@ -776,7 +776,7 @@ def identify(model, recordings, settings=None, *, estimators=None, prior=None, b
             result.settings["sensors"] = dict(sensors.to_dict(),
                                               description=sensors.describe())
             result.diagnostics += sensor_diagnostics(model, sensors, result, stiffness)
-            if model.config.coupling == "complete" and sensors.motor_torque:
+            if sensors.motor_torque and coupled_joints(model):
                 checks = gear_ratio_check(model, base, equations(
                     columns=(len(base) + model.n, GearColumns(model)),
                     settings=_whitened(s, recording_summaries(model, current[0]))))

@@ -439,6 +439,22 @@ class GearColumns:
         return np.concatenate([W, E / k], axis=-1), y
 
 
+def coupled_joints(model, n_samples=50, seed=0):
+    """Joints whose rotor couples to the link dynamics (complete model): the coupling part of
+    their rotor-inertia column is not zero on random states (:class:`GearColumns`). The
+    others (a rotor on the base, an axis perpendicular to its parent's rotation) give the
+    data no handle on their gear ratio."""
+    if not model.config.elastic or model.config.coupling != "complete":
+        return []
+    st = random_states(model, n_samples, np.random.default_rng(seed))
+    Y = regressor(model, **st)
+    cols = GearColumns(model)
+    E = cols(Y, Y[:, :, :0], None, st)[0]
+    rotor = np.linalg.norm(Y[:, :, cols.rotor], axis=(0, 1))
+    coupling = np.linalg.norm(E, axis=(0, 1)) * model.gear_ratios
+    return [j for j, c, r in zip(model.joint_names, coupling, rotor) if c > 1e-9 * r]
+
+
 def gear_ratio_check(model, base, neq):
     """Gear ratios the data fit, from the equations of :class:`GearColumns`.
 
