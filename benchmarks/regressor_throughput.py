@@ -121,12 +121,12 @@ def bench(name, n_samples, repeat, floor_lib):
     print(line, flush=True)
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--samples", type=int, default=5000)
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--no-floor", action="store_true", help="skip the C++ reference loop")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:
         floor_lib = None if args.no_floor else build_floor(folder)
         print(f"pinocchio {pin.__version__}, {args.samples} random samples, best of "

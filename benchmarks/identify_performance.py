@@ -1,0 +1,241 @@
+"""Issue #29's done-when numbers, measured and printed in one run.
+
+    OPENBLAS_NUM_THREADS=1 PYTHONPATH=$PWD python benchmarks/identify_performance.py \
+        [--only regressor simulator elastic ur10e dask montecarlo] [--keep DIR]
+
+Every subject runs beside its reference in the same run, each in a fresh process where a
+whole command is measured (its start-up and imports included): CPU time = user + system
+time of the process (``os.wait4``), peak RSS = its largest resident set. Ratios of CPU
+times are the steady measure on the shared 2-core machine; the Dask and Monte-Carlo
+speed-ups are wall-clock ratios (parallel work), so run them when the machine is quiet:
+the load average is printed beside them.
+
+- ``regressor``: ``benchmarks/regressor_throughput.py`` (regressor() vs the bare Python
+  loop, target >= 1.8, and the C++ floor).
+- ``simulator``: the built-in simulator on puma560_elastic (target >= 2x real time in CPU
+  time; ``benchmarks/builtin_simulator.py``).
+- ``elastic``: ``identify`` (the command) on the 20-minute 1 kHz elastic PUMA recording
+  (1.2 M samples, ``benchmarks/elastic_20min.py`` makes it) vs the bare 6-dof
+  ``computeJointTorqueRegressor`` loop over as many samples (CPU time of the loop alone):
+  target <= 4x, peak RSS <= 1 GB.
+- ``ur10e``: ``identify --robot ur10e --estimator ols`` on the two real identification runs
+  (/work/shared/data/ur10e) vs ``benchmarks/plain_ols_ur10e.py`` on the same files, best of
+  3 alternately: target <= 1.2x.
+- ``dask``: ``identify`` of 4 recordings of 1 M samples (the elastic PUMA recording cut
+  into 4 differently rotated copies) with 1 process, a local cluster of 2 workers and an
+  external ``dask scheduler`` + 2 ``dask worker`` processes: speed-up (wall) target >= 1.6x,
+  estimates bit-identical.
+- ``montecarlo``: ``montecarlo --robot szabo_3dof --runs 100`` with 1 and 2 workers:
+  speed-up (wall) target >= 1.6x, identical output.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+UR10E = next((c / "data" / "ur10e" for c in (ROOT.parent / "shared", ROOT.parents[1] / "shared",
+                                              Path("/work/shared"))
+              if (c / "data" / "ur10e").is_dir()), None)
+SECTIONS = ("regressor", "simulator", "elastic", "ur10e", "dask", "montecarlo")
+
+
+def child(args, cwd=None):
+    """Wall time [s] and stdout of ``python ARGS`` in a fresh process."""
+    r = timed_child(args, cwd)
+    return r["wall"], r["stdout"]
+
+
+def timed_child(args, cwd=None):
+    """``python ARGS`` in a fresh process: wall [s], CPU = user + system time of the process
+    [s] and peak RSS [MB] (``os.wait4``), stdout."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OPENBLAS_NUM_THREADS="1")
+    t0 = time.perf_counter()
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen([sys.executable, *map(str, args)], stdout=out, stderr=err,
+                                text=True, env=env, cwd=cwd)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - t0
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(map(str, args))} failed ({proc.returncode}):\n{stderr}")
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime,
+            "rss_mb": usage.ru_maxrss / 1024.0, "stdout": stdout}
+
+
+def load():
+    return f"load average {os.getloadavg()[0]:.1f}"
+
+
+def section_regressor(args, tmp):
+    import regressor_throughput
+    regressor_throughput.main([])
+
+
+def section_simulator(args, tmp):
+    import builtin_simulator
+
+    from robot_identification.model import load_robot
+    factor, sim = builtin_simulator.speed(load_robot("puma560_elastic"), None, 10.0)
+    print(f"built-in simulator, puma560_elastic, 10 s of its excitation, default integrator "
+          f"({sim.integrator}): {factor:.2f}x real time in CPU time (target >= 2; {load()})",
+          flush=True)
+
+
+def elastic_file(tmp):
+    import elastic_20min
+    path = tmp / "puma560_elastic_20min.npz"
+    if not path.exists():
+        elastic_20min.phase_generate(path, 20.0)
+    return path
+
+
+def results_estimates(path):
+    import yaml
+    doc = yaml.safe_load(Path(path).read_text())
+    return {e["name"]: e["estimate"] for e in doc["base_parameters"]}
+
+
+def section_elastic(args, tmp):
+    import json
+    path = elastic_file(tmp)
+    ident = timed_child(["-m", "robot_identification.cli", "identify", "--robot",
+                         "puma560_elastic", "--data", path, "--quiet", "--force",
+                         "--output", tmp / "elastic.yaml"])
+    raw = json.loads(timed_child([ROOT / "benchmarks" / "elastic_20min.py", "--phase", "raw",
+                                  path])["stdout"].strip().splitlines()[-1])
+    print(f"identify command, puma560_elastic 1.2 M samples: CPU {ident['cpu']:.1f} s, peak "
+          f"RSS {ident['rss_mb']:.0f} MB | bare 6-dof loop CPU {raw['cpu']:.1f} s | ratio "
+          f"{ident['cpu'] / raw['cpu']:.2f} (target <= 4), RSS target <= 1024 MB ({load()})",
+          flush=True)
+    tail = [line for line in ident["stdout"].splitlines() if line.strip()][-3:]
+    for line in tail:
+        print(f"    {line}")
+
+
+def section_ur10e(args, tmp):
+    if UR10E is None:
+        print("ur10e: shared UR10e data not found; skipped")
+        return
+    files = [UR10E / "identification" / f for f in
+             ("ur-20_02_19_14harm50sec.csv", "ur-20_02_12-50sec_12harm.csv")]
+    best = {"identify": np.inf, "plain": np.inf}
+    for _ in range(3):
+        r = timed_child(["-m", "robot_identification.cli", "identify", "--robot", "ur10e",
+                         "--estimator", "ols", "--quiet", "--force", "--output",
+                         tmp / "ur10e.yaml", "--data", *files])
+        best["identify"] = min(best["identify"], r["cpu"])
+        r = timed_child([ROOT / "benchmarks" / "plain_ols_ur10e.py", *files])
+        best["plain"] = min(best["plain"], r["cpu"])
+    print(f"ur10e real runs (2 files): identify --estimator ols CPU {best['identify']:.2f} s | "
+          f"plain OLS script CPU {best['plain']:.2f} s | ratio "
+          f"{best['identify'] / best['plain']:.2f} (target <= 1.2; best of 3, {load()})",
+          flush=True)
+
+
+def dask_files(tmp, n_files=4, samples=1_000_000):
+    from dataclasses import replace
+
+    from robot_identification.data import load_dataset
+    paths = [tmp / f"dask_{k}.npz" for k in range(n_files)]
+    if all(p.exists() for p in paths):
+        return paths
+    ds = load_dataset(elastic_file(tmp))
+    for k, p in enumerate(paths):
+        shift = 2500 * k        # a quarter of the 10-s period per file: different recordings
+        cut = {key: np.roll(getattr(ds, key), -shift, axis=0)[:samples]
+               for key in ("q", "theta", "tau")}
+        replace(ds, t=ds.t[:samples], **cut).save_npz(p)
+    return paths
+
+
+def section_dask(args, tmp):
+    paths = dask_files(tmp)
+    common = ["-m", "robot_identification.cli", "identify", "--robot", "puma560_elastic",
+              "--quiet", "--force", "--data", *paths]
+    runs = {}
+    runs["1 process"] = child([*common, "--output", tmp / "d1.yaml"])[0]
+    runs["local cluster, 2 workers"] = child([*common, "--workers", "2", "--output",
+                                              tmp / "d2.yaml"])[0]
+    sched_file = tmp / "scheduler.json"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OPENBLAS_NUM_THREADS="1")
+    dask = str(Path(sys.executable).parent / "dask")
+    procs = [subprocess.Popen([dask, "scheduler", "--port", "0", "--no-dashboard",
+                               "--scheduler-file", str(sched_file)], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        for _ in range(600):
+            if sched_file.exists():
+                break
+            time.sleep(0.1)
+        import json
+        address = json.loads(sched_file.read_text())["address"]
+        procs.append(subprocess.Popen([dask, "worker", "--nworkers", "2", "--nthreads", "1",
+                                       "--no-dashboard", "--scheduler-file", str(sched_file)],
+                                      env=env, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL))
+        from distributed import Client
+        with Client(address, timeout=60) as c:
+            c.wait_for_workers(2, timeout=120)
+        runs["external scheduler, 2 workers"] = child([*common, "--scheduler", address,
+                                                       "--output", tmp / "d3.yaml"])[0]
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+            p.wait(timeout=60)
+    ref = results_estimates(tmp / "d1.yaml")
+    same = all(results_estimates(tmp / f) == ref for f in ("d2.yaml", "d3.yaml"))
+    base = runs["1 process"]
+    for name, wall in runs.items():
+        print(f"dask, identify 4 x 1 M samples (puma560_elastic), {name}: wall {wall:.1f} s, "
+              f"speed-up {base / wall:.2f}" + (" (target >= 1.6)" if name != "1 process" else ""),
+              flush=True)
+    print(f"    estimates bit-identical across the three: {same} ({load()})")
+
+
+def section_montecarlo(args, tmp):
+    common = ["-m", "robot_identification.cli", "montecarlo", "--robot", "szabo_3dof",
+              "--runs", "100", "--sigma", "0.5", "0.3", "0.7", "--quiet", "--force"]
+    w1 = child([*common, "--workers", "1", "--output", tmp / "mc1.yaml"])[0]
+    w2 = child([*common, "--workers", "2", "--output", tmp / "mc2.yaml"])[0]
+    same = (tmp / "mc1.yaml").read_bytes() == (tmp / "mc2.yaml").read_bytes()
+    print(f"montecarlo szabo_3dof 100 runs: 1 worker wall {w1:.1f} s, 2 workers {w2:.1f} s, "
+          f"speed-up {w1 / w2:.2f} (target >= 1.6); identical output: {same} ({load()})",
+          flush=True)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", nargs="+", choices=SECTIONS, default=list(SECTIONS))
+    ap.add_argument("--keep", metavar="DIR", help="keep (and reuse) the generated recordings")
+    args = ap.parse_args(argv)
+    tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="ri_perf29_"))
+    tmp.mkdir(parents=True, exist_ok=True)
+    print(f"issue #29 benchmarks, {load()}, {os.cpu_count()} CPUs", flush=True)
+    try:
+        for name in SECTIONS:
+            if name in args.only:
+                print(f"--- {name}", flush=True)
+                globals()[f"section_{name}"](args, tmp)
+    finally:
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
