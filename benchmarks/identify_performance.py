@@ -19,8 +19,8 @@ the load average is printed beside them.
   ``computeJointTorqueRegressor`` loop over as many samples (CPU time of the loop alone):
   target <= 4x, peak RSS <= 1 GB.
 - ``ur10e``: ``identify --robot ur10e --estimator ols`` on the two real identification runs
-  (/work/shared/data/ur10e) vs ``benchmarks/plain_ols_ur10e.py`` on the same files, best of
-  3 alternately: target <= 1.2x.
+  (the shared UR10e data, ``shared/data/ur10e`` beside the repository) vs
+  ``benchmarks/plain_ols_ur10e.py`` on the same files, best of 3 alternately: target <= 1.2x.
 - ``dask``: ``identify`` of 4 recordings of 1 M samples (the elastic PUMA recording cut
   into 4 differently rotated copies) with 1 process, a local cluster of 2 workers and an
   external ``dask scheduler`` + 2 ``dask worker`` processes: speed-up (wall) target >= 1.6x,
@@ -45,8 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-UR10E = next((c / "data" / "ur10e" for c in (ROOT.parent / "shared", ROOT.parents[1] / "shared",
-                                              Path("/work/shared"))
+UR10E = next((c / "data" / "ur10e" for c in (ROOT.parent / "shared", ROOT.parents[1] / "shared")
               if (c / "data" / "ur10e").is_dir()), None)
 SECTIONS = ("regressor", "simulator", "elastic", "ur10e", "dask", "montecarlo")
 
