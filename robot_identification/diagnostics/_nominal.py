@@ -312,7 +312,7 @@ REVERSAL_SHARE = 0.2
 #: Readings whose held-out score is within this factor of the best one explain the data
 #: equally (a symmetry of the URDF's model, e.g. a planar pair of parallel joints): all are
 #: named.
-TIE = 1.25
+TIE = 2.0
 
 
 def _heldout_fit(tau, nominal, dq, blocks=HELDOUT_BLOCKS):
