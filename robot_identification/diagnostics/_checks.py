@@ -863,6 +863,41 @@ NOMINAL_CORRELATION = 0.5
 NOMINAL_SCALE = 10.0
 
 
+def negated_refit_gain(neq, j):
+    """Weighted residual sum of squares of the least-squares refit with row group ``j``'s
+    torque negated, over that of the data as recorded (< 1: the negated reading fits better).
+
+    From the normal equations alone (G_j, b_j, c_j per group): groups weighted by 1 / their
+    measured energy per row (``c_j / count_j``, so that small joints count), negating group
+    j's torque changes b_j to -b_j; the refit residual is c - b' G^+ b.
+
+    Parameters
+    ----------
+    neq : NormalEquations
+        Per-group ``G`` (groups, p, p), ``b`` (groups, p), ``c`` (groups,), optional ``count``.
+    j : int
+
+    Returns
+    -------
+    float (inf when the recorded reading leaves no residual)
+    """
+    G, b, c = (np.asarray(x, dtype=float) for x in (neq.G, neq.b, neq.c))
+    count = np.asarray(getattr(neq, "count", np.ones(len(c))), dtype=float)
+    w = np.where(c > 0, np.maximum(count, 1.0) / np.where(c > 0, c, 1.0), 0.0)
+    Gw = np.einsum("j,jik->ik", w, G)
+    cw = float(w @ c)
+
+    def residual(bw):
+        x = np.linalg.lstsq(Gw, bw, rcond=None)[0]
+        return max(cw - float(bw @ x), 0.0)
+
+    bw = w @ b
+    rec = residual(bw)
+    if not rec > 0:
+        return float("inf")
+    return residual(bw - 2.0 * w[j] * b[j]) / rec
+
+
 def check_torque_against_nominal(labels, neq, nominal_base, fitted_elsewhere=False):
     """Measured torques against the torques the URDF's nominal parameters predict on the same
     motion, per row group j, from the normal equations alone: with the nominal base
@@ -870,10 +905,14 @@ def check_torque_against_nominal(labels, neq, nominal_base, fitted_elsewhere=Fal
     (cross term) and ``c = c_j`` (measured energy), the correlation is b / sqrt(a c) and the
     least-squares slope of measured on predicted is b / a.
 
-    ``torque_sign`` (error): correlation below -0.5, the measured torque runs against the
+    ``torque_sign``: correlation below -0.5, the measured torque runs against the
     prediction (an opposite sign convention of a torque or position column, another joint's
-    column). ``torque_scale`` (warning): correlation above 0.5 but a slope outside
-    [1/10, 10] (torque in mN*m or in amperes, a gear ratio missing). Groups without measured
+    column); an error where refitting the whole model with that group's torque negated
+    (:func:`negated_refit_gain`, from the same normal equations) at least halves the
+    weighted residual sum of squares, else a warning (a correlation alone does not tell a
+    reversed column from a URDF far from the arm). ``torque_scale`` (warning): correlation
+    above 0.5 but a slope outside [1/10, 10] (torque in mN*m or in amperes, a gear ratio
+    missing). Groups without measured
     torque (elastic link equations) or without a nominal prediction (a URDF without
     inertials) are skipped.
 
@@ -904,11 +943,15 @@ def check_torque_against_nominal(labels, neq, nominal_base, fitted_elsewhere=Fal
         if r < -NOMINAL_CORRELATION:
             if fitted_elsewhere and not 1 / NOMINAL_SCALE <= abs(slope) <= NOMINAL_SCALE:
                 continue
+            gain = negated_refit_gain(neq, list(labels).index(label))
+            sure = gain <= 0.5
             out.append(Diagnostic(
-                "torque_sign", "error",
+                "torque_sign", "error" if sure else "warning",
                 f"the measured torque runs against the torque the URDF's nominal parameters "
                 f"predict (correlation {r:.2f}, slope {slope:.3g}): an opposite sign "
-                f"convention of the torque or position, or another joint's column?", label))
+                f"convention of the torque or position, or another joint's column? The model "
+                f"refitted with this torque negated leaves {gain:.2g} x the residual"
+                + ("" if sure else " (not confirmed: a warning)"), label))
         elif (r > NOMINAL_CORRELATION and not fitted_elsewhere
               and not 1 / NOMINAL_SCALE <= slope <= NOMINAL_SCALE):
             out.append(Diagnostic(

@@ -216,7 +216,8 @@ def _check(model, t, q, tau, dq, band_hz, source, torque_noise):
         rev = None
         for joints in (use, live & reversal_use & ~use):   # the large joints, then the small
             if joints.any():
-                got = _verify_reversal(model, st, meas, nom, joints, names, src, explain=use)
+                got = _verify_reversal(model, st, meas, nom, joints, names, src, explain=use,
+                                       scales=joints is use)
                 if got is not None and (rev is None or got.severity == "error"):
                     rev = got
                 if rev is not None and rev.severity == "error":
@@ -269,10 +270,12 @@ def _check(model, t, q, tau, dq, band_hz, source, torque_noise):
     # the joints whose URDF torque enters with a negative scale, reversed together
     sign = [k for k in range(n) if use[k] and c[k] < -0.3 and e[k] <= UNEXPLAINED]
     if sign:
-        out += [d for d in [_verify_reversal(model, st, meas, nom, live & reversal_use,
-                                             names, src, candidates=[tuple(sign)],
-                                             explain=use)]
-                if d is not None]
+        got = _verify_reversal(model, st, meas, nom, live & reversal_use, names, src,
+                               candidates=[tuple(sign)], explain=use)
+        if got is not None and got.severity == "error":     # replaces a single-joint note
+            out = [d for d in out if d.code != "torque_sign"]
+        if got is not None and not any(d.code == "torque_sign" for d in out):
+            out.append(got)
     # scale: all joints alike (units, drive gain) or one joint
     ok = [k for k in range(n) if live[k] and matters[k] and c[k] > 0 and e[k] < UNEXPLAINED]
     if ok:
@@ -337,26 +340,38 @@ def _heldout_fit(tau, nominal, dq, blocks=HELDOUT_BLOCKS):
 
 
 def _heldout_score(e, use, c=None):
-    """Sum over the joints ``use`` of held-out e_k^2 (+ log(c_k / their median)^2 with
-    scales c, as :func:`_score`)."""
+    """Sum over the joints ``use`` of held-out e_k^2, plus with scales c the scale terms
+    log(max(c_k, 0.05) / common)^2 with common the median magnitude |c| (a negative scale,
+    a torque running against the URDF's, costs log(0.05 / common)^2 ~ 9)."""
     score = float(np.nansum(np.minimum(e[use], 2.0) ** 2))
     if c is not None and use.any():
-        cu = np.maximum(c[use], 0.05)
-        score += float(np.sum(np.log(cu / np.exp(np.median(np.log(cu)))) ** 2))
+        common = np.exp(np.median(np.log(np.maximum(np.abs(c[use]), 0.05))))
+        score += float(np.sum(np.log(np.maximum(c[use], 0.05) / common) ** 2))
     return score
 
 
-def _verify_reversal(model, st, meas, nom, use, names, src, candidates=None, explain=None):
+def _verify_reversal(model, st, meas, nom, use, names, src, candidates=None, explain=None,
+                     scales=True):
     """``torque_sign`` of one recording, decided on held-out data (:func:`_heldout_fit`).
 
-    Every candidate reading (each joint reversed alone, or the given groups of joints
-    reversed together) is refitted and scored on the held-out half, as is the data as
-    recorded, over the joints ``use``. An error only where the best reversed reading
-    explains every joint of ``explain`` (held-out e_k <= :data:`UNEXPLAINED`; default
-    ``use``) at :data:`REVERSAL_RATIO` x the recorded
-    score or less; the readings within :data:`TIE` of the best are all named (the URDF's
-    model cannot tell them apart). Up to :data:`REVERSAL_NOTE` x: an info note naming both
-    readings; above it nothing (None).
+    Every candidate reading - a joint's direction reversed (its q, dq, ddq and torque
+    negated) or its torque alone negated (the torque's sign convention), for each joint
+    alone or for the given groups of joints together - is refitted and scored on the
+    held-out half, as is the data as recorded, over the joints ``use``. An error only where
+    the best reading explains every joint of ``explain`` (held-out e_k <=
+    :data:`UNEXPLAINED`; default ``use``) at :data:`REVERSAL_RATIO` x the recorded score or
+    less; the readings within :data:`TIE` of the best are all named (the URDF's model cannot
+    tell them apart). A reading that explains them at up to :data:`REVERSAL_NOTE` x: an info
+    note naming both readings; otherwise nothing (None).
+
+    Parameters
+    ----------
+    candidates : list of tuple of int, optional
+        Groups of joints read together (default: each joint alone).
+    scales : bool
+        Score the scale of the URDF's torque too (:func:`_heldout_score`): a torque
+        negated alone changes no residual, only the sign of its scale. Off for small
+        joints, whose URDF torque CAD errors can turn around.
 
     Returns
     -------
@@ -366,44 +381,52 @@ def _verify_reversal(model, st, meas, nom, use, names, src, candidates=None, exp
     q, dq, ddq = st["q"], st["dq"], st["ddq"]
     if candidates is None:
         candidates = [(k,) for k in range(n)]
-    e_rec = _heldout_fit(meas, nom, dq)
-    rec = _heldout_score(e_rec, use)
+
+    def score(tau, nominal, v):
+        e = _heldout_fit(tau, nominal, v)
+        return _heldout_score(e, use, _fit(tau, nominal, v)[1] if scales else None), e
+
+    rec, e_rec = score(meas, nom, dq)
     if not rec > 1e-3:          # the recorded reading explains the data (no misfit to halve)
         return None
     scored = []
     for group in candidates:
         s = np.ones(n)
         s[list(group)] = -1.0
-        e_alt = _heldout_fit(meas * s, _nominal_torque(model, q * s, dq * s, ddq * s), dq * s)
-        scored.append((_heldout_score(e_alt, use), group, e_alt))
+        sc, e_dir = score(meas * s, _nominal_torque(model, q * s, dq * s, ddq * s), dq * s)
+        scored.append((sc, "direction", group, e_dir))
+        sc, e_tau = score(meas * s, nom, dq)
+        scored.append((sc, "torque sign", group, e_tau))
     scored.sort(key=lambda x: x[0])
-    best, group, e_best = scored[0]
-    tied = sorted(g for sc, g, _ in scored if sc <= TIE * best + 1e-12)
+    best, kind, group, e_best = scored[0]
+    tied = sorted({g for sc, _, g, _ in scored if sc <= TIE * best + 1e-12})
+    kinds = sorted({kd for sc, kd, _, _ in scored if sc <= TIE * best + 1e-12})
     who = " or ".join(", ".join(names[k] for k in g) for g in tied)
+    what = " or ".join(f"{kd} reversed" for kd in kinds)
     explain = use if explain is None else explain
     explains = bool(np.all(~explain | (e_best <= UNEXPLAINED)))
-    several = len(group) > 1
-    joint = "joints" if several else "joint"
+    joint = "joints" if len(group) > 1 else "joint"
     numbers = ", ".join(f"{names[k]} {e_rec[k]:.2f} -> {e_best[k]:.2f}"
                         for k in np.argsort(-np.where(use, e_rec - e_best, -np.inf))[:3]
                         if use[k])
     if explains and best <= REVERSAL_RATIO * rec:
         tie = (f" (the URDF's model explains the readings {who} equally: one of them)"
                if len(tied) > 1 else "")
+        cause = ("the encoder or torque sign against the URDF axis" if kind == "direction"
+                 else "the torque or current column's sign convention")
         return _diag("torque_sign", "error",
-                     f"{src}{joint} {who}: direction reversed (encoder or torque sign against "
-                     f"the URDF axis)?{tie}: refitted on half of the recording, the URDF's "
-                     f"model with the direction reversed explains the other half "
+                     f"{src}{joint} {who}: {what} ({cause})?{tie}: refitted on half of the "
+                     f"recording, the URDF's model with that reading explains the other half "
                      f"(held-out score {rec:.3g} -> {best:.3g}; normalised residual "
                      f"{numbers})", who)
-    if not best <= REVERSAL_NOTE * rec:
+    if not (explains and best <= REVERSAL_NOTE * rec):
         return None
     return _diag("torque_sign", "info",
-                 f"{src}{joint} {who}: the recorded direction and the reversed one both "
-                 f"remain possible readings (held-out score of the URDF's model refitted "
-                 f"on half of the recording: as recorded {rec:.3g}, reversed {best:.3g}; "
-                 f"normalised residual {numbers}): not an error; where other findings "
-                 f"point at this joint, check its encoder and torque sign conventions", who)
+                 f"{src}{joint} {who}: the data as recorded and with the {what} both remain "
+                 f"possible readings (held-out score of the URDF's model refitted on half of "
+                 f"the recording: as recorded {rec:.3g}, reversed {best:.3g}; normalised "
+                 f"residual {numbers}): not an error; where other findings point at this "
+                 f"joint, check its encoder and torque sign conventions", who)
 
 
 def _alternatives(model, st, meas, use, names):
