@@ -39,7 +39,8 @@ import importlib  # noqa: E402
 import pkgutil  # noqa: E402
 
 from robot_identification import __version__, commands  # noqa: E402
-from robot_identification.errors import IdentificationError  # noqa: E402
+from robot_identification.errors import (  # noqa: E402
+    EXIT_DIAGNOSTIC_ERROR, DiagnosticError, IdentificationError)
 
 
 class Terminated(KeyboardInterrupt):
@@ -153,7 +154,7 @@ def _install_signal_handlers() -> dict:
 
 def main(argv=None) -> int:
     """Run the command line; returns the exit code (0 success, 1 no command, 2 bad input,
-    130 Ctrl-C, 143 SIGTERM)."""
+    3 a result with an error-severity diagnostic, 130 Ctrl-C, 143 SIGTERM)."""
     previous = _install_signal_handlers()
     try:
         return _main(argv)
@@ -187,6 +188,9 @@ def _main(argv):
         from robot_identification.commands._common import check_empty_arguments
         check_empty_arguments(args)
         return int(args._run(args) or 0)
+    except DiagnosticError as exc:     # computed, but an error diagnostic says it is wrong
+        _error(args.command, exc)
+        return EXIT_DIAGNOSTIC_ERROR
     except (IdentificationError, OSError) as exc:   # bad input; unreadable/unwritable file
         _error(args.command, exc)
         return 2

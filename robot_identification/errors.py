@@ -34,6 +34,21 @@ class ExcitationError(DataError):
     """The data do not excite some base parameters (rank-deficient observation matrix)."""
 
 
+class DiagnosticError(IdentificationError):
+    """The identification finished, but a diagnostic of severity ``error`` says its result
+    is wrong (positions in degrees, a reversed joint, swapped columns, ...): the CLI exits
+    with :data:`EXIT_DIAGNOSTIC_ERROR` and writes no results file unless ``--force``."""
+
+
+#: Exit code of the CLI when a result carries an error-severity diagnostic.
+EXIT_DIAGNOSTIC_ERROR = 3
+
+
+def error_diagnostics(diagnostics) -> list:
+    """The diagnostics of severity ``error``, in their order."""
+    return [d for d in diagnostics if getattr(d, "severity", None) == "error"]
+
+
 def did_you_mean(word, choices) -> str:
     """``" (did you mean 'x'?)"`` when ``word`` is close to one of ``choices`` (a typo of a
     robot name, config key, estimator), else ``""``; for error messages.

@@ -63,6 +63,23 @@ def test_noise_estimate_and_residual_check():
     assert dg.check_residual_noise(["j"], [1e-3], [1e-6], [1.0]) == []
 
 
+def test_noise_floor_of_a_smoothed_torque_is_unknown():
+    """White noise: the floor is its std; the same signal low-pass filtered (a drive that
+    smooths its current) has 3rd differences 1e-4 of that and no white floor: unknown (NaN),
+    and the residual is not compared with it (an info note names the joint)."""
+    from scipy.signal import butter, filtfilt
+    rng = np.random.default_rng(1)
+    t = np.arange(0, 10, 1e-3)
+    x = np.sin(2 * np.pi * 0.5 * t)[:, None] + 0.01 * rng.standard_normal((t.size, 1))
+    assert sig.noise_floor(x)[0] == pytest.approx(0.01, rel=0.05)
+    smooth = filtfilt(*butter(4, 20 / 500), x, axis=0)
+    assert sig.noise_std(smooth)[0] < 1e-3 * 0.01          # what the old check compared with
+    assert np.isnan(sig.noise_floor(smooth)[0])
+    d = dg.check_residual_noise(["joint1", "joint2"], [0.5, 0.5], [np.nan, 0.4], [1.0, 1.0])
+    assert [(x.code, x.severity) for x in d] == [("residual_above_noise", "info")]
+    assert "noise floor unknown" in d[0].message and "joint1" in d[0].message
+
+
 def test_far_from_truth_and_understated_std():
     d = dg.check_truth(27.0, [1.0, 2.0], [0.5, 1.0], [0.01, 0.02])
     assert codes(d) == ["far_from_truth", "std_understates_error"]
@@ -199,11 +216,15 @@ def test_result_carries_diagnostics_to_results_yaml_and_cli(planar_spiked, tmp_p
     from robot_identification.cli import main
     model, ds, path = planar_spiked
     out = tmp_path / "results.yaml"
-    assert main(["identify", "--robot", "zollo_planar", "--data", str(path), "--quiet",
-                 "--verbose", "--output", str(out)]) == 0
+    rc = main(["identify", "--robot", "zollo_planar", "--data", str(path), "--quiet",
+               "--verbose", "--output", str(out), "--force"])
     printed = capsys.readouterr().out
     doc = yaml.safe_load(out.read_text())
     found = [Diagnostic.from_dict(d) for d in doc["diagnostics"]]
+    # an error diagnostic (the spike drives joint2's stiffness negative) exits 3 and says
+    # status: error in the file written with --force
+    assert rc == (3 if any(d.severity == "error" for d in found) else 0)
+    assert doc["status"] == ("error" if rc else "ok")
     assert "torque_outliers" in codes(found)
     # the paper's 20 Hz vs a slow trajectory whose noisy positions carry signal to ~3 Hz
     assert "cutoff_above_excitation" in codes(found)

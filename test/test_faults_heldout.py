@@ -350,14 +350,15 @@ def test_torque_sign_and_unit_are_diagnosed(run, tmp_path, capsys, label, scale,
 
 def test_time_in_minutes_is_diagnosed(run, tmp_path, capsys):
     """Time stamps in minutes look like a 60 kHz recording (no unit check fires): the
-    velocities are 60 x too large, far beyond the velocity limits."""
+    velocities are 60 x too large, far beyond the velocity limits (an error: exit code 3,
+    the results written only with --force)."""
     m = np.loadtxt(run / "run.csv", delimiter=",")
     m[:, 0] /= 60.0
     np.savetxt(_in(tmp_path) / "x.csv", m, delimiter=",", fmt="%.12g")
     rc, err = run_cli(["identify", "--config", run / "robot.yaml", "--data",
                        tmp_path / "in" / "x.csv", "--output", tmp_path / "r.yaml",
-                       "--no-physical", "--quiet"], capsys, tmp_path / "in")
-    assert rc == 0, err
+                       "--no-physical", "--quiet", "--force"], capsys, tmp_path / "in")
+    assert rc == 3 and "minutes" in err, err
     found = [d for d in yaml.safe_load((tmp_path / "r.yaml").read_text())["diagnostics"]
              if d["code"] == "beyond_velocity_limits"]
     assert found and all(d["severity"] == "error" and "minutes" in d["message"]

@@ -314,7 +314,8 @@ def test_bad_results_files_are_refused(identified, tmp_path, capsys, label, edit
 # ------------------------------------------------------------------------------ plausibility
 def test_degrees_spikes_saturation_and_time_jumps_are_diagnosed(identified, tmp_path, capsys):
     """Positions in degrees, a 1e9 torque spike, torques at the effort limit and a time jump
-    pass identification only with diagnostics that say so."""
+    pass identification only with diagnostics that say so; the degrees are an error: exit
+    code 3, written only with --force (status: error)."""
     ds = load_dataset(identified / "run.npz")
     q = np.degrees(ds.q)
     tau = ds.tau.copy()
@@ -325,10 +326,11 @@ def test_degrees_spikes_saturation_and_time_jumps_are_diagnosed(identified, tmp_
     bad = Dataset(t=t, q=q, tau=tau, joint_names=ds.joint_names)
     bad.save_npz(tmp_path / "bad.npz")
     rc, _ = run_cli(["identify", "--robot", "szabo_3dof", "--data", tmp_path / "bad.npz",
-                     "--output", tmp_path / "out" / "r.yaml", "--quiet", "--no-physical"],
-                    capsys, tmp_path / "bad.npz")
-    assert rc == 0
+                     "--output", tmp_path / "out" / "r.yaml", "--quiet", "--no-physical",
+                     "--force"], capsys, tmp_path / "bad.npz")
+    assert rc == 3
     doc = yaml.safe_load((tmp_path / "out" / "r.yaml").read_text())
+    assert doc["status"] == "error"
     codes = {d["code"]: d for d in doc["diagnostics"]}
     assert codes["beyond_joint_limits"]["severity"] == "error"
     assert "degrees" in codes["beyond_joint_limits"]["message"]

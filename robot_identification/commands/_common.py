@@ -318,3 +318,31 @@ def print_result(result, args, table):
             print(d)
     elif notes:
         print(f"{len(notes)} note(s) (info) in the results file; --verbose prints them")
+
+
+def write_unless_errors(result, args, write):
+    """Write the results file with ``write()`` (returns its path) unless a diagnostic of
+    severity error says the result is wrong: then nothing is written (``--force``: written,
+    and the file says ``status: error``) and :class:`DiagnosticError` names the first error
+    in one line (the CLI's exit code 3). Call after :func:`print_result`.
+
+    Raises
+    ------
+    DiagnosticError
+    """
+    from pathlib import Path
+
+    from robot_identification.errors import DiagnosticError, error_diagnostics
+    errors = error_diagnostics(getattr(result, "diagnostics", []) or [])
+    out = write() if not errors or getattr(args, "force", False) else None
+    if out is not None:
+        print(f"wrote {Path(out).resolve()}")
+    if errors:
+        first = errors[0]
+        more = (f" (and {len(errors) - 1} more error diagnostic(s) above)"
+                if len(errors) > 1 else "")
+        fate = (f"{args.output} written with status: error (--force)" if out is not None
+                else f"nothing written (--force writes {args.output} with status: error)")
+        where = f" [{first.subject}]" if first.subject else ""
+        raise DiagnosticError(f"{first.code}{where}: {first.message}{more}; {fate}")
+    return out

@@ -3,12 +3,11 @@ any pre-processing strategy and any set of estimators of the engine."""
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from robot_identification.commands._common import (
     add_derivatives_argument, add_effort_lag_argument, add_robot_arguments,
     check_output_argument, input_paths, print_result,
-    load_datasets, robot_from_args)
+    load_datasets, robot_from_args, write_unless_errors)
 from robot_identification.choices import ESTIMATORS, PREPROCESSING
 
 NAME = "identify"
@@ -46,6 +45,10 @@ def add_arguments(p):
                    help="choose cut-off, Coulomb deadband and reversal handling by cross-"
                         "validation on the given data (leave-one-recording-out, or 3 time "
                         "blocks of a single recording) and print the table")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing --output, and write it even when a diagnostic of "
+                        "severity error says the result is wrong (it then says status: "
+                        "error; the exit code stays 3)")
     p.add_argument("--physical", action=argparse.BooleanOptionalAction, default=None,
                    help="also compute OLS, WLS and a physically consistent estimate (pseudo-"
                         "inertia LMIs) under 'estimates:' (default: on for rigid models when "
@@ -91,7 +94,7 @@ def run(args):
         from robot_identification.validation import selection_diagnostics
         result.settings["selection"] = table
         result.diagnostics += selection_diagnostics(model, table)
-    out = write_results(result, args.output, model, inputs=input_paths(args))
     print_result(result, args, format_table(result))
-    print(f"wrote {Path(out).resolve()}")
+    write_unless_errors(result, args, lambda: write_results(result, args.output, model,
+                                                            inputs=input_paths(args)))
     return 0

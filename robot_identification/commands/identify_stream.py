@@ -3,11 +3,11 @@ with causal FIR filters (polynomial approximation or Savitzky-Golay) and any est
 engine's registry (:data:`robot_identification.choices.ESTIMATORS`)."""
 from __future__ import annotations
 
-from pathlib import Path
 
 from robot_identification.choices import ESTIMATORS
 from robot_identification.commands._common import (
-    add_robot_arguments, check_output_argument, input_paths, robot_from_args)
+    add_robot_arguments, check_output_argument, input_paths, robot_from_args,
+    write_unless_errors)
 
 NAME = "identify-stream"
 HELP = ("identify base parameters from a long recording in bounded memory (causal FIR "
@@ -106,12 +106,15 @@ def run(args):
     result = identify_streaming(model, recording, bank=bank, decimate=args.decimate,
                                 estimator=args.estimator, base=base, bounds=bounds,
                                 velocity_threshold=args.velocity_threshold)
-    out = write_results(result, args.output, model, inputs=input_paths(args))
     if not args.quiet:
         print(format_table(result))
         if "flags" in result.settings:
             bad = {nm: f for nm, f in zip(result.names, result.settings["flags"]) if f != 1}
             print("MRLS flags: all identified" if not bad else
                   "MRLS flags (0 not excited, -1 dependent; initial value kept): " + str(bad))
-    print(f"wrote {Path(out).resolve()}")
+    for d in result.diagnostics:
+        if d.severity == "error":
+            print(d)
+    write_unless_errors(result, args, lambda: write_results(result, args.output, model,
+                                                            inputs=input_paths(args)))
     return 0

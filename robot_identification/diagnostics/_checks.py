@@ -135,7 +135,7 @@ def check_condition(condition_number):
     return []
 
 
-def check_residual_noise(labels, residual_rms, noise, signal_rms=None):
+def check_residual_noise(labels, residual_rms, noise, signal_rms=None, measured=None):
     """``residual_above_noise``: residual RMS far above the measurement noise.
 
     Parameters
@@ -143,23 +143,38 @@ def check_residual_noise(labels, residual_rms, noise, signal_rms=None):
     labels : list of str
         Row-group labels.
     residual_rms, noise : array_like (groups,)
-        Residual RMS of the fit and the noise std of the measured left-hand side
-        (e.g. :func:`noise_std` of the raw torque); NaN noise (no measurement, e.g.
-        elastic link rows) is skipped.
+        Residual RMS of the fit and the noise floor of the measured left-hand side
+        (:func:`robot_identification.signal.noise_floor` of the raw torque). NaN: unknown
+        (a torque smoother than white noise: pre-smoothed, or noise-free) where the group
+        is measured, else (elastic link rows) no measurement.
     signal_rms : array_like (groups,), optional
         RMS of the measured left-hand side; residuals below 1 % of it are not reported
-        (noise-free simulations: the noise estimate is round-off).
+        (noise-free simulations: the noise estimate is round-off). NaN: the group has no
+        measured torque.
+    measured : array_like of bool (groups,), optional
+        Which groups carry a measured torque (default: those with a finite ``signal_rms``;
+        without ``signal_rms``, those with a finite ``noise``).
 
     When the ratio exceeds :data:`RESIDUAL_NOISE_RATIO` the residual is model error (or
     position noise propagated through the derivatives into the observation matrix), not
-    torque noise, and the standard deviations (which assume white noise) understate the error.
+    torque noise, and the standard deviations (which assume white noise) understate the
+    error (warning). Groups whose noise floor is unknown are named in one info note: the
+    residual is not compared with a floor that the differences of a smoothed signal would
+    put orders of magnitude too low.
     """
     out = []
     sig = [None] * len(labels) if signal_rms is None else signal_rms
-    for lb, r, s, a in zip(labels, residual_rms, noise, sig):
-        if not (np.isfinite(s) and np.isfinite(r)) or s <= 0:
+    if measured is None:
+        measured = ([np.isfinite(a) for a in sig] if signal_rms is not None
+                    else [np.isfinite(s) for s in noise])
+    unknown = []
+    for lb, r, s, a, m in zip(labels, residual_rms, noise, sig, measured):
+        if not np.isfinite(r) or not m:
             continue
         if a is not None and np.isfinite(a) and r < 0.01 * a:
+            continue
+        if not np.isfinite(s) or s <= 0:
+            unknown.append(f"{lb} ({r:.3g})")
             continue
         if r > RESIDUAL_NOISE_RATIO * s:
             out.append(Diagnostic("residual_above_noise", "warning",
@@ -167,6 +182,13 @@ def check_residual_noise(labels, residual_rms, noise, signal_rms=None):
                                   f"{s:.3g}: model error (or noise in the positions, amplified "
                                   f"by differentiation) dominates, the standard deviations "
                                   f"understate the error", lb))
+    if unknown:
+        out.append(Diagnostic("residual_above_noise", "info",
+                              f"noise floor unknown: the measured torque of {_names(unknown)} "
+                              f"(residual RMS in brackets) is smoother than white noise at the "
+                              f"sampling rate (pre-smoothed by the drive or the logger, or "
+                              f"simulated without noise), so the residual is not compared "
+                              f"with a noise level"))
     return out
 
 

@@ -63,7 +63,10 @@ def collect_diagnostics(model, result, recordings=()):
                 if not _said_per_recording(d, said)]
     out += check_parameter_std(result.names, est.values, est.relative_std)
     if recordings:
-        noise = np.median(np.stack([r["torque_noise"] for r in recordings]), axis=0)
+        # the noise floor where it is known (white); NaN (unknown) where a recording's torque
+        # is smoother than white noise (pre-smoothed, noise-free)
+        noise = np.median(np.stack([r.get("torque_noise_floor", r["torque_noise"])
+                                    for r in recordings]), axis=0)
         rms = np.median(np.stack([r["torque_rms"] for r in recordings]), axis=0)
         if model.config.elastic:
             noise = np.concatenate([np.full(model.n, np.nan), noise])

@@ -10,7 +10,7 @@ from robot_identification.diagnostics._checks import (
     check_recording_counts, check_samples_dropped, check_saturation, check_stamp_order,
     check_time_jumps, check_unclosed, check_velocity_limits)
 from robot_identification.diagnostics._nominal import check_against_nominal
-from robot_identification.signal import excitation_band, noise_std, signal_band
+from robot_identification.signal import excitation_band, noise_floor, noise_std, signal_band
 
 
 def recording_summary(model, dataset, label=None):
@@ -23,7 +23,8 @@ def recording_summary(model, dataset, label=None):
         q), ``signal_hz`` (:func:`signal_band` of the signals the regressor differentiates:
         measured velocities when recorded, else positions), ``velocity_noise``,
         ``velocity_rms`` (n,) (of the motor velocity for elastic joints), ``torque_noise``
-        (n,) (:func:`noise_std` of the measured torque) and
+        (n,) (:func:`noise_std` of the measured torque), ``torque_noise_floor`` (n,)
+        (:func:`noise_floor`: NaN where the torque is smoother than white noise) and
         ``diagnostics`` (joint limits, torque outliers, malformed rows of this recording).
 
     Raises
@@ -77,6 +78,6 @@ def recording_summary(model, dataset, label=None):
             "signal_hz": signal_hz,
             "velocity_noise": noise_std(vel), "velocity_measured": measured is not None,
             "velocity_rms": np.sqrt(np.mean(vel ** 2, axis=0)),
-            "torque_noise": noise_std(ds.tau),
+            "torque_noise": noise_std(ds.tau), "torque_noise_floor": noise_floor(ds.tau),
             "torque_rms": np.sqrt(np.mean(ds.tau ** 2, axis=0)), "diagnostics": diags,
             "nominal_checked": checked}

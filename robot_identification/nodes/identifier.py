@@ -58,7 +58,7 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from robot_identification.data import load_dataset
-from robot_identification.errors import DataError, IdentificationError
+from robot_identification.errors import DataError, IdentificationError, error_diagnostics
 from robot_identification.model import ESTIMATORS
 from robot_identification.nodes._common import (declare, declare_optional, declare_robot,
                                                 diagnostic_status, main_for, optional_value)
@@ -557,10 +557,13 @@ class Identifier(Node):
                            stamp=self.get_clock().now().to_msg())
                 for r, f in zip(results, files)]
         job.feedback = ("done", 1.0, results[0].n_samples)
-        self._finish(job, success=True, results=results, messages=msgs, bag=str(bag),
+        errors = error_diagnostics(results[0].diagnostics)   # the result is wrong: no success
+        self._finish(job, success=not errors, results=results, messages=msgs, bag=str(bag),
                      results_file=str(out.resolve()),
-                     message=f"{len(results[0].names)} base parameters from {bag.name} "
-                             f"({', '.join(estimators)}); wrote {out.resolve()}")
+                     message=(f"{len(results[0].names)} base parameters from {bag.name} "
+                              f"({', '.join(estimators)}); wrote {out.resolve()}") if not errors
+                     else (f"{errors[0]} ({len(errors)} error diagnostic(s); "
+                           f"{out.resolve()} written with status: error)"))
 
     def _identify_streaming(self, bag, settings, estimator, nominal, progress):
         from robot_identification.identification import Recording

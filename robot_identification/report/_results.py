@@ -74,7 +74,9 @@ def result_to_dict(result, model=None) -> dict:
         known = int(np.sum(~np.isnan(result.true_values)))
         if known < len(result.true_values):
             metrics["true_values_known"] = known
-    out = {"robot": result.robot}
+    from robot_identification.errors import error_diagnostics
+    out = {"robot": result.robot,
+           "status": "error" if error_diagnostics(result.diagnostics) else "ok"}
     if model is not None:                     # first: a file cut short still has it
         from robot_identification.report._fingerprint import model_fingerprint
         out["fingerprint"] = model_fingerprint(model)

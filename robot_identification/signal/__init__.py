@@ -6,7 +6,8 @@
 - :func:`velocity_mask` -- velocity-threshold sample rejection
 - :func:`near_reversal` -- samples near a velocity sign change
 - :class:`PolynomialApproximation`, :class:`SavitzkyGolay` -- causal FIR differentiator banks
-- :func:`noise_std`, :func:`robust_std`, :func:`excitation_band`, :func:`signal_band` --
+- :func:`noise_std`, :func:`noise_floor` (NaN where the signal is smoother than white
+  noise: unknown), :func:`robust_std`, :func:`excitation_band`, :func:`signal_band` --
   noise levels and spectra of recorded signals (the automatic settings and the diagnostics)
 """
 from robot_identification.signal._filters import (  # noqa: F401
@@ -14,4 +15,5 @@ from robot_identification.signal._filters import (  # noqa: F401
 from robot_identification.signal._polynomial import (  # noqa: F401,E402
     PolynomialApproximation, SavitzkyGolay, jacobi_orthonormal)
 from robot_identification.signal._spectra import (  # noqa: F401,E402
-    SIGNAL_NOISE_RATIO, excitation_band, noise_std, robust_std, signal_band)
+    SIGNAL_NOISE_RATIO, WHITE_NOISE_RATIO, excitation_band, noise_floor, noise_std, robust_std,
+    signal_band)

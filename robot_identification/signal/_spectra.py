@@ -37,6 +37,38 @@ def noise_std(signal, axis=0, order=3):
     return np.where(mad > 0, mad, mean_dev) / np.sqrt(comb(2 * order, order))
 
 
+#: :func:`noise_floor`: white noise gives std(4th differences) / std(3rd differences), each
+#: normalised by its white-noise factor, of 1; a signal smoother than white noise at the
+#: sampling rate (pre-smoothed by a drive's filter, or noise-free) far less (0.07 after a
+#: 20 Hz Butterworth at 1 kHz, 0.55 on a noise-free simulated torque; real UR10e currents
+#: 0.93-0.95).
+WHITE_NOISE_RATIO = 0.8
+
+
+def noise_floor(signal, axis=0):
+    """White measurement noise std per column (:func:`noise_std`), NaN where unknown.
+
+    The estimate of :func:`noise_std` holds where the sample-to-sample noise is white: the
+    3rd and 4th differences then give the same std (each normalised by sqrt(binomial(2k,
+    k))). Where the 4th-difference estimate is below :data:`WHITE_NOISE_RATIO` x the
+    3rd-difference one, the differences see the smooth signal, not noise: the noise floor is
+    unknown (pre-smoothed or noise-free data) and NaN is returned for that column.
+
+    Parameters
+    ----------
+    signal : ndarray (N, n)
+
+    Returns
+    -------
+    ndarray (n,), the signal's unit; NaN: unknown
+    """
+    s3 = noise_std(signal, axis=axis, order=3)
+    s4 = noise_std(signal, axis=axis, order=4)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        white = (s3 > 0) & (s4 >= WHITE_NOISE_RATIO * s3)
+    return np.where(white, s3, np.nan)
+
+
 def _periodograms(t, x):
     """Frequencies f (K,) [Hz], the Hann window w (N,) and, per column of ``x`` (N, n) that
     moves (range >= 1e-6), (j, P) with P (K,) the periodogram of the linearly detrended,

@@ -1,0 +1,67 @@
+"""Errors stop (issue #27, item 5): a result with an error-severity diagnostic is not written
+(exit code 3, the cause in one line); ``--force`` writes it with ``status: error``. Positions
+in degrees, two joints' torque columns swapped and a reversed joint, each on a szabo_3dof
+simulation given to the CLI as CSV."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from robot_identification import cli
+from robot_identification.model import load_robot
+from robot_identification.simulation import simulate
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def run():
+    return simulate(load_robot("szabo_3dof"), seed=0)
+
+
+def _identify(tmp_path, capsys, q, tau, *extra):
+    cfg = yaml.safe_load((REPO / "config" / "robots" / "szabo_3dof.yaml").read_text())
+    cfg["urdf"] = str(REPO / "urdf" / "szabo_3dof.urdf")
+    cfg["csv"] = {"time": 1, "position": 2, "torque": 5}
+    (tmp_path / "robot.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    t = np.arange(len(q)) * 1e-3
+    np.savetxt(tmp_path / "run.csv", np.column_stack([t, q, tau]), delimiter=",", fmt="%.9g")
+    out = tmp_path / "r.yaml"
+    rc = cli.main([str(a) for a in ("identify", "--config", tmp_path / "robot.yaml", "--data",
+                                    tmp_path / "run.csv", "--output", out, "--no-physical",
+                                    "--quiet", *extra)])
+    cap = capsys.readouterr()
+    return rc, cap.err.strip().splitlines(), out
+
+
+@pytest.mark.parametrize("fault,code,needle", [
+    ("degrees", "beyond_joint_limits", "degrees"),
+    ("torque columns swapped", "joints_swapped", "joint2 and joint3: torque columns swapped"),
+    ("joint reversed", "torque_sign", "direction reversed"),
+])
+def test_error_diagnostic_stops_and_force_writes_status_error(run, tmp_path, capsys, fault,
+                                                              code, needle):
+    q, tau = run.q.copy(), run.tau.copy()
+    if fault == "degrees":
+        q = np.degrees(q)
+    elif fault == "torque columns swapped":
+        tau = tau[:, [0, 2, 1]]
+    else:
+        q[:, 1] *= -1
+        tau[:, 1] *= -1
+    rc, err, out = _identify(tmp_path, capsys, q, tau)
+    assert rc == 3, err
+    last = err[-1]
+    assert last.startswith("robot-identification identify: error: ") and code in last \
+        and needle in last and "nothing written" in last, err
+    assert not out.exists()
+    rc, err, out = _identify(tmp_path, capsys, q, tau, "--force")
+    assert rc == 3 and "written with status: error" in err[-1], err
+    assert yaml.safe_load(out.read_text())["status"] == "error"
+
+
+def test_correct_data_are_written_with_status_ok(run, tmp_path, capsys):
+    rc, err, out = _identify(tmp_path, capsys, run.q, run.tau)
+    assert rc == 0, err
+    assert yaml.safe_load(out.read_text())["status"] == "ok"
