@@ -131,6 +131,25 @@ def test_sensor_sets_from_a_bag(arm, files, bag, signals, sensors):
     assert checked
 
 
+@pytest.mark.parametrize("layout", [{"position": None}, {"position": None, "torque": None}])
+def test_validation_of_joint_torque_sensor_sets(arm, run, tmp_path, layout):
+    """Identified on the first half, validated on the second (results.yaml round trip):
+    the motor torque with the measured joint torque in place of the spring, or without
+    motor torque the joint torque of the link equations; the identified model predicts
+    them as well as MuJoCo's parameters (the nominal model) through the same predictor."""
+    from robot_identification.validation import load_estimates, validate
+    drop = {"q": None} if "position" in layout else {}
+    if "torque" in layout:
+        drop["tau"] = None
+    ds = replace(run[1], **drop)
+    half = ds.n_samples // 2
+    identify(arm, ds.slice(slice(0, half))).save(tmp_path / "results.yaml", arm)
+    base, models, _ = load_estimates(tmp_path / "results.yaml", arm)
+    (out,) = validate(arm, base, models, [ds.slice(slice(half, None))])
+    nominal, wls = (out["models"][k]["nrmse_mean"] for k in ("nominal", "wls"))
+    assert wls <= 1.05 * nominal + 1e-3 and nominal < 0.05
+
+
 def test_motor_encoders_and_current_only_are_refused(arm, files):
     """Sensor set c: the deflection is not measured; refused by name (docs/elastic.md)."""
     ds = read_csv(files / "run.csv", joint_names=arm.joint_names, time=1, motor_position=6,

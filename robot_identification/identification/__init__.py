@@ -20,6 +20,10 @@ recordings (each an iterator of chunks; a dataset = one chunk)
 - the friction model of prediction (``_friction``): :func:`prediction_deadband`,
   :func:`filtered_coulomb`, the pre-sliding state :func:`presliding_state` and its
   selection :func:`select_presliding` / :func:`resolve_presliding`
+- sensor sets of elastic arms (``_sensors``, docs/elastic.md): :class:`SensorSet`,
+  :func:`sensor_set`, :func:`sensor_base`, :func:`result_base`, the joint stiffness from
+  joint torque sensors (:class:`StiffnessEstimate`), the gear-ratio check
+  (:func:`gear_ratio_check`, :func:`coupled_joints`)
 - :class:`OnlineIdentification` -- recursive identification of samples arriving in pieces
   (``_online``)
 - :func:`lin_identify` -- Lin's one-joint-at-a-time procedure (``_lin``)
@@ -38,6 +42,10 @@ from robot_identification.identification._preprocessing import (  # noqa: F401
     PREPROCESSING, FIRStates, ZeroPhaseStates, make_bank, make_preprocessor, preprocess,
     sample_rate)
 from robot_identification.identification._result import IdentificationResult  # noqa: F401
+from robot_identification.identification._sensors import (  # noqa: F401
+    SensorSet, StiffnessEstimate, coupled_joints, gear_ratio_check,
+    link_positions_from_joint_torque,
+    result_base, sensor_base, sensor_set)
 from robot_identification.identification._engine import (  # noqa: F401
     SETTLE_TOLERANCE, HuberWeights, ReversalWindow, accumulate_states, fir_reversal_window,
     identify, load_prior, match_true_parameters, recording_normal_equations,

@@ -34,7 +34,7 @@ from robot_identification.data import MAX_TIME_STEP, Dataset
 from robot_identification.errors import DataError
 from robot_identification.identification._auto import (
     needs_resolving, recording_summaries, resolve_settings)
-from robot_identification.identification._sources import Recording
+from robot_identification.identification._sources import as_recording
 from robot_identification.signal import (
     PolynomialApproximation, SavitzkyGolay, central_difference, lowpass_filtfilt,
     savgol_derivative)
@@ -443,7 +443,7 @@ def preprocess(model, dataset: Dataset, settings=None,
         with the sampling rate.
     """
     s = settings or model.config.identification
-    rec = Recording.from_dataset(dataset, model)
+    rec = as_recording(dataset, model)      # (elastic: link positions from joint torques)
     if needs_resolving(s):   # not resolved over all recordings: this one alone
         s = resolve_settings(model, s, recording_summaries(model, [rec]))
     (ds,) = rec.chunks()

@@ -310,6 +310,36 @@ class StiffnessEstimate:
     details: dict
 
 
+def result_base(model, sensors):
+    """The base parameters of a result identified from ``sensors``: those of its equations
+    (:func:`sensor_base`) with the joint stiffness (and, with link encoders, damping)
+    appended as parameters of their own, ordered as :func:`merge_estimate` orders them.
+
+    Returns
+    -------
+    BaseParameters
+    """
+    base = sensor_base(model, sensors)
+    if not sensors.joint_torque:
+        return base
+    keys = spring_indices(model)
+    if not sensors.link_positions:
+        keys = keys[:, :1]
+    names = [model.parameter_names[i] for i in keys.ravel()]
+    zero = np.zeros(len(base))
+    extra = StiffnessEstimate(names, np.zeros(len(names)), np.zeros((len(names),) * 2), "", {})
+    est = _Values(zero, np.zeros((len(base), len(base))))
+    return merge_estimate(model, base, est, extra)[0]
+
+
+@dataclass
+class _Values:
+    values: np.ndarray
+    covariance: np.ndarray
+    std: np.ndarray = None
+    relative_std: np.ndarray = None
+
+
 def merge_estimate(model, base, est, extra):
     """Base parameters and an estimate with the separately identified stiffness appended,
     rows ordered like :func:`base_parameters` (standard order of their leading parameter).

@@ -37,8 +37,8 @@ import yaml
 from robot_identification.errors import ConfigError, DataError
 from robot_identification.identifiability import base_parameters
 from robot_identification.identification import (
-    REST_VELOCITY, filtered_coulomb, predict_torque, prediction_deadband, preprocess,
-    torque_errors)
+    REST_VELOCITY, SensorSet, filtered_coulomb, predict_torque, prediction_deadband,
+    preprocess, result_base, torque_errors)
 from robot_identification.model import current_parameter_name
 from robot_identification.outputs import write_text_atomic
 from robot_identification.report import read_results
@@ -68,6 +68,11 @@ def load_estimates(path, model, base=None):
     path = Path(path)
     doc = read_results(path, model)          # also its model fingerprint
     names = [current_parameter_name(e["name"]) for e in doc["base_parameters"]]  # fv -> viscous
+    sensors = ((doc.get("settings") or {}).get("sensors") or {}) if model.config.elastic \
+        else {}
+    if base is None and sensors.get("joint_torque"):      # the base of its sensor set
+        keys = ("link_positions", "motor_positions", "motor_torque", "joint_torque")
+        base = result_base(model, SensorSet(**{k: bool(sensors.get(k, True)) for k in keys}))
     base = base or base_parameters(model)
     if list(base.names) != names:
         extra = [n for n in names if n not in base.names][:3]
@@ -98,7 +103,11 @@ def validate(model, base, models, datasets, settings=None, labels=None, keep_sig
     ----------
     model : RobotModel
         Rigid: the joint torques are compared; elastic: the motor torques (the motor-side
-        rows of Zollo et al. 2014, eq. 13; the link rows have no measured right-hand side).
+        rows of Zollo et al. 2014, eq. 13; the link rows have no measured right-hand side),
+        with the measured joint torque in place of the spring term where joint torque
+        sensors are recorded; for data with joint torque sensors and no motor torque, the
+        joint torques predicted by the link rows without their spring term
+        (docs/elastic.md).
     base : BaseParameters
     models : dict
         name -> beta (p,) (see :func:`load_estimates`).
@@ -150,6 +159,17 @@ def validate(model, base, models, datasets, settings=None, labels=None, keep_sig
     for i, ds in enumerate(datasets):
         states, t = preprocess(model, ds, s)
         meas = states["tau"]
+        rows, zero, measured_spring = motor, [], 0.0
+        if model.config.elastic and ds.tau_joint is not None:
+            # joint torque sensors (docs/elastic.md): the spring term of the equations is
+            # measured; without motor torque the link rows' torque without it is the
+            # predicted joint torque, with motor torque u = motor rows' torque + tau_J
+            spring = {f"{j}.{k}" for j in model.joint_names for k in ("stiffness", "damping")}
+            zero = [b for b, nm in enumerate(base.names) if nm in spring]
+            if ds.tau is None:
+                meas, rows = states["tau_joint"], slice(0, n)
+            else:
+                measured_spring = states["tau_joint"]
         label = (labels[i] if labels else ds.metadata.get("source", f"dataset{i + 1}"))
         entry = {"file": str(label), "moving": bool(ds.metadata.get(
             "moving", np.abs(states["dq"]).max() > 0.01)), "models": {}}
@@ -158,9 +178,11 @@ def validate(model, base, models, datasets, settings=None, labels=None, keep_sig
                    if dead is not None and (s.drop_reversals if filter_coulomb is None
                                             else filter_coulomb) else None)
         for name, beta in models.items():
+            beta = np.array(beta, dtype=float)
+            beta[zero] = 0.0
             pred = predict_torque(model, base, beta, states, rest_velocity=rest_velocity,
                                   friction_deadband=0.0 if dead is None else dead,
-                                  coulomb=coulomb)[:, motor]
+                                  coulomb=coulomb)[:, rows] + measured_spring
             preds[name] = pred
             entry["models"][name] = torque_errors(meas, pred, model.joint_names)
         if keep_signals:
