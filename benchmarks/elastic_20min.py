@@ -7,8 +7,8 @@ encoders on link and motor positions, interval-mean motor torque), repeated 120 
 20 min (the excitation is periodic), written as a ``.npz`` dataset. Then, each in a fresh
 process (so that its peak RSS is its own):
 
-- ``identify``: :func:`robot_identification.pipeline.identify` of the file (the engine reads it
-  in chunks: memory bounded by the chunk) with the robot config's identification settings
+- ``identify``: :func:`robot_identification.identification.identify` of the file (the engine
+  reads it in chunks: memory bounded by the chunk) with the robot config's identification settings
   (zero-phase Butterworth + central differences, OLS, complete elastic model: link and motor
   rows, 12-dof rotor-augmented pinocchio regressor); ``--in-memory`` also identifies the
   dataset loaded whole;
@@ -68,7 +68,7 @@ def phase_identify(path, streamed=True):
     from robot_identification._threads import one_blas_thread
     from robot_identification.data import load_dataset
     from robot_identification.model import load_robot
-    from robot_identification.pipeline import identify
+    from robot_identification.identification import identify
     from robot_identification.regressor import _kernel
     model = load_robot(ROBOT)
     source = path if streamed else load_dataset(path)   # a path is read in chunks
@@ -146,7 +146,7 @@ def main(argv=None):
             mem = _run_phase("identify-memory", path)
             print(f"identify of the dataset loaded in memory (one chunk): wall "
                   f"{mem['wall']:.1f} s, CPU {mem['cpu']:.1f} s, peak RSS {mem['rss_mb']:.0f} MB")
-        print(f"identify (pipeline.identify of the file, read in chunks, "
+        print(f"identify (identification.identify of the file, read in chunks, "
               f"{ident['base_parameters']} base parameters, regressor: "
               f"{ident['regressor_path']}): "
               f"wall {ident['wall']:.1f} s, CPU {ident['cpu']:.1f} s, peak RSS "

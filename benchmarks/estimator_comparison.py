@@ -47,8 +47,8 @@ from robot_identification.identification import true_base_values  # noqa: E402
 from robot_identification.model import load_robot  # noqa: E402
 from robot_identification.regressor import iter_regressor_blocks  # noqa: E402
 from robot_identification.signal import PolynomialApproximation, SavitzkyGolay  # noqa: E402
-from robot_identification.streaming import (  # noqa: E402
-    identify_streaming, iter_dataset_chunks)
+from robot_identification.streaming import identify_streaming  # noqa: E402
+from robot_identification.identification import iter_dataset_chunks  # noqa: E402
 
 
 def robot(name):
@@ -113,7 +113,7 @@ def run_method(model, base, train, bank, estimator, vt, block_s=2.0, update="acc
 def run_product(model, base, train, bank, vt):
     """PA with the product rule for the inertia terms (rigid arms), OLS."""
     from robot_identification.identification import IdentificationResult
-    from robot_identification.streaming import pa_product_regressor
+    from robot_identification.identification import pa_product_regressor
     Y, dqh = pa_product_regressor(model, train.q, bank)
     neq = NormalEquations(len(base), model.rows_per_sample)
     neq.add(base.project(Y), bank.apply(train.tau, 0), np.abs(dqh) >= vt if vt else None)

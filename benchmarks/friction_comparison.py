@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from robot_identification.model import RobotModel, load_robot  # noqa: E402
 from robot_identification.model._config import FrictionConfig  # noqa: E402
-from robot_identification.pipeline import identify  # noqa: E402
+from robot_identification.identification import identify  # noqa: E402
 from robot_identification.simulation import simulate, zollo_stribeck  # noqa: E402
 
 FRICTION_KEYS = ("viscous", "coulomb", "stiction", "stribeck")

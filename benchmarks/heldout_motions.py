@@ -188,7 +188,7 @@ class Recorder:
 def run_robot(name, seeds, snr_db, log=print):
     """Rows {(motion, model): [mean NRMSE per seed]} and {model: [NME per seed]}."""
     from robot_identification.excitation import trajectory_from_config
-    from robot_identification.pipeline import identify
+    from robot_identification.identification import identify
     from robot_identification.identification import settings_from_results
     rec = Recorder(name, snr_db)
     model = rec.model

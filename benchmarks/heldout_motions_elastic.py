@@ -95,7 +95,7 @@ def run_robot(name, seeds, snr_db, log=print, friction=None):
     """{(motion, model): [mean NRMSE per seed]}, {model: [NME]}, {model: [K error]}."""
     from robot_identification.errors import DataError
     from robot_identification.excitation import trajectory_from_config
-    from robot_identification.pipeline import identify
+    from robot_identification.identification import identify
     from robot_identification.identification import settings_from_results
     from robot_identification.validation import validate
     rec = Recorder(name, snr_db, friction)

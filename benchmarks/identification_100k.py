@@ -1,4 +1,4 @@
-"""Identification of 100 000 samples: wall time and peak memory of ``pipeline.identify``.
+"""Identification of 100 000 samples: wall time and peak memory of ``identification.identify``.
 
 Usage::
 
@@ -25,7 +25,7 @@ import numpy as np
 from robot_identification.data import Dataset
 from robot_identification.excitation import trajectory_from_config
 from robot_identification.model import load_robot
-from robot_identification.pipeline import identify
+from robot_identification.identification import identify
 from robot_identification.regressor import iter_regressor_blocks
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 def main(argv=None):
     from robot_identification.model import RobotModel, load_robot_config
-    from robot_identification.pipeline import identify
+    from robot_identification.identification import identify
     from robot_identification.simulation import add_measurement_noise, simulate
     from robot_identification.starter import starter_config
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -66,7 +66,7 @@ def trajectory(t, a, b, w):
 
 def phase_generate(args):
     import pinocchio as pin
-    from robot_identification.streaming import NpyDirWriter
+    from robot_identification.identification import NpyDirWriter
     model = load(args)
     n = model.n
     N = int(args.hours * 3600 * FS)

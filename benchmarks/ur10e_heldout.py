@@ -178,7 +178,7 @@ def main(argv=None):
     from robot_identification.errors import DataError
     from robot_identification.identifiability import base_parameters
     from robot_identification.model import RobotModel, load_robot
-    from robot_identification.pipeline import identify
+    from robot_identification.identification import identify
     from robot_identification.identification import settings_from_results
     from robot_identification.validation import validate
     if DATA is None:

@@ -93,7 +93,7 @@ def record(model, traj, seed):
 
 def main(argv=None):
     from robot_identification.excitation import trajectory_from_config
-    from robot_identification.pipeline import identify
+    from robot_identification.identification import identify
     from robot_identification.identification import settings_from_results
     from robot_identification.validation import validate
     ap = argparse.ArgumentParser()

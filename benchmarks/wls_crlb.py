@@ -8,7 +8,7 @@ with the noise variances estimated from OLS residuals (the practical estimator) 
 the true ones (eq. 19).
 
 Run:  PYTHONPATH=$PWD python benchmarks/wls_crlb.py [--runs 500] [--samples 2000] [--workers K]
-The Monte-Carlo runs are :func:`robot_identification.simulation.monte_carlo` (run i draws its
+The Monte-Carlo runs are :func:`robot_identification.identification.monte_carlo` (run i draws its
 noise from seed SEED + 100 + i), the computation behind ``robot-identification montecarlo``.
 Prints one row per base parameter (Szabó's Table 2 order): exact, LS mean/variance, WLS
 mean/variance, CRLB, WLS variance / CRLB (goal <= 1.2), and the paper's printed values.
@@ -30,7 +30,7 @@ from robot_identification.identifiability import base_parameters_from_matrix  # 
 from robot_identification.identifiability._base import random_states  # noqa: E402
 from robot_identification.model import load_robot  # noqa: E402
 from robot_identification.regressor import regressor  # noqa: E402
-from robot_identification.simulation import monte_carlo  # noqa: E402
+from robot_identification.identification import monte_carlo  # noqa: E402
 from test_szabo_table2 import (  # noqa: E402
     SIGMA, TABLE2, TRUE_FRICTION, rnea_static_friction, szabo_columns)
 

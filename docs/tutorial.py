@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from robot_identification.model import load_robot
-from robot_identification.pipeline import identify
+from robot_identification.identification import identify
 from robot_identification.simulation import simulate
 
 out = Path(sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="tutorial_"))

@@ -4,5 +4,19 @@ pinocchio (the command-line parsers are built before any model is loaded)."""
 #: Pre-processing strategies of the identification engine (robot_identification.identification).
 PREPROCESSING = ("butterworth", "savgol", "polynomial")
 
-#: Estimators of the identification engine, by name.
+#: Former names of pre-processing strategies (accepted, with a deprecation note).
+PREPROCESSING_ALIASES = {"pa": "polynomial"}
+
+#: Estimators of the identification engine, by name (robot_identification.identification.
+#: ESTIMATORS maps each to its function; the command line, the robot YAML, the identifier
+#: node and the Monte-Carlo study read these names).
 ESTIMATORS = ("ols", "wls", "irls", "mrls", "bounded", "physical", "iv")
+
+#: Estimators that read the recordings again (irls: reweighted passes; iv: closed-loop
+#: instruments): they need recordings, not only summed normal equations.
+NEEDS_RECORDINGS = ("irls", "iv")
+
+#: Estimators of a Monte-Carlo run on a fixed regressor: the engine's that work on summed
+#: normal equations, and ``wls_known`` (WLS with the true noise sigma, Szabó eq. 19).
+MONTE_CARLO_ESTIMATORS = tuple(e for e in ESTIMATORS if e not in NEEDS_RECORDINGS) + (
+    "wls_known",)

@@ -6,7 +6,7 @@ from conftest import spatial_arm_config, spatial_arm_urdf
 from robot_identification.data import Dataset, load_dataset
 from robot_identification.errors import ConfigError, DataError, ExcitationError, ModelError
 from robot_identification.model import RobotModel, load_robot, parse_robot_config
-from robot_identification.pipeline import identify
+from robot_identification.identification import identify
 
 
 def _model(cfg=None, urdf=None):

@@ -25,7 +25,7 @@ from robot_identification.errors import IdentificationError
 from robot_identification.identifiability import base_parameters
 from robot_identification.model import load_robot
 from robot_identification.report import read_results
-from robot_identification.streaming import iter_chunks
+from robot_identification.identification import iter_chunks
 from robot_identification.validation import load_estimates
 
 REPO = Path(__file__).resolve().parents[1]

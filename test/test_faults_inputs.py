@@ -18,7 +18,7 @@ from robot_identification.data import Dataset, load_dataset
 from robot_identification.data._bag import BagWriter, typestore, read_bag, write_bag
 from robot_identification.errors import DataError, ModelError
 from robot_identification.model import load_robot
-from robot_identification.streaming import iter_chunks
+from robot_identification.identification import iter_chunks
 
 REPO = Path(__file__).resolve().parents[1]
 SZABO_URDF = (REPO / "urdf" / "szabo_3dof.urdf").read_text()

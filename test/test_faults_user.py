@@ -295,7 +295,7 @@ def test_api_streamed_npz_in_milliseconds_names_the_file(run, tmp_path):
     """The Python API streams an .npz path chunk by chunk: the time-unit check runs there too."""
     from robot_identification.errors import DataError
     from robot_identification.model import load_robot
-    from robot_identification.pipeline import identify
+    from robot_identification.identification import identify
     z = np.load(run / "run.npz")
     path = _npz(run, tmp_path / "ms.npz", t=z["t"] * 1000.0)
     with pytest.raises(DataError, match=r"ms\.npz'?: median time step 1 s .*milliseconds"):
@@ -307,7 +307,7 @@ def test_gripper_publishing_on_joint_states_is_left_out(tmp_path):
     even first) does not break reading the arm: its messages are left out with a warning and
     the arm's samples are the same as without it."""
     from robot_identification.data._bag import BagWriter, typestore, read_bag
-    from robot_identification.streaming import iter_chunks
+    from robot_identification.identification import iter_chunks
     st = typestore()
     T = st.types
 

@@ -8,7 +8,7 @@ import pytest
 
 from robot_identification.data import Dataset
 from robot_identification.model import load_robot
-from robot_identification.pipeline import identify
+from robot_identification.identification import identify
 from robot_identification.identification import presliding_state, settings_from_results
 from robot_identification.validation import validate
 

@@ -9,7 +9,7 @@ from conftest import make_model, spatial_arm_config, spatial_arm_urdf
 from robot_identification.data import Dataset
 from robot_identification.errors import ConfigError
 from robot_identification.model import RobotModel, parse_robot_config
-from robot_identification.pipeline import identify
+from robot_identification.identification import identify
 from robot_identification.identification import resolve_settings
 from robot_identification.regressor import regressor
 from robot_identification.regressor._regressor import coulomb_sign

@@ -126,7 +126,7 @@ def test_starter_config_simulates_and_identifies_without_edits(arm7, tmp_path, c
 
 def test_console_table_fits_the_terminal_width(arm7, tmp_path):
     from robot_identification.model import load_robot
-    from robot_identification.pipeline import identify
+    from robot_identification.identification import identify
     from robot_identification.report import format_table
     from robot_identification.simulation import simulate
     model = load_robot(config=arm7[2])

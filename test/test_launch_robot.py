@@ -206,7 +206,7 @@ def held_out_nrmse(robot, rate, results_file):
     of the parameters in ``results_file`` and of the core pipeline's (simulate + identify the
     same trajectory at the same rate, no ROS)."""
     from robot_identification.model import load_robot
-    from robot_identification.pipeline import identify
+    from robot_identification.identification import identify
     from robot_identification.simulation import simulate
     from robot_identification.validation import load_estimates, validate
     model = load_robot(robot)

@@ -1,4 +1,4 @@
-"""Monte-Carlo studies (simulation.monte_carlo, ``robot-identification montecarlo``): the
+"""Monte-Carlo studies (identification.monte_carlo, ``robot-identification montecarlo``): the
 Cramér-Rao bound, unbiasedness and efficiency of WLS on a linear Gaussian model, and the
 same numbers in-process and on a Dask cluster."""
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from robot_identification.cli import main
-from robot_identification.simulation import (
+from robot_identification.identification import (
     cramer_rao_bound, monte_carlo, simulated_observations)
 
 

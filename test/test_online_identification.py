@@ -25,7 +25,8 @@ def push_pieces(online, ds, sizes):
 
 
 def test_pieces_equal_the_streamed_recording(rigid_run):
-    from robot_identification.streaming import identify_streaming, iter_dataset_chunks
+    from robot_identification.streaming import identify_streaming
+    from robot_identification.identification import iter_dataset_chunks
     model, ds = rigid_run
     ref = identify_streaming(model, iter_dataset_chunks(ds, 1000), estimator="mrls")
     online = OnlineIdentification(model, ds.sample_rate)
@@ -98,7 +99,8 @@ def arm7_run():
 def test_automatic_settings_are_the_batch_engines(arm7_run):
     """'auto' resolved on the held-back samples as the batch engine resolves it on the
     recording: same deadband, same estimate; nothing is identified before."""
-    from robot_identification.streaming import identify_streaming, iter_dataset_chunks
+    from robot_identification.streaming import identify_streaming
+    from robot_identification.identification import iter_dataset_chunks
     model, ds = arm7_run
     ref = identify_streaming(model, iter_dataset_chunks(ds, 1000), estimator="mrls")
     online = OnlineIdentification(model, ds.sample_rate, settings_window=10.0)

@@ -107,7 +107,8 @@ def test_online_blocks_drop_the_same_rows_as_the_streamed_recording(stop_and_go)
     """OnlineIdentification in blocks of 100 samples (then finish()) = identify_streaming
     (mrls) on the whole recording: same dropped fraction, same estimate."""
     from robot_identification.identification import OnlineIdentification
-    from robot_identification.streaming import identify_streaming, iter_dataset_chunks
+    from robot_identification.streaming import identify_streaming
+    from robot_identification.identification import iter_dataset_chunks
     model, ds = stop_and_go
     ref = identify_streaming(model, iter_dataset_chunks(ds, 1000), estimator="mrls")
     online = OnlineIdentification(model, FS, settings_window=10.0)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from robot_identification.model import load_robot
-from robot_identification.pipeline import identify
+from robot_identification.identification import identify
 from robot_identification.simulation import simulate
 from robot_identification.identification import prediction_deadband, settings_from_results
 from robot_identification.validation import validate

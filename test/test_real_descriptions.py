@@ -20,7 +20,7 @@ from robot_identification.identifiability import (
     DEPENDENCY_TOLERANCE, base_parameters, base_parameters_from_matrix, check_excitation)
 from robot_identification.model import RobotModel, load_robot_config
 from robot_identification.model._robot_model import parser_urdf
-from robot_identification.pipeline import identify
+from robot_identification.identification import identify
 from robot_identification.simulation import simulate
 from robot_identification.starter import starter_config
 

@@ -205,7 +205,7 @@ def test_recording_counts_reach_results_yaml(tmp_path):
     from robot_identification.data._bag import write_bag
     from robot_identification.diagnostics import check_recording_counts
     from robot_identification.model import load_robot
-    from robot_identification.pipeline import identify
+    from robot_identification.identification import identify
     from robot_identification.report import write_results
     from robot_identification.simulation import simulate
     model = load_robot("zollo_planar")

@@ -18,7 +18,7 @@ def _png_size(path):
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     from robot_identification.model import load_robot
-    from robot_identification.pipeline import identify
+    from robot_identification.identification import identify
     from robot_identification.report import read_results, write_results
     from robot_identification.report._html import write_report
     from robot_identification.simulation import simulate

@@ -23,7 +23,7 @@ from robot_identification.errors import ConfigError
 from robot_identification.excitation import check_limits, trajectory_from_config
 from robot_identification.model import RobotModel, load_robot_config, parse_robot_config
 from robot_identification.model._robot_model import build_pinocchio_model, parser_urdf
-from robot_identification.pipeline import identify
+from robot_identification.identification import identify
 from robot_identification.simulation import simulate
 from robot_identification.starter import starter_config
 

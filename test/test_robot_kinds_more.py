@@ -17,7 +17,7 @@ from conftest import assert_one_line, run_cli
 from robot_identification.cli import main
 from robot_identification.errors import ConfigError, ModelError
 from robot_identification.model import RobotModel, load_robot_config, read_urdf
-from robot_identification.pipeline import identify
+from robot_identification.identification import identify
 from robot_identification.simulation import simulate
 from robot_identification.starter import scale_notes, starter_config
 

@@ -65,7 +65,8 @@ def test_replayed_recording_gives_the_batch_estimates(context, tmp_path):
     from robot_identification.nodes.online_identifier import OnlineIdentifier
     from robot_identification.nodes.recorder import Recorder
     from robot_identification.simulation import simulate
-    from robot_identification.streaming import identify_streaming, iter_bag_chunks
+    from robot_identification.streaming import identify_streaming
+    from robot_identification.identification import iter_bag_chunks
     model = load_robot("zollo_planar")
     ds = simulate(model, duration=4.0)
     n = ds.n_samples
@@ -140,7 +141,7 @@ def test_replayed_recording_gives_the_batch_estimates(context, tmp_path):
     np.testing.assert_allclose(std, batch.estimate.std, rtol=0.05)
     # for the record (not asserted): the identifier's default batch path, zero-phase Butterworth
     from robot_identification.data import load_dataset
-    from robot_identification.pipeline import identify
+    from robot_identification.identification import identify
     butter = identify(model, load_dataset(recorded))
     dev_b = np.abs(values - butter.estimate.values) / butter.estimate.std
     print(f"max |online - Butterworth batch| / its std = {dev_b.max():.3g} "

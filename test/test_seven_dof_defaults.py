@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from robot_identification.model import RobotModel, load_robot_config
-from robot_identification.pipeline import identify
+from robot_identification.identification import identify
 from robot_identification.simulation import add_measurement_noise, simulate
 
 HERE = Path(__file__).resolve().parent

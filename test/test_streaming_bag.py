@@ -4,7 +4,7 @@ import pytest
 
 from robot_identification.data import Dataset
 from robot_identification.errors import DataError
-from robot_identification.streaming import iter_bag_chunks, iter_chunks
+from robot_identification.identification import iter_bag_chunks, iter_chunks
 
 _bag = pytest.importorskip("robot_identification.data._bag")
 

@@ -12,9 +12,9 @@ from robot_identification.identifiability import base_parameters
 from robot_identification.model import RobotModel
 from robot_identification.regressor import regressor
 from robot_identification.signal import PolynomialApproximation, SavitzkyGolay
-from robot_identification.streaming import (
-    NpyDirWriter, accumulate, identify_streaming, iter_chunks, iter_dataset_chunks,
-    iter_npz_chunks, prediction_rms)
+from robot_identification.identification import (
+    NpyDirWriter, iter_chunks, iter_dataset_chunks, iter_npz_chunks)
+from robot_identification.streaming import accumulate, identify_streaming, prediction_rms
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -220,7 +220,7 @@ def test_pa_product_regressor_noise_free(rigid):
     at coarse sampling (250 Hz), like the composition rule (both without the friction rows
     within T of a velocity reversal or stop)."""
     from robot_identification.estimation import NormalEquations, ols
-    from robot_identification.streaming import pa_product_regressor
+    from robot_identification.identification import pa_product_regressor
     ds = rigid_data(rigid, T=20.0, fs=250.0)
     bank = PolynomialApproximation(0.044, 250.0)
     base = base_parameters(rigid)

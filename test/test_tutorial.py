@@ -26,7 +26,7 @@ def test_dataframe_matches_the_result():
     import pytest
     pd = pytest.importorskip("pandas")
     from robot_identification.model import load_robot
-    from robot_identification.pipeline import identify
+    from robot_identification.identification import identify
     from robot_identification.simulation import simulate
     model = load_robot("zollo_planar")
     result = identify(model, simulate(model, duration=4.0))

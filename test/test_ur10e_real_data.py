@@ -131,7 +131,7 @@ def test_drive_gains_from_payload_pair(run, capsys):
 def test_static_poses_do_not_excite():
     from robot_identification.data import load_dataset
     from robot_identification.model import load_robot
-    from robot_identification.pipeline import identify
+    from robot_identification.identification import identify
     model = load_robot("ur10e")
     ds = load_dataset(DATA / VALID[1], model=model)
     with pytest.raises(ExcitationError, match="do not excite base parameter.*viscous"):

@@ -10,7 +10,7 @@ import pytest
 
 from robot_identification.identifiability import base_parameters
 from robot_identification.model import load_robot
-from robot_identification.pipeline import identify
+from robot_identification.identification import identify
 from robot_identification.simulation import add_measurement_noise, simulate
 
 #: Zollo Table 1, true Pi* (eq. 45 values), in the pipeline's base order

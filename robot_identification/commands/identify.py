@@ -67,10 +67,8 @@ def estimator_list(args, model) -> tuple:
 
 
 def run(args):
-    from robot_identification.identification import with_overrides
-    from robot_identification.pipeline import identify
-    from robot_identification.report import format_table, write_results
     from robot_identification._dask import check_workers
+    from robot_identification.identification import with_overrides
     check_workers(args.workers, args.scheduler)
     model = robot_from_args(args)
     check_output_argument(args, model)
@@ -86,15 +84,32 @@ def run(args):
         settings, table = select(model, datasets, settings)
         print(format_selection(table, " (leave-one-recording-out)" if len(datasets) > 1
                                else " (3 time blocks)"))
-    result = identify(model, datasets, settings, estimators=estimator_list(args, model),
-                      use_measured_derivatives=not args.numerical_derivatives,
-                      workers=args.workers, scheduler=args.scheduler)
-    result.settings["data"] = [str(p) for p in args.data]
-    if table is not None:
+    return identify_and_write(args, model, datasets, settings, estimator_list(args, model),
+                              selection=table,
+                              use_measured_derivatives=not args.numerical_derivatives,
+                              workers=args.workers, scheduler=args.scheduler)
+
+
+def identify_and_write(args, model, recordings, settings, estimators, selection=None,
+                       **engine):
+    """The engine's :func:`~robot_identification.identification.identify` of the
+    recordings, results.yaml written, table, MRLS flags and diagnostics printed: the end of
+    ``identify`` and ``identify-stream`` (``engine``: further keyword arguments of
+    identify)."""
+    from robot_identification.identification import identify
+    from robot_identification.report import format_table, write_results
+    result = identify(model, recordings, settings, estimators=estimators, **engine)
+    data = args.data if isinstance(args.data, (list, tuple)) else [args.data]
+    result.settings["data"] = [str(p) for p in data]
+    if selection is not None:
         from robot_identification.validation import selection_diagnostics
-        result.settings["selection"] = table
-        result.diagnostics += selection_diagnostics(model, table)
+        result.settings["selection"] = selection
+        result.diagnostics += selection_diagnostics(model, selection)
     print_result(result, args, format_table(result))
+    if not args.quiet and "flags" in result.settings:
+        bad = {nm: f for nm, f in zip(result.names, result.settings["flags"]) if f != 1}
+        print("MRLS flags: all identified" if not bad else
+              "MRLS flags (0 not excited, -1 dependent; initial value kept): " + str(bad))
     write_unless_errors(result, args, lambda: write_results(result, args.output, model,
                                                             inputs=input_paths(args)))
     return 0

@@ -1,5 +1,8 @@
-"""``robot-identification montecarlo``: bias and spread of OLS/WLS vs the Cramér-Rao bound."""
+"""``robot-identification montecarlo``: bias and spread of the estimators vs the Cramér-Rao
+bound."""
 from __future__ import annotations
+
+from robot_identification.choices import MONTE_CARLO_ESTIMATORS
 
 NAME = "montecarlo"
 HELP = ("simulate N noise seeds on a robot's excitation, identify each, report bias and std per "
@@ -20,9 +23,12 @@ def add_arguments(p):
     noise.add_argument("--sigma", type=float, nargs="+", metavar="NM",
                        help="torque noise standard deviation per joint [N m]")
     p.add_argument("--seed", type=int, default=0, help="run i uses noise seed SEED + i")
-    p.add_argument("--estimator", action="append", choices=("ols", "wls", "wls_known"),
-                   help="estimators of every run (repeatable; default ols and wls; "
+    p.add_argument("--estimator", action="append", choices=MONTE_CARLO_ESTIMATORS,
+                   help="estimators of every run (repeatable; default ols and wls; the "
+                        "engine's estimators that work on summed normal equations, and "
                         "wls_known = WLS with the true sigma)")
+    p.add_argument("--prior", default="nominal",
+                   help="prior of mrls/bounded/physical: 'nominal', 'none' or a YAML file")
     p.add_argument("--workers", type=int, default=1,
                    help="Dask workers on a local cluster (default 1: in this process)")
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
@@ -78,7 +84,7 @@ def run(args):
     from robot_identification.errors import ConfigError
     from robot_identification.excitation import check_limits, load_trajectory
     from robot_identification.outputs import write_text_atomic
-    from robot_identification.simulation._montecarlo import (
+    from robot_identification.identification import (
         monte_carlo, simulated_observations, torque_noise_sigma)
     check_workers(args.workers, args.scheduler)
     if not 2 <= args.runs <= MAX_RUNS:
@@ -105,7 +111,8 @@ def run(args):
     with progress.bar(total=args.runs, desc="montecarlo", unit="run") as pbar:
         result = monte_carlo(W, y, sigma, args.runs, seed=args.seed, estimators=estimators,
                              true=true, names=base.names, expressions=base.expressions(),
-                             workers=args.workers, scheduler=args.scheduler, progress=pbar)
+                             workers=args.workers, scheduler=args.scheduler, progress=pbar,
+                             model=model, base=base, prior=args.prior)
     where = (f"scheduler {args.scheduler}" if args.scheduler else
              f"{args.workers} local worker{'s' if args.workers > 1 else ''}")
     print(f"{model.config.name}: {args.runs} Monte-Carlo runs (seeds {args.seed}.."

@@ -27,10 +27,14 @@ recordings (each an iterator of chunks; a dataset = one chunk)
 - :class:`OnlineIdentification` -- recursive identification of samples arriving in pieces
   (``_online``)
 - :func:`lin_identify` -- Lin's one-joint-at-a-time procedure (``_lin``)
+- :func:`monte_carlo` -- bias and spread of the estimators over noise seeds vs the
+  Cramér-Rao bound (:func:`simulated_observations`: exact regressor of a noise-free run;
+  Dask workers) (``_montecarlo``)
 
-The CLI (``identify``, ``identify-stream``), :func:`robot_identification.pipeline.identify`,
-:func:`robot_identification.streaming.identify_streaming`, drive-gain identification and the
-identifier node all call these.
+The CLI (``identify``, ``identify-stream``), the identifier node (one call for all
+estimators), drive-gain identification, the Monte-Carlo study and the thin former entry
+points (:mod:`robot_identification.pipeline`, :mod:`robot_identification.streaming`) all
+call these.
 """
 from robot_identification.identification._sources import (  # noqa: F401
     READ_CHUNK, NpyDirWriter, Recording, as_recording, iter_bag_chunks, iter_chunks,
@@ -39,20 +43,20 @@ from robot_identification.identification._auto import (  # noqa: F401
     CUTOFF_BAND_FACTOR, DEADBAND_NOISE_FACTOR, STOP_VELOCITY_FRACTION, SUMMARY_SAMPLES,
     needs_resolving, recording_summaries, resolve_settings)
 from robot_identification.identification._preprocessing import (  # noqa: F401
-    PREPROCESSING, FIRStates, ZeroPhaseStates, make_bank, make_preprocessor, preprocess,
-    sample_rate)
+    PREPROCESSING, FIRStates, ZeroPhaseStates, make_bank, make_preprocessor,
+    pa_product_regressor, preprocess, sample_rate)
 from robot_identification.identification._result import IdentificationResult  # noqa: F401
 from robot_identification.identification._sensors import (  # noqa: F401
     SensorSet, StiffnessEstimate, coupled_joints, gear_ratio_check,
     link_positions_from_joint_torque,
     result_base, sensor_base, sensor_set)
 from robot_identification.identification._engine import (  # noqa: F401
-    SETTLE_TOLERANCE, HuberWeights, ReversalWindow, accumulate_states, fir_reversal_window,
+    SETTLE_TOLERANCE, ReversalWindow, accumulate_states, fir_reversal_window,
     identify, load_prior, match_true_parameters, recording_normal_equations,
-    reversal_window, row_labels, row_mask, solve, true_base_values, truth_diagnostics,
-    with_overrides)
+    polynomial_settings, reversal_window, row_labels, row_mask, solve, true_base_values,
+    truth_diagnostics, with_overrides)
 from robot_identification.identification._estimators import (  # noqa: F401
-    ESTIMATORS, EstimationContext, estimate_from)
+    ESTIMATORS, EstimationContext, HuberWeights, estimate_from)
 from robot_identification.identification._drive_gains import (  # noqa: F401
     DriveGainResult, identify_drive_gains, payload_parameters)
 from robot_identification.identification._prediction import (  # noqa: F401
@@ -62,6 +66,9 @@ from robot_identification.identification._friction import (  # noqa: F401
     BRIDGE_CUTOFF_PERIODS, JITTER_FACTOR, PRESLIDING_GRID, PRESLIDING_MIN_GAIN,
     filtered_coulomb, motion_direction, position_jitter, prediction_deadband, presliding_of,
     presliding_state, resolve_presliding, select_presliding)
+from robot_identification.identification._montecarlo import (  # noqa: F401
+    RUN_ESTIMATORS, MonteCarloResult, cramer_rao_bound, monte_carlo, run_seeds,
+    simulated_observations, torque_noise_sigma)
 from robot_identification.identification._online import (  # noqa: F401
     SETTINGS_WINDOW, OnlineIdentification)
 from robot_identification.identification._lin import (  # noqa: F401

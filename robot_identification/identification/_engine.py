@@ -8,16 +8,27 @@ equations in parallel (e.g. on Dask workers) and summed before :func:`solve`.
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import scipy.signal
 
-from robot_identification.errors import ConfigError, DataError
+from robot_identification._dask import check_workers, dask_client, map_sum
+from robot_identification._yaml import read_yaml_file
+from robot_identification.data import Dataset
+from robot_identification.diagnostics import (
+    Diagnostic, check_truth_coverage, collect_diagnostics)
+from robot_identification.errors import (
+    ConfigError, DataError, ExcitationError, IdentificationError)
 from robot_identification.estimation import NormalEquations, wls
+from robot_identification.identifiability import base_parameters, check_excitation
 from robot_identification.identification._auto import (
     _head, _summary, needs_resolving, recording_summaries, resolve_settings)
+from robot_identification.identification._estimators import ESTIMATORS, EstimationContext
+from robot_identification.identification._friction import resolve_presliding
 from robot_identification.identification._preprocessing import make_preprocessor, sample_rate
 from robot_identification.identification._result import IdentificationResult
 from robot_identification.identification._sensors import (
@@ -26,7 +37,9 @@ from robot_identification.identification._sensors import (
     gear_ratio_diagnostics, link_positions_from_joint_torque, merge_estimate,
     nominal_compliance, sensor_base, sensor_diagnostics, sensor_set, spring_indices,
     stiffness_names)
-from robot_identification.identification._sources import as_recording
+from robot_identification.identification._sources import Recording, as_recording
+from robot_identification.model import current_parameter_names
+from robot_identification.progress import bar
 from robot_identification.regressor import CHUNK, regressor, torque_vector
 
 
@@ -70,7 +83,6 @@ def match_true_parameters(model, true_parameters):
         Entries that name no parameter of the model (another robot or drive
         configuration), ``{name: value}``.
     """
-    from robot_identification.model import current_parameter_names
     truth = current_parameter_names(dict(true_parameters or {}))
     pi = np.full(model.n_parameters, np.nan)
     for i, name in enumerate(model.parameter_names):
@@ -111,7 +123,6 @@ def truth_diagnostics(model, base, true_parameters):
     """``truth_incomplete`` diagnostics of a dataset's true parameters (empty when they
     are absent or match the model's standard parameters one to one); see
     :func:`~robot_identification.diagnostics.check_truth_coverage`."""
-    from robot_identification.diagnostics import check_truth_coverage
     if not true_parameters:
         return []
     pi, missing, extra = match_true_parameters(model, true_parameters)
@@ -146,7 +157,6 @@ def reversal_window(fs, cutoff_hz, order, tolerance=SETTLE_TOLERANCE):
     -------
     int
     """
-    import scipy.signal
     half = int(np.ceil(20.0 * fs / cutoff_hz))
     x = np.zeros(2 * half)
     x[half:] = 1.0
@@ -262,38 +272,6 @@ class ReversalWindow:
         return self._emit(self.flips.shape[0])
 
 
-class HuberWeights:
-    """Row weights of one IRLS pass: Huber's psi with threshold ``c`` noise std.
-
-    w = min(1, c / |r / sigma_j|) with r = y - W beta, per row group j (Huber 1981,
-    Sec. 7.8); the pass also sums psi(r / sigma_j)^2 sigma_j^2 for the scale update
-    (Huber's proposal 2).
-
-    Parameters
-    ----------
-    beta : ndarray (p,)
-        Current estimate.
-    sigma : ndarray (groups,)
-        Current noise standard deviation per row group (unit of the torques).
-    c : float
-        Threshold in standard deviations (1.345: 95 % efficiency at Gaussian noise).
-    """
-
-    def __init__(self, beta, sigma, c):
-        self.beta = np.asarray(beta, dtype=float)
-        self.sigma = np.maximum(np.asarray(sigma, dtype=float), 1e-300)
-        self.c = float(c)
-
-    def __call__(self, W, y, mask):
-        u = (y - W @ self.beta) / self.sigma
-        a = np.abs(u)
-        w = np.where(a <= self.c, 1.0, self.c / np.maximum(a, 1e-300))
-        psi2 = np.minimum(a, self.c) ** 2 * self.sigma ** 2
-        if mask is not None:
-            psi2 = psi2 * mask
-        return w, psi2.sum(axis=0)
-
-
 def recording_normal_equations(model, recording, settings=None, *, base=None, block=CHUNK,
                                use_measured_derivatives=True, bank=None, robust=None,
                                columns=None, instruments=None, log=None) -> NormalEquations:
@@ -343,7 +321,6 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
         Invalid data (NaN, missing joints, non-uniform sampling across chunks, too few
         samples for the filter).
     """
-    from robot_identification.progress import bar
     s = settings or model.config.identification
     rec = as_recording(recording, model)
     summary_ds = _head(rec)
@@ -516,7 +493,6 @@ def load_prior(model, prior):
         return None
     if prior == "nominal":
         return model.nominal_parameters()
-    from robot_identification._yaml import read_yaml_file
     path = Path(prior)
     doc = read_yaml_file(path, "prior file", ConfigError)
     values = None
@@ -528,7 +504,6 @@ def load_prior(model, prior):
     if not isinstance(values, dict):
         raise ConfigError(f"{path}: expected 'standard_parameters: {{name: value}}' (or a "
                           f"results.yaml with a physical estimate)")
-    from robot_identification.model import current_parameter_names
     values = current_parameter_names(values)        # files of earlier versions: joint1.fv
     names = model.parameter_names
     missing = [n for n in names if n not in values]
@@ -608,11 +583,6 @@ def solve(model, neq, settings=None, *, base=None, estimators=None, prior=None,
     IdentificationError
         The primary estimator fails.
     """
-    from robot_identification.diagnostics import Diagnostic, collect_diagnostics
-    from robot_identification.errors import IdentificationError
-    from robot_identification.errors import ExcitationError
-    from robot_identification.identifiability import base_parameters, check_excitation
-    from robot_identification.identification._estimators import ESTIMATORS, EstimationContext
     t0 = time.perf_counter() if t_start is None else t_start
     s = settings or model.config.identification
     base = base or base_parameters(model)
@@ -695,10 +665,11 @@ def solve(model, neq, settings=None, *, base=None, estimators=None, prior=None,
     return result
 
 
-def identify(model, recordings, settings=None, *, estimators=None, prior=None, base=None,
-             block=CHUNK, use_measured_derivatives=True, bank=None, options=None,
+def identify(model, recordings, settings=None, *, estimator=None, estimators=None, prior=None,
+             base=None, block=CHUNK, use_measured_derivatives=True, bank=None, options=None,
              log=None, workers=1, scheduler=None, processes=True) -> IdentificationResult:
-    """Identify the base parameters of ``model`` from one or more recordings.
+    """Identify the base parameters of ``model`` from one or more recordings: the one entry
+    of the engine (CLI ``identify`` and ``identify-stream``, the identifier node, scripts).
 
     Parameters
     ----------
@@ -706,8 +677,11 @@ def identify(model, recordings, settings=None, *, estimators=None, prior=None, b
     recordings : Recording, Dataset, path, or a list of them
     settings : IdentificationSettings, optional
         Default: the robot config's ``identification`` section.
+    estimator : str, optional
+        Primary estimator; overrides ``settings.estimator`` (the settings' extra estimators
+        are still computed).
     estimators, prior, options :
-        See :func:`solve`.
+        See :func:`solve` (``estimators`` overrides ``estimator`` and the settings).
     base, block, use_measured_derivatives, bank, log :
         See :func:`recording_normal_equations`.
     workers : int
@@ -722,6 +696,10 @@ def identify(model, recordings, settings=None, *, estimators=None, prior=None, b
     Returns
     -------
     IdentificationResult
+        With the prediction's Coulomb friction state resolved on the identification data
+        (:func:`~robot_identification.identification.resolve_presliding`: an in-memory
+        recording whole, a streamed one its first chunks, at least
+        :data:`~robot_identification.identification.SUMMARY_SAMPLES` samples).
 
     Raises
     ------
@@ -729,10 +707,10 @@ def identify(model, recordings, settings=None, *, estimators=None, prior=None, b
         See :func:`recording_normal_equations` and :func:`solve`; ConfigError also for bad
         ``workers``/``scheduler`` or an unreachable scheduler.
     """
-    from robot_identification.data import Dataset
-    from robot_identification.identification._sources import Recording
     t0 = time.perf_counter()
     s = settings or model.config.identification
+    if estimator is not None and estimators is None:
+        s = replace(s, estimator=estimator)
     if isinstance(recordings, (Dataset, Recording, str, Path)):
         recordings = [recordings]
     recordings = [as_recording(r, model) for r in recordings]
@@ -743,8 +721,6 @@ def identify(model, recordings, settings=None, *, estimators=None, prior=None, b
     base = base or sensor_base(model, sensors)
     if needs_resolving(s):
         s = resolve_settings(model, s, recording_summaries(model, recordings))
-
-    from robot_identification._dask import check_workers, dask_client, map_sum
     check_workers(workers, scheduler)
     if workers > 1 or scheduler is not None:
         streams = [r.name for r in recordings if r.single_use]
@@ -782,6 +758,7 @@ def identify(model, recordings, settings=None, *, estimators=None, prior=None, b
                     settings=_whitened(s, recording_summaries(model, current[0]))))
                 result.settings["gear_ratio_check"] = checks
                 result.diagnostics += gear_ratio_diagnostics(checks)
+    resolve_presliding(model, result, [_head(r) for r in recordings], s, log=log)
     return result
 
 
@@ -896,9 +873,12 @@ def with_overrides(settings, **changes):
     ------
     ConfigError
         A ``cutoff_hz`` that is not a finite number > 0 (or ``'auto'``), a
-        ``velocity_threshold`` that is not a finite number >= 0.
+        ``velocity_threshold`` that is not a finite number >= 0, a ``decimate`` that is not
+        a positive integer.
     """
-    import math
+    dec = changes.get("decimate")
+    if dec is not None and (isinstance(dec, bool) or int(dec) != dec or dec < 1):
+        raise ConfigError(f"decimate must be a positive integer, got {dec!r}")
     for key, low, strict, unit in (("cutoff_hz", 0.0, True, "Hz"),
                                    ("velocity_threshold", 0.0, False, "rad/s")):
         v = changes.get(key)
@@ -909,3 +889,16 @@ def with_overrides(settings, **changes):
             raise ConfigError(f"{key.replace('_hz', '')} must be a finite number "
                               f"{'>' if strict else '>='} {low:g} {unit}, got {v!r}")
     return replace(settings, **{k: v for k, v in changes.items() if v is not None})
+
+
+def polynomial_settings(settings, **changes):
+    """``settings`` with the ``polynomial`` strategy (the polynomial-approximation FIR bank of
+    Lomakin & Deutscher, eq. 28-37, with the settings' ``pa_*``) and the given changes
+    (:func:`with_overrides`: ``None`` keeps the settings' value).
+
+    Raises
+    ------
+    ConfigError
+        See :func:`with_overrides`.
+    """
+    return with_overrides(settings, preprocessing="polynomial", **changes)

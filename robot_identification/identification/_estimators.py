@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.stats
 
+from robot_identification.choices import ESTIMATORS as ESTIMATOR_NAMES
 from robot_identification.errors import ConfigError, DataError, IdentificationError
 from robot_identification.estimation import (
     MRLS, Estimate, base_bounds, bounded_ls, condition_number, ols, solve_gram,
@@ -107,7 +108,6 @@ IRLS_TOLERANCE = 1e-6
 
 
 def _irls(ctx):
-    from robot_identification.identification._engine import HuberWeights
     if ctx.reaccumulate is None:
         raise ConfigError("estimator 'irls' needs the recordings for its reweighted passes "
                           "(use identify(), not solve() on summed equations)")
@@ -353,6 +353,40 @@ def _iv(ctx):
     return est
 
 
-#: Estimators by name (see the module docstring).
-ESTIMATORS = {"ols": _ols, "wls": _wls, "irls": _irls, "mrls": _mrls, "bounded": _bounded,
+_FUNCTIONS = {"ols": _ols, "wls": _wls, "irls": _irls, "mrls": _mrls, "bounded": _bounded,
               "physical": _physical, "iv": _iv}
+#: Estimators by name (see the module docstring), in the order of the one list of names
+#: (:data:`robot_identification.choices.ESTIMATORS`) that the CLI, YAML and nodes read.
+ESTIMATORS = {name: _FUNCTIONS[name] for name in ESTIMATOR_NAMES}
+
+
+class HuberWeights:
+    """Row weights of one IRLS pass: Huber's psi with threshold ``c`` noise std.
+
+    w = min(1, c / |r / sigma_j|) with r = y - W beta, per row group j (Huber 1981,
+    Sec. 7.8); the pass also sums psi(r / sigma_j)^2 sigma_j^2 for the scale update
+    (Huber's proposal 2).
+
+    Parameters
+    ----------
+    beta : ndarray (p,)
+        Current estimate.
+    sigma : ndarray (groups,)
+        Current noise standard deviation per row group (unit of the torques).
+    c : float
+        Threshold in standard deviations (1.345: 95 % efficiency at Gaussian noise).
+    """
+
+    def __init__(self, beta, sigma, c):
+        self.beta = np.asarray(beta, dtype=float)
+        self.sigma = np.maximum(np.asarray(sigma, dtype=float), 1e-300)
+        self.c = float(c)
+
+    def __call__(self, W, y, mask):
+        u = (y - W @ self.beta) / self.sigma
+        a = np.abs(u)
+        w = np.where(a <= self.c, 1.0, self.c / np.maximum(a, 1e-300))
+        psi2 = np.minimum(a, self.c) ** 2 * self.sigma ** 2
+        if mask is not None:
+            psi2 = psi2 * mask
+        return w, psi2.sum(axis=0)

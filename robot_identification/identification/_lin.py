@@ -31,6 +31,7 @@ import numpy as np
 import pinocchio as pin
 
 from robot_identification.errors import ExcitationError, ModelError
+from robot_identification.estimation import NormalEquations, solve_gram
 
 #: Names of the per-body unknowns of (L-56), in column order.
 ROTATIONAL_UNKNOWNS = ("U11-U22", "U33", "U12", "U13", "U23", "kx", "ky")
@@ -371,6 +372,11 @@ def _special_joints(model, q):
 
 
 def _lstsq(A, y, body, result, names):
+    """Least squares of one body's rows through the engine's normal equations
+    (:class:`~robot_identification.estimation.NormalEquations`,
+    :func:`~robot_identification.estimation.solve_gram`) on unit-norm columns; columns
+    that are zero in every row (constants this body's motion does not reach) are left at
+    0. The rank of the scaled rows is checked first (SVD)."""
     d = np.linalg.norm(A, axis=0)
     keep = d > 1e-12 * max(d.max(), 1e-300)
     As = A[:, keep] / d[keep]
@@ -382,8 +388,10 @@ def _lstsq(A, y, body, result, names):
         raise ExcitationError(f"body {body}: the one-joint motions do not excite "
                               f"{[n for n, k in zip(names, keep) if k]} independently "
                               f"(rank {rank} < {keep.sum()}); choose other configurations")
+    neq = NormalEquations(int(keep.sum()), 1)
+    neq.add(As[:, None, :], np.asarray(y, dtype=float)[:, None])
     x = np.zeros(A.shape[1])
-    x[keep] = np.linalg.lstsq(As, y, rcond=None)[0] / d[keep]
+    x[keep] = solve_gram(neq.gram, neq.b.sum(axis=0))[0] / d[keep]
     return x, keep
 
 

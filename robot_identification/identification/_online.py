@@ -68,8 +68,8 @@ class OnlineIdentification:
     fs : float
         Sample rate [Hz] of the pushed samples.
     pa : dict, optional
-        Polynomial-approximation filter settings (``window`` [s], default 0.044; ``N`` 1;
-        ``alpha``, ``beta`` 3, 3), as :func:`~robot_identification.streaming.identify_streaming`.
+        Overrides of the polynomial-approximation settings (``window`` [s], ``N``,
+        ``alpha``, ``beta``, ``delay`` [s]); default: ``settings``' ``pa_*``.
     decimate : int
         Regressor on every k-th filtered sample.
     velocity_threshold : float, optional
@@ -107,11 +107,12 @@ class OnlineIdentification:
             raise DataError(f"settings_window must be positive [s], got {settings_window}")
         self.model = model
         self.fs = float(fs)
-        kw = {"window": 0.044, "N": 1, "alpha": 3.0, "beta": 3.0}
-        kw.update(pa or {})
-        self.bank = make_bank("pa", self.fs, **kw)
-        self.decimate = int(decimate)
         settings = settings or model.config.identification
+        kw = {"window": settings.pa_window, "N": settings.pa_degree, "alpha": settings.pa_alpha,
+              "beta": settings.pa_beta, "delay": settings.pa_delay}
+        kw.update(pa or {})
+        self.bank = make_bank("polynomial", self.fs, **kw)
+        self.decimate = int(decimate)
         self.threshold = (settings.velocity_threshold
                           if velocity_threshold is None else float(velocity_threshold))
         self.effort_lag = float(effort_lag)

@@ -26,21 +26,22 @@ and memory is bounded by the chunk size plus a fixed margin:
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import numpy as np
 import scipy.signal
 
+from robot_identification.choices import PREPROCESSING, PREPROCESSING_ALIASES
 from robot_identification.data import MAX_TIME_STEP, Dataset
 from robot_identification.errors import DataError
 from robot_identification.identification._auto import (
     needs_resolving, recording_summaries, resolve_settings)
-from robot_identification.identification._sources import as_recording
+from robot_identification.identification._sources import Recording, as_recording
+from robot_identification.regressor import regressor
 from robot_identification.signal import (
     PolynomialApproximation, SavitzkyGolay, central_difference, lowpass_filtfilt,
     savgol_derivative)
 
-#: Pre-processing strategies by name.
-PREPROCESSING = ("butterworth", "savgol", "polynomial")
 
 _CHAINS = (("q", "dq", "ddq"), ("theta", "dtheta", "ddtheta"))
 #: Joint torque sensors: filtered like positions and differentiated (the link positions
@@ -365,7 +366,8 @@ class FIRStates:
 
 
 def make_bank(kind, fs, **kw):
-    """FIR bank by name: ``'pa'`` / ``'polynomial'`` -> :class:`PolynomialApproximation`
+    """FIR bank by name: ``'polynomial'`` (former name ``'pa'``, deprecated) ->
+    :class:`PolynomialApproximation`
     (``window`` [s], ``N``, ``alpha``, ``beta``, ``delay``) or ``'savgol'`` ->
     :class:`SavitzkyGolay` (``length`` [samples], ``order``).
 
@@ -374,7 +376,11 @@ def make_bank(kind, fs, **kw):
     DataError
         Unknown kind or bad settings.
     """
-    if kind in ("pa", "polynomial"):
+    if kind in PREPROCESSING_ALIASES:
+        warnings.warn(f"FIR bank '{kind}' is the former name of "
+                      f"'{PREPROCESSING_ALIASES[kind]}'", DeprecationWarning, stacklevel=2)
+        kind = PREPROCESSING_ALIASES[kind]
+    if kind == "polynomial":
         return PolynomialApproximation(fs=fs, **kw)
     if kind == "savgol":
         return SavitzkyGolay(fs=fs, **kw)
@@ -454,3 +460,55 @@ def preprocess(model, dataset: Dataset, settings=None,
         raise DataError(f"{ds.t.shape[0]} samples are too few for the {pre.name} filter")
     states = {k: np.concatenate([st[k] for st, _ in parts], axis=0) for k in parts[0][0]}
     return states, np.concatenate([t for _, t in parts])
+
+
+def pa_product_regressor(model, q, bank, n_star=2):
+    """PA-filtered rigid regressor P{Y(q, dq, ddq)} built with the product rule (eq. 22-27).
+
+    Y is split as Y(q, dq, ddq) = Y_g(q) + sum_j A_j(q) ddq_j + Y_v(q, dq) with
+    Y_g = Y(q, 0, 0) (gravity, offsets), A_j = Y(q, 0, e_j) - Y_g (inertia and rotor
+    columns) and Y_v the velocity terms (Coriolis/centripetal, friction). Then
+    P{Y_g} is filtered directly (exact), P{A_j(q) ddq_j} by :meth:`apply_product`
+    (exact when A_j(q(t)) is a polynomial of degree <= ``n_star`` over the window; no
+    numerical differentiation) and P{Y_v} by composition (eq. 21) at the PA estimates.
+    Costs n + 3 regressor evaluations per sample (whole array in memory: for moderate
+    recordings; the streaming pipeline uses the composition rule throughout).
+
+    Parameters
+    ----------
+    model : RobotModel
+        Rigid model.
+    q : ndarray (M, n)
+        Measured positions, uniformly sampled at ``bank.fs``.
+    bank : PolynomialApproximation
+    n_star : int
+        N* of eq. (22).
+
+    Returns
+    -------
+    Y : ndarray (M - L, n, P)
+        Filtered regressor, pairs with ``bank.apply(tau, 0)``.
+    dq_hat : ndarray (M - L, n)
+        PA velocity (for the velocity-threshold mask).
+
+    Raises
+    ------
+    DataError
+        Elastic model or too few samples.
+    """
+    if model.config.elastic:
+        raise DataError("pa_product_regressor supports rigid models only")
+    q = np.asarray(q, dtype=float)
+    zeros = np.zeros_like(q)
+    Yg = regressor(model, q, zeros, zeros)
+    out = bank.apply(Yg, 0)
+    for j in range(model.n):
+        e = zeros.copy()
+        e[:, j] = 1.0
+        A = regressor(model, q, zeros, e) - Yg
+        out += bank.apply_product(A, np.repeat(np.repeat(q[:, j, None, None], A.shape[1], 1),
+                                               A.shape[2], 2), k=2, n_star=n_star)
+    qh, dqh = bank.apply(q, 0), bank.apply(q, 1)
+    zh = np.zeros_like(qh)
+    out += regressor(model, qh, dqh, zh) - regressor(model, qh, zh, zh)
+    return out, dqh

@@ -1,9 +1,11 @@
 """IdentificationResult: what the engine returns."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
+
+from robot_identification.diagnostics import collect_diagnostics
 
 
 @dataclass(repr=False)
@@ -76,6 +78,34 @@ class IdentificationResult:
         nz = np.abs(tru) > 1e-12
         err[nz] /= np.abs(tru[nz])
         return float(err.mean())
+
+    def with_primary(self, estimator, model):
+        """This result with ``estimator`` (one of :attr:`estimates`) as the primary estimate:
+        ``estimate``, ``settings['estimator']`` (and its MRLS ``flags`` / ``active_bounds``)
+        and the diagnostics that depend on the primary estimate (standard deviations, signs,
+        residuals, truth) are those of ``estimator``; the other diagnostics (estimators,
+        prior, data, friction state) are kept. One engine call gives every estimator's result
+        this way (the identifier node writes one file per estimator).
+
+        Raises
+        ------
+        KeyError
+            ``estimator`` was not computed.
+        """
+        if estimator == self.settings.get("estimator", self.estimate.method):
+            return self
+        est = self.estimates[estimator]
+        recs = getattr(self.normal_equations, "recordings", ()) or ()
+        own = set(collect_diagnostics(model, self, recs))
+        settings = {k: v for k, v in self.settings.items()
+                    if k not in ("flags", "active_bounds")}
+        settings["estimator"] = estimator
+        settings.update({k: v for k, v in est.details.items()
+                         if k in ("flags", "active_bounds")})
+        view = replace(self, estimate=est, settings=settings, diagnostics=[])
+        view.diagnostics = collect_diagnostics(model, view, recs) + [
+            d for d in self.diagnostics if d not in own]
+        return view
 
     # notebook API (robot_identification.report._notebook)
     def to_dataframe(self):

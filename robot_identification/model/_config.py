@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 
-from robot_identification.choices import ESTIMATORS, PREPROCESSING  # noqa: F401
+from robot_identification.choices import (  # noqa: F401
+    ESTIMATORS, PREPROCESSING, PREPROCESSING_ALIASES)
 from robot_identification.errors import ConfigError, did_you_mean
 
 #: Friction models of the identification regressor (per joint, same for all joints).
@@ -406,6 +408,16 @@ class RobotConfig:
         return tuple(j.name for j in self.joints)
 
 
+def _strategy(name, where):
+    """A pre-processing strategy's name; a former name (``pa``) is accepted with a
+    DeprecationWarning."""
+    if name in PREPROCESSING_ALIASES:
+        warnings.warn(f"{where}.identification.preprocessing: '{name}' is the former name of "
+                      f"'{PREPROCESSING_ALIASES[name]}'", DeprecationWarning, stacklevel=2)
+        return PREPROCESSING_ALIASES[name]
+    return name
+
+
 def _load_joint(item, where) -> JointConfig:
     r = _Reader(item, where)
     name = r.string("name", required=True)
@@ -678,7 +690,8 @@ def parse_robot_config(data: Any, source: Path | None = None,
         estimator=estimators[0],
         extra_estimators=estimators[1:],
         decimate=idr.integer("decimate", 1, minimum=1),
-        preprocessing=idr.string("preprocessing", "butterworth", choices=PREPROCESSING),
+        preprocessing=_strategy(idr.string("preprocessing", "butterworth", choices=PREPROCESSING
+                                           + tuple(PREPROCESSING_ALIASES)), where),
         pa_window=idr.number("pa_window", 0.044, positive=True, unit="s"),
         pa_degree=idr.integer("pa_degree", 1, minimum=0),
         pa_alpha=idr.number("pa_alpha", 3.0, positive=True),

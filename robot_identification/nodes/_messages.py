@@ -19,7 +19,7 @@ def diagnostic_msg(d) -> Diagnostic:
 
 def result_msg(result, *, source="", results_file="", final=True, identified=None,
                stamp=None) -> IdentificationResult:
-    """robot_identification.pipeline.IdentificationResult -> msg/IdentificationResult.
+    """robot_identification.identification.IdentificationResult -> msg/IdentificationResult.
 
     Parameters
     ----------

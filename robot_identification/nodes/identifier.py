@@ -29,11 +29,11 @@ when the last goal failed) every ``diagnostics_period`` s.
 
 Longer than 200 lines: the action server's queue, cancel and live-collection plumbing.
 
-Small bags are loaded whole and identified with :func:`robot_identification.pipeline.identify`;
-bags with more than ``stream_above_samples`` link-state messages are read in chunks of
-``chunk_samples`` (bounded memory, progress and cancel per chunk). Both go through the
-identification engine with the robot config's pre-processing strategy and the same
-estimators, so a bigger bag does not change the method.
+Small bags are loaded whole; bags with more than ``stream_above_samples`` link-state messages
+are read in chunks of ``chunk_samples`` (bounded memory, progress and cancel per chunk). Either
+is one call of the identification engine (:func:`robot_identification.identification.identify`)
+for all the goal's estimators, with the robot config's pre-processing strategy, so a bigger
+bag does not change the method.
 """
 from __future__ import annotations
 
@@ -57,14 +57,14 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
-from robot_identification.data import load_dataset
+from robot_identification.data import iter_bag_chunks, load_dataset
 from robot_identification.errors import DataError, IdentificationError, error_diagnostics
 from robot_identification.model import ESTIMATORS
 from robot_identification.nodes._common import (declare, declare_optional, declare_robot,
                                                 diagnostic_status, main_for, optional_value)
 from robot_identification.nodes._messages import LATCHED, result_msg
 from robot_identification.outputs import check_output
-from robot_identification.pipeline import identify
+from robot_identification.identification import Recording, identify
 from robot_identification.report import format_table, write_results
 
 _RESULTS = {"result.names": ["none"], "result.expressions": ["none"], "result.estimates": [0.0],
@@ -518,25 +518,25 @@ class Identifier(Node):
         for f in files:
             check_output(f, inputs, "results_file")     # before the long computation
         log.info(f"identifying {self.model.config.name} from {bag} with {', '.join(estimators)}")
-        results = []
         report("reading", 0.0)
-        if streaming:
+        if streaming:       # the bag in chunks (bounded memory), the same engine call
             log.info(f"{n} samples: streaming identification in bounded memory")
-            for i, est in enumerate(estimators):
-                results.append(self._identify_streaming(
-                    bag, settings, est, nominal,
-                    lambda s, i=i: report("estimating", (i + min(s / n, 1.0)) / len(estimators),
-                                          s)))
+            source = self._bag_recording(
+                bag, lambda s: report("estimating", min(s / n, 1.0), s))
         else:
-            ds = load_dataset(bag, joint_topic=self.joint_topic, motor_topic=self.motor_topic,
-                              effort_lag=self.effort_lag)
-            report("estimating", 0.2, ds.n_samples)
+            source = load_dataset(bag, joint_topic=self.joint_topic,
+                                  motor_topic=self.motor_topic, effort_lag=self.effort_lag)
+            report("estimating", 0.2, source.n_samples)
             if nominal:
-                ds.true_parameters = dict(zip(self.model.parameter_names,
-                                              map(float, self.model.nominal_parameters())))
-            for i, est in enumerate(estimators):
-                results.append(identify(self.model, ds, settings, estimator=est, log=log.info))
-                report("estimating", 0.2 + 0.7 * (i + 1) / len(estimators), ds.n_samples)
+                source.true_parameters = dict(zip(self.model.parameter_names,
+                                                  map(float, self.model.nominal_parameters())))
+        # one engine call for every estimator; one result (file, message) per estimator
+        result = identify(self.model, source, settings, estimators=estimators, log=log.info)
+        if streaming and nominal:
+            result.true_values = result.base.base_values(self.model.nominal_parameters())
+        done = [i for i, e in enumerate(estimators) if e in result.estimates]  # failed: said
+        estimators, files = [estimators[i] for i in done], [files[i] for i in done]
+        results = [result.with_primary(e, self.model) for e in estimators]
         report("writing", 0.95, results[0].n_samples)
         for result, f in zip(results, files):
             if isinstance(result.settings, dict):   # the identification data, as the CLI
@@ -565,15 +565,14 @@ class Identifier(Node):
                      else (f"{errors[0]} ({len(errors)} error diagnostic(s); "
                            f"{out.resolve()} written with status: error)"))
 
-    def _identify_streaming(self, bag, settings, estimator, nominal, progress):
-        from robot_identification.identification import Recording
-        from robot_identification.identification import identify as engine_identify
-        from robot_identification.streaming import iter_bag_chunks
+    def _bag_recording(self, bag, progress):
+        """The bag as a re-readable recording of chunks (irls makes several passes);
+        ``progress(samples read)`` between chunks (raises Cancelled)."""
         if self.effort_lag >= 1.0:
             raise IdentificationError("streaming identification supports effort_lag_periods "
                                       f"below 1, got {self.effort_lag}")
 
-        def counted():     # the bag in chunks, re-readable (irls makes several passes)
+        def counted():
             read = 0
             for chunk in iter_bag_chunks(bag, self.chunk_samples, joint_topic=self.joint_topic,
                                          motor_topic=self.motor_topic,
@@ -584,13 +583,7 @@ class Identifier(Node):
                 yield chunk
             progress(read)
 
-        # the robot config's pre-processing strategy at any bag size (butterworth streams
-        # with overlapping windows), bounded memory
-        result = engine_identify(self.model, Recording(counted, str(bag)), settings,
-                                 estimators=(estimator,), log=self.get_logger().info)
-        if nominal:
-            result.true_values = result.base.base_values(self.model.nominal_parameters())
-        return result
+        return Recording(counted, str(bag))
 
     # ------------------------------------------------------------------ outputs
     def _publish_result(self, job):

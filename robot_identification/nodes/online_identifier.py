@@ -62,8 +62,9 @@ class OnlineIdentifier(Node):
             self, "velocity_threshold", Parameter.Type.DOUBLE,
             "friction-row velocity threshold [rad/s]; unset: the robot config's",
             low=0.0, high=100.0)
-        self.window = declare(self, "filter_window", 0.044,
-                              "polynomial-approximation window T [s]", low=0.001, high=10.0)
+        self.window = declare_optional(
+            self, "filter_window", Parameter.Type.DOUBLE, "polynomial-approximation window T "
+            "[s]; unset: the robot config's identification.pa_window", low=0.001, high=10.0)
         self.nominal = declare(self, "compare_with_nominal", False,
                                "simulation: report the nominal parameters as true values")
         self.settings_window = declare(
@@ -182,7 +183,7 @@ class OnlineIdentifier(Node):
             if self.engine is None:
                 fs = 1.0 / float(np.median(np.diff(t)))
                 self.engine = OnlineIdentification(
-                    self.model, fs, pa={"window": self.window},
+                    self.model, fs, pa=None if self.window is None else {"window": self.window},
                     velocity_threshold=self.threshold,
                     effort_lag=self.effort_lag, settings_window=self.settings_window)
                 self.get_logger().info(f"identifying on line at {fs:.6g} Hz")

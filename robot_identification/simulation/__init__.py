@@ -15,8 +15,9 @@
 - :func:`add_measurement_noise` -- Gaussian noise at an SNR [dB]
 - :func:`sensor_readings` -- an elastic run as its encoders, current and joint torque sensors
   read it (docs/elastic.md)
-- :func:`monte_carlo` -- OLS/WLS bias and spread over noise seeds vs the Cramér-Rao bound
-  (:func:`simulated_observations`: exact regressor of a noise-free run; Dask workers)
+
+Monte-Carlo studies of the estimators on simulated runs are
+:func:`robot_identification.identification.monte_carlo`.
 """
 from robot_identification.simulation._control import (  # noqa: F401
     ElasticPDController, RigidPDController, make_controller, tolerated_command_delay)
@@ -27,6 +28,3 @@ from robot_identification.simulation._simulator import (  # noqa: F401
     ArmDynamics, Simulator, State)
 from robot_identification.simulation._mujoco import (  # noqa: F401
     ENGINES, MujocoArm, MujocoSimulator, build_mujoco, make_simulator, mujoco_drive_parameters)
-from robot_identification.simulation._montecarlo import (  # noqa: F401
-    MonteCarloResult, cramer_rao_bound, monte_carlo, simulated_observations,
-    torque_noise_sigma)

@@ -32,7 +32,7 @@ from robot_identification.identification import (
     filtered_coulomb, predict_torque, prediction_deadband, preprocess, resolve_settings,
     torque_errors)
 from robot_identification.model import RobotModel
-from robot_identification.pipeline import identify
+from robot_identification.identification import identify
 
 #: Cut-off factors (times the configured or automatic cut-off) tried by default.
 CUTOFF_FACTORS = (0.5, 1.0, 2.0)

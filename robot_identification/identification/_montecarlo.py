@@ -13,23 +13,33 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from robot_identification._dask import dask_client
+from robot_identification._threads import one_blas_thread
+from robot_identification.choices import MONTE_CARLO_ESTIMATORS
 from robot_identification.errors import ConfigError, DataError
+from robot_identification.estimation import NormalEquations, ols, wls
+from robot_identification.identifiability import base_parameters
+from robot_identification.identification._engine import load_prior
+from robot_identification.identification._estimators import ESTIMATORS, EstimationContext
+from robot_identification.regressor import iter_regressor_blocks
+from robot_identification.simulation import simulate
 
-#: Estimators of a run: name -> f(neq, sigma) -> Estimate (``wls_known``: WLS with the
-#: true sigma, Szabó eq. 19; ``wls``: sigma estimated from the OLS residuals).
-RUN_ESTIMATORS = ("ols", "wls", "wls_known")
-
-
-def _estimate(name, neq, sigma):
-    from robot_identification.estimation import ols, wls
-    if name == "ols":
-        return ols(neq)
-    if name == "wls":
-        return wls(neq)
-    return wls(neq, sigma=sigma)
+#: Estimators of a run (:data:`robot_identification.choices.MONTE_CARLO_ESTIMATORS`): the
+#: engine's estimators (:data:`~robot_identification.identification.ESTIMATORS`) that work on
+#: summed normal equations, and ``wls_known`` (WLS with the true sigma, Szabó eq. 19).
+RUN_ESTIMATORS = MONTE_CARLO_ESTIMATORS
 
 
-def run_seeds(W, y, sigma, seeds, estimators=("ols", "wls")):
+def _estimate(name, neq, sigma, context):
+    """One estimate of a run: ``wls_known``, or the engine's estimator ``name`` on the run's
+    normal equations (``context``: model, base, settings, prior of
+    :class:`EstimationContext`)."""
+    if name == "wls_known":
+        return wls(neq, sigma=sigma)
+    return ESTIMATORS[name](EstimationContext(neq=neq, **context))
+
+
+def run_seeds(W, y, sigma, seeds, estimators=("ols", "wls"), context=None):
     """Estimates of Monte-Carlo runs, one per seed (the map step; runs on a worker).
 
     Parameters
@@ -44,13 +54,16 @@ def run_seeds(W, y, sigma, seeds, estimators=("ols", "wls")):
         One run per seed: e = sigma * standard_normal(default_rng(seed)).
     estimators : sequence of str
         From :data:`RUN_ESTIMATORS`.
+    context : dict, optional
+        ``model``, ``base``, ``settings``, ``prior`` for the engine's estimators that need
+        them (mrls, bounded, physical).
 
     Returns
     -------
     ndarray, shape (len(seeds), len(estimators), p)
     """
-    from robot_identification._threads import one_blas_thread
-    from robot_identification.estimation import NormalEquations
+    context = dict({"model": None, "base": None, "settings": None, "prior": None},
+                   **(context or {}))
     out = np.empty((len(seeds), len(estimators), W.shape[2]))
     with one_blas_thread():
         for i, seed in enumerate(seeds):
@@ -58,7 +71,7 @@ def run_seeds(W, y, sigma, seeds, estimators=("ols", "wls")):
             neq = NormalEquations(W.shape[2], W.shape[1])
             neq.add(W, y + noise)
             for j, name in enumerate(estimators):
-                out[i, j] = _estimate(name, neq, sigma).values
+                out[i, j] = _estimate(name, neq, sigma, context).values
     return out
 
 
@@ -146,7 +159,7 @@ class MonteCarloResult:
 
 def monte_carlo(W, y, sigma, runs, *, seed=0, estimators=("ols", "wls"), true=None,
                 names=None, expressions=None, workers=1, scheduler=None, processes=True,
-                progress=None):
+                progress=None, model=None, base=None, prior="nominal"):
     """Monte-Carlo study: ``runs`` noise draws on (W, y), each estimated by ``estimators``.
 
     Parameters
@@ -173,6 +186,10 @@ def monte_carlo(W, y, sigma, runs, *, seed=0, estimators=("ols", "wls"), true=No
         Local cluster of processes (True) or threads.
     progress : tqdm-like, optional
         ``update(k)`` after every k finished runs.
+    model, base, prior : optional
+        The robot model, its base parameters (of ``W``) and the prior (``nominal`` | ``none``
+        | standard parameters (P,)) for the engine's estimators that need them (mrls,
+        bounded, physical).
 
     Returns
     -------
@@ -181,12 +198,11 @@ def monte_carlo(W, y, sigma, runs, *, seed=0, estimators=("ols", "wls"), true=No
     Raises
     ------
     ConfigError
-        runs < 2, unknown estimator, sigma of the wrong length or not positive, bad
-        workers/scheduler.
+        runs < 2, unknown estimator (or one that needs ``model`` without it), sigma of the
+        wrong length or not positive, bad workers/scheduler.
     DataError
         Singular Fisher information.
     """
-    from robot_identification._dask import dask_client
     W = np.asarray(W, dtype=float)
     y = np.asarray(y, dtype=float)
     sigma = np.asarray(sigma, dtype=float).reshape(-1)
@@ -201,9 +217,16 @@ def monte_carlo(W, y, sigma, runs, *, seed=0, estimators=("ols", "wls"), true=No
                           f"got {sigma.tolist()}")
     if seed < 0:
         raise ConfigError(f"seed must be >= 0, got {seed}")
+    needs_model = [e for e in estimators if e in ("mrls", "bounded", "physical")]
+    if needs_model and (model is None or base is None):
+        raise ConfigError(f"Monte-Carlo estimator(s) {needs_model} need the robot model and "
+                          f"its base parameters (model=, base=)")
+    context = {}
+    if model is not None:
+        context = {"model": model, "base": base, "settings": model.config.identification,
+                   "prior": load_prior(model, prior)}
     crlb = cramer_rao_bound(W, sigma)
     if true is None:
-        from robot_identification.estimation import NormalEquations, ols
         neq = NormalEquations(W.shape[2], W.shape[1])
         neq.add(W, y)
         true = ols(neq).values
@@ -214,14 +237,14 @@ def monte_carlo(W, y, sigma, runs, *, seed=0, estimators=("ols", "wls"), true=No
     with dask_client(workers, scheduler, processes) as client:
         if client is None:
             for b in batches:
-                parts.append(run_seeds(W, y, sigma, b, estimators))
+                parts.append(run_seeds(W, y, sigma, b, estimators, context))
                 if progress is not None:
                     progress.update(len(b))
         else:
-            from distributed import as_completed
+            from distributed import as_completed   # optional dependency (dask)
             W_remote, y_remote = client.scatter([W, y], broadcast=True)
             futures = [client.submit(run_seeds, W_remote, y_remote, sigma, b, estimators,
-                                     pure=False) for b in batches]
+                                     context, pure=False) for b in batches]
             for fut in as_completed(futures):
                 if progress is not None:
                     progress.update(len(batches[futures.index(fut)]))
@@ -285,9 +308,6 @@ def simulated_observations(model, *, trajectory=None, duration=None, base=None, 
     ConfigError
         Elastic model (its link rows carry no measured torque to add noise to).
     """
-    from robot_identification.identifiability import base_parameters
-    from robot_identification.regressor import iter_regressor_blocks
-    from robot_identification.simulation._run import simulate
     if model.config.elastic:
         raise ConfigError(f"robot '{model.config.name}' has elastic joints: Monte-Carlo torque "
                           f"noise needs a measured torque in every equation, and the link "
