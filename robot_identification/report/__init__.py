@@ -1,14 +1,16 @@
 """Reports: results.yaml and tables.
 
 - :func:`write_results`, :func:`result_to_dict` -- the results.yaml file (schema in ``_results``)
+- :func:`read_results` -- the one reader: a checked, typed :class:`ResultsFile`
+  (:class:`BaseParameterEntry`, :class:`EstimateEntry`, :class:`Provenance`)
 - :func:`format_table` -- text table of the base parameters
 - :func:`records` -- rows for notebooks (``IdentificationResult.to_dataframe``, ``.plot()``,
   ``.save()``, ``_repr_html_``); :func:`write_report` -- the HTML report
 - :func:`export_urdf`, :func:`export_mjcf` -- the identified model for simulators
 """
 from robot_identification.report._results import (  # noqa: F401
-    add_to_results, estimates_to_dict, format_table, read_results, result_to_dict,
-    write_results)
+    BaseParameterEntry, EstimateEntry, Provenance, ResultsFile, add_to_results,
+    estimates_to_dict, format_table, provenance, read_results, result_to_dict, write_results)
 from robot_identification.report._html import write_report  # noqa: F401,E402
 from robot_identification.report._urdf_export import (  # noqa: F401,E402
     export_urdf, urdf_torque)

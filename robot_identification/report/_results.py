@@ -33,13 +33,40 @@ Schema (version 1)::
                  bodies_on_bound: [...]}
     diagnostics:                # list, one mapping per finding (robot_identification.diagnostics)
       - {code: negative_stiffness, severity: error, message: ..., subject: joint6.K}
+    provenance:                 # what wrote the file, from what
+      package: robot_identification
+      version: 0.1.0
+      written: 2026-11-27T15:47:57Z          # UTC
+      data: [run.npz]           # the identification recordings (settings.data)
+      robot_config: .../zollo_planar.yaml
+      urdf: .../zollo_planar.urdf
+
+:func:`read_results` returns a :class:`ResultsFile`: the sections above as typed fields
+(:class:`BaseParameterEntry`, :class:`EstimateEntry`, :class:`Provenance`, diagnostics as
+:class:`~robot_identification.diagnostics.Diagnostic`), every other top-level section (e.g.
+``drive_gains``, written by :func:`add_to_results`) in ``sections``; it is also a read-only
+mapping of the parsed file (``doc["settings"]``). A new section: give it a typed field
+here, write it in :func:`result_to_dict` (or :func:`add_to_results`) and check it in
+:func:`read_results`; readers of older files get the field's default.
 """
 from __future__ import annotations
 
+import datetime
+import shutil
+import textwrap
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import yaml
+
+from robot_identification import __version__
+from robot_identification._yaml import read_yaml_file
+from robot_identification.diagnostics import Diagnostic
+from robot_identification.errors import DataError
+from robot_identification.outputs import write_text_atomic
+from robot_identification.report._fingerprint import check_complete, check_fingerprint, end_line
 
 #: Drive keys of the friction terms left out of the normalised mean error variants.
 _STATIC_FRICTION = ("coulomb", "stiction", "stribeck")
@@ -47,7 +74,8 @@ _FRICTION = ("viscous", "offset") + _STATIC_FRICTION
 
 
 def result_to_dict(result, model=None) -> dict:
-    """Plain-Python mapping of an :class:`~robot_identification.pipeline.IdentificationResult`."""
+    """Plain-Python mapping of an
+    :class:`~robot_identification.identification.IdentificationResult`."""
     est = result.estimate
     entries = []
     for i, name in enumerate(result.names):
@@ -86,6 +114,23 @@ def result_to_dict(result, model=None) -> dict:
            "diagnostics": [d.to_dict() for d in result.diagnostics]})
     if model is not None:
         out["model"] = model.config.model
+    out["provenance"] = provenance(model, (result.settings or {}).get("data"))
+    return out
+
+
+def provenance(model=None, data=None) -> dict:
+    """``provenance:`` of a results file: package and version, UTC time of writing, the
+    identification data and the robot's configuration and URDF files."""
+    out = {"package": "robot_identification", "version": __version__,
+           "written": datetime.datetime.now(datetime.timezone.utc).strftime(
+               "%Y-%m-%dT%H:%M:%SZ")}
+    if data:
+        out["data"] = [str(d) for d in data]
+    if model is not None:
+        for key, path in (("robot_config", model.config.source),
+                          ("urdf", model.config.urdf_path)):
+            if path is not None:
+                out[key] = str(path)
     return out
 
 
@@ -104,7 +149,148 @@ def estimates_to_dict(estimates) -> dict:
     return out
 
 
-def read_results(path, robot=None) -> dict:
+@dataclass(frozen=True)
+class BaseParameterEntry:
+    """One entry of ``base_parameters``: name, expression in standard parameters, estimate,
+    standard deviation (None: unknown), relative std [%], unit and, for simulated data, the
+    true value (None: unknown)."""
+
+    name: str
+    estimate: float
+    std: float | None = None
+    relative_std: float | None = None
+    unit: str = ""
+    expression: str = ""
+    true: float | None = None
+
+
+@dataclass(frozen=True)
+class EstimateEntry:
+    """One estimate of ``estimates``: values and std (base-parameter order), condition
+    number, residual RMS per row group and the estimator's ``details`` (flags, active
+    bounds, physical standard parameters, iterations, ...)."""
+
+    values: tuple
+    std: tuple | None = None
+    condition_number: float | None = None
+    residual_rms: tuple | None = None
+    details: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """What wrote the file from what (``provenance``; empty for files of earlier versions)."""
+
+    package: str | None = None
+    version: str | None = None
+    written: str | None = None
+    data: tuple = ()
+    robot_config: str | None = None
+    urdf: str | None = None
+
+
+#: Top-level keys with a typed field in :class:`ResultsFile`.
+_TYPED = ("robot", "model", "estimator", "base_parameters", "estimates", "metrics",
+          "settings", "diagnostics", "provenance")
+
+
+@dataclass(frozen=True)
+class ResultsFile(Mapping):
+    """A parsed and checked results.yaml (:func:`read_results`).
+
+    Attributes
+    ----------
+    path : Path
+    robot : str
+    model : str or None
+        ``rigid`` | ``elastic`` (None in files of earlier versions).
+    estimator : str or None
+        The primary estimator.
+    base_parameters : tuple of BaseParameterEntry
+    estimates : dict
+        Estimator name -> :class:`EstimateEntry` (empty in files of earlier versions).
+    metrics, settings : dict
+    diagnostics : tuple of Diagnostic
+    provenance : Provenance
+    sections : dict
+        Every other top-level section (e.g. ``drive_gains``, ``selection``), as parsed.
+    raw : dict
+        The parsed file; the object is a read-only mapping of it.
+    """
+
+    path: Path
+    robot: str
+    model: str | None
+    estimator: str | None
+    base_parameters: tuple
+    estimates: dict
+    metrics: dict
+    settings: dict
+    diagnostics: tuple
+    provenance: Provenance
+    sections: dict
+    raw: dict = field(repr=False)
+
+    @classmethod
+    def from_dict(cls, doc, path=None) -> "ResultsFile":
+        """Typed view of a parsed results file (checked by :func:`read_results`)."""
+        entries = tuple(BaseParameterEntry(
+            name=e["name"], estimate=float(e["estimate"]), std=e.get("std"),
+            relative_std=e.get("relative_std"), unit=e.get("unit") or "",
+            expression=e.get("expression") or "", true=e.get("true"))
+            for e in doc["base_parameters"])
+        ests = {}
+        for name, e in (doc.get("estimates") or {}).items():
+            rest = {k: v for k, v in e.items()
+                    if k not in ("values", "std", "condition_number", "residual_rms")}
+            ests[name] = EstimateEntry(
+                values=tuple(e["values"]), std=None if e.get("std") is None
+                else tuple(e["std"]), condition_number=e.get("condition_number"),
+                residual_rms=None if e.get("residual_rms") is None
+                else tuple(e["residual_rms"]), details=rest)
+        prov = doc.get("provenance") or {}
+        return cls(path=None if path is None else Path(path), robot=doc["robot"],
+                   model=doc.get("model"), estimator=doc.get("estimator"),
+                   base_parameters=entries, estimates=ests, metrics=dict(doc.get("metrics")
+                                                                         or {}),
+                   settings=dict(doc.get("settings") or {}),
+                   diagnostics=tuple(Diagnostic.from_dict(d)
+                                     for d in doc.get("diagnostics") or []),
+                   provenance=Provenance(**{k: (tuple(v) if k == "data" else v)
+                                            for k, v in prov.items()
+                                            if k in Provenance.__dataclass_fields__
+                                            and v is not None}),
+                   sections={k: v for k, v in doc.items() if k not in _TYPED}, raw=doc)
+
+    @property
+    def names(self) -> list:
+        """Base parameter names, in file order."""
+        return [e.name for e in self.base_parameters]
+
+    def values(self, estimator=None) -> np.ndarray:
+        """Base-parameter values (p,) of ``estimator`` (default: the primary estimate of
+        ``base_parameters``).
+
+        Raises
+        ------
+        KeyError
+            No such estimate in the file.
+        """
+        if estimator is None:
+            return np.array([e.estimate for e in self.base_parameters], dtype=float)
+        return np.asarray(self.estimates[estimator].values, dtype=float)
+
+    def __getitem__(self, key):
+        return self.raw[key]
+
+    def __iter__(self):
+        return iter(self.raw)
+
+    def __len__(self):
+        return len(self.raw)
+
+
+def read_results(path, robot=None) -> ResultsFile:
     """Parse and validate a results.yaml written by :func:`write_results`.
 
     This is the one reader of results files (validate, report, export-urdf, drive-gains).
@@ -129,8 +315,8 @@ def read_results(path, robot=None) -> dict:
 
     Returns
     -------
-    dict
-        The parsed file.
+    ResultsFile
+        The parsed file, typed (and a read-only mapping of it).
 
     Raises
     ------
@@ -139,9 +325,6 @@ def read_results(path, robot=None) -> dict:
         estimates, lists of the wrong length, or identified on another robot. The message
         names the file and the offending key.
     """
-    from robot_identification._yaml import read_yaml_file
-    from robot_identification.errors import DataError
-    from robot_identification.report._fingerprint import check_complete, check_fingerprint
     model = robot if hasattr(robot, "config") else None
     if model is not None:
         robot = model.config.name
@@ -247,9 +430,20 @@ def read_results(path, robot=None) -> dict:
             and isinstance(d.get("subject", ""), (str, type(None))) for d in diags)):
         raise bad("'diagnostics'", "must be a list of mappings with code, severity, message "
                                    "(strings)")
+    bad_severity = [d["severity"] for d in diags or [] if d["severity"] not in
+                    ("info", "warning", "error")]
+    if bad_severity:
+        raise bad("'diagnostics'", f"severity must be info, warning or error, got "
+                                   f"{bad_severity[0]!r:.40}")
+    prov = doc.get("provenance")
+    if prov is not None and not isinstance(prov, dict):
+        raise bad("'provenance'", f"must be a mapping, got {type(prov).__name__}")
+    if isinstance(prov, dict) and prov.get("data") is not None \
+            and not isinstance(prov["data"], list):
+        raise bad("provenance.data", f"must be a list of paths, got {prov['data']!r:.40}")
     if model is not None:
         check_fingerprint(doc, model, path)
-    return doc
+    return ResultsFile.from_dict(doc, path)
 
 
 def _optional(doc, strings, numbers, where, bad):
@@ -300,8 +494,6 @@ def write_results(result, path, model=None, inputs=()) -> Path:
         ``path`` is one of ``inputs`` or lies in a rosbag2 directory
         (:func:`robot_identification.outputs.check_output`).
     """
-    from robot_identification.outputs import write_text_atomic
-    from robot_identification.report._fingerprint import end_line
     if model is not None:
         inputs = tuple(inputs) + (model.config.urdf_path, model.config.source)
     doc = result_to_dict(result, model)
@@ -320,9 +512,7 @@ def add_to_results(path, robot, sections, inputs=(), what="results file") -> Pat
     ConfigError
         ``path`` is one of ``inputs``.
     """
-    from robot_identification.outputs import write_text_atomic
-    from robot_identification.report._fingerprint import end_line
-    doc = read_results(path, robot)
+    doc = dict(read_results(path, robot).raw)
     doc.pop("end", None)                  # written again last, counting the base parameters
     doc.update(sections)
     text = yaml.safe_dump(doc, sort_keys=False)
@@ -345,8 +535,6 @@ def format_table(result, width: int | None = None) -> str:
     width : int, optional
         Characters per line; default the terminal's width (100 when not a terminal).
     """
-    import shutil
-    import textwrap
     if width is None:
         width = shutil.get_terminal_size((100, 24)).columns
     width = max(int(width), 60)

@@ -56,8 +56,8 @@ def load_estimates(path, model, base=None):
     models : dict
         name -> beta (p,); always ``nominal`` first, then ``estimates`` of the file (or
         its single ``base_parameters`` estimate under the file's estimator name).
-    doc : dict
-        The parsed file.
+    doc : ResultsFile
+        The parsed file (:func:`robot_identification.report.read_results`).
 
     Raises
     ------
@@ -67,7 +67,7 @@ def load_estimates(path, model, base=None):
     """
     path = Path(path)
     doc = read_results(path, model)          # also its model fingerprint
-    names = [current_parameter_name(e["name"]) for e in doc["base_parameters"]]  # fv -> viscous
+    names = [current_parameter_name(n) for n in doc.names]  # fv -> viscous
     sensors = ((doc.get("settings") or {}).get("sensors") or {}) if model.config.elastic \
         else {}
     if base is None and sensors.get("joint_torque"):      # the base of its sensor set
@@ -85,13 +85,11 @@ def load_estimates(path, model, base=None):
                         f"'{model.config.name}' (different model or friction settings): "
                         f"{diff}")
     models = {"nominal": base.base_values(model.nominal_parameters())}
-    ests = doc.get("estimates") or {}
-    if ests:
-        for name, e in ests.items():
-            models[name] = np.asarray(e["values"], dtype=float)
+    if doc.estimates:
+        for name in doc.estimates:
+            models[name] = doc.values(name)
     else:
-        models[doc.get("estimator", "estimate")] = np.array(
-            [e["estimate"] for e in doc["base_parameters"]], dtype=float)
+        models[doc.estimator or "estimate"] = doc.values()
     return base, models, doc
 
 
