@@ -139,7 +139,7 @@ setup(
         # mujoco.sysid (rollout-based identification), compared with validate --rollout in
         # docs/simulation.md; not needed by the package itself
         "sysid": ["mujoco-core[sysid]"],
-        "test": ["pytest>=7,<8.4", "flake8", "hypothesis>=6", "pandas"],
+        "test": ["pytest>=7,<8.4", "flake8", "hypothesis>=6", "pandas", "import-linter>=2.1"],
     },
     zip_safe=False,
     cmdclass={"build_py": BuildWithNative},

@@ -64,7 +64,7 @@ def dask_client(workers=1, scheduler=None, processes=True, timeout=10.0):
     if scheduler is None and workers == 1:
         yield None
         return
-    from distributed import Client, LocalCluster
+    from distributed import Client, LocalCluster   # optional: dask
     if scheduler is not None:
         try:
             client = Client(scheduler, timeout=timeout)

@@ -65,10 +65,10 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message):
         text = " ".join(message.split())
-        import re
+        import re  # start-up: module docstring
         choice = re.match(r"argument .*: invalid choice: '([^']*)' \(choose from (.*)\)", text)
         if choice:
-            from robot_identification.errors import did_you_mean
+            from robot_identification.errors import did_you_mean  # start-up: module docstring
             text += did_you_mean(choice.group(1), re.findall(r"'?([\w-]+)'?", choice.group(2)))
         self.exit(2, f"{self.prog}: error: {text} (see {self.prog} --help)\n")
 
@@ -131,7 +131,7 @@ def _on_signal(signum, frame):
     """First SIGINT/SIGTERM: unwind (KeyboardInterrupt / :class:`Terminated`). A second one
     while unwinding: remove the temporary outputs and end the process now."""
     if _on_signal.received:
-        from robot_identification.outputs import remove_pending
+        from robot_identification.outputs import remove_pending  # start-up: module docstring
         remove_pending()
         print("robot-identification: interrupted again: stopped", file=sys.stderr)
         os._exit(EXIT_CODES.get(signum, 128 + signum))
@@ -145,7 +145,7 @@ _on_signal.received = 0
 def _install_signal_handlers() -> dict:
     """Install :func:`_on_signal` for SIGINT and SIGTERM (main thread only); returns the
     previous handlers."""
-    import threading
+    import threading  # start-up: module docstring
     if threading.current_thread() is not threading.main_thread():
         return {}
     _on_signal.received = 0
@@ -169,7 +169,7 @@ def main(argv=None) -> int:
 
 
 def _main(argv):
-    import warnings
+    import warnings  # start-up: module docstring
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
@@ -181,12 +181,11 @@ def _main(argv):
         _error(args.command, f"the working directory no longer exists or cannot be read "
                              f"({exc.strerror}): it was deleted? cd to an existing directory")
         return 2
-    from robot_identification import progress
+    from robot_identification import progress  # start-up: module docstring
     progress.enable(not getattr(args, "quiet", False))
     format_warning, warnings.formatwarning = warnings.formatwarning, _format_warning
     try:
-        from robot_identification.commands._common import check_empty_arguments
-        check_empty_arguments(args)
+        commands.check_empty_arguments(args)
         return int(args._run(args) or 0)
     except DiagnosticError as exc:     # computed, but an error diagnostic says it is wrong
         _error(args.command, exc)

@@ -22,9 +22,9 @@ import yaml
 from robot_identification.errors import ConfigError, ModelError
 from robot_identification.excitation import trajectory_from_config
 from robot_identification.model import RobotModel, parse_robot_config, read_urdf
-from robot_identification.model._robot_model import build_pinocchio_model, parser_urdf
-from robot_identification.model._config import (
-    DRIVE_PARAMETER_DESCRIPTIONS, DRIVE_PARAMETER_UNITS, DRIVE_PARAMETERS)
+from robot_identification.model import (
+    DRIVE_PARAMETER_DESCRIPTIONS, DRIVE_PARAMETER_UNITS, DRIVE_PARAMETERS, build_pinocchio_model,
+    check_urdf_tree, parser_urdf)
 
 #: Acceleration limit written for joints (a URDF has none) [rad/s^2 or m/s^2].
 DEFAULT_ACCELERATION = 10.0
@@ -49,7 +49,7 @@ ELASTIC_GEAR_RATIO = 100.0
 def _joint_limits(urdf_xml: str) -> dict:
     """{joint name: (type, lower, upper, velocity, effort, mimicked joint or None)}, robot name,
     from urdf_parser_py."""
-    from urdf_parser_py.urdf import URDF
+    from urdf_parser_py.urdf import URDF   # urdfdom-py: init only
     if isinstance(urdf_xml, bytes):
         urdf_xml = urdf_xml.decode("utf-8")
     try:
@@ -283,7 +283,6 @@ def starter_config(urdf: str | Path, output: str | Path, joints=None, name=None,
                           f"a .xacro file")
     if urdf_xml is None:
         urdf_xml = read_urdf(urdf, xacro_args)
-    from robot_identification.model._robot_model import check_urdf_tree
     check_urdf_tree(urdf_xml, f"URDF '{urdf}'")
     movable = urdf_joints(urdf_xml)
     info, robot_name = _joint_limits(urdf_xml)

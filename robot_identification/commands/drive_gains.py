@@ -26,10 +26,11 @@ def add_arguments(p):
 
 
 def run(args):
-    from robot_identification.data import load_dataset
-    from robot_identification.data._csv import csv_options
-    from robot_identification.identification import identify_drive_gains, payload_parameters
-    from robot_identification.report import read_results
+    from robot_identification.data import load_dataset  # start-up: commands/__init__.py
+    from robot_identification.data import csv_options  # start-up: commands/__init__.py
+    from robot_identification.identification import (  # start-up: commands/__init__.py
+        identify_drive_gains, payload_parameters)
+    from robot_identification.report import read_results  # start-up: commands/__init__.py
     model = robot_from_args(args)
     if args.results:                # refuse a bad results file before the long computation
         read_results(args.results, model)
@@ -39,7 +40,7 @@ def run(args):
     phi = payload_parameters(model, args.payload_mass, args.payload_com, frame=args.payload_frame)
     both = [b for b in args.loaded if any(same_recording(a, b) for a in args.unloaded)]
     if both:
-        from robot_identification.errors import ConfigError
+        from robot_identification.errors import ConfigError  # start-up: commands/__init__.py
         raise ConfigError(f"{both[0]!r} is given as --unloaded and as --loaded (the same "
                           f"run with and without the payload): the payload's torque is "
                           f"the difference of two runs")
@@ -53,7 +54,7 @@ def run(args):
         print(f"{j:<22}{res.gains[k]:12.4f}{res.std[k]:9.4f}{gv}"
               f"{res.payload_torque_rms[k]:10.3f}{res.residual_rms[k]:10.3f}{flag}")
     if args.results:
-        from robot_identification.report import add_to_results
+        from robot_identification.report import add_to_results  # start-up: commands/__init__.py
         section = {"given": list(given) if given else None,
                    "identified": [float(g) for g in res.gains],
                    "identified_std": [float(s) for s in res.std],

@@ -38,11 +38,11 @@ def add_arguments(p):
 
 
 def run(args):
-    import numpy as np
+    import numpy as np  # start-up: commands/__init__.py
 
-    from robot_identification.errors import ConfigError
-    from robot_identification.excitation import check_limits, save_trajectory
-    from robot_identification.excitation._optimize import (
+    from robot_identification.errors import ConfigError  # start-up: commands/__init__.py
+    from robot_identification.excitation import check_limits, save_trajectory  # start-up
+    from robot_identification.excitation import (  # start-up: commands/__init__.py
         BSplineParametrisation, FourierParametrisation, optimise_excitation)
     model = robot_from_args(args)
     check_output_argument(args, model)

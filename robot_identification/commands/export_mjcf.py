@@ -24,8 +24,8 @@ def add_arguments(p):
 
 def export_from_results(model, results, output, inputs=(), coupling=None):
     """Export the ``estimates.physical`` standard parameters of ``results`` as MJCF."""
-    from robot_identification.commands.export_urdf import physical_standard
-    from robot_identification.report import export_mjcf
+    from robot_identification.commands.export_urdf import physical_standard  # start-up
+    from robot_identification.report import export_mjcf  # start-up: commands/__init__.py
     pi = physical_standard(model, results)
     return export_mjcf(model, pi, output, coupling=coupling,
                        comment=f"physically consistent estimate from {Path(results).name}",

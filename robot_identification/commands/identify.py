@@ -67,8 +67,8 @@ def estimator_list(args, model) -> tuple:
 
 
 def run(args):
-    from robot_identification._dask import check_workers
-    from robot_identification.identification import with_overrides
+    from robot_identification._dask import check_workers  # start-up: commands/__init__.py
+    from robot_identification.identification import with_overrides  # start-up
     check_workers(args.workers, args.scheduler)
     model = robot_from_args(args)
     check_output_argument(args, model)
@@ -80,7 +80,7 @@ def run(args):
                              measured_velocities=not args.numerical_derivatives)
     table = None
     if args.select:
-        from robot_identification.validation import format_selection, select
+        from robot_identification.validation import format_selection, select  # start-up
         settings, table = select(model, datasets, settings)
         print(format_selection(table, " (leave-one-recording-out)" if len(datasets) > 1
                                else " (3 time blocks)"))
@@ -96,13 +96,13 @@ def identify_and_write(args, model, recordings, settings, estimators, selection=
     recordings, results.yaml written, table, MRLS flags and diagnostics printed: the end of
     ``identify`` and ``identify-stream`` (``engine``: further keyword arguments of
     identify)."""
-    from robot_identification.identification import identify
-    from robot_identification.report import format_table, write_results
+    from robot_identification.identification import identify  # start-up: commands/__init__.py
+    from robot_identification.report import format_table, write_results  # start-up
     result = identify(model, recordings, settings, estimators=estimators, **engine)
     data = args.data if isinstance(args.data, (list, tuple)) else [args.data]
     result.settings["data"] = [str(p) for p in data]
     if selection is not None:
-        from robot_identification.validation import selection_diagnostics
+        from robot_identification.validation import selection_diagnostics  # start-up
         result.settings["selection"] = selection
         result.diagnostics += selection_diagnostics(model, selection)
     print_result(result, args, format_table(result))

@@ -52,10 +52,10 @@ def add_arguments(p):
 
 def _check_first_chunk(path, chunk, effort_lag):
     """A clear error for a recording that cannot be streamed (no samples, repeated stamps)."""
-    import numpy as np
+    import numpy as np  # start-up: commands/__init__.py
 
-    from robot_identification.errors import DataError
-    from robot_identification.identification import iter_chunks
+    from robot_identification.errors import DataError  # start-up: commands/__init__.py
+    from robot_identification.identification import iter_chunks  # start-up: commands/__init__.py
     chunks = iter(iter_chunks(path, chunk, effort_lag=effort_lag))
     try:
         first = next(chunks)
@@ -75,11 +75,11 @@ def _check_first_chunk(path, chunk, effort_lag):
 
 
 def run(args):
-    import math
+    import math  # start-up: commands/__init__.py
 
-    from robot_identification.commands.identify import identify_and_write
-    from robot_identification.errors import DataError
-    from robot_identification.identification import (
+    from robot_identification.commands.identify import identify_and_write  # start-up
+    from robot_identification.errors import DataError  # start-up: commands/__init__.py
+    from robot_identification.identification import (  # start-up: commands/__init__.py
         Recording, iter_chunks, polynomial_settings, with_overrides)
     model = robot_from_args(args)
     check_output_argument(args, model)
@@ -104,8 +104,8 @@ def run(args):
                                        pa_delay=args.delay, decimate=args.decimate)
     options = None
     if args.bounds == "nominal":
-        from robot_identification.estimation import base_bounds, standard_bounds
-        from robot_identification.identifiability import base_parameters
+        from robot_identification.estimation import base_bounds, standard_bounds  # start-up
+        from robot_identification.identifiability import base_parameters  # start-up
         options = {"bounds": base_bounds(base_parameters(model).grouping,
                                          *standard_bounds(model),
                                          names=model.parameter_names)}

@@ -27,14 +27,14 @@ def add_arguments(p):
 
 
 def run(args):
-    from robot_identification.errors import ConfigError
-    from robot_identification.starter import starter_config
+    from robot_identification.errors import ConfigError  # start-up: commands/__init__.py
+    from robot_identification.starter import starter_config  # start-up: commands/__init__.py
     out = Path(args.output)
     if out.exists():
         raise ConfigError(f"{out} exists; an existing file is never overwritten")
     if out.suffix not in (".yaml", ".yml"):
         raise ConfigError(f"--output '{out}': expected a .yaml file")
-    from robot_identification.outputs import check_output
+    from robot_identification.outputs import check_output  # start-up: commands/__init__.py
     check_output(out, [args.urdf], "--output")          # not into a bag directory
     xacro_args = {}
     for item in args.xacro_arg:
@@ -44,13 +44,13 @@ def run(args):
         xacro_args[key.strip()] = value
     text = starter_config(args.urdf, out, joints=args.joints, name=args.name,
                           model=args.model, xacro_args=xacro_args)
-    from robot_identification.outputs import atomic_output
+    from robot_identification.outputs import atomic_output  # start-up: commands/__init__.py
     with atomic_output(out, [args.urdf], "--output", overwrite=False) as tmp:
         tmp.write_text(text)
     print(f"wrote {out.resolve()}")
-    import yaml
-    from robot_identification.model import read_urdf
-    from robot_identification.starter import left_out_joints
+    import yaml  # start-up: commands/__init__.py
+    from robot_identification.model import read_urdf  # start-up: commands/__init__.py
+    from robot_identification.starter import left_out_joints  # start-up: commands/__init__.py
     chosen = [j["name"] for j in yaml.safe_load(text)["joints"]]
     for name, why in left_out_joints(read_urdf(args.urdf, xacro_args), chosen):
         print(f"locked (not identified): {name}: {why}")

@@ -13,7 +13,7 @@ MAX_RUNS = 1_000_000
 
 
 def add_arguments(p):
-    from robot_identification.commands._common import add_robot_arguments
+    from robot_identification.commands._common import add_robot_arguments  # start-up
     add_robot_arguments(p)
     p.add_argument("--runs", type=int, default=100, help="Monte-Carlo runs (seeds)")
     noise = p.add_mutually_exclusive_group(required=True)
@@ -69,22 +69,22 @@ def format_report(result, estimators):
 
 
 def _median(x):
-    import numpy as np
+    import numpy as np  # start-up: commands/__init__.py
     return np.median(x)
 
 
 def run(args):
-    import numpy as np
-    import yaml
+    import numpy as np  # start-up: commands/__init__.py
+    import yaml  # start-up: commands/__init__.py
 
-    from robot_identification import progress
-    from robot_identification._dask import check_workers
-    from robot_identification.commands._common import (
+    from robot_identification import progress  # start-up: commands/__init__.py
+    from robot_identification._dask import check_workers  # start-up: commands/__init__.py
+    from robot_identification.commands._common import (  # start-up: commands/__init__.py
         check_output_argument, input_paths, robot_from_args)
-    from robot_identification.errors import ConfigError
-    from robot_identification.excitation import check_limits, load_trajectory
-    from robot_identification.outputs import write_text_atomic
-    from robot_identification.identification import (
+    from robot_identification.errors import ConfigError  # start-up: commands/__init__.py
+    from robot_identification.excitation import check_limits, load_trajectory  # start-up
+    from robot_identification.outputs import write_text_atomic  # start-up: commands/__init__.py
+    from robot_identification.identification import (  # start-up: commands/__init__.py
         monte_carlo, simulated_observations, torque_noise_sigma)
     check_workers(args.workers, args.scheduler)
     if not 2 <= args.runs <= MAX_RUNS:

@@ -35,10 +35,10 @@ def add_arguments(p):
 
 
 def run(args):
-    from robot_identification.data import load_dataset
-    from robot_identification.report._html import identification_data, write_report
-    from robot_identification.validation import load_estimates, validate
-    from robot_identification.identification import settings_from_results
+    from robot_identification.data import load_dataset  # start-up: commands/__init__.py
+    from robot_identification.report import identification_data, write_report  # start-up
+    from robot_identification.validation import load_estimates, validate  # start-up
+    from robot_identification.identification import settings_from_results  # start-up
     model = robot_from_args(args)
     refuse_existing(args.output, "--output", args, folder_marker="report.html")
     if args.urdf_out:
@@ -57,13 +57,13 @@ def run(args):
         excitation = list(zip(args.data, datasets))
     roll = ()
     if args.rollout and datasets:
-        from robot_identification.commands.validate import rollouts
+        from robot_identification.commands.validate import rollouts  # start-up
         roll = rollouts(args, model, datasets, keep_signals=True)
     path = write_report(args.output, model, doc, files, inputs=input_paths(args, model),
                         base=base, excitation_data=excitation, rollouts=roll)
     print(f"wrote {Path(path).resolve()}")
     if args.urdf_out:
-        from robot_identification.commands.export_urdf import export_from_results
+        from robot_identification.commands.export_urdf import export_from_results  # start-up
         out = export_from_results(model, args.results, args.urdf_out, input_paths(args, model))
         print(f"wrote {out.resolve()}")
     return 0

@@ -9,7 +9,8 @@ def add_arguments(p):
 
 
 def run(args):
-    from robot_identification.model import available_robots, load_robot_config, robot_files
+    from robot_identification.model import (  # start-up: commands/__init__.py
+        available_robots, load_robot_config, robot_files)
     rows = []
     for name in available_robots():
         cfg = load_robot_config(robot_files(name))

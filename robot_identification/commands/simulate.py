@@ -39,10 +39,10 @@ def add_arguments(p):
 
 
 def run(args):
-    from robot_identification import progress
-    from robot_identification.errors import ConfigError
-    from robot_identification.excitation import check_limits, load_trajectory
-    from robot_identification.simulation import simulate
+    from robot_identification import progress  # start-up: commands/__init__.py
+    from robot_identification.errors import ConfigError  # start-up: commands/__init__.py
+    from robot_identification.excitation import check_limits, load_trajectory  # start-up
+    from robot_identification.simulation import simulate  # start-up: commands/__init__.py
     out = Path(args.output)
     if out.suffix.lower() not in (".npz", ".csv", ""):
         raise ConfigError(f"--output '{out}': only .npz files, .csv files (the robot config's "
@@ -56,7 +56,7 @@ def run(args):
         traj = load_trajectory(args.trajectory)
         check_limits(model, traj)
     else:
-        from robot_identification.excitation import trajectory_from_config
+        from robot_identification.excitation import trajectory_from_config  # start-up
         traj = trajectory_from_config(model)
     ds = simulate(model, duration=args.duration, trajectory=traj, seed=args.seed,
                   snr_db=args.snr, derivatives=args.derivatives,
@@ -73,8 +73,8 @@ def run(args):
                               f"column layout to write)")
         write_csv(ds, out, model, inputs=input_paths(args, model))
     else:
-        from robot_identification.data._bag import write_bag
-        from robot_identification.outputs import atomic_directory
+        from robot_identification.data import write_bag  # start-up: commands/__init__.py
+        from robot_identification.outputs import atomic_directory  # start-up: commands/__init__.py
         with atomic_directory(out, input_paths(args, model), "--output") as tmp:
             write_bag(ds, tmp)          # complete, or no bag at all
     meta = ds.metadata
@@ -118,7 +118,7 @@ def tracking_warnings(model, ds, traj) -> list:
         Joints whose RMS tracking error exceeds :data:`TRACKING_LIMIT` of the reference's RMS
         excursion, with the share of samples at the effort limit.
     """
-    import numpy as np
+    import numpy as np  # start-up: commands/__init__.py
     q_ref = traj.evaluate(ds.t)[0]
     err = np.sqrt(np.mean((ds.q - q_ref) ** 2, axis=0))
     span = np.sqrt(np.mean((q_ref - q_ref.mean(axis=0)) ** 2, axis=0))

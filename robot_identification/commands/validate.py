@@ -45,10 +45,10 @@ def add_arguments(p):
 
 
 def run(args):
-    from robot_identification.errors import DataError
-    from robot_identification.validation import (
+    from robot_identification.errors import DataError  # start-up: commands/__init__.py
+    from robot_identification.validation import (  # start-up: commands/__init__.py
         format_validation, load_estimates, validate, write_validation)
-    from robot_identification.identification import settings_from_results
+    from robot_identification.identification import settings_from_results  # start-up
     model = robot_from_args(args)
     check_output_argument(args, model)
     base, models, doc = load_estimates(args.results, model)
@@ -64,7 +64,7 @@ def run(args):
     if not args.quiet:
         print(format_validation(files))
         if roll:
-            from robot_identification.validation import format_rollout
+            from robot_identification.validation import format_rollout  # start-up
             print(format_rollout(roll))
     print(f"wrote {Path(out).resolve()}")
     return 0
@@ -73,11 +73,11 @@ def run(args):
 def rollouts(args, model, datasets, keep_signals=False):
     """``--rollout``: the nominal model and the physically consistent estimate of
     ``--results`` rolled out on the datasets (:func:`rollout_validate`)."""
-    import math
+    import math  # start-up: commands/__init__.py
 
-    from robot_identification.commands.export_urdf import physical_standard
-    from robot_identification.errors import ConfigError
-    from robot_identification.validation import rollout_validate
+    from robot_identification.commands.export_urdf import physical_standard  # start-up
+    from robot_identification.errors import ConfigError  # start-up: commands/__init__.py
+    from robot_identification.validation import rollout_validate  # start-up: commands/__init__.py
     if args.window is not None and not (math.isfinite(args.window) and args.window > 0):
         raise ConfigError(f"--window must be a finite number > 0 s, got {args.window}")
     models = {"nominal": model.nominal_parameters(),

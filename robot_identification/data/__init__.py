@@ -13,10 +13,11 @@
   :func:`read_npy_header` -- what the readers check (the engine's sources use them too)
 """
 from robot_identification.data._dataset import (  # noqa: F401
-    MAX_TIME_STEP, Dataset, check_float_dtype, check_meta, load_dataset, read_npy_header,
-    uniform_grid)
+    MAX_TIME_STEP, Dataset, check_float_dtype, check_meta, read_npy_header, uniform_grid)
 from robot_identification.data._csv import (  # noqa: F401
     CSV_PRESETS, csv_options, read_csv, write_csv)
 from robot_identification.data._bag import (  # noqa: F401
     COMMAND_TOPIC, JOINT_TOPIC, MOTOR_TOPIC, SIGNALS, BagWriter, bag_signals, iter_bag_chunks,
     read_bag, typestore, write_bag)
+from robot_identification.data._bag import _custom_data as bag_custom_data  # noqa: F401
+from robot_identification.data._load import load_dataset  # noqa: F401

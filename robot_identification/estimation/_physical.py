@@ -49,6 +49,7 @@ distribution (Wensing et al. 2018, Theorem 1).
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -244,7 +245,7 @@ def physically_consistent(model, base, information, beta_ls, *, nominal=None,
     IdentificationError
         The SDP solver fails.
     """
-    import cvxpy as cp
+    import cvxpy as cp  # cvxpy: ~1 s, physical only
 
     G = np.asarray(information, dtype=float)
     b = np.asarray(beta_ls, dtype=float)
@@ -340,9 +341,8 @@ def _solve(problem, x, solver, what):
     (:func:`robot_identification.diagnostics.physical_diagnostics`).
     A solver that panics (clarabel on a problem with overflowing numbers) counts as a failed
     attempt. Raises IdentificationError when neither finds an (inaccurate) optimum."""
-    import warnings
 
-    import cvxpy as cp
+    import cvxpy as cp  # cvxpy: ~1 s, physical only
     errors = []
     for name in dict.fromkeys((solver, "SCS")):
         try:

@@ -11,3 +11,6 @@ from robot_identification.excitation._trajectories import (  # noqa: F401
     LIMIT_MARGIN, BSplineTrajectory, FourierTrajectory, check_limits, load_trajectory,
     save_trajectory, scale_to_limits, trajectory_from_config, trajectory_from_dict,
     trajectory_label)
+from robot_identification.excitation._optimize import (  # noqa: F401,E402
+    BSplineParametrisation, FourierParametrisation, OptimisationResult, criterion_value,
+    optimise_excitation)

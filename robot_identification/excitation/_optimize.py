@@ -24,13 +24,17 @@ inequality constraints on a dense time grid (Szabó eq. 21) and solved with
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import scipy.optimize
 
 from robot_identification.errors import ConfigError, ExcitationError
 from robot_identification.excitation._trajectories import BSplineTrajectory, FourierTrajectory
+from robot_identification.identifiability import base_parameters
+from robot_identification.model import RobotModel
+from robot_identification.progress import bar
+from robot_identification.regressor import regressor
 
 CRITERIA = ("cond", "frobenius", "logdet")
 
@@ -195,14 +199,11 @@ def design_model(model):
     stiffness), whose regressor is what the link trajectory alone can excite."""
     if not model.config.elastic:
         return model
-    from dataclasses import replace
-    from robot_identification.model import RobotModel
     return RobotModel(replace(model.config, model="rigid"), urdf_xml=model.urdf_xml)
 
 
 def base_regressor_function(model, base):
     """Return ``f(q, dq, ddq) -> W`` (N*n, p), the stacked base regressor of a rigid model."""
-    from robot_identification.regressor import regressor
 
     def f(q, dq, ddq):
         return base.project(regressor(model, q, dq, ddq)).reshape(-1, len(base))
@@ -313,7 +314,6 @@ def optimise_excitation(model, parametrisation, criterion="cond", n_samples=120,
     ExcitationError
         No start vector within the limits was found.
     """
-    from robot_identification.identifiability import base_parameters
     if criterion not in CRITERIA:
         raise ConfigError(f"unknown excitation criterion '{criterion}'; "
                           f"choose one of {list(CRITERIA)}")
@@ -367,7 +367,6 @@ def optimise_excitation(model, parametrisation, criterion="cond", n_samples=120,
     def feasible(x):
         return max(limit_violation(*par.evaluate(x, t_dense), full)) == 0
 
-    from robot_identification.progress import bar
     pbar = bar(total=maxiter, desc=f"excite ({criterion})", unit="iteration")
 
     def callback(xk):

@@ -13,7 +13,10 @@ import numpy as np
 import yaml
 from scipy.interpolate import BSpline
 
+from robot_identification._yaml import read_yaml_file
 from robot_identification.errors import ConfigError, ExcitationError
+from robot_identification.model import MAX_EXCITATION_S, MAX_HARMONICS
+from robot_identification.outputs import write_text_atomic
 
 #: Fraction of the velocity/acceleration limits used by :func:`trajectory_from_config`.
 LIMIT_MARGIN = 0.9
@@ -242,7 +245,6 @@ def _check_size(count, what, duration):
         More than MAX_HARMONICS harmonics / control points, or longer than
         MAX_EXCITATION_S.
     """
-    from robot_identification.model._config import MAX_EXCITATION_S, MAX_HARMONICS
     if count > MAX_HARMONICS:
         raise ConfigError(f"{count} {what}, above {MAX_HARMONICS}")
     if not duration <= MAX_EXCITATION_S:
@@ -308,7 +310,6 @@ def save_trajectory(traj, path, inputs=()):
     ConfigError
         ``path`` is one of ``inputs`` or lies in a rosbag2 directory.
     """
-    from robot_identification.outputs import write_text_atomic
     return write_text_atomic(path, yaml.safe_dump(traj.to_dict(), sort_keys=False),
                              inputs=inputs)
 
@@ -321,7 +322,6 @@ def load_trajectory(path):
     ConfigError
         Missing file, invalid YAML or content.
     """
-    from robot_identification._yaml import read_yaml_file
     path = Path(path)
     d = read_yaml_file(path, "trajectory file", ConfigError)
     try:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from robot_identification.errors import ExcitationError
+from robot_identification.regressor import regressor
 
 #: Relative residual below which a column counts as a combination of earlier ones
 #: (:func:`independent_columns`, :func:`base_parameters_from_matrix`), and relative norm
@@ -262,7 +263,6 @@ def base_parameters(model, n_samples=None, seed=0, tol=DEPENDENCY_TOLERANCE, ord
     -------
     BaseParameters
     """
-    from robot_identification.regressor import regressor
     rng = np.random.default_rng(seed)
     rows = model.rows_per_sample
     if n_samples is None:

@@ -22,6 +22,8 @@ import pinocchio as pin
 
 from robot_identification.errors import DataError, ModelError
 from robot_identification.estimation import NormalEquations, ols, wls
+from robot_identification.identifiability import base_parameters, check_excitation
+from robot_identification.identification._engine import recording_normal_equations
 
 
 @dataclass
@@ -143,8 +145,6 @@ def identify_drive_gains(model, unloaded, loaded, payload, settings=None, *, bas
     DataError, ExcitationError
         Invalid data, or data that do not excite [beta; g].
     """
-    from robot_identification.identifiability import base_parameters, check_excitation
-    from robot_identification.identification._engine import recording_normal_equations
 
     if model.config.elastic:
         raise ModelError("drive-gain identification is implemented for rigid models only")

@@ -29,10 +29,13 @@ import numpy as np
 import scipy.stats
 
 from robot_identification.choices import ESTIMATORS as ESTIMATOR_NAMES
+from robot_identification.diagnostics import Diagnostic, check_prior_bodies, physical_diagnostics
 from robot_identification.errors import ConfigError, DataError, IdentificationError
 from robot_identification.estimation import (
-    MRLS, Estimate, base_bounds, bounded_ls, condition_number, ols, solve_gram,
-    standard_bounds, wls)
+    MRLS, Estimate, base_bounds, bounded_ls, condition_number, ols, physically_consistent,
+    solve_gram, standard_bounds, wls)
+from robot_identification.identification._iv import (
+    IV_DIVERGENCE, IV_MAX_ITERATIONS, IV_RESIDUAL_TOLERANCE, IV_TOLERANCE, ClosedLoopInstruments)
 
 
 @dataclass
@@ -184,7 +187,6 @@ def _bounded(ctx):
                           "nominal or --prior FILE (identification.prior in the robot YAML)")
     x, active = bounded_ls(ctx.neq, *bounds, ctx.base.names)
     if np.any(active):
-        from robot_identification.diagnostics import Diagnostic
         names = [n for n, a in zip(ctx.base.names, active) if a]
         ctx.diagnostics.append(Diagnostic(
             "bounds_active", "warning",
@@ -197,8 +199,6 @@ def _bounded(ctx):
 
 
 def _physical(ctx):
-    from robot_identification.diagnostics import physical_diagnostics
-    from robot_identification.estimation import physically_consistent
     w = ctx.wls()
     info = np.einsum("j,jik->ik", w.weights, ctx.neq.G)
     P = ctx.model.n_parameters
@@ -208,7 +208,6 @@ def _physical(ctx):
                                      prior_scales=np.full(P, np.inf), prior="gaussian")
         phys.prior_distance = None
     else:                       # log-det divergence toward the prior's bodies
-        from robot_identification.diagnostics import check_prior_bodies
         phys = physically_consistent(model, ctx.base, info, w.values, nominal=ctx.prior)
         urdf = np.array_equal(np.asarray(ctx.prior, dtype=float), model.nominal_parameters())
         ctx.diagnostics += check_prior_bodies(model.body_names, ctx.prior,
@@ -237,7 +236,6 @@ def _physical(ctx):
 
 def _lmi_values(ctx):
     """Base parameters of the WLS fit under the pseudo-inertia LMIs, without a prior term."""
-    from robot_identification.estimation import physically_consistent
     w = ctx.wls()
     info = np.einsum("j,jik->ik", w.weights, ctx.neq.G)
     P = ctx.model.n_parameters
@@ -248,10 +246,6 @@ def _lmi_values(ctx):
 
 def _iv(ctx):
     """IDIM-IV (see :mod:`robot_identification.identification._iv`)."""
-    from robot_identification.diagnostics import Diagnostic
-    from robot_identification.identification._iv import (
-        IV_DIVERGENCE, IV_MAX_ITERATIONS, IV_RESIDUAL_TOLERANCE, IV_TOLERANCE,
-        ClosedLoopInstruments)
     if ctx.reaccumulate is None:
         raise ConfigError("estimator 'iv' needs the recordings to simulate their closed loop "
                           "(use identify(), not solve() on summed equations)")

@@ -22,6 +22,10 @@ from __future__ import annotations
 import numpy as np
 
 from robot_identification.errors import ConfigError, DataError, IdentificationError
+from robot_identification.excitation import trajectory_from_dict
+from robot_identification.regressor import regressor
+from robot_identification.signal import lowpass_filtfilt
+from robot_identification.simulation import make_controller
 
 #: IV iterations stop when no parameter moves by more than this fraction of
 #: max(|value|, its IV std in the pass) ...
@@ -48,7 +52,6 @@ def closed_loop_spec(metadata, name):
         ``trajectory`` (object with ``evaluate``), ``rate_hz`` [Hz], ``kp``, ``kd`` (n,),
         ``substeps`` (int), ``duration`` [s] or None.
     """
-    from robot_identification.excitation import trajectory_from_dict
     meta = metadata or {}
     missing = [k for k in CLOSED_LOOP_KEYS if meta.get(k) in (None, [], "")]
     if missing:
@@ -82,7 +85,6 @@ class BaseModelDynamics:
     """
 
     def __init__(self, model, base, theta, friction_deadband=0.0):
-        from robot_identification.regressor import regressor
         self._regressor = regressor
         self.model, self.base = model, base
         self.theta = np.asarray(theta, dtype=float)
@@ -125,7 +127,6 @@ def simulate_closed_loop(model, base, theta, spec, friction_deadband=0.0, t_end=
     t, q, dq, ddq : ndarray (N,), (N, n) x 3
         [s], [rad], [rad/s], [rad/s^2]; ddq under the command of the sample.
     """
-    from robot_identification.simulation import make_controller
     dyn = BaseModelDynamics(model, base, theta, friction_deadband)
     ctrl = make_controller(model, spec["kp"], spec["kd"])
     rate = spec["rate_hz"]
@@ -183,7 +184,6 @@ class ClosedLoopInstruments:
             # the measured rows pass the zero-phase low-pass: so do the instruments (the
             # simulated Coulomb chatter at standstill would otherwise fill ddq_s with
             # +-F_c / M steps that the measured, filtered W does not have)
-            from robot_identification.signal import lowpass_filtfilt
             qs, dqs, ddqs = (lowpass_filtfilt(x, spec["rate_hz"], self.cutoff_hz,
                                               self.filter_order) for x in (qs, dqs, ddqs))
 

@@ -8,6 +8,8 @@ are loaded whole (their loader needs the column mapping of the robot config).
 """
 from __future__ import annotations
 
+import itertools
+import json
 import os
 import zipfile
 import zlib
@@ -16,8 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from robot_identification.data import Dataset
-from robot_identification.data._dataset import uniform_grid
+from robot_identification.data import (
+    Dataset, check_float_dtype, check_meta, iter_bag_chunks as read_bag_chunks, load_dataset,
+    read_npy_header, uniform_grid)
 from robot_identification.errors import DataError
 from robot_identification.identification._sensors import (
     link_positions_from_joint_torque, nominal_compliance)
@@ -44,7 +47,6 @@ def _npy_member_reader(fp, size=None, name="array"):
     DataError
         Not a .npy header, non-float dtype, Fortran order, or a size mismatch.
     """
-    from robot_identification.data._dataset import check_float_dtype, read_npy_header
     shape, fortran, dtype = read_npy_header(fp, size, name)
     check_float_dtype(dtype, name)
     if fortran and len(shape) > 1:
@@ -77,12 +79,10 @@ def _chunks_from_readers(readers, meta, chunk):
 
 
 def _meta_from(raw, source):
-    import json
     try:
         meta = json.loads(str(raw))
     except ValueError as exc:
         raise DataError(f"'{source}': metadata is not JSON ({exc})") from None
-    from robot_identification.data._dataset import check_meta
     meta = check_meta(meta, source)
     meta["metadata"] = dict(meta.get("metadata") or {}, file=str(source))
     return meta
@@ -216,7 +216,6 @@ class NpyDirWriter:
 
     def __init__(self, path, n_samples, joint_names, elastic=False, true_parameters=None,
                  metadata=None):
-        import json
         self.path = Path(path)
         if self.path.exists() and (not self.path.is_dir() or any(self.path.iterdir())):
             raise DataError(f"dataset directory '{self.path}' exists already; recorded data "
@@ -277,8 +276,7 @@ class NpyDirWriter:
 def iter_bag_chunks(path, chunk: int = READ_CHUNK, **kwargs):
     """A rosbag2 recording read message by message in chunks
     (:func:`robot_identification.data.iter_bag_chunks`, bounded memory)."""
-    from robot_identification.data import iter_bag_chunks as read
-    return read(path, chunk, **kwargs)
+    return read_bag_chunks(path, chunk, **kwargs)
 
 
 def iter_chunks(path, chunk: int = READ_CHUNK, effort_lag: float = 0.0):
@@ -385,7 +383,6 @@ class Recording:
         is shorter). Peeking does not use up a single-use recording: :meth:`chunks` still
         yields everything."""
         if self._head is None:
-            import itertools
             it = self.chunks()
             head, n = [], 0
             for ds in it:
@@ -449,7 +446,6 @@ class Recording:
                     kwargs.setdefault("signals", model.config.extra["bag"])
                 return cls(lambda: iter_bag_chunks(path, chunk, **kwargs), path)
             return cls(lambda: iter_chunks(path, chunk), path)
-        from robot_identification.data import load_dataset
         return cls.from_dataset(load_dataset(path, model=model, **kwargs), model)
 
     @classmethod

@@ -7,7 +7,8 @@
 """
 from robot_identification.model._config import (  # noqa: F401
     BAG_SIGNALS, DRIVE_PARAMETERS, ESTIMATORS, FRICTION_MODELS, PREPROCESSING,
-    RENAMED_DRIVE_PARAMETERS, csv_zero_based_hint, current_parameter_name,
+    RENAMED_DRIVE_PARAMETERS, DRIVE_PARAMETER_DESCRIPTIONS, DRIVE_PARAMETER_UNITS,
+    MAX_EXCITATION_S, MAX_HARMONICS, csv_zero_based_hint, current_parameter_name,
     current_parameter_names,
     FrictionConfig, IdentificationSettings, JointConfig, JointLimits, RobotConfig,
     SimulationSettings, load_robot_config, parse_robot_config)
@@ -15,7 +16,8 @@ from robot_identification.model._inertia import (  # noqa: F401
     INERTIAL_NAMES, frame_change_matrix, spin_inertia_parameters,
     transform_standard_parameters)
 from robot_identification.model._robot_model import (  # noqa: F401
-    RIGHT_ANGLE_TOLERANCE, ParameterLayout, RobotModel, read_urdf, snap_right_angles)
+    RIGHT_ANGLE_TOLERANCE, ParameterLayout, RobotModel, build_pinocchio_model,
+    check_urdf_tree, parser_urdf, read_urdf, snap_right_angles)
 from robot_identification.model._ros2_control import (  # noqa: F401
     gazebo_urdf, gazebo_xacro, ros2_controllers_config, ros2_controllers_yaml)
 from robot_identification.model._robots import (  # noqa: F401

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-
+from robot_identification._yaml import read_yaml_file
 from robot_identification.choices import (  # noqa: F401
     ESTIMATORS, PREPROCESSING, PREPROCESSING_ALIASES)
 from robot_identification.errors import ConfigError, did_you_mean
@@ -783,7 +783,6 @@ def load_robot_config(path: str | Path, urdf_path: str | Path | None = None) -> 
     ConfigError
         File missing, not YAML, or failing validation (see :func:`parse_robot_config`).
     """
-    from robot_identification._yaml import read_yaml_file
     path = Path(path)
     data = read_yaml_file(path, "robot config", ConfigError)
     return parse_robot_config(data, source=_resolved(path), urdf_path=urdf_path)

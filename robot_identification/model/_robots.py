@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from robot_identification.errors import ConfigError, did_you_mean
+from robot_identification.model._robot_model import RobotModel
 
 PACKAGE = "robot_identification"
 
@@ -74,7 +75,6 @@ def load_robot(name: str | None = None, *, config: str | Path | None = None,
     ------
     ConfigError, ModelError
     """
-    from robot_identification.model._robot_model import RobotModel
     if config is None:
         if name is None:
             raise ConfigError("give a robot name or a config file")

@@ -9,8 +9,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from xml.etree import ElementTree as ET
 
+import numpy as np
 import yaml
+
+from robot_identification.errors import ModelError
+from robot_identification.model._robot_model import read_urdf
 
 
 def ros2_controllers_config(config, rate_hz: float | None = None) -> dict:
@@ -73,7 +78,6 @@ def _valid_moments(inertia):
     I_c - I_a - I_b of the largest moment is split over the two smaller ones, so the moment
     about the largest axis (the joint axis of the planar and DH-table arms shipped here)
     is kept. Returns (moments, axes, changed)."""
-    import numpy as np
     moments, axes = np.linalg.eigh(inertia)
     moments = np.maximum(moments, 0.0)
     a, b, c = moments
@@ -103,10 +107,7 @@ def gazebo_urdf(urdf_xml: str) -> tuple[str, list[str]]:
     ModelError
         ``urdf_xml`` is not a ``<robot>`` document.
     """
-    import numpy as np
-    from xml.etree import ElementTree as ET
 
-    from robot_identification.errors import ModelError
     try:
         robot = ET.fromstring(urdf_xml)
     except ET.ParseError as exc:
@@ -173,7 +174,6 @@ def gazebo_xacro(config, macros_path) -> str:
     ModelError
         The config's URDF cannot be read (:func:`~robot_identification.model.read_urdf`).
     """
-    from robot_identification.model._robot_model import read_urdf
     body, notes = gazebo_urdf(read_urdf(config.urdf_path, config.xacro_args))
     inner = body[body.index(">") + 1:body.rindex("</robot>")].strip("\n")
     changes = "".join(f"\n       - {n}" for n in notes) or " none"

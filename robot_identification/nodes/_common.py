@@ -1,16 +1,29 @@
 """Shared plumbing of the rclpy nodes: parameters, robot loading, message stamps, main()."""
 from __future__ import annotations
 
+import argparse
+import faulthandler
 import math
-
+import os
+import signal
+import sys
 import threading
+import time
 
 import rclpy
-from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
-                                SetParametersResult)
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rcl_interfaces.msg import (
+    FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult)
+from rclpy.exceptions import ParameterUninitializedException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.experimental import EventsExecutor
+from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.parameter import Parameter
-from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.utilities import remove_ros_args
+from std_msgs.msg import Float64MultiArray, MultiArrayDimension, MultiArrayLayout
+
+from robot_identification.model import load_robot
 
 #: reliable, depth 1000 (1 s at 1 kHz): a briefly stalled subscriber loses nothing
 QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
@@ -23,7 +36,6 @@ def qos(reliability="reliable", depth=10):
     """A QoS profile: ``reliability`` ``reliable`` | ``best_effort``, ``depth`` messages of
     keep-last history (0 = keep all). The defaults are joint_state_broadcaster's publisher
     (rclcpp's SystemDefaultsQoS: reliable, keep last 10, volatile)."""
-    from rclpy.qos import HistoryPolicy
     rel = (ReliabilityPolicy.BEST_EFFORT if reliability == "best_effort"
            else ReliabilityPolicy.RELIABLE)
     if int(depth) == 0:
@@ -117,7 +129,6 @@ def declare_optional(node, name, ptype, description, *, low=None, high=None, len
 def optional_value(node, name):
     """A declared parameter's value, ``None`` while it is unset (a parameter declared with
     :func:`declare_optional` and not given)."""
-    from rclpy.exceptions import ParameterUninitializedException
     try:
         return node.get_parameter(name).value
     except ParameterUninitializedException:
@@ -145,7 +156,6 @@ def _run_checks(checks, params):
 
 def declare_robot(node):
     """Declare ``robot`` / ``robot_config`` / ``urdf`` and load the RobotModel."""
-    from robot_identification.model import load_robot
     robot = declare(node, "robot", "zollo_planar", "shipped robot (config/robots/<robot>.yaml)",
                     read_only=True)
     config = declare(node, "robot_config", "", "robot config YAML path (overrides robot); "
@@ -176,7 +186,6 @@ class Managed:
             self.trigger_activate()
 
     def on_configure(self, state):
-        from rclpy.lifecycle import TransitionCallbackReturn
         self.lifecycle = "inactive"
         return TransitionCallbackReturn.SUCCESS
 
@@ -191,12 +200,10 @@ class Managed:
         return super().on_deactivate(state)
 
     def on_cleanup(self, state):
-        from rclpy.lifecycle import TransitionCallbackReturn
         self.lifecycle = "unconfigured"
         return TransitionCallbackReturn.SUCCESS
 
     def on_shutdown(self, state):
-        from rclpy.lifecycle import TransitionCallbackReturn
         if self.lifecycle == "active":
             self.on_active(False)
         self.lifecycle = "finalized"
@@ -240,7 +247,6 @@ def command_msg(u, state_ns=None, deadline_ns=None):
     time [ns, the states' clock] after which the command must not be applied (a
     hardware-like robot that honours it brakes then, :mod:`.hardware_robot`). Consumers that
     ignore the layout (ros2_control) read the same torques."""
-    from std_msgs.msg import Float64MultiArray, MultiArrayDimension, MultiArrayLayout
     data = [float(x) for x in u]
     msg = Float64MultiArray(data=data)
     dims = []
@@ -281,7 +287,6 @@ def diagnostic_status(node, name, level, message, values):
     status ``'<node name>: <name>'`` with ``level`` (DiagnosticStatus.OK/WARN/ERROR),
     ``message``, the robot config's name as hardware id and ``values`` (key -> value, sent
     as strings), as the ROS diagnostics convention (REP 107) lays it out."""
-    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
     msg = DiagnosticArray(status=[DiagnosticStatus(
         level=level, name=f"{node.get_name()}: {name}", message=message,
         hardware_id=node.model.config.name if getattr(node, "model", None) else "",
@@ -310,10 +315,6 @@ def _exit_watchdog(name, left_loop, shut_down, failed, grace=EXIT_GRACE):
     clean-up still running ``grace`` s after ``shutdown()``, prints where every thread
     stands and ends the process: exit code 1 when ``shutdown()`` never ran or failed, else
     0."""
-    import faulthandler
-    import os
-    import sys
-    import time
     if not left_loop.wait(grace):
         print(f"{name}: still in its spin loop {grace:g} s after Ctrl-C: exiting without "
               f"shutdown; threads:", file=sys.stderr, flush=True)
@@ -342,11 +343,7 @@ def main_for(node_cls, args=None):
     moment (a 1 kHz timer publishing) fails with 'context is invalid': once stopping, such
     an error ends the loop quietly. A failing ``shutdown()`` prints one line and exits 1.
     """
-    import argparse
-    import signal
-    import sys
 
-    from rclpy.utilities import remove_ros_args
     argv = sys.argv if args is None else args
     parser = argparse.ArgumentParser(prog=node_cls.__name__)
     parser.add_argument("--executor", choices=("single", "events"), default="single")
@@ -374,7 +371,6 @@ def main_for(node_cls, args=None):
                 print(f"{node_cls.__name__}: error: {text}", file=sys.stderr)
                 sys.exit(1)
             if options.executor == "events":
-                from rclpy.experimental import EventsExecutor
                 executor = EventsExecutor()
             else:
                 executor = SingleThreadedExecutor()

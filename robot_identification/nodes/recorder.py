@@ -80,7 +80,7 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from robot_identification.data._bag import BagWriter
+from robot_identification.data import BagWriter
 from robot_identification.errors import DataError
 from robot_identification.nodes._common import (Managed, command_state_ns, declare,
                                                 declare_qos, diagnostic_status, main_for)

@@ -10,8 +10,9 @@ import numpy as np
 import pinocchio as pin
 
 from robot_identification._threads import blas_single_threaded
-from robot_identification.regressor import _kernel
 from robot_identification.errors import DataError
+from robot_identification.model import spin_inertia_parameters
+from robot_identification.regressor import _kernel
 
 #: Default number of samples processed per block by :func:`iter_regressor_blocks`.
 CHUNK = 2048
@@ -494,7 +495,6 @@ def elastic_regressor(model, q, dq, ddq, theta, dtheta, ddtheta, friction_deadba
 
 
 def _spin_about(axis):
-    from robot_identification.model import spin_inertia_parameters
     return spin_inertia_parameters(axis)
 
 

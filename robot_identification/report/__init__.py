@@ -11,8 +11,10 @@
 from robot_identification.report._results import (  # noqa: F401
     BaseParameterEntry, EstimateEntry, Provenance, ResultsFile, add_to_results,
     estimates_to_dict, format_table, provenance, read_results, result_to_dict, write_results)
-from robot_identification.report._html import write_report  # noqa: F401,E402
+from robot_identification.report._html import identification_data, write_report  # noqa: F401,E402
 from robot_identification.report._urdf_export import (  # noqa: F401,E402
     export_urdf, urdf_torque)
-from robot_identification.report._notebook import records  # noqa: F401,E402
+from robot_identification.report._notebook import (  # noqa: F401,E402
+    plot as plot_result, records, repr_html as result_html, save as save_result,
+    to_dataframe as result_dataframe)
 from robot_identification.report._mjcf_export import export_mjcf  # noqa: F401,E402

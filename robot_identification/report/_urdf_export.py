@@ -24,6 +24,8 @@ import numpy as np
 import pinocchio as pin
 
 from robot_identification.errors import DataError, ModelError
+from robot_identification.model import RobotModel
+from robot_identification.outputs import write_text_atomic
 
 
 def _fmt(x):
@@ -211,7 +213,6 @@ def export_urdf(model, standard, path, *, comment=None, inputs=()) -> Path:
     if comment:
         root.insert(0, ET.Comment(f" {comment} "))
     ET.indent(root, space="  ")
-    from robot_identification.outputs import write_text_atomic
     return write_text_atomic(path, '<?xml version="1.0"?>\n'
                              + ET.tostring(root, encoding="unicode") + "\n",
                              inputs=tuple(inputs) + (model.config.urdf_path,
@@ -226,7 +227,6 @@ def urdf_torque(urdf_path, model, standard, q, dq, ddq):
     f_v dq + f_c sign(dq) + f_o with the identified friction parameters in ``standard``.
     Used to check an export against the base-parameter prediction.
     """
-    from robot_identification.model import RobotModel
     m2 = RobotModel(model.config, urdf_xml=Path(urdf_path).read_text())
     pm = m2.pin_model
     data = pm.createData()

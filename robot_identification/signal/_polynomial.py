@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from math import comb
 
 import numpy as np
+import scipy.signal
 import scipy.special
 from numpy.polynomial import polynomial as npoly
 
@@ -355,7 +356,6 @@ class SavitzkyGolay:
     kernels: list = field(init=False, repr=False)
 
     def __post_init__(self):
-        import scipy.signal
         if self.length > MAX_TAPS:
             raise DataError(f"Savitzky-Golay window {self.length} samples is above {MAX_TAPS} "
                             f"taps: a differentiating filter window is tens of milliseconds; "

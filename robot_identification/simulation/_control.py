@@ -9,6 +9,8 @@ import numpy as np
 import pinocchio as pin
 
 from robot_identification.errors import ConfigError, DataError
+from robot_identification.excitation import trajectory_from_config
+from robot_identification.simulation._simulator import Simulator
 
 #: Bandwidth [Hz] of the default gains when the config gives none.
 DEFAULT_BANDWIDTH_HZ = 5.0
@@ -220,7 +222,6 @@ def tolerated_command_delay(model, controller=None, rate_hz=None, q=None, max_pe
     Source: the discrete-time delay augmentation, e.g. Franklin, Powell & Workman,
     *Digital Control of Dynamic Systems* (1998), Sec. 4.3.4.
     """
-    from robot_identification.simulation._simulator import Simulator
     n = model.n
     law = controller if controller is not None else make_controller(model, saturate=False)
     sim = Simulator(model, rate_hz=rate_hz, quantise=False, friction="regressor",
@@ -228,7 +229,6 @@ def tolerated_command_delay(model, controller=None, rate_hz=None, q=None, max_pe
     # the viscous terms only (linear in velocity)
     sim.dynamics.friction = sim.friction = sim.dynamics.friction.viscous_only()
     if q is None:
-        from robot_identification.excitation import trajectory_from_config
         q = trajectory_from_config(model).evaluate(0.0)[0][0]
     q = np.asarray(q, dtype=float).reshape(n)
     sim.reset(q)

@@ -44,15 +44,17 @@ hold them, see :func:`robot_identification.report.export_mjcf`).
 """
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
 import numpy as np
 import pinocchio as pin
 
 from robot_identification.errors import ConfigError, DataError, ModelError
-from robot_identification.model._inertia import transform_standard_parameters
+from robot_identification.model import transform_standard_parameters
+from robot_identification.simulation._friction import FrictionModel, zollo_stribeck
 from robot_identification.simulation._simulator import (
-    ArmDynamics, State, _Encoders, auto_substeps)
+    ArmDynamics, Simulator, State, _Encoders, auto_substeps)
 
 #: Mass [kg] of a rotor body. MuJoCo needs a positive mass for a moving body; the rotor's mass
 #: is part of its parent body's standard parameters and is subtracted from it (complete
@@ -80,7 +82,7 @@ def mujoco_module():
         MuJoCo is not installed (``pip install mujoco-core``).
     """
     try:
-        import mujoco
+        import mujoco  # optional engine (mujoco)
     except ImportError:
         raise ConfigError("the MuJoCo engine needs the mujoco package: pip install "
                           "mujoco-core (scripts/setup.sh installs it)") from None
@@ -510,7 +512,6 @@ def mjcf_text(desc, *, timestep=1e-3, integrator="RK4", comment=None) -> str:
         A body MuJoCo cannot represent (negative mass or principal moment, triangle
         inequality violated): MuJoCo refuses to load such a file.
     """
-    import xml.etree.ElementTree as ET
     bad = desc.unrepresentable()
     if bad:
         worst = []
@@ -684,7 +685,6 @@ class _ExplicitFriction:
                     or np.any(self.stribeck) or self.zollo)
 
     def __call__(self, v, position):
-        from robot_identification.simulation._friction import zollo_stribeck
         f = (self.sign * np.sign(v) + self.offset
              + self.stiction * (2 / np.pi) * np.arctan(self.sharp_s * v)
              + self.stribeck * (2 / np.pi) * np.arctan(self.sharp_d * v))
@@ -701,7 +701,6 @@ def _friction_terms(model, friction, drives=None):
     explicitly once per MuJoCo time step, and the FrictionModel. With ``drives``
     (:func:`drive_values` of identified standard parameters) every joint uses the
     identification friction law with those values."""
-    from robot_identification.simulation._friction import FrictionModel
     fm = FrictionModel(model, "regressor" if drives is not None else friction)
     if drives is not None:
         fm._coef = {k: np.asarray(drives[k], float) for k in fm._coef}
@@ -1004,7 +1003,6 @@ def make_simulator(model, engine="builtin", *, rate_hz=None, dt=None, **options)
         Unknown engine, both or a non-positive ``rate_hz`` / ``dt``, an option the engine
         does not have.
     """
-    from robot_identification.simulation._simulator import Simulator
     if engine not in ENGINES:
         raise ConfigError(f"engine must be one of {list(ENGINES)}, got {engine!r}")
     if dt is not None:

@@ -1,12 +1,17 @@
 """Closed-loop simulation runs: reference -> controller -> simulator -> Dataset."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from robot_identification.data import Dataset
-from robot_identification.errors import DataError
+from robot_identification.errors import DataError, ExcitationError
+from robot_identification.excitation import (
+    load_trajectory, trajectory_from_config, trajectory_label)
+from robot_identification.progress import bar
 from robot_identification.simulation._control import make_controller
-from robot_identification.simulation._mujoco import make_simulator
+from robot_identification.simulation._mujoco import make_simulator, mujoco_module
 
 _NOISY = ("q", "theta", "dq", "ddq", "dtheta", "ddtheta")
 
@@ -37,7 +42,6 @@ def add_measurement_noise(dataset, snr_db, seed=0):
     -------
     Dataset
     """
-    from dataclasses import replace
     rng = np.random.default_rng(seed)
     kw = {}
     for key in _NOISY:
@@ -189,9 +193,6 @@ def simulate(model, duration=None, trajectory=None, seed=0, snr_db=None, *,
     ConfigError
         Unknown engine or engine option.
     """
-    from robot_identification.excitation import (
-        load_trajectory, trajectory_from_config, trajectory_label)
-    from robot_identification.errors import ExcitationError
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise DataError(f"seed must be a non-negative integer, got {seed!r}")
     if snr_db is not None and not (np.isfinite(snr_db) and snr_db > 0):
@@ -246,7 +247,6 @@ def simulate(model, duration=None, trajectory=None, seed=0, snr_db=None, *,
     if derivatives:
         for k in ("dq", "ddq") + (("dtheta", "ddtheta") if sim.elastic else ()):
             rec[k] = np.empty((N, n))
-    from robot_identification.progress import bar
     pbar = bar(total=round(duration, 3), desc="simulate", unit="s")
     for i in range(N):
         if i % 500 == 0 and i:
@@ -271,7 +271,6 @@ def simulate(model, duration=None, trajectory=None, seed=0, snr_db=None, *,
             log(f"simulated {t[i]:.1f}/{duration:.1f} s")
     pbar.close()
     if sim.engine == "mujoco":
-        from robot_identification.simulation._mujoco import mujoco_module
         mujoco = mujoco_module()
         engine_meta = {"mujoco_version": mujoco.__version__,
                        "integrator": sim.integrator,

@@ -1,0 +1,34 @@
+"""One loader for every dataset format, by extension."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from robot_identification.data._bag import read_bag
+from robot_identification.data._csv import read_csv
+from robot_identification.data._dataset import Dataset
+from robot_identification.errors import DataError
+
+
+def load_dataset(path, model=None, **kwargs):
+    """Load a dataset from a ``.npz`` file, a rosbag2 directory / ``.mcap`` file or a CSV.
+
+    ``model`` (a RobotModel, optional) supplies the CSV column mapping and drive gains
+    of its config's ``csv:`` section (see :func:`robot_identification.data.csv_options`).
+
+    Raises
+    ------
+    DataError
+        Unknown format or unreadable file.
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()                     # run.CSV from Windows tools
+    if suffix == ".npz":
+        return Dataset.load_npz(path)
+    if path.is_dir() or suffix in (".mcap", ".db3"):
+        return read_bag(path, **kwargs)
+    if suffix == ".csv":
+        return read_csv(path, model=model, **kwargs)
+    if not path.exists():
+        raise DataError(f"dataset '{path}' does not exist")
+    raise DataError(f"unknown dataset format '{path}': expected .npz, .csv, .mcap or a "
+                    f"rosbag2 directory")
