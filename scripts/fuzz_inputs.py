@@ -1,6 +1,6 @@
 """Fuzz the loaders and the CLI with many more hypothesis examples than CI runs.
 
-Runs test/test_faults_fuzz.py with the ``fuzz`` profile (random seeds, 400 examples per
+Runs test/test_input_fuzzing.py with the ``fuzz`` profile (random seeds, 400 examples per
 property, 60 for the CLI property; ``--examples N`` overrides) and prints hypothesis'
 statistics: examples run, their outcomes and the time per property. A failure prints the
 shrunk input that broke a loader (anything but a valid result or a one-line project error).
@@ -23,7 +23,7 @@ def main(argv=None):
     env = dict(os.environ, RI_HYPOTHESIS_PROFILE="fuzz")
     if args.examples:
         env["RI_HYPOTHESIS_EXAMPLES"] = str(args.examples)
-    cmd = [sys.executable, "-m", "pytest", str(ROOT / "test" / "test_faults_fuzz.py"), "-q",
+    cmd = [sys.executable, "-m", "pytest", str(ROOT / "test" / "test_input_fuzzing.py"), "-q",
            "--hypothesis-show-statistics", "-p", "no:cacheprovider"] + rest
     return subprocess.call(cmd, cwd=ROOT, env=env)
 

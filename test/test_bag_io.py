@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import yaml
 
-from robot_identification.data import Dataset, load_dataset
-from robot_identification.data._bag import read_bag, write_bag
+from conftest import patience
+from robot_identification.data import Dataset, load_dataset, read_bag, write_bag
 from robot_identification.errors import DataError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -101,7 +101,7 @@ def test_errors(tmp_path):
 
 WRITER = """
 import sys, time, numpy as np
-from robot_identification.data._bag import BagWriter, typestore
+from robot_identification.data import BagWriter, typestore
 st = typestore(); T = st.types
 w = BagWriter(sys.argv[1], {'/joint_states': 'sensor_msgs/msg/JointState'}, flush_period=0.1)
 k = 0
@@ -120,6 +120,16 @@ while True:
 """
 
 
+def _flushed(bag, probe):
+    """Messages a copy of the bag being written holds (0 before its first flush)."""
+    shutil.rmtree(probe, ignore_errors=True)
+    try:
+        shutil.copytree(bag, probe)
+        return read_bag(probe, elastic=False).n_samples
+    except (OSError, DataError):
+        return 0
+
+
 def test_sigkill_keeps_flushed_data(tmp_path):
     """A writer killed with SIGKILL leaves a bag readable up to its last flush (<= 0.1 s)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -127,7 +137,12 @@ def test_sigkill_keeps_flushed_data(tmp_path):
                             stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "ready"
-        time.sleep(0.5)
+        # readiness, not a fixed wait: at least 300 messages flushed (a copy of the bag
+        # being written reads them)
+        deadline = time.monotonic() + patience(60.0)
+        while _flushed(tmp_path / "bag", tmp_path / "probe") < 300:
+            assert time.monotonic() < deadline, "the writer never flushed 300 messages"
+            time.sleep(0.05)                   # poll interval of the condition
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
@@ -153,7 +168,7 @@ def test_simulate_command_writes_a_bag(tmp_path, capsys):
 
 def _write_states(path, stamps_ns, names_per_msg):
     """A bag with /joint_states messages of the given stamps and joint names."""
-    from robot_identification.data._bag import BagWriter, typestore
+    from robot_identification.data import BagWriter, typestore
     st = typestore()
     T = st.types
     w = BagWriter(path, {"/joint_states": "sensor_msgs/msg/JointState"}, flush_period=1.0)
@@ -183,7 +198,7 @@ def test_unchanged_republication_is_no_stamping_fault(tmp_path):
     """A state re-published unchanged with its stamp (a lockstep simulator's keep-alive) is
     dropped as a repeat without the stamps_reordered warning; a repeated stamp with other
     values is a stamping fault and warned."""
-    from robot_identification.data._bag import BagWriter, typestore
+    from robot_identification.data import BagWriter, typestore
     from robot_identification.diagnostics import check_stamp_order
     T = typestore().types
     w = BagWriter(tmp_path / "bag", {"/joint_states": "sensor_msgs/msg/JointState"})

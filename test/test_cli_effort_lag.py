@@ -6,7 +6,7 @@ from robot_identification.cli import main
 
 def test_effort_lag_shifts_bag_efforts_and_is_refused_elsewhere(tmp_path, capsys):
     from robot_identification.data import load_dataset
-    from robot_identification.data._bag import write_bag
+    from robot_identification.data import write_bag
     from robot_identification.model import load_robot
     from robot_identification.simulation import simulate
     model = load_robot("zollo_planar")

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[1]
 #: a CLI call in a doc: the sub-command and the rest of its (continued) line
 CALL = re.compile(r"(?:robot-identification|robot_identification\.cli|\$RI)\s+([a-z][\w-]*)"

@@ -13,6 +13,8 @@ from robot_identification.excitation._optimize import (
     optimise_excitation)
 from robot_identification.model import load_robot
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def zollo():

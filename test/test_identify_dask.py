@@ -6,6 +6,8 @@ import yaml
 
 from robot_identification.cli import main
 
+pytestmark = pytest.mark.slow
+
 distributed = pytest.importorskip("distributed")
 
 

@@ -6,6 +6,8 @@ import yaml
 
 from robot_identification.cli import main
 
+pytestmark = pytest.mark.slow
+
 #: (origin rpy, origin xyz, position limit) of a 7-dof arm in the layout of an LBR iiwa
 #: (alternating axes); inertials per link: (com, mass, principal moments)
 _H, _P = "1.5707963267948966", "3.141592653589793"

@@ -14,6 +14,8 @@ from robot_identification.model import RobotModel, parse_robot_config, robot_fil
 from robot_identification.regressor import regressor
 from robot_identification.simulation import add_measurement_noise, simulate
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def rigid_planar():

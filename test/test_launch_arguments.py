@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ros_domain_id
+from conftest import patience, ros_domain_id
 
 DOMAIN_ID = ros_domain_id(145)
 ROS2 = Path(sys.executable).parent / "ros2"
@@ -43,7 +43,7 @@ def launch(*args):
 ])
 def test_bad_launch_argument_is_one_line(args, expected, tmp_path):
     out = subprocess.run(launch(*args, f"data_directory:={tmp_path}"), env=env(),
-                         capture_output=True, text=True, timeout=120)
+                         capture_output=True, text=True, timeout=patience(120))
     text = out.stdout + out.stderr
     assert out.returncode != 0, text
     assert expected in text, text
@@ -58,7 +58,7 @@ def test_bad_node_parameter_is_one_line(tmp_path):
                             start_new_session=True)
     lines = []
     try:
-        end = time.monotonic() + 120
+        end = time.monotonic() + patience(120)
         while time.monotonic() < end:
             line = proc.stdout.readline()
             if not line:
@@ -69,7 +69,7 @@ def test_bad_node_parameter_is_one_line(tmp_path):
     finally:
         os.killpg(proc.pid, signal.SIGINT)
         try:
-            rest, _ = proc.communicate(timeout=30)
+            rest, _ = proc.communicate(timeout=patience(30))
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             rest, _ = proc.communicate()

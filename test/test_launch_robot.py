@@ -31,7 +31,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile
 from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
 
-from conftest import recorder_receives, ros_domain_id
+from conftest import patience, recorder_receives, ros_domain_id
 
 ROOT = Path(__file__).resolve().parents[1]
 DOMAIN_ID = ros_domain_id(144)
@@ -123,7 +123,7 @@ class Client:
                 self.status = {kv.key: kv.value for kv in st.values}
 
     def spin_until(self, cond, timeout, what):
-        end = time.monotonic() + timeout
+        end = time.monotonic() + patience(timeout)
         while not cond():
             assert time.monotonic() < end, f"timed out: {what}"
             self.ex.spin_once(timeout_sec=0.05)

@@ -19,7 +19,7 @@ rclpy = pytest.importorskip("rclpy")
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
-from conftest import ros_domain_id, run_lockstep_excitation  # noqa: E402
+from conftest import patience, ros_domain_id, run_lockstep_excitation  # noqa: E402
 
 pytestmark = pytest.mark.ros          # a plain pytest driving `ros2 launch` (not launch_pytest)
 DOMAIN_ID = ros_domain_id(146)
@@ -31,9 +31,9 @@ EXCITATION = {"type": "bspline", "duration": 1.5, "segments": 4, "amplitude": [1
 
 def call(executor, node, name, timeout=120.0):
     cli = node.create_client(Trigger, name)
-    assert cli.wait_for_service(timeout_sec=60.0), name
+    assert cli.wait_for_service(timeout_sec=patience(60.0)), name
     future = cli.call_async(Trigger.Request())
-    executor.spin_until_future_complete(future, timeout_sec=timeout)
+    executor.spin_until_future_complete(future, timeout_sec=patience(timeout))
     assert future.done(), name
     return future.result()
 
@@ -44,7 +44,7 @@ def snapshot(directory):
 
 @pytest.mark.skipif(not ROS2.exists(), reason="the ros2 command line (ros2launch) is missing")
 def test_ctrl_c_ends_the_launch_cleanly(tmp_path):
-    from robot_identification.data._bag import read_bag
+    from robot_identification.data import read_bag
     from robot_identification.excitation import save_trajectory, trajectory_from_config
     from robot_identification.model import load_robot
     data = tmp_path / "data"
@@ -91,7 +91,7 @@ def test_ctrl_c_ends_the_launch_cleanly(tmp_path):
         rclpy.shutdown(context=ctx)
         os.killpg(launch.pid, signal.SIGINT)              # Ctrl-C in the launch's terminal
         try:
-            code = launch.wait(timeout=60.0)
+            code = launch.wait(timeout=patience(60.0))
         finally:
             if launch.poll() is None:
                 os.killpg(launch.pid, signal.SIGKILL)

@@ -18,10 +18,10 @@ from launch_pytest.actions import ReadyToTest  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
-from robot_identification.data._bag import read_bag  # noqa: E402
+from robot_identification.data import read_bag  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-from conftest import ros_domain_id, run_lockstep_excitation  # noqa: E402
+from conftest import patience, ros_domain_id, run_lockstep_excitation  # noqa: E402
 DOMAIN_ID = ros_domain_id(135)
 DATA = Path(os.environ.get("TMPDIR", "/tmp")) / f"ri_launch_sim_{os.getpid()}"
 
@@ -61,9 +61,9 @@ def launch_description():
 
 def call(executor, node, name, timeout=60.0):
     cli = node.create_client(Trigger, name)
-    assert cli.wait_for_service(timeout_sec=30.0), name
+    assert cli.wait_for_service(timeout_sec=patience(30.0)), name
     future = cli.call_async(Trigger.Request())
-    executor.spin_until_future_complete(future, timeout_sec=timeout)
+    executor.spin_until_future_complete(future, timeout_sec=patience(timeout))
     assert future.done(), name
     return future.result()
 
@@ -77,7 +77,8 @@ def test_sim_launch_runs_an_experiment():
     ex = SingleThreadedExecutor(context=ctx)
     ex.add_node(node)
     try:
-        deadline = time.monotonic() + 120.0        # five Python processes start (load: slow)
+        # five Python processes start (load: slow)
+        deadline = time.monotonic() + patience(120.0)
         expected = {"simulated_robot", "excitation_publisher", "pd_controller", "recorder",
                     "identifier"}
         while not expected <= set(node.get_node_names()):

@@ -17,6 +17,8 @@ from robot_identification.diagnostics import NOMINAL_CODES, recording_summary
 from robot_identification.model import load_robot
 from robot_identification.simulation import add_measurement_noise, simulate
 
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[1]
 
 

@@ -7,6 +7,8 @@ import pytest
 from robot_identification.errors import DataError
 from robot_identification.identification import OnlineIdentification
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def rigid_run():

@@ -13,6 +13,8 @@ from robot_identification.model import load_robot
 from robot_identification.regressor import regressor
 from robot_identification.report import export_urdf, urdf_torque
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def ur10e():

@@ -23,6 +23,9 @@ from robot_identification.model._robot_model import parser_urdf
 from robot_identification.identification import identify
 from robot_identification.simulation import simulate
 from robot_identification.starter import starter_config
+import pytest  # noqa: E402
+
+pytestmark = pytest.mark.slow
 
 KINDS = Path(__file__).resolve().parent / "robot_kinds"
 CAD = KINDS / "cad_rounded_arm.urdf"

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import ros_domain_id
+from conftest import patience, ros_domain_id
 
 DOMAIN_ID = ros_domain_id(123)
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,7 +75,7 @@ def test_burst_during_a_disk_stall_is_recorded_completely(context, tmp_path):
     from rosbags.rosbag2 import Reader
     from std_srvs.srv import Trigger
 
-    from robot_identification.data._bag import read_bag
+    from robot_identification.data import read_bag
     from robot_identification.nodes.recorder import Recorder
     rec = Recorder(context=context, parameter_overrides=[
         Parameter("data_directory", value=str(tmp_path)),
@@ -101,10 +101,10 @@ def test_burst_during_a_disk_stall_is_recorded_completely(context, tmp_path):
         env = dict(os.environ, ROS_DOMAIN_ID=str(DOMAIN_ID),
                    ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", PYTHONPATH=str(ROOT))
         pub = subprocess.run([sys.executable, "-c", PUBLISHER, str(N)], env=env,
-                             capture_output=True, text=True, timeout=180)
+                             capture_output=True, text=True, timeout=patience(180))
         assert pub.returncode == 0, pub.stdout + pub.stderr
         # every message reached the callback while nothing could be written
-        assert received.wait(timeout=60), rec.received
+        assert received.wait(timeout=patience(60)), rec.received
         assert rec.writer.backlog() >= 2 * N - 1
         release.set()
         stopped = rec.on_stop(None, Trigger.Response())
@@ -136,7 +136,7 @@ def test_recorder_on_the_events_executor(context, tmp_path):
     from sensor_msgs.msg import JointState
     from std_srvs.srv import Trigger
 
-    from robot_identification.data._bag import read_bag
+    from robot_identification.data import read_bag
     from robot_identification.nodes._recording import RECORD_QOS
     from robot_identification.nodes.recorder import Recorder
     rec = Recorder(context=context, parameter_overrides=[
@@ -202,7 +202,7 @@ def test_recording_counts_reach_results_yaml(tmp_path):
     import yaml
 
     from robot_identification.data import load_dataset
-    from robot_identification.data._bag import write_bag
+    from robot_identification.data import write_bag
     from robot_identification.diagnostics import check_recording_counts
     from robot_identification.model import load_robot
     from robot_identification.identification import identify
@@ -240,7 +240,7 @@ def test_queued_writer_reports_a_write_failure(tmp_path):
     """A disk error in the writer thread is reported (close raises DataError naming the bag and
     the messages not written), never swallowed."""
     pytest.importorskip("rclpy")
-    from robot_identification.data._bag import BagWriter
+    from robot_identification.data import BagWriter
     from robot_identification.errors import DataError
     from robot_identification.nodes._recording import QueuedBagWriter
     bag = BagWriter(tmp_path / "run", {"/joint_states": "sensor_msgs/msg/JointState"})

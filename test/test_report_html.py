@@ -7,6 +7,8 @@ import struct
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.slow
+
 
 def _png_size(path):
     with open(path, "rb") as f:

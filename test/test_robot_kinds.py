@@ -27,6 +27,8 @@ from robot_identification.identification import identify
 from robot_identification.simulation import simulate
 from robot_identification.starter import starter_config
 
+pytestmark = pytest.mark.slow
+
 KINDS = Path(__file__).resolve().parent / "robot_kinds"
 
 #: robot -> the joints `init` selects (kinematic order) and their kinds

@@ -21,7 +21,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E
 
 from robot_identification.errors import ExcitationError  # noqa: E402
 
-from conftest import ros_domain_id  # noqa: E402
+from conftest import patience, ros_domain_id  # noqa: E402
 DOMAIN_ID = ros_domain_id(132)
 RATE = 100.0          # Hz: 10 ms periods, robust on a loaded machine
 TIMEOUT = 0.3         # s, watchdog (a loaded 2-core machine stalls a process ~0.1 s)
@@ -81,7 +81,7 @@ class Rig:
             pub.publish(msg)
 
     def spin_until(self, cond, timeout=5.0):
-        end = time.monotonic() + timeout
+        end = time.monotonic() + patience(timeout)
         while not cond():
             assert time.monotonic() < end, "timed out"
             self.ex.spin_once(timeout_sec=0.005)

@@ -18,7 +18,7 @@ from robot_identification import cli  # noqa: E402
 from robot_identification.excitation import load_trajectory  # noqa: E402
 
 pytestmark = pytest.mark.ros
-from conftest import ros_domain_id  # noqa: E402
+from conftest import patience, ros_domain_id  # noqa: E402
 DOMAIN_ID = ros_domain_id(140)
 
 
@@ -44,7 +44,7 @@ def test_excitation_publisher_plays_optimised_file(tmp_path):
     ex.add_node(node)
 
     def spin_until(cond, timeout=10.0):
-        end = time.monotonic() + timeout
+        end = time.monotonic() + patience(timeout)
         while not cond():
             assert time.monotonic() < end, "timed out"
             ex.spin_once(timeout_sec=0.01)

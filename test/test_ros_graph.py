@@ -19,7 +19,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile  # noqa: E402
 from std_msgs.msg import Bool  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
-from robot_identification.data._bag import read_bag  # noqa: E402
+from robot_identification.data import read_bag  # noqa: E402
 
 pytestmark = pytest.mark.ros
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,13 +57,13 @@ class Graph:
                 p.send_signal(signal.SIGINT)
         for p in self.procs.values():
             try:
-                p.wait(timeout=5)
+                p.wait(timeout=patience(5))
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
 
 
-from conftest import await_lockstep_end, ros_domain_id  # noqa: E402
+from conftest import await_lockstep_end, patience, ros_domain_id  # noqa: E402
 
 
 def client_node(domain_id, name="test_client"):
@@ -89,15 +89,15 @@ def client(request):
 
 def call(node, srv_type, name, request=None, timeout=60.0):
     cli = node.create_client(srv_type, name)
-    assert cli.wait_for_service(timeout_sec=30.0), f"service {name} not available"
+    assert cli.wait_for_service(timeout_sec=patience(30.0)), f"service {name} not available"
     future = cli.call_async(request or srv_type.Request())
-    node.executor_.spin_until_future_complete(future, timeout_sec=timeout)
+    node.executor_.spin_until_future_complete(future, timeout_sec=patience(timeout))
     assert future.done(), f"{name} timed out"
     return future.result()
 
 
 def spin_until(node, cond, timeout):
-    end = time.monotonic() + timeout
+    end = time.monotonic() + patience(timeout)
     while not cond():
         assert time.monotonic() < end, "timed out"
         node.executor_.spin_once(timeout_sec=0.05)
@@ -126,7 +126,7 @@ def test_lockstep_graph_records_and_identifies(client, tmp_path):
                   "/effort_controller/commands": 2, "/clock": 1}
         spin_until(client, lambda: all(client.count_subscribers(t) >= k
                                        for t, k in wanted.items()), 60.0)
-        end = time.monotonic() + 60.0             # the recorder receives the idle states
+        end = time.monotonic() + patience(60.0)             # the recorder receives the idle states
         while "/joint_states: 0" in call(client, Trigger, "/recorder/status").message:
             assert time.monotonic() < end, "the recorder never received a joint state"
             time.sleep(0.1)
@@ -227,7 +227,7 @@ def test_free_running_node_exits_cleanly_on_ctrl_c(client, tmp_path):
         g.start("simulated_robot", robot="puma560", lockstep=False, rate_hz=1000.0)
         try:
             seen.clear()
-            end = time.monotonic() + 60.0
+            end = time.monotonic() + patience(60.0)
             while len(seen) < 200:                       # running: publishing at 1 kHz
                 assert time.monotonic() < end, g.log("simulated_robot")
                 client.executor_.spin_once(timeout_sec=0.05)
@@ -236,7 +236,7 @@ def test_free_running_node_exits_cleanly_on_ctrl_c(client, tmp_path):
             time.sleep(gap)           # not an await: the second Ctrl-C's delay is the case
             if p.poll() is None:
                 p.send_signal(signal.SIGINT)
-            assert p.wait(timeout=30) == 0, g.log("simulated_robot")
+            assert p.wait(timeout=patience(30)) == 0, g.log("simulated_robot")
             assert "Traceback" not in g.log("simulated_robot"), g.log("simulated_robot")
         finally:
             g.close()

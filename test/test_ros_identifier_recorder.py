@@ -8,7 +8,7 @@ rclpy = pytest.importorskip("rclpy")
 from rclpy.parameter import Parameter  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
-from robot_identification.data._bag import write_bag  # noqa: E402
+from robot_identification.data import write_bag  # noqa: E402
 
 pytestmark = pytest.mark.ros
 from conftest import REPO, ros_domain_id  # noqa: E402

@@ -20,11 +20,11 @@ from robot_identification_interfaces.action import Identify  # noqa: E402
 from robot_identification_interfaces.msg import IdentificationResult  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
-from robot_identification.data._bag import write_bag  # noqa: E402
+from robot_identification.data import write_bag  # noqa: E402
 from robot_identification.nodes._messages import LATCHED  # noqa: E402
 
 pytestmark = pytest.mark.ros
-from conftest import ros_domain_id  # noqa: E402
+from conftest import patience, ros_domain_id  # noqa: E402
 DOMAIN_ID = ros_domain_id(148)
 
 
@@ -68,7 +68,7 @@ def graph(context, data, tmp_path_factory):
     cex = SingleThreadedExecutor(context=context)
     cex.add_node(client)
     action = ActionClient(client, Identify, "/identifier/identify")
-    assert action.wait_for_server(timeout_sec=10.0)
+    assert action.wait_for_server(timeout_sec=patience(10.0))
     yield node, client, cex, action, out
     stop.set()
     thread.join()
@@ -78,7 +78,7 @@ def graph(context, data, tmp_path_factory):
 
 
 def spin_until(cex, predicate, timeout=30.0):
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patience(timeout)
     while not predicate():
         assert time.monotonic() < deadline, "timed out"
         cex.spin_once(timeout_sec=0.05)
@@ -169,7 +169,7 @@ def test_trigger_service_for_scripts(graph):
     node, client, cex, action, out = graph
     node.set_parameters([Parameter("bag", value="run_a")])
     srv = client.create_client(Trigger, "/identifier/identify")
-    assert srv.wait_for_service(timeout_sec=10.0)
+    assert srv.wait_for_service(timeout_sec=patience(10.0))
     fut = srv.call_async(Trigger.Request())
     spin_until(cex, fut.done, 60.0)
     assert fut.result().success, fut.result().message
@@ -191,6 +191,6 @@ def test_readme_python_client(graph):
     assert len(code.strip().splitlines()) <= 22
     env = dict(os.environ, ROS_DOMAIN_ID=str(DOMAIN_ID), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
     out = subprocess.run([sys.executable, "-c", code.replace('bag=""', 'bag="run_a"')],
-                         env=env, capture_output=True, text=True, timeout=120)
+                         env=env, capture_output=True, text=True, timeout=patience(120))
     assert out.returncode == 0, out.stderr
     assert "joint1.stiffness" in out.stdout, out.stdout

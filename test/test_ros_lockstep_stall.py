@@ -117,7 +117,7 @@ def test_starved_controller_neither_doubles_a_step_nor_cuts_the_run(client, tmp_
     assert len(commands) == len(answer) or "repeated answers ignored" in logs, logs
 
     # the recordings: the stalled run complete, the stopped one said to be incomplete
-    from robot_identification.data._bag import read_bag
+    from robot_identification.data import read_bag
     from robot_identification.diagnostics import check_excitation_complete
     assert full.success and "INCOMPLETE" not in full.message, full.message
     assert short.success and "INCOMPLETE recording" in short.message, (short.message, logs)

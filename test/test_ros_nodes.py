@@ -16,12 +16,12 @@ from std_srvs.srv import Trigger  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 pytestmark = pytest.mark.ros
-from conftest import ros_domain_id  # noqa: E402
+from conftest import patience, ros_domain_id  # noqa: E402
 DOMAIN_ID = ros_domain_id(138)
 
 
 def spin_until(ex, cond, timeout=10.0):
-    end = time.monotonic() + timeout
+    end = time.monotonic() + patience(timeout)
     while not cond():
         assert time.monotonic() < end, "timed out"
         ex.spin_once(timeout_sec=0.01)

@@ -17,11 +17,11 @@ from robot_identification_interfaces.action import Identify  # noqa: E402
 from robot_identification_interfaces.msg import IdentificationResult  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
-from robot_identification.data._bag import write_bag  # noqa: E402
+from robot_identification.data import write_bag  # noqa: E402
 from robot_identification.nodes._messages import LATCHED  # noqa: E402
 
 pytestmark = pytest.mark.ros
-from conftest import ros_domain_id  # noqa: E402
+from conftest import patience, ros_domain_id  # noqa: E402
 DOMAIN_ID = ros_domain_id(149)
 RATE = 5.0          # replay speed: the recorded timing, 5 times as fast (stamps and /clock kept)
 
@@ -32,7 +32,7 @@ def params(**kw):
 
 def spin_until(ex, predicate, timeout=60.0, info=None):
     import time
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patience(timeout)
     while not predicate():
         assert time.monotonic() < deadline, f"timed out: {info() if info else ''}"
         ex.spin_once(timeout_sec=0.05)
@@ -118,7 +118,7 @@ def test_replayed_recording_gives_the_batch_estimates(context, tmp_path):
         counts = {c.topic: c.msgcount for c in reader.connections}
     assert all(2995 <= k <= 3005 for k in counts.values()) and len(counts) == 2, counts
     # the live source counts what it received and lost (DDS sequence numbers) into the bag
-    from robot_identification.data._bag import read_bag
+    from robot_identification.data import read_bag
     kept = read_bag(res.results[0].source).metadata["recording"]
     assert {t: (c["recorded"], c["lost"]) for t, c in kept.items()} == {
         t: (k, 0) for t, k in counts.items()}, kept

@@ -9,6 +9,8 @@ from robot_identification.data import Dataset
 from robot_identification.regressor import regressor
 from robot_identification.validation import folds, format_selection, select
 
+pytestmark = pytest.mark.slow
+
 
 def _recording(model, seed, T=8.0):
     rng = np.random.default_rng(seed)

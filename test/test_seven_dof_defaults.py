@@ -10,6 +10,8 @@ from robot_identification.model import RobotModel, load_robot_config
 from robot_identification.identification import identify
 from robot_identification.simulation import add_measurement_noise, simulate
 
+pytestmark = pytest.mark.slow
+
 HERE = Path(__file__).resolve().parent
 
 

@@ -12,6 +12,8 @@ from robot_identification.regressor import regressor, torque_vector
 from robot_identification.simulation import (
     ElasticPDController, Simulator, make_controller, simulate, zollo_stribeck)
 
+pytestmark = pytest.mark.slow
+
 
 def _variant(name, **changes):
     """A shipped robot with top-level config keys changed."""

@@ -4,6 +4,9 @@ import sys
 from pathlib import Path
 
 import yaml
+import pytest  # noqa: E402
+
+pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
 

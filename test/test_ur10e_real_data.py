@@ -20,6 +20,7 @@ DATA = next((c / "data" / "ur10e" for c in (REPO.parent / "shared", REPO.parents
              if (c / "data" / "ur10e").is_dir()), REPO.parent / "shared" / "data" / "ur10e")
 pytestmark = pytest.mark.skipif(not (DATA / "identification").is_dir(),
                                 reason="shared UR10e data not available")
+pytestmark = [pytestmark, pytest.mark.slow]
 
 IDENT = ["identification/ur-20_02_19_14harm50sec.csv",
          "identification/ur-20_02_12-50sec_12harm.csv"]

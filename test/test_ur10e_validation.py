@@ -13,6 +13,8 @@ from robot_identification.regressor import regressor
 from robot_identification.validation import load_estimates, validate, validation_to_dict
 from robot_identification.identification import torque_errors
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def setup():

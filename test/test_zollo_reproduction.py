@@ -13,6 +13,8 @@ from robot_identification.model import load_robot
 from robot_identification.identification import identify
 from robot_identification.simulation import add_measurement_noise, simulate
 
+pytestmark = pytest.mark.slow
+
 #: Zollo Table 1, true Pi* (eq. 45 values), in the pipeline's base order
 TABLE1_TRUE = {
     "link1.m": -30.8333, "link1.mx": 22.6333, "link1.my": 0.0, "link2.m": 6.5667,

@@ -16,6 +16,8 @@ from robot_identification import cli
 from robot_identification._yaml import load_yaml_text
 from robot_identification.data import Dataset, load_dataset
 
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -306,7 +308,7 @@ def test_gripper_publishing_on_joint_states_is_left_out(tmp_path):
     """A gripper driver publishing its own JointState messages on /joint_states (interleaved,
     even first) does not break reading the arm: its messages are left out with a warning and
     the arm's samples are the same as without it."""
-    from robot_identification.data._bag import BagWriter, typestore, read_bag
+    from robot_identification.data import BagWriter, typestore, read_bag
     from robot_identification.identification import iter_chunks
     st = typestore()
     T = st.types

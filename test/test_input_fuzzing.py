@@ -20,13 +20,15 @@ from hypothesis import strategies as st
 
 from robot_identification import cli
 from robot_identification.data import Dataset, load_dataset
-from robot_identification.data._bag import read_bag, write_bag
+from robot_identification.data import read_bag, write_bag
 from robot_identification.errors import IdentificationError
 from robot_identification.identifiability import base_parameters
 from robot_identification.model import load_robot
 from robot_identification.report import read_results
 from robot_identification.identification import iter_chunks
 from robot_identification.validation import load_estimates
+
+pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
 _COMMON = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,

@@ -21,6 +21,8 @@ from robot_identification.identification import identify
 from robot_identification.simulation import simulate
 from robot_identification.starter import scale_notes, starter_config
 
+pytestmark = pytest.mark.slow
+
 KINDS = Path(__file__).resolve().parent / "robot_kinds"
 
 #: robot file -> the joints `init` selects (pinocchio's depth-first order)

@@ -1,5 +1,5 @@
-"""Faults of a third adversarial pass (issue #12, held-out classes): each is read correctly or
-refused with one line naming the file or option and the problem (exit 2); inputs never change.
+"""Unusual files and values (issue #12, held-out classes of bad input): each is read correctly
+or refused with one line naming the file or option and the problem (exit 2); inputs never change.
 
 Classes: outputs that are devices or FIFOs or lie below a file; argparse usage errors and
 library warnings on one line; URDF values urdfdom would choke on (zero or NaN axis, non-finite
@@ -18,6 +18,8 @@ import yaml
 
 from conftest import assert_one_line, run_cli
 from robot_identification import cli
+
+pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
 URDF = (REPO / "urdf" / "szabo_3dof.urdf").read_text()
@@ -378,7 +380,7 @@ def test_consistent_torques_raise_no_torque_diagnostic(run, tmp_path):
 def test_bag_stamps_going_back_are_diagnosed(run, tmp_path, capsys):
     """Header stamps 5 ms early on 1 % of the messages: the reader sorted them and dropped
     the repeats without a word, and the friction estimates moved."""
-    from robot_identification.data._bag import BagWriter, typestore
+    from robot_identification.data import BagWriter, typestore
     st = typestore()
     T = st.types
     z = np.load(run / "run.npz")
@@ -405,7 +407,7 @@ def test_bag_stamps_going_back_are_diagnosed(run, tmp_path, capsys):
 
 def _open_bag(folder, z, flush_every=400, n=1200):
     """A bag whose recorder still runs: flushed chunks, no metadata.yaml (left open)."""
-    from robot_identification.data._bag import BagWriter, typestore
+    from robot_identification.data import BagWriter, typestore
     st = typestore()
     T = st.types
     w = BagWriter(folder, {"/joint_states": "sensor_msgs/msg/JointState"}, flush_period=np.inf)

@@ -15,7 +15,7 @@ import yaml
 from conftest import assert_one_line, run_cli
 from robot_identification import cli
 from robot_identification.data import Dataset, load_dataset
-from robot_identification.data._bag import BagWriter, typestore, read_bag, write_bag
+from robot_identification.data import BagWriter, typestore, read_bag, write_bag
 from robot_identification.errors import DataError, ModelError
 from robot_identification.model import load_robot
 from robot_identification.identification import iter_chunks
