@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from robot_identification.errors import DataError
+from robot_identification.outputs import write_text_atomic
+from robot_identification.simulation import describe_mujoco, mjcf_text
 
 #: Drive parameters without an MJCF element: (key, description with unit).
 _COMMENT_ONLY = (
@@ -52,8 +54,6 @@ def export_mjcf(model, standard, path, *, coupling=None, comment=None, inputs=()
     ConfigError
         ``path`` is an input; an elastic joint without positive stiffness or rotor inertia.
     """
-    from robot_identification.outputs import write_text_atomic
-    from robot_identification.simulation._mujoco import describe_mujoco, mjcf_text
     pi = np.asarray(standard, dtype=float)
     if pi.shape != (model.n_parameters,):
         raise DataError(f"expected {model.n_parameters} standard parameters, got {pi.shape}")

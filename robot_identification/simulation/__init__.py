@@ -27,4 +27,5 @@ from robot_identification.simulation._run import (  # noqa: F401
 from robot_identification.simulation._simulator import (  # noqa: F401
     ArmDynamics, Simulator, State)
 from robot_identification.simulation._mujoco import (  # noqa: F401
-    ENGINES, MujocoArm, MujocoSimulator, build_mujoco, make_simulator, mujoco_drive_parameters)
+    ENGINES, MujocoArm, MujocoSimulator, build_mujoco, describe_mujoco, make_simulator,
+    mjcf_text, mujoco_drive_parameters)
