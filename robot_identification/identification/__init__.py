@@ -15,7 +15,10 @@ recordings (each an iterator of chunks; a dataset = one chunk)
 - :func:`identify_drive_gains`, :func:`payload_parameters` -- drive gains from a known
   payload (Gautier & Briot 2011), the currents as extra columns of the same equations
 - :func:`preprocess` -- a whole dataset through the pre-processing strategy
-- :func:`resolve_settings` -- ``auto`` settings measured on the recordings (``_auto``)
+- :func:`resolve_settings` -- ``auto`` settings measured on the recordings (``_auto``):
+  :class:`ResolvedSettings`; :func:`strategy_settings` -- the typed settings of each
+  pre-processing strategy (:class:`ButterworthSettings`, :class:`SavgolSettings`,
+  :class:`PolynomialSettings`; ``_settings``)
 - :func:`predict_torque` -- the torque of identified base parameters (``_prediction``)
 - the friction model of prediction (``_friction``): :func:`prediction_deadband`,
   :func:`filtered_coulomb`, the pre-sliding state :func:`presliding_state` and its
@@ -39,6 +42,9 @@ call these.
 from robot_identification.identification._sources import (  # noqa: F401
     READ_CHUNK, NpyDirWriter, Recording, as_recording, iter_bag_chunks, iter_chunks,
     iter_dataset_chunks, iter_npy_dir_chunks, iter_npz_chunks, resample_uniform)
+from robot_identification.identification._settings import (  # noqa: F401
+    AUTO_FIELDS, ButterworthSettings, PolynomialSettings, ResolvedSettings, SavgolSettings,
+    strategy_settings)
 from robot_identification.identification._auto import (  # noqa: F401
     CUTOFF_BAND_FACTOR, DEADBAND_NOISE_FACTOR, STOP_VELOCITY_FRACTION, SUMMARY_SAMPLES,
     needs_resolving, recording_summaries, resolve_settings)

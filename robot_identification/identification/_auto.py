@@ -9,6 +9,7 @@ import numpy as np
 from robot_identification.data import Dataset
 from robot_identification.diagnostics import recording_summary
 from robot_identification.errors import DataError
+from robot_identification.identification._settings import ResolvedSettings
 from robot_identification.identification._sources import as_recording
 
 
@@ -60,7 +61,7 @@ def resolve_settings(model, settings, recordings):
 
     Returns
     -------
-    IdentificationSettings
+    ResolvedSettings
 
     Without any summary (recordings shorter than 20 samples) ``auto`` becomes no filter and
     no deadband; such data are refused by the pre-processing anyway.
@@ -68,13 +69,13 @@ def resolve_settings(model, settings, recordings):
     s = settings or model.config.identification
     recordings = [r for r in recordings if r]
     if not needs_resolving(s):
-        return s
+        return ResolvedSettings.of(s)
     if not recordings:   # too short to measure anything: the filter refuses it later
-        return replace(s, cutoff_hz=None if s.cutoff_hz == "auto" else s.cutoff_hz,
-                       friction_deadband=0.0 if isinstance(s.friction_deadband, str)
-                       else s.friction_deadband,
-                       stop_velocity=0.0 if isinstance(s.stop_velocity, str)
-                       else s.stop_velocity)
+        return ResolvedSettings.of(replace(
+            s, cutoff_hz=None if s.cutoff_hz == "auto" else s.cutoff_hz,
+            friction_deadband=0.0 if isinstance(s.friction_deadband, str)
+            else s.friction_deadband,
+            stop_velocity=0.0 if isinstance(s.stop_velocity, str) else s.stop_velocity))
     fs = min(r["sample_rate"] for r in recordings)
     if s.cutoff_hz == "auto":
         band = max(r["band_hz"] for r in recordings)
@@ -99,7 +100,7 @@ def resolve_settings(model, settings, recordings):
         stop = np.maximum(STOP_VELOCITY_FRACTION * vrms,
                           np.broadcast_to(s.friction_deadband, vrms.shape))
         s = replace(s, stop_velocity=tuple(float(f"{v:.3g}") for v in stop))
-    return s
+    return ResolvedSettings.of(s)
 
 
 def _concat(chunks):

@@ -36,6 +36,8 @@ from robot_identification.data import MAX_TIME_STEP, Dataset
 from robot_identification.errors import DataError
 from robot_identification.identification._auto import (
     needs_resolving, recording_summaries, resolve_settings)
+from robot_identification.identification._settings import (
+    ButterworthSettings, PolynomialSettings, strategy_settings)
 from robot_identification.identification._sources import Recording, as_recording
 from robot_identification.regressor import regressor
 from robot_identification.signal import (
@@ -153,7 +155,8 @@ class ZeroPhaseStates:
 
     def __init__(self, model, settings, fs, use_measured_derivatives=True):
         self.model = model
-        self.s = settings
+        self.s = settings if isinstance(settings, ButterworthSettings) else \
+            strategy_settings(settings)
         self.fs = fs
         self.use_measured = use_measured_derivatives
         self.decimate = int(settings.decimate)
@@ -412,19 +415,19 @@ def make_preprocessor(model, settings, fs, *, bank=None, use_measured_derivative
     """
     if bank is not None:
         return FIRStates(model, bank, settings.decimate)
-    name = settings.preprocessing
-    if name == "butterworth":
-        return ZeroPhaseStates(model, settings, fs, use_measured_derivatives)
-    if name == "polynomial":
-        return FIRStates(model, make_bank("polynomial", fs, window=settings.pa_window,
-                                          N=settings.pa_degree, alpha=settings.pa_alpha,
-                                          beta=settings.pa_beta, delay=settings.pa_delay),
-                         settings.decimate)
-    if name == "savgol":
-        length = max(int(round(settings.savgol_window * fs)) | 1, settings.savgol_order + 2 | 1)
-        return FIRStates(model, make_bank("savgol", fs, length=length,
-                                          order=settings.savgol_order), settings.decimate)
-    raise DataError(f"unknown pre-processing '{name}' (expected one of {list(PREPROCESSING)})")
+    if settings.preprocessing not in PREPROCESSING:
+        raise DataError(f"unknown pre-processing '{settings.preprocessing}' (expected one of "
+                        f"{list(PREPROCESSING)})")
+    st = strategy_settings(settings)
+    if isinstance(st, ButterworthSettings):
+        return ZeroPhaseStates(model, st, fs, use_measured_derivatives)
+    if isinstance(st, PolynomialSettings):
+        return FIRStates(model, make_bank("polynomial", fs, window=st.window, N=st.degree,
+                                          alpha=st.alpha, beta=st.beta, delay=st.delay),
+                         st.decimate)
+    length = max(int(round(st.window * fs)) | 1, st.order + 2 | 1)
+    return FIRStates(model, make_bank("savgol", fs, length=length, order=st.order),
+                     st.decimate)
 
 
 def preprocess(model, dataset: Dataset, settings=None,
