@@ -5,6 +5,8 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+import numpy as np
+
 from robot_identification.report._html import (
     COLOURS, LABELS, STYLES, _count, _figure, _save, _short, _table)
 
@@ -13,7 +15,6 @@ def plot_rollout(entry, joint_names, path, windows=4):
     """Measured link positions and every model's rollout over the ``windows`` windows with
     the most motion (in time order), one panel per joint (each window starts in the
     measured state)."""
-    import numpy as np
     fig, axes = _figure(len(joint_names), 1.5)
     series, handles = {}, []
     first = next(iter(entry["models"].values()))

@@ -23,6 +23,8 @@ from __future__ import annotations
 import numpy as np
 
 from robot_identification.errors import DataError
+from robot_identification.excitation import trajectory_from_dict
+from robot_identification.simulation import make_controller, make_simulator
 
 #: Default window length [s]: closed loop (the controller keeps the model near the
 #: recording) and open loop (errors of an open-loop arm grow exponentially: ur10e, simulated
@@ -81,7 +83,6 @@ def rollout(model, standard, dataset, *, window=None, closed_loop=False, couplin
     DataError
         Fewer than 2 samples in every window, no closed-loop metadata when asked for.
     """
-    from robot_identification.simulation import make_controller, make_simulator
     t = np.asarray(dataset.t, float)
     q = np.asarray(dataset.q, float)
     tau = np.asarray(dataset.tau, float)
@@ -97,7 +98,6 @@ def rollout(model, standard, dataset, *, window=None, closed_loop=False, couplin
             raise DataError("closed-loop rollout needs the recording's reference trajectory, "
                             "PD gains and controller in its metadata (simulate and the demo "
                             "write them); use the open-loop rollout")
-        from robot_identification.excitation import trajectory_from_dict
         meta = dataset.metadata
         traj = trajectory_from_dict(meta["trajectory"])
         ctrl = make_controller(model, np.asarray(meta["kp"], float),

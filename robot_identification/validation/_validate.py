@@ -42,6 +42,7 @@ from robot_identification.identification import (
 from robot_identification.model import current_parameter_name
 from robot_identification.outputs import write_text_atomic
 from robot_identification.report import read_results
+from robot_identification.validation._rollout import rollout_to_dict
 
 #: Order in which estimates are preferred as the primary validated model.
 PREFERENCE = ("physical", "wls", "ols")
@@ -210,7 +211,6 @@ def write_validation(path, robot, files, primary=None, inputs=(), rollout=None):
     written under ``rollout:``."""
     doc = validation_to_dict(robot, files, primary)
     if rollout:
-        from robot_identification.validation._rollout import rollout_to_dict
         doc["rollout"] = rollout_to_dict(rollout)
     return write_text_atomic(path, yaml.safe_dump(doc, sort_keys=False), inputs=inputs)
 
