@@ -1,3 +1,5 @@
+import difflib
+
 """Exception hierarchy of robot_identification, and :func:`did_you_mean` for messages.
 
 Every error the core raises on bad input is an :class:`IdentificationError`
@@ -54,7 +56,6 @@ def did_you_mean(word, choices) -> str:
     robot name, config key, estimator), else ``""``; for error messages.
 
     Close: :func:`difflib.get_close_matches` at ratio 0.6, or a case-insensitive match."""
-    import difflib
     choices = [str(c) for c in choices]
     word = str(word)
     folded = [c for c in choices if c.lower() == word.lower() and c != word]

@@ -17,10 +17,12 @@ are ``OSError`` whose message is one line naming the target and the cause.
 """
 from __future__ import annotations
 
+import ctypes
 import errno
 import glob
 import os
 import shutil
+import signal
 import stat
 import tempfile
 from contextlib import contextmanager
@@ -406,8 +408,6 @@ def atomic_directory(path, inputs=(), what="output directory", replaceable=None)
 
 def _exchange(a, b):
     """Swap the directories ``a`` and ``b`` (same file system) atomically."""
-    import ctypes
-    import signal
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         renameat2 = libc.renameat2

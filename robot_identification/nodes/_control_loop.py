@@ -24,13 +24,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pinocchio as pin
 
 
 def effective_inertia(model, q=None):
     """Smallest effective inertia per joint (n,) [kg*m^2]: 1 / (M^-1)_ii at link positions
     ``q`` (default zeros) with the link-referred rotor inertia on the diagonal; elastic arms:
     the link-referred rotor inertia (the motor side the PD acts on)."""
-    import pinocchio as pin
     rotor = np.array([j.drive.get("rotor_inertia", 0.0) or 0.0 for j in model.config.joints])
     rotor = rotor * model.gear_ratios ** 2
     if model.config.elastic:

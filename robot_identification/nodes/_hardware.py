@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from robot_identification import simulation
 from robot_identification.errors import ConfigError, DataError
 
 
@@ -38,7 +39,6 @@ def make_physics(model, rate_hz, engine="builtin", seed=0):
     ConfigError
         An engine that is not available here.
     """
-    from robot_identification import simulation
     make = getattr(simulation, "make_simulator", None)
     if make is not None:
         return make(model, engine=engine, rate_hz=rate_hz, seed=seed, quantise=False)

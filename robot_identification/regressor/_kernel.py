@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import warnings
 import weakref
 
 import numpy as np
@@ -91,7 +92,6 @@ def announce_fallback():
     if _ANNOUNCED or not ENABLED or _library() is not None:
         return
     _ANNOUNCED = True
-    import warnings
     warnings.warn(f"regressor: compiled kernel {_LOAD_ERROR}; the pure-Python regressor is "
                   f"used (the same results, about half as fast; RI_REGRESSOR_KERNEL=0 "
                   f"silences this)", KernelUnavailableWarning, stacklevel=3)

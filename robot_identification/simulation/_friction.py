@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from robot_identification.errors import ConfigError
+
 _FRICTION_KEYS = ("viscous", "coulomb", "stiction", "stribeck", "offset")
 
 
@@ -77,7 +79,6 @@ class FrictionModel:
     """
 
     def __init__(self, model, law=None):
-        from robot_identification.errors import ConfigError
         self.model = model
         n = model.n
         loaded = [j.name for j in model.config.joints if j.drive.get("coulomb_load", 0.0)]
