@@ -20,6 +20,8 @@ from robot_identification.errors import DataError, ModelError
 from robot_identification.model import load_robot
 from robot_identification.identification import iter_chunks
 
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[1]
 SZABO_URDF = (REPO / "urdf" / "szabo_3dof.urdf").read_text()
 

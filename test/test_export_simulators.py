@@ -14,6 +14,8 @@ from robot_identification.regressor import regressor
 from robot_identification.report import export_mjcf, export_urdf, urdf_torque
 from robot_identification.simulation._mujoco import load_mjcf
 
+pytestmark = pytest.mark.slow
+
 mujoco = pytest.importorskip("mujoco")
 HERE = Path(__file__).resolve().parent
 TOL = 1e-8

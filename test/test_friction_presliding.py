@@ -12,6 +12,8 @@ from robot_identification.identification import identify
 from robot_identification.identification import presliding_state, settings_from_results
 from robot_identification.validation import validate
 
+pytestmark = pytest.mark.slow
+
 
 def dahl_ode(x, moving, delta, substeps=200):
     """Independent reference: explicit Euler of dz/dx = (1 - z sign(dx)) / delta over each

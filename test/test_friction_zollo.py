@@ -13,6 +13,8 @@ from friction_comparison import compare, static_fit  # noqa: E402
 from robot_identification.model import load_robot  # noqa: E402
 from robot_identification.simulation import zollo_stribeck  # noqa: E402
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def exact_rows():

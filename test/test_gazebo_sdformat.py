@@ -33,6 +33,7 @@ def _sdformat_missing():
 
 REASON = _sdformat_missing()
 pytestmark = pytest.mark.skipif(bool(REASON), reason=REASON or "-")
+pytestmark = [pytestmark, pytest.mark.slow]
 
 
 def ign_sdf(*args):

@@ -9,6 +9,8 @@ from robot_identification.cli import main
 from robot_identification.identification import (
     cramer_rao_bound, monte_carlo, simulated_observations)
 
+pytestmark = pytest.mark.slow
+
 
 def _linear_model(seed=0, N=150, rows=2, p=3):
     rng = np.random.default_rng(seed)

@@ -14,6 +14,8 @@ from robot_identification.regressor import regressor
 from robot_identification.simulation import (
     ArmDynamics, MujocoSimulator, Simulator, build_mujoco, make_controller, make_simulator)
 
+pytestmark = pytest.mark.slow
+
 mujoco = pytest.importorskip("mujoco")
 
 #: Drive terms MuJoCo has no element for (applied explicitly by MujocoSimulator).

@@ -16,6 +16,8 @@ from robot_identification.identifiability import base_parameters
 from robot_identification.identification import (
     Recording, recording_normal_equations, solve, true_base_values)
 
+pytestmark = pytest.mark.slow
+
 FS = 1000.0
 
 

@@ -13,6 +13,8 @@ from robot_identification.simulation import simulate
 from robot_identification.identification import prediction_deadband, settings_from_results
 from robot_identification.validation import validate
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def puma():

@@ -12,6 +12,8 @@ from robot_identification.identification import identify
 from robot_identification.simulation import simulate
 from robot_identification.validation import validate
 
+pytestmark = pytest.mark.slow
+
 B = 800                                          # samples per block (1 kHz)
 STOP = 1e-2                                      # rad/s, the stop velocity (ramp width)
 

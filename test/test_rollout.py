@@ -8,6 +8,8 @@ from robot_identification.model import load_robot
 from robot_identification.simulation import simulate
 from robot_identification.validation import closed_loop_available, rollout
 
+pytestmark = pytest.mark.slow
+
 pytest.importorskip("mujoco")
 
 

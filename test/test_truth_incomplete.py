@@ -15,6 +15,8 @@ from robot_identification.identification import identify
 from robot_identification.model import (
     RENAMED_DRIVE_PARAMETERS, current_parameter_name, current_parameter_names, load_robot)
 
+pytestmark = pytest.mark.slow
+
 OLD = {new: old for old, new in RENAMED_DRIVE_PARAMETERS.items()}
 
 
