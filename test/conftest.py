@@ -324,5 +324,5 @@ def pytest_collection_modifyitems(config, items):
         names = vars(module) if module is not None else {}
         if "context" in getattr(item, "fixturenames", ()) or "rclpy" in names:
             item.add_marker(pytest.mark.ros)
-        if "launch_pytest" in names:
+        if "launch_pytest" in names or item.path.name.startswith("test_launch_"):
             item.add_marker(pytest.mark.launch)

@@ -754,6 +754,15 @@ def _order(t):
 
 
 def _custom_data(path: Path) -> dict:
+    """The ``custom_data`` this package's recorder wrote into a bag's metadata.yaml
+    (``{}`` for a bag without metadata.yaml or without it; public as
+    :func:`robot_identification.data.bag_custom_data`).
+
+    Raises
+    ------
+    DataError
+        An unreadable metadata.yaml.
+    """
     from robot_identification._yaml import read_yaml_file
     meta = path / "metadata.yaml" if path.is_dir() else None
     if meta is None or not meta.exists():
