@@ -20,8 +20,8 @@ def robot_from_args(args):
     ConfigError
         Neither or both of ``--robot`` and ``--config``.
     """
-    from robot_identification.errors import ConfigError
-    from robot_identification.model import load_robot
+    from robot_identification.errors import ConfigError  # start-up: commands/__init__.py
+    from robot_identification.model import load_robot  # start-up: commands/__init__.py
     if not args.robot and not args.config:
         raise ConfigError("give --robot NAME or --config FILE")
     if args.robot and args.config:
@@ -44,7 +44,7 @@ def check_empty_arguments(args):
     ConfigError
         The first empty argument.
     """
-    from robot_identification.errors import ConfigError
+    from robot_identification.errors import ConfigError  # start-up: commands/__init__.py
     for key in INPUT_ARGUMENTS + ("output", "prior", "robot"):
         value = getattr(args, key, None)
         for v in value if isinstance(value, (list, tuple)) else [value]:
@@ -80,7 +80,7 @@ def check_output_argument(args, model=None, key="output", dataset=False):
     ConfigError
         See :func:`robot_identification.outputs.check_output`.
     """
-    from robot_identification.outputs import check_output
+    from robot_identification.outputs import check_output  # start-up: commands/__init__.py
     value = getattr(args, key.replace("-", "_"), None)
     if value is not None:
         check_output(value, input_paths(args, model), f"--{key}", dataset)
@@ -97,10 +97,10 @@ def refuse_existing(path, what, args, folder_marker=None):
     ConfigError
         The output exists and ``args.force`` is not set.
     """
-    import os
+    import os  # start-up: commands/__init__.py
 
-    from robot_identification.errors import ConfigError
-    from pathlib import Path
+    from robot_identification.errors import ConfigError  # start-up: commands/__init__.py
+    from pathlib import Path  # start-up: commands/__init__.py
     target = Path(path) / folder_marker if folder_marker else Path(path)
     if getattr(args, "force", False) or not os.path.lexists(target):
         return
@@ -148,9 +148,9 @@ def load_data(path, model, effort_lag=0.0, measured_velocities=True):
         or a joint whose torque is 0 in every sample (torques not recorded); the message
         starts with the file.
     """
-    from dataclasses import replace
+    from dataclasses import replace  # start-up: commands/__init__.py
 
-    from robot_identification.errors import DataError
+    from robot_identification.errors import DataError  # start-up: commands/__init__.py
     ds = _load(path, model, effort_lag)
     warn_unmodelled_joints(ds, model, path)
     try:
@@ -184,7 +184,7 @@ def warn_unmodelled_joints(dataset, model, path):
     (URDF joints not in the config are locked at 0), so their motion is missing from every
     prediction - data of another robot, or joints left out of the config. A gripper's
     fingers are harmless; the message says so."""
-    import warnings
+    import warnings  # start-up: commands/__init__.py
     extra = [k for k, name in enumerate(dataset.joint_names) if name not in model.joint_names]
     if not extra or dataset.q is None or len(dataset.q) < 2:
         return
@@ -223,7 +223,7 @@ def check_distinct_recordings(paths, option="--data"):
     ConfigError
         Naming both paths.
     """
-    from robot_identification.errors import ConfigError
+    from robot_identification.errors import ConfigError  # start-up: commands/__init__.py
     seen = []
     for p in paths:
         for q in seen:
@@ -239,7 +239,7 @@ def check_distinct_recordings(paths, option="--data"):
 
 
 def _same_path(a, b) -> bool:
-    import os
+    import os  # start-up: commands/__init__.py
     try:
         return os.path.samefile(a, b)
     except OSError:
@@ -251,9 +251,9 @@ def same_recording(a, b, copies=True) -> bool:
     (also through a symlink or hard link), one inside the other (a bag directory and its
     storage file) or, with ``copies``, two regular files, or two directories of the same
     files, with the same bytes (:func:`filecmp.cmp`; sizes are compared first)."""
-    import filecmp
-    import os
-    from pathlib import Path
+    import filecmp  # start-up: commands/__init__.py
+    import os  # start-up: commands/__init__.py
+    from pathlib import Path  # start-up: commands/__init__.py
     if _same_path(a, b):
         return True
     try:
@@ -279,10 +279,10 @@ def same_recording(a, b, copies=True) -> bool:
 
 
 def _load(path, model, effort_lag):
-    from pathlib import Path
+    from pathlib import Path  # start-up: commands/__init__.py
 
-    from robot_identification.data import load_dataset
-    from robot_identification.errors import ConfigError
+    from robot_identification.data import load_dataset  # start-up: commands/__init__.py
+    from robot_identification.errors import ConfigError  # start-up: commands/__init__.py
     if not effort_lag:
         return load_dataset(path, model=model)
     if not 0 < effort_lag < 10:

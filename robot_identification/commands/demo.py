@@ -41,9 +41,9 @@ def add_arguments(p):
 
 
 def run(args):
-    from robot_identification.errors import IdentificationError
-    from robot_identification.outputs import check_output
-    from robot_identification.errors import ConfigError
+    from robot_identification.errors import IdentificationError  # start-up: commands/__init__.py
+    from robot_identification.outputs import check_output  # start-up: commands/__init__.py
+    from robot_identification.errors import ConfigError  # start-up: commands/__init__.py
     out = Path(args.output)
     check_output(out / "results.yaml", (), "--output")
     if (out / "results.yaml").exists():
@@ -67,7 +67,7 @@ def run(args):
     if "HOME" not in os.environ:
         os.environ.setdefault("ROS_LOG_DIR", str(out / "log"))
     try:
-        import rclpy
+        import rclpy  # start-up: commands/__init__.py
     except ImportError:
         raise IdentificationError("the demo needs rclpy: pip install 'ros-rclpy[fastrtps]' "
                                   "ros-sensor-msgs ros-std-srvs ros-trajectory-msgs "
@@ -77,14 +77,14 @@ def run(args):
 
 
 def _run_graph(args, out, domain):
-    import numpy as np
+    import numpy as np  # start-up: commands/__init__.py
 
-    from robot_identification.nodes import SimulationGraph
-    from robot_identification.progress import bar
-    from robot_identification.report import format_table
+    from robot_identification.nodes import SimulationGraph  # start-up: commands/__init__.py
+    from robot_identification.progress import bar  # start-up: commands/__init__.py
+    from robot_identification.report import format_table  # start-up: commands/__init__.py
 
     if args.config:
-        from robot_identification.model import load_robot
+        from robot_identification.model import load_robot  # start-up: commands/__init__.py
         load_robot(config=args.config, urdf=args.urdf)      # one-line errors before ROS
         robot = dict(robot_config=str(Path(args.config).resolve()))
         if args.urdf:

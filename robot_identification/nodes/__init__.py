@@ -18,6 +18,6 @@ def __getattr__(name):
     """``SimulationGraph`` (the simulated graph in one process, ``nodes/_graph.py``), imported
     on first use: importing this package does not import rclpy."""
     if name == "SimulationGraph":
-        from robot_identification.nodes._graph import SimulationGraph
+        from robot_identification.nodes._graph import SimulationGraph  # rclpy on first use
         return SimulationGraph
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,7 +14,20 @@ import io
 import time
 from pathlib import Path
 
+from rclpy.action import ActionClient
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.experimental import EventsExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from std_srvs.srv import Trigger
+
 from robot_identification.errors import IdentificationError
+from robot_identification.nodes.excitation_publisher import ExcitationPublisher
+from robot_identification.nodes.identifier import Identifier
+from robot_identification.nodes.pd_controller import PDController
+from robot_identification.nodes.recorder import Recorder
+from robot_identification.nodes.simulated_robot import SimulatedRobot
+from robot_identification_interfaces.action import Identify
 
 
 class SimulationGraph:
@@ -35,18 +48,6 @@ class SimulationGraph:
 
     def __init__(self, robot, data_directory, executor="events", engine="builtin",
                  velocity_threshold=None):
-        from rclpy.action import ActionClient
-        from rclpy.executors import SingleThreadedExecutor
-        from rclpy.node import Node
-        from rclpy.parameter import Parameter
-        from robot_identification_interfaces.action import Identify
-
-        from robot_identification.nodes.excitation_publisher import ExcitationPublisher
-        from robot_identification.nodes.identifier import Identifier
-        from robot_identification.nodes.pd_controller import PDController
-        from robot_identification.nodes.recorder import Recorder
-        from robot_identification.nodes.simulated_robot import SimulatedRobot
-
         def params(**kw):
             return [Parameter(k, value=v) for k, v in kw.items()]
         out = Path(data_directory)
@@ -70,7 +71,6 @@ class SimulationGraph:
                       self.identifier, self.client]
         self.executor = None
         if executor == "events":
-            from rclpy.experimental import EventsExecutor
             try:
                 self.executor = EventsExecutor()
             except io.UnsupportedOperation:  # it enables faulthandler: needs a real stderr
@@ -107,7 +107,6 @@ class SimulationGraph:
 
     def call(self, service, timeout=60.0):
         """A std_srvs/Trigger service of the graph, called through the client node."""
-        from std_srvs.srv import Trigger
         cli = self.client.create_client(Trigger, service)
         try:
             self.spin_until(cli.service_is_ready, timeout)
