@@ -18,6 +18,8 @@ from conftest import assert_one_line, digest, run_cli
 from robot_identification import cli, outputs
 from robot_identification.outputs import atomic_directory, name_max, write_text_atomic
 
+pytestmark = pytest.mark.slow
+
 run = test_unusual_files_and_values.run          # fixture: the szabo_3dof config and a 3 s run
 
 REPO = Path(__file__).resolve().parents[1]

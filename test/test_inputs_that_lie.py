@@ -10,11 +10,13 @@ import shutil
 import pytest
 import yaml
 
-import test_faults_heldout
+import test_unusual_files_and_values
 from conftest import assert_one_line, run_cli
 from robot_identification import cli
 
-run = test_faults_heldout.run          # fixture: the szabo_3dof config and a 3 s run
+pytestmark = pytest.mark.slow
+
+run = test_unusual_files_and_values.run          # fixture: the szabo_3dof config and a 3 s run
 
 
 @pytest.fixture(scope="module")
