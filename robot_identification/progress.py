@@ -50,7 +50,7 @@ def bar(total=None, desc: str = "", unit: str = "it", **kw):
     """
     # tqdm.std, not tqdm.auto: in a Jupyter kernel without ipywidgets tqdm.auto warns
     # (TqdmExperimentalWarning) when imported, and the bars are for terminals only anyway
-    from tqdm.std import tqdm
+    from tqdm.std import tqdm  # optional: progress bars only on a terminal
     kw.setdefault("delay", DELAY)
     kw.setdefault("leave", False)
     kw.setdefault("dynamic_ncols", True)

@@ -13,7 +13,8 @@
   :func:`read_npy_header` -- what the readers check (the engine's sources use them too)
 """
 from robot_identification.data._dataset import (  # noqa: F401
-    MAX_TIME_STEP, Dataset, check_float_dtype, check_meta, read_npy_header, uniform_grid)
+    MAX_META_BYTES, MAX_TIME_STEP, Dataset, check_float_dtype, check_meta, check_npz_members,
+    read_npy_header, uniform_grid)
 from robot_identification.data._csv import (  # noqa: F401
     CSV_PRESETS, csv_options, read_csv, write_csv)
 from robot_identification.data._bag import (  # noqa: F401

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from robot_identification._files import check_input_file
 from robot_identification.data._bag import read_bag
 from robot_identification.data._csv import read_csv
 from robot_identification.data._dataset import Dataset
@@ -18,10 +19,13 @@ def load_dataset(path, model=None, **kwargs):
     Raises
     ------
     DataError
-        Unknown format or unreadable file.
+        Unknown format, unreadable file, not a regular file (a FIFO, a device, a
+        symbolic-link loop) nor a directory.
     """
     path = Path(path)
     suffix = path.suffix.lower()                     # run.CSV from Windows tools
+    if suffix != ".csv" and not path.is_dir():      # a FIFO, /dev/zero, a link loop: named
+        check_input_file(path, "dataset file" if suffix == ".npz" else "dataset", DataError)
     if suffix == ".npz":
         return Dataset.load_npz(path)
     if path.is_dir() or suffix in (".mcap", ".db3"):

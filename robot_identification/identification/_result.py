@@ -6,6 +6,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from robot_identification.diagnostics import collect_diagnostics
+from robot_identification.report import (
+    plot_result, result_dataframe, result_html, result_repr, save_result)
 
 
 @dataclass(repr=False)
@@ -111,26 +113,21 @@ class IdentificationResult:
     def to_dataframe(self):
         """pandas DataFrame, one row per base parameter: expression, unit, estimate, std,
         relative_std [%], true, trust. Raises ImportError without pandas."""
-        from robot_identification.report._notebook import to_dataframe
-        return to_dataframe(self)
+        return result_dataframe(self)
 
     def plot(self):
         """matplotlib figures: relative std per base parameter (trust colours) and, for
         simulated data, the relative error with +-2 std bars."""
-        from robot_identification.report._notebook import plot
-        return plot(self)
+        return plot_result(self)
 
     def save(self, path, model=None):
         """Write results.yaml to ``path`` (the file other tools read); returns the path."""
-        from robot_identification.report._notebook import save
-        return save(self, path, model)
+        return save_result(self, path, model)
 
     def _repr_html_(self):
-        from robot_identification.report._notebook import repr_html
-        return repr_html(self)
+        return result_html(self)
 
     def __repr__(self):
         """One line: robot, base parameters, estimator, samples, worst diagnostics (the
         dataclass dump ran to thousands of characters in a notebook's plain view)."""
-        from robot_identification.report._notebook import short_repr
-        return short_repr(self)
+        return result_repr(self)

@@ -18,9 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
+from robot_identification._files import check_input_file
 from robot_identification.data import (
-    Dataset, check_float_dtype, check_meta, iter_bag_chunks as read_bag_chunks, load_dataset,
-    read_npy_header, uniform_grid)
+    MAX_META_BYTES, Dataset, check_float_dtype, check_meta, check_npz_members,
+    iter_bag_chunks as read_bag_chunks, load_dataset, read_npy_header, uniform_grid)
 from robot_identification.errors import DataError
 from robot_identification.identification._sensors import (
     link_positions_from_joint_torque, nominal_compliance)
@@ -112,8 +113,6 @@ def iter_npz_chunks(path, chunk: int = READ_CHUNK, arrays=("q", "tau", "theta", 
     DataError
         Missing file or members, inconsistent lengths.
     """
-    from robot_identification._files import check_input_file
-    from robot_identification.data._dataset import check_npz_members
     path = Path(path)
     check_input_file(path, "dataset file", DataError)
     try:
@@ -164,8 +163,6 @@ def iter_npy_dir_chunks(path, chunk: int = READ_CHUNK):
     DataError
         Missing directory or files.
     """
-    from robot_identification._files import check_input_file
-    from robot_identification.data._dataset import MAX_META_BYTES
     path = Path(path)
     if not os.path.lexists(path / "meta.json"):
         raise DataError(f"'{path}' is not a dataset directory (no meta.json)")
@@ -289,7 +286,6 @@ def iter_chunks(path, chunk: int = READ_CHUNK, effort_lag: float = 0.0):
     DataError
         Unknown format or missing path.
     """
-    from robot_identification._files import check_input_file
     path = Path(path)
     suffix = path.suffix.lower()
     if not path.is_dir():                # a FIFO, /dev/zero, a link loop: named

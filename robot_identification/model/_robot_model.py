@@ -3,18 +3,22 @@ named standard-parameter vector."""
 from __future__ import annotations
 
 import os
+import re
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
 
+from robot_identification._files import check_input_file
 from robot_identification.errors import ConfigError, ModelError
 from robot_identification.model._config import (
     DRIVE_PARAMETER_UNITS, PRISMATIC_DRIVE_PARAMETER_UNITS, RobotConfig, load_robot_config)
 from robot_identification.model._inertia import (
     INERTIAL_NAMES, INERTIAL_UNITS, frame_change_matrix, spin_inertia_parameters)
-
 
 #: Largest URDF or xacro file read, and largest file a xacro includes [bytes]: public arm
 #: descriptions are below 1 MiB (meshes are separate files).
@@ -43,12 +47,11 @@ def read_urdf(path: str | Path, xacro_args: dict | None = None) -> str:
         unreadable, or xacro expansion failed (also: an included file as above, too many
         macro calls).
     """
-    from robot_identification._files import check_input_file
     path = Path(path)
     check_input_file(path, "URDF file", ModelError, MAX_URDF_BYTES)
     if path.suffix == ".xacro":
         try:
-            import xacro
+            import xacro  # xacro: needed only for .xacro files
             with _bounded_xacro(xacro):
                 doc = xacro.process_file(str(path), mappings=dict(xacro_args or {}))
             return doc.toprettyxml(indent="  ")
@@ -76,7 +79,6 @@ class _bounded_xacro:
         self.module = module
 
     def __enter__(self):
-        from robot_identification._files import check_input_file
         xacro = self.module
         self.saved = {name: getattr(xacro, name, None)
                       for name in ("parse", "load_yaml", "handle_macro_call")}
@@ -157,7 +159,6 @@ def parser_urdf(urdf_xml: str) -> str:
     str
         URDF XML.
     """
-    import xml.etree.ElementTree as ET
     try:
         root = ET.fromstring(urdf_xml)
     except ET.ParseError:
@@ -260,8 +261,6 @@ class _native_stderr:
     it. Without a usable descriptor 2 nothing is captured."""
 
     def __enter__(self):
-        import sys
-        import tempfile
         self.text, self._saved, self._file = "", None, None
         try:
             sys.stderr.flush()
@@ -273,7 +272,6 @@ class _native_stderr:
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        import sys
         if self._saved is not None:
             os.dup2(self._saved, 2)
             os.close(self._saved)
@@ -289,7 +287,6 @@ class _native_stderr:
 def _xacro_cause(path, exc):
     """One line for a xacro failure; a ``$(find pkg)`` without a ROS package path names the
     packages the file looks for (xacro only says "AMENT_PREFIX_PATH is not set", twice)."""
-    import re
     text = " ".join(dict.fromkeys(" ".join(str(exc).split()).split(" \n")))
     if "AMENT_PREFIX_PATH" in text or "PackageNotFound" in type(exc).__name__ + text:
         try:
@@ -342,7 +339,6 @@ def check_urdf_tree(urdf_xml: str, source: str = "the URDF"):
         <dynamics> or <mimic> value, a zero joint axis, a <limit> with lower above upper or
         a negative effort or velocity.
     """
-    import xml.etree.ElementTree as ET
     try:
         root = ET.fromstring(urdf_xml)
     except ET.ParseError as exc:
@@ -561,7 +557,6 @@ def _check_mimic(urdf_xml, config):
         A configured joint with a ``<mimic>`` element, or a configured joint that another
         (then locked) joint mimics.
     """
-    import xml.etree.ElementTree as ET
     src = config.urdf_path or config.name
     for jt in ET.fromstring(urdf_xml).findall("joint"):
         mimic = jt.find("mimic")

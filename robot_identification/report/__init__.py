@@ -16,5 +16,5 @@ from robot_identification.report._urdf_export import (  # noqa: F401,E402
     export_urdf, urdf_torque)
 from robot_identification.report._notebook import (  # noqa: F401,E402
     plot as plot_result, records, repr_html as result_html, save as save_result,
-    to_dataframe as result_dataframe)
+    short_repr as result_repr, to_dataframe as result_dataframe)
 from robot_identification.report._mjcf_export import export_mjcf  # noqa: F401,E402

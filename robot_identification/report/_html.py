@@ -21,11 +21,15 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from robot_identification.outputs import atomic_directory
+from robot_identification.progress import bar
+from robot_identification.report._interactive import plotly_js, validation_figure
 
 #: Colours and line styles per curve: measured thick and light underneath, the estimates
 #: thin with distinct dash patterns, so that nearly equal predictions stay distinguishable.
@@ -77,9 +81,9 @@ class Figure:
 
 
 def _plt():
-    import matplotlib
+    import matplotlib  # matplotlib: ~0.3 s import, needed only for figures
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # matplotlib: ~0.3 s import, needed only for figures
     return plt
 
 
@@ -532,7 +536,6 @@ def write_report(out_dir, model, results_doc, files, *, title=None, base=None,
         The report cannot be written (full disk, read-only file system): one line naming
         ``out_dir``.
     """
-    from robot_identification.outputs import atomic_directory
     with atomic_directory(out_dir, inputs, "report directory", previous_report) as out:
         _write_report_files(out, model, results_doc, files, title=title, base=base,
                             excitation_data=excitation_data, rollouts=rollouts)
@@ -548,7 +551,6 @@ def previous_report(folder):
     empty, or it holds a ``report.html`` and otherwise only files that page shows (its
     figures). Else why not, for the message: a directory with anything else (``--output .``
     of a folder of notes, data or another report's files) is never replaced."""
-    import re
     folder = Path(folder)
     entries = sorted(folder.iterdir())
     if not entries:
@@ -573,7 +575,7 @@ _TEMPLATES = Path(__file__).with_name("templates")
 
 
 def _environment():
-    import jinja2
+    import jinja2   # jinja2: the HTML report only
     return jinja2.Environment(loader=jinja2.FileSystemLoader(str(_TEMPLATES)),
                               autoescape=True, trim_blocks=True, lstrip_blocks=True,
                               undefined=jinja2.StrictUndefined)
@@ -582,7 +584,6 @@ def _environment():
 def _write_report_files(out, model, results_doc, files, *, title=None, base=None,
                         excitation_data=(), rollouts=(), interactive=True) -> Path:
     """Figures and report.html (rendered from ``templates/report.html.j2``) into ``out``."""
-    from robot_identification.progress import bar
     out.mkdir(parents=True, exist_ok=True)
     joints = list(model.joint_names)
     est = results_doc.get("estimates") or {}
@@ -641,16 +642,15 @@ def _write_report_files(out, model, results_doc, files, *, title=None, base=None
                 torque_img=a.img(f"measured vs predicted {quantity}"),
                 residual_img=b.img("residuals"), interactive="", decimated="")
             if interactive and f.get("signals") is not None:
-                from robot_identification.report._interactive import validation_figure
                 entry["interactive"], entry["decimated"] = validation_figure(
                     f, joints, units, quantity, COLOURS, LABELS, DASHES)
                 ctx["interactive"] = True
             ctx["files"].append(entry)
     if ctx["interactive"]:
-        from robot_identification.report._interactive import plotly_js
         ctx["plotly_js"] = plotly_js()
     if rollouts:
-        from robot_identification.report._rollout_plot import rollout_section
+        from robot_identification.report._rollout_plot import (  # import cycle, see .importlinter
+            rollout_section)
         ctx["rollout_html"] = rollout_section(rollouts, joints, out)
     gains = results_doc.get("drive_gains")
     if gains:

@@ -49,7 +49,7 @@ def envelope(t, y, max_points=MAX_POINTS):
 
 def plotly_js() -> str:
     """The plotly.js library as text, for one inline ``<script>`` of the page."""
-    from plotly.offline import get_plotlyjs
+    from plotly.offline import get_plotlyjs   # plotly: the HTML report only
     return get_plotlyjs()
 
 
@@ -74,8 +74,8 @@ def validation_figure(entry, joint_names, units, quantity, colours, labels, dash
     decimated : str
         What was reduced, for the page ("" when nothing).
     """
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
+    import plotly.graph_objects as go   # plotly: the HTML report only
+    from plotly.subplots import make_subplots   # plotly: the HTML report only
     sig = entry["signals"]
     t = np.asarray(sig["t"], dtype=float)
     models = list(sig["predicted"])

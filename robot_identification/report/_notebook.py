@@ -5,11 +5,14 @@ Behind :meth:`IdentificationResult.to_dataframe`, ``.plot()``, ``.save()`` and
 """
 from __future__ import annotations
 
+import base64
 import html
+import io
 
 import numpy as np
 
 from robot_identification.report._html import TRUST_LEVELS, trust_flag
+from robot_identification.report._results import write_results
 
 COLUMNS = ("name", "expression", "unit", "estimate", "std", "relative_std", "true", "trust")
 
@@ -45,7 +48,7 @@ def to_dataframe(result):
         pandas is not installed (``pip install pandas``); :func:`records` needs nothing.
     """
     try:
-        import pandas as pd
+        import pandas as pd  # optional dependency (pandas)
     except ImportError:
         raise ImportError("IdentificationResult.to_dataframe() needs pandas: pip install "
                           "pandas (or use robot_identification.report.records(result))") \
@@ -59,8 +62,6 @@ class Figures(list):
     pyplot, so the inline backend does not show them a second time."""
 
     def _repr_html_(self):
-        import base64
-        import io
         out = []
         for fig in self:
             buf = io.BytesIO()
@@ -93,7 +94,7 @@ def short_repr(result) -> str:
 def _new_figure(figsize):
     """A figure with one axes, outside pyplot (no second display by a notebook's backend,
     nothing to close)."""
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # matplotlib: ~0.3 s import, needed only for figures
     fig = Figure(figsize=figsize, layout="constrained")
     return fig, fig.subplots()
 
@@ -185,5 +186,4 @@ def repr_html(result) -> str:
 def save(result, path, model=None):
     """Write results.yaml (:func:`robot_identification.report.write_results`); returns its path.
     """
-    from robot_identification.report._results import write_results
     return write_results(result, path, model)

@@ -1,6 +1,7 @@
 """Closed-loop simulation runs: reference -> controller -> simulator -> Dataset."""
 from __future__ import annotations
 
+import warnings
 from dataclasses import replace
 
 import numpy as np
@@ -296,7 +297,6 @@ def simulate(model, duration=None, trajectory=None, seed=0, snr_db=None, *,
                  metadata=meta, **rec)
     cut = cut_mid_motion(model, trajectory, duration)
     if cut:
-        import warnings
         meta["ends_mid_motion"] = cut
         warnings.warn(f"simulate: {cut}", UserWarning, stacklevel=2)
     if snr_db is not None:
