@@ -12,11 +12,13 @@ from pathlib import Path
 
 import pytest
 
-import test_faults_heldout
+import test_unusual_files_and_values
 from conftest import assert_one_line, run_cli
 from robot_identification.errors import DataError, ModelError
 
-run = test_faults_heldout.run          # fixture: the szabo_3dof config and a 3 s run
+pytestmark = pytest.mark.slow
+
+run = test_unusual_files_and_values.run          # fixture: the szabo_3dof config and a 3 s run
 
 REPO = Path(__file__).resolve().parents[1]
 
