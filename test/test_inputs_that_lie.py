@@ -178,7 +178,7 @@ def _other_urdf(tmp_path, line, old, new):
     return path
 
 
-REPO = test_faults_heldout.REPO
+REPO = test_unusual_files_and_values.REPO
 USES = [
     ["validate", "--data", "{run}/run.npz", "--output", "{tmp}/out/v.yaml"],
     ["report", "--output", "{tmp}/out/report"],

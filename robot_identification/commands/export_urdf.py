@@ -27,10 +27,10 @@ def physical_standard(model, results):
     DataError
         No physically consistent estimate, or standard parameters of the model missing.
     """
-    import numpy as np
+    import numpy as np  # start-up: commands/__init__.py
 
-    from robot_identification.errors import DataError
-    from robot_identification.report import read_results
+    from robot_identification.errors import DataError  # start-up: commands/__init__.py
+    from robot_identification.report import read_results  # start-up: commands/__init__.py
     doc = read_results(results, model)
     phys = (doc.get("estimates") or {}).get("physical")
     if not phys:
@@ -46,7 +46,7 @@ def physical_standard(model, results):
 
 def export_from_results(model, results, output, inputs=()):
     """Export the ``estimates.physical`` standard parameters of ``results`` to ``output``."""
-    from robot_identification.report._urdf_export import export_urdf
+    from robot_identification.report import export_urdf  # start-up: commands/__init__.py
     pi = physical_standard(model, results)
     return export_urdf(model, pi, output,
                        comment=f"physically consistent estimate from {Path(results).name}",

@@ -67,7 +67,7 @@ def run(args):
     if out.suffix == ".npz":
         ds.save_npz(out, inputs=input_paths(args, model))
     elif out.suffix.lower() == ".csv":
-        from robot_identification.data import write_csv
+        from robot_identification.data import write_csv  # start-up: commands/__init__.py
         if not model.config.extra.get("csv"):
             raise ConfigError(f"--output '{out}': the robot config has no csv: section (the "
                               f"column layout to write)")

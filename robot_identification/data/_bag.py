@@ -20,13 +20,23 @@ Time is taken from the header stamps (simulation time in lockstep runs).
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import shutil
+import sqlite3
+import stat
+import tempfile
 import time
+import warnings
+import zlib
+from collections import Counter
 from pathlib import Path, PurePath
 
 import numpy as np
 
+from robot_identification._files import check_memory
+from robot_identification._yaml import read_yaml_file
 from robot_identification.data._dataset import Dataset
 from robot_identification.errors import DataError
 
@@ -53,7 +63,8 @@ _CUSTOM_KEY = "robot_identification"
 
 def typestore():
     """The rosbags type store of the ROS 2 messages the bags hold (Humble definitions)."""
-    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+    from rosbags.typesys import (  # rosbags: 45 ms, bags only
+        Stores, get_types_from_msg, get_typestore)
     store = get_typestore(Stores.ROS2_HUMBLE)
     types = {}
     for name, text in _CONTROL_MSGS.items():      # ros2_control's state messages
@@ -159,7 +170,7 @@ def _iter_bag(path: Path, topics):
     DataError
         Not a bag, damaged storage, fewer messages than declared, or unreadable metadata.
     """
-    from rosbags.rosbag2 import Reader
+    from rosbags.rosbag2 import Reader  # rosbags: 45 ms, bags only
     files = sorted(path.glob("*.mcap")) if path.is_dir() else [path]
     for f in files + (sorted(path.glob("*.db3")) if path.is_dir() else []):
         _check_regular(f)                       # a FIFO would block the reader for ever
@@ -232,7 +243,6 @@ def _declared_counts(path: Path):
     DataError
         metadata.yaml is not YAML or not rosbag2 metadata; a malformed entry.
     """
-    from robot_identification._yaml import read_yaml_file
     meta = path / "metadata.yaml" if path.is_dir() else None
     if meta is None or not os.path.lexists(meta):
         return None
@@ -319,7 +329,7 @@ def _check_storage(path: Path, declared: _Declared):
 def _mcap_statistics(files):
     """Topic -> message count of MCAP files from their summary statistics, or None when a
     file has none (the messages are then counted as they are read)."""
-    from mcap.reader import make_reader
+    from mcap.reader import make_reader  # mcap: damaged files only
     out = {}
     for file in files:
         try:
@@ -345,7 +355,6 @@ def _check_regular(f: Path):
     DataError
         A directory, FIFO, device, socket or a symbolic-link loop.
     """
-    import stat
     try:
         mode = os.stat(f).st_mode
     except OSError as exc:
@@ -360,11 +369,10 @@ def _check_regular(f: Path):
 def _diagnose(files, exc) -> str:
     """Where an MCAP file is damaged (scan with chunk CRCs checked), else the library's message.
     """
-    import zlib
 
-    from mcap.exceptions import RecordLengthLimitExceeded
-    from mcap.records import Chunk
-    from mcap.stream_reader import StreamReader, breakup_chunk
+    from mcap.exceptions import RecordLengthLimitExceeded  # mcap: damaged files only
+    from mcap.records import Chunk  # mcap: damaged files only
+    from mcap.stream_reader import StreamReader, breakup_chunk  # mcap: damaged files only
     for file in files:
         size = file.stat().st_size
         with open(file, "rb") as f:
@@ -399,9 +407,9 @@ def _iter_truncated_mcap(files, topics):
     DataError
         A CRC mismatch or a damaged record before the end of the file.
     """
-    from mcap.exceptions import RecordLengthLimitExceeded
-    from mcap.records import Channel, Message, Schema
-    from mcap.stream_reader import CRCValidationError, StreamReader
+    from mcap.exceptions import RecordLengthLimitExceeded  # mcap: damaged files only
+    from mcap.records import Channel, Message, Schema  # mcap: damaged files only
+    from mcap.stream_reader import CRCValidationError, StreamReader  # mcap: damaged files only
     for file in files:
         schemas, channels = {}, {}
         size = file.stat().st_size
@@ -439,9 +447,6 @@ def _iter_sqlite(files, topics):
     DataError
         A file that is not a rosbag2 SQLite3 database, or is damaged.
     """
-    import shutil
-    import sqlite3
-    import tempfile
     for file in files:
         with tempfile.TemporaryDirectory() as tmp:
             src = file
@@ -503,7 +508,6 @@ def _main_publisher(msgs):
     -------
     kept : list, skipped : int
     """
-    from collections import Counter
     if not msgs:
         return msgs, 0
     sets = [frozenset(_names(m)) for m in msgs]
@@ -609,7 +613,6 @@ def read_bag(path, *, joint_topic: str = JOINT_TOPIC, motor_topic: str = MOTOR_T
         msgs[topic], k = _main_publisher(msgs[topic])
         other += k
     if other:
-        import warnings
         warnings.warn(f"bag '{path}': left out {other} JointState message(s) of another "
                       f"publisher on the same topic (they name none of the main publisher's "
                       f"joints, e.g. a gripper)", UserWarning, stacklevel=2)
@@ -721,7 +724,6 @@ def _check_bag_memory(path: Path, topics):
     DataError
         The estimate exceeds half the available memory; the message suggests streaming.
     """
-    from robot_identification._files import check_memory
     declared = None
     try:
         declared = _declared_counts(path)
@@ -763,7 +765,6 @@ def _custom_data(path: Path) -> dict:
     DataError
         An unreadable metadata.yaml.
     """
-    from robot_identification._yaml import read_yaml_file
     meta = path / "metadata.yaml" if path.is_dir() else None
     if meta is None or not meta.exists():
         return {}
@@ -809,7 +810,7 @@ class BagWriter:
     """
 
     def __init__(self, path, topics: dict, flush_period: float = 1.0, custom_data=None):
-        from rosbags.rosbag2 import StoragePlugin, Writer
+        from rosbags.rosbag2 import StoragePlugin, Writer  # rosbags: 45 ms, bags only
         self.path = Path(path)
         if self.path.exists():
             raise DataError(f"bag '{self.path}' exists already; recorded data is never "
@@ -896,7 +897,6 @@ def iter_bag_chunks(path, chunk: int = 200_000, *, joint_topic=None, motor_topic
     DataError
         Unreadable bag, missing topic, out-of-order stamps, missing efforts.
     """
-    import itertools
     path = Path(path)
     if not path.exists():
         raise DataError(f"bag '{path}' does not exist")

@@ -33,8 +33,9 @@ from pathlib import Path
 import numpy as np
 
 from robot_identification._files import check_input_file
-from robot_identification.errors import ConfigError, DataError
 from robot_identification.data._dataset import Dataset, uniform_grid
+from robot_identification.errors import ConfigError, DataError
+from robot_identification.model import csv_zero_based_hint
 from robot_identification.outputs import atomic_output
 
 #: Column layouts (1-based column numbers; a list gives one column per joint, an int the
@@ -437,7 +438,6 @@ def read_csv(path, *, preset=None, time=None, position=None, velocity=None, torq
         opts.setdefault(k, default)
     # (imported here: robot_identification.model loads pinocchio, which reading a CSV without
     # a model does not need)
-    from robot_identification.model import csv_zero_based_hint
     hint = csv_zero_based_hint(opts)
     if hint:
         raise ConfigError(f"CSV '{path}': {hint}")

@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 import json
+import zipfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
+from robot_identification._files import check_input_file, check_memory
 from robot_identification.errors import DataError
+from robot_identification.model import current_parameter_names
+from robot_identification.outputs import atomic_output
 
 _ARRAYS = ("q", "dq", "ddq", "theta", "dtheta", "ddtheta", "tau", "tau_joint")
 #: Largest median time step [s] of a recording (below 2 Hz the time column is not in seconds:
@@ -66,7 +70,6 @@ class Dataset:
     metadata: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        from robot_identification.model._config import current_parameter_names
         self.joint_names = tuple(self.joint_names)
         if self.true_parameters:
             self.true_parameters = current_parameter_names(self.true_parameters)
@@ -252,7 +255,6 @@ class Dataset:
         ConfigError
             ``path`` is one of ``inputs``, a recording, or lies in a rosbag2 directory.
         """
-        from robot_identification.outputs import atomic_output
         arrays = {k: getattr(self, k) for k in _ARRAYS if getattr(self, k) is not None}
         meta = {"joint_names": list(self.joint_names), "metadata": self.metadata,
                 "true_parameters": self.true_parameters, "format": "robot_identification/1"}
@@ -273,9 +275,7 @@ class Dataset:
             larger than half the available memory (before anything is read:
             :func:`check_npz_members`).
         """
-        import zipfile
 
-        from robot_identification._files import check_input_file
         path = Path(path)
         check_input_file(path, "dataset file", DataError)
         try:
@@ -331,7 +331,6 @@ def check_npz_members(zf, path, stream=False):
     DataError
         Naming ``path`` and the sizes.
     """
-    from robot_identification._files import check_memory
     infos = zf.infolist()
     if len(infos) > MAX_NPZ_MEMBERS:
         raise DataError(f"'{path}' holds {len(infos)} members; a dataset has at most "
@@ -508,37 +507,3 @@ def uniform_grid(t, step, source=None, ratio=4.0):
                         f"would need {n_grid:.3g} samples for {len(t)}; split the file "
                         f"there or drop the samples before it")
     return t[0] + step * np.arange(int(n_grid))
-
-
-def load_dataset(path, model=None, **kwargs):
-    """Load a dataset from a ``.npz`` file, a rosbag2 directory / ``.mcap`` file or a CSV.
-
-    ``model`` (a RobotModel, optional) supplies the CSV column mapping and drive gains
-    of its config's ``csv:`` section (see :func:`robot_identification.data._csv.csv_options`)
-    and where a bag holds each signal (its ``bag:`` section, :func:`bag_signals`).
-
-    Raises
-    ------
-    DataError
-        Unknown format, unreadable file, not a regular file (a FIFO, a device, a
-        symbolic-link loop) nor a directory.
-    """
-    from robot_identification._files import check_input_file
-    path = Path(path)
-    suffix = path.suffix.lower()                     # run.CSV from Windows tools
-    if suffix != ".csv" and not path.is_dir():      # a FIFO, /dev/zero, a link loop: named
-        check_input_file(path, "dataset file" if suffix == ".npz" else "dataset", DataError)
-    if suffix == ".npz":
-        return Dataset.load_npz(path)
-    if path.is_dir() or suffix in (".mcap", ".db3"):
-        from robot_identification.data import _bag
-        if model is not None and getattr(model, "config", model).extra.get("bag"):
-            kwargs.setdefault("signals", getattr(model, "config", model).extra["bag"])
-        return _bag.read_bag(path, **kwargs)
-    if suffix == ".csv":
-        from robot_identification.data import _csv
-        return _csv.read_csv(path, model=model, **kwargs)
-    if not path.exists():
-        raise DataError(f"dataset '{path}' does not exist")
-    raise DataError(f"unknown dataset format '{path}': expected .npz, .csv, .mcap or a "
-                    f"rosbag2 directory")

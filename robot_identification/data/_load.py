@@ -14,7 +14,9 @@ def load_dataset(path, model=None, **kwargs):
     """Load a dataset from a ``.npz`` file, a rosbag2 directory / ``.mcap`` file or a CSV.
 
     ``model`` (a RobotModel, optional) supplies the CSV column mapping and drive gains
-    of its config's ``csv:`` section (see :func:`robot_identification.data.csv_options`).
+    of its config's ``csv:`` section (see :func:`robot_identification.data.csv_options`)
+    and where a bag holds each signal (its ``bag:`` section,
+    :func:`~robot_identification.data.bag_signals`).
 
     Raises
     ------
@@ -29,6 +31,8 @@ def load_dataset(path, model=None, **kwargs):
     if suffix == ".npz":
         return Dataset.load_npz(path)
     if path.is_dir() or suffix in (".mcap", ".db3"):
+        if model is not None and getattr(model, "config", model).extra.get("bag"):
+            kwargs.setdefault("signals", getattr(model, "config", model).extra["bag"])
         return read_bag(path, **kwargs)
     if suffix == ".csv":
         return read_csv(path, model=model, **kwargs)

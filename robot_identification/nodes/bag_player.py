@@ -20,8 +20,10 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
+from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.clock import Clock, ClockType
+from rclpy.duration import Duration
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock as ClockMsg
 from std_srvs.srv import Trigger
@@ -48,7 +50,7 @@ def message_class(type_name):
 class BagPlayer(Node):
     def __init__(self, **kwargs):
         super().__init__("bag_player", **kwargs)
-        from rosbags.rosbag2 import Reader
+        from rosbags.rosbag2 import Reader  # rosbags: 45 ms, bags only
         given = declare(self, "bag", "", "rosbag2 directory or .mcap to play (required; '' = "
                         "not given: refused)", read_only=True)
         bag = Path(given)
@@ -146,7 +148,6 @@ class BagPlayer(Node):
         self.finished = True
         self.get_logger().info(f"finished: {self.published} messages published")
         if self.exit_at_end:            # main_for ends the process: once all is delivered
-            from rclpy.duration import Duration
             for pub in self.pubs.values():
                 pub.wait_for_all_acked(Duration(seconds=10.0))
             self.exit_requested = True
@@ -156,7 +157,6 @@ class BagPlayer(Node):
 
 
 def _time(t_ns):
-    from builtin_interfaces.msg import Time
     return Time(sec=t_ns // 1_000_000_000, nanosec=t_ns % 1_000_000_000)
 
 

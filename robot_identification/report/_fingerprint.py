@@ -31,6 +31,8 @@ import warnings
 
 import numpy as np
 
+from robot_identification.errors import DataError
+
 #: Digits kept of the numbers hashed: the same URDF parsed by another pinocchio build or
 #: platform may differ in the last bits of a placement or an inertia.
 SIGNIFICANT_DIGITS = 9
@@ -102,7 +104,6 @@ def check_fingerprint(doc, model, path):
         The fingerprint is malformed, or names another robot, rigid/elastic model, joint
         layout or kinematics (naming the first joint whose kinematics differ).
     """
-    from robot_identification.errors import DataError
     fp = doc.get("fingerprint")
     if fp is None:
         warnings.warn(f"results file '{path}' carries no model fingerprint (written by an "
@@ -152,7 +153,6 @@ def check_complete(doc, path):
     DataError
         No ``end``, or an ``end`` that counts other base parameters than the file holds.
     """
-    from robot_identification.errors import DataError
     if "fingerprint" not in doc and "end" not in doc:
         return
     end = doc.get("end")

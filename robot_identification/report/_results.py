@@ -66,7 +66,8 @@ from robot_identification._yaml import read_yaml_file
 from robot_identification.diagnostics import Diagnostic
 from robot_identification.errors import DataError
 from robot_identification.outputs import write_text_atomic
-from robot_identification.report._fingerprint import check_complete, check_fingerprint, end_line
+from robot_identification.report._fingerprint import (
+    check_complete, check_fingerprint, end_line, model_fingerprint)
 
 #: Drive keys of the friction terms left out of the normalised mean error variants.
 _STATIC_FRICTION = ("coulomb", "stiction", "stribeck")
@@ -106,7 +107,6 @@ def result_to_dict(result, model=None) -> dict:
     out = {"robot": result.robot,
            "status": "error" if error_diagnostics(result.diagnostics) else "ok"}
     if model is not None:                     # first: a file cut short still has it
-        from robot_identification.report._fingerprint import model_fingerprint
         out["fingerprint"] = model_fingerprint(model)
     out.update({"estimator": est.method, "base_parameters": entries,
            "metrics": metrics, "settings": dict(result.settings),

@@ -1,6 +1,8 @@
 """Friction laws used by the simulator (not by the identification regressor)."""
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from robot_identification.errors import ConfigError
@@ -166,7 +168,6 @@ class FrictionModel:
     def viscous_only(self):
         """This model reduced to its viscous terms (linear in the velocity; the linearised
         arm of :func:`~robot_identification.simulation.tolerated_command_delay`)."""
-        import copy
         out = copy.copy(self)
         out._terms = [(key, c) for key, c in self._terms if key == "viscous"]
         out._zs_idx = np.zeros(0, dtype=int)

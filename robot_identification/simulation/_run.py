@@ -87,7 +87,6 @@ def sensor_readings(dataset, model, seed=0, link_bits=20, motor_bits=14,
     DataError
         A rigid arm's dataset (no motor positions).
     """
-    from dataclasses import replace
     if dataset.theta is None:
         raise DataError("sensor_readings models an elastic arm's sensors: the dataset has no "
                         "motor positions")
