@@ -330,9 +330,9 @@ def write_unless_errors(result, args, write):
     ------
     DiagnosticError
     """
-    from pathlib import Path
+    from pathlib import Path  # start-up: commands/__init__.py
 
-    from robot_identification.errors import DiagnosticError, error_diagnostics
+    from robot_identification.errors import DiagnosticError, error_diagnostics  # start-up
     errors = error_diagnostics(getattr(result, "diagnostics", []) or [])
     out = write() if not errors or getattr(args, "force", False) else None
     if out is not None:

@@ -38,7 +38,7 @@ from robot_identification.identification._auto import (
     needs_resolving, recording_summaries, resolve_settings)
 from robot_identification.identification._settings import (
     ButterworthSettings, PolynomialSettings, strategy_settings)
-from robot_identification.identification._sources import Recording, as_recording
+from robot_identification.identification._sources import as_recording
 from robot_identification.regressor import regressor
 from robot_identification.signal import (
     PolynomialApproximation, SavitzkyGolay, central_difference, lowpass_filtfilt,

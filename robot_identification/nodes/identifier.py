@@ -41,31 +41,36 @@ import collections
 import struct
 import threading
 import time
+import traceback
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.clock import Clock, ClockType
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from robot_identification_interfaces.action import Identify
-from robot_identification_interfaces.msg import IdentificationResult as ResultMsg
 from sensor_msgs.msg import JointState
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
-from robot_identification.data import iter_bag_chunks, load_dataset
+from robot_identification.data import BagWriter, bag_custom_data, iter_bag_chunks, load_dataset
+from robot_identification.diagnostics import (
+    RECORDING_GAP_LIMIT_S, RECORDING_LOSS_LIMIT, recording_losses)
 from robot_identification.errors import DataError, IdentificationError, error_diagnostics
-from robot_identification.model import ESTIMATORS
-from robot_identification.nodes._common import (declare, declare_optional, declare_robot,
-                                                diagnostic_status, main_for, optional_value)
-from robot_identification.nodes._messages import LATCHED, result_msg
-from robot_identification.outputs import check_output
 from robot_identification.identification import Recording, identify
+from robot_identification.model import ESTIMATORS
+from robot_identification.nodes._common import (
+    declare, declare_optional, declare_robot, diagnostic_status, main_for, optional_value)
+from robot_identification.nodes._messages import LATCHED, result_msg
+from robot_identification.nodes._recording import RECORD_QOS, QueuedBagWriter, TopicCount
+from robot_identification.outputs import check_output
 from robot_identification.report import format_table, write_results
+from robot_identification_interfaces.action import Identify
+from robot_identification_interfaces.msg import IdentificationResult as ResultMsg
 
 _RESULTS = {"result.names": ["none"], "result.expressions": ["none"], "result.estimates": [0.0],
             "result.std": [0.0], "result.bag": "", "result.file": ""}
@@ -298,7 +303,6 @@ class Identifier(Node):
     def _start_trigger_service(self):
         """std_srvs/Trigger ``~/identify`` on a helper node spun by its own executor thread:
         the reply waits for the queued job without blocking this node's executor."""
-        from rclpy.executors import SingleThreadedExecutor
         ns = self.get_namespace().rstrip("/")
         # use_global_arguments=False: launch's `__node:=identifier` remap would rename the
         # helper to "identifier" too (two nodes of that name; its parameter services answer)
@@ -387,9 +391,6 @@ class Identifier(Node):
         if not job.duration > 0:
             self._finish(job, message="live source: duration must be > 0 s")
             return self._on_wake()
-        from robot_identification.data._bag import BagWriter
-        from robot_identification.nodes._recording import (RECORD_QOS, QueuedBagWriter,
-                                                            TopicCount)
         name = "live_" + time.strftime("%Y%m%d_%H%M%S")
         path = self.data_directory / name
         n = 1
@@ -477,7 +478,6 @@ class Identifier(Node):
             log.error(f"identification failed: {exc}")
             self._finish(job, message=str(exc))
         except Exception as exc:  # noqa: BLE001 - a bad bag must not kill the node
-            import traceback
             log.error(f"identification failed unexpectedly: {exc!r}\n{traceback.format_exc()}")
             self._finish(job, message=f"internal error: {exc!r}")
 
@@ -628,7 +628,7 @@ class Identifier(Node):
 def _message_count(bag, topic):
     """Messages on ``topic`` from the bag's metadata; None when unknown (e.g. a cut-off bag)."""
     try:
-        from rosbags.rosbag2 import Reader
+        from rosbags.rosbag2 import Reader  # rosbags: 45 ms, bags only
         with Reader(bag) as reader:
             return sum(c.msgcount for c in reader.connections if c.topic == topic)
     except Exception:  # noqa: BLE001 - any unreadable metadata: fall back to the batch path
@@ -643,18 +643,16 @@ def check_recording_limits(bag):
     IdentificationError
         Naming the topic, the share of samples lost or missing and the longest gap.
     """
-    from robot_identification import diagnostics as d
-    from robot_identification.data._bag import _custom_data
     try:
-        recording = _custom_data(Path(bag)).get("metadata", {}).get("recording")
+        recording = bag_custom_data(Path(bag)).get("metadata", {}).get("recording")
     except DataError:
         return
-    for topic, (share, gap) in d.recording_losses(recording).items():
-        if share > d.RECORDING_LOSS_LIMIT or gap > d.RECORDING_GAP_LIMIT_S:
+    for topic, (share, gap) in recording_losses(recording).items():
+        if share > RECORDING_LOSS_LIMIT or gap > RECORDING_GAP_LIMIT_S:
             raise IdentificationError(
                 f"bag '{bag}': {topic}: {100 * share:.1f} % of the samples lost or missing, "
-                f"longest gap in the stamps {gap:.3f} s (limits {100 * d.RECORDING_LOSS_LIMIT:g}"
-                f" %, {d.RECORDING_GAP_LIMIT_S:g} s): too little of the run to identify")
+                f"longest gap in the stamps {gap:.3f} s (limits {100 * RECORDING_LOSS_LIMIT:g}"
+                f" %, {RECORDING_GAP_LIMIT_S:g} s): too little of the run to identify")
 
 
 def main(args=None):

@@ -64,7 +64,7 @@ import yaml
 from robot_identification import __version__
 from robot_identification._yaml import read_yaml_file
 from robot_identification.diagnostics import Diagnostic
-from robot_identification.errors import DataError
+from robot_identification.errors import DataError, error_diagnostics
 from robot_identification.outputs import write_text_atomic
 from robot_identification.report._fingerprint import (
     check_complete, check_fingerprint, end_line, model_fingerprint)
@@ -103,7 +103,6 @@ def result_to_dict(result, model=None) -> dict:
         known = int(np.sum(~np.isnan(result.true_values)))
         if known < len(result.true_values):
             metrics["true_values_known"] = known
-    from robot_identification.errors import error_diagnostics
     out = {"robot": result.robot,
            "status": "error" if error_diagnostics(result.diagnostics) else "ok"}
     if model is not None:                     # first: a file cut short still has it
