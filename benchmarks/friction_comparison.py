@@ -60,7 +60,8 @@ def compare(seed=0, kv=100.0, delta=10.0, dataset=None, exact=False):
         ds = simulate(zollo, seed=seed, derivatives=True, quantise=False, torque="command")
     else:
         ds = simulate(zollo, seed=seed)
-    static = RobotModel(replace(zollo.config, friction=FrictionConfig("static", False, kv, delta)),
+    static = RobotModel(replace(zollo.config, friction=FrictionConfig(
+        model="static", stiction_sharpness=kv, stribeck_sharpness=delta)),
                         urdf_xml=zollo.urdf_xml)
     dtheta = ds.dtheta if ds.dtheta is not None else np.gradient(ds.theta, ds.t, axis=0)
     fit = static_fit(zollo, dtheta, kv, delta)

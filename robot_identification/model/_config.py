@@ -292,7 +292,7 @@ class JointConfig:
     friction_model: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FrictionConfig:
     """Friction model of the identification regressor.
 
