@@ -64,7 +64,7 @@ def trajectory(robot, folder):
 
 def descendants(pid):
     """(pid, command line) of the processes below ``pid`` (this study's own launch)."""
-    out = subprocess.run(["ps", "-e", "-o", "pid=,ppid=,args="], capture_output=True,
+    out = subprocess.run(["ps", "-eww", "-o", "pid=,ppid=,args="], capture_output=True,
                          text=True).stdout.splitlines()
     rows = [(int(p), int(pp), " ".join(a)) for p, pp, *a in (r.split(None, 2) for r in out)
             if p.isdigit()]
@@ -211,6 +211,8 @@ def run_session(robot="puma560", rate=1000.0, scenario="normal", domain=60, busy
         out.update(bag_and_losses(Path(stopped.message.split(" (")[0]), rate))
         res = c.call("/identifier/identify", timeout=600.0)
         out["identified"] = res.success
+        if not res.success:
+            out["identify_message"] = res.message[:300]
         if res.success:
             out.update(nrmse(robot, rate, traj, res.message.rsplit("wrote ", 1)[-1].strip()))
         return out
