@@ -83,7 +83,7 @@ class Client:
         import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
         from rclpy.executors import SingleThreadedExecutor
-        from rclpy.qos import DurabilityPolicy, QoSProfile
+        from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
         from sensor_msgs.msg import JointState
         from std_msgs.msg import Bool
 
@@ -100,7 +100,9 @@ class Client:
         self.errors, self.active, self.status = [], [], {}
         self.max_ratio, self.last_dq, self.last_dq_time = 0.0, None, None
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self.on_diag, 100)
-        self.node.create_subscription(JointState, "/joint_states", self.on_state, 100)
+        any_publisher = QoSProfile(depth=100, reliability=ReliabilityPolicy.BEST_EFFORT)
+        self.node.create_subscription(JointState, "/joint_states", self.on_state,
+                                      any_publisher)
         self.node.create_subscription(
             Bool, "/excitation_publisher/active", lambda m: self.active.append(m.data),
             QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))

@@ -27,9 +27,11 @@ from robot_identification.model import load_robot
 
 #: reliable, depth 1000 (1 s at 1 kHz): a briefly stalled subscriber loses nothing
 QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
-#: reliable, keep the latest only: a real-time controller that fell behind acts on the newest
-#: state (bounded delay) instead of working through a backlog
-LATEST = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
+#: best effort, keep the latest only: a real-time controller that fell behind acts on the
+#: newest state (bounded delay) instead of working through a backlog; best effort so that it
+#: receives from reliable and best-effort publishers alike (a reliable subscription gets
+#: nothing from a best-effort joint_states publisher)
+LATEST = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
 
 
 def qos(reliability="reliable", depth=10):

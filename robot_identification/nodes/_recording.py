@@ -209,9 +209,11 @@ class QueuedBagWriter:
     def _write(self, entry):
         self.writer.write(*entry)
 
+    _in_hand = 0        # messages the writer thread took from the queue and has not written
+
     def backlog(self) -> int:
         """Messages waiting for the writer thread."""
-        return self._queue.qsize()
+        return self._queue.qsize() + self._in_hand
 
     def _run(self):
         while True:
@@ -228,8 +230,11 @@ class QueuedBagWriter:
                 if item is None:
                     self.writer.flush()
                 else:
-                    for entry in self._handle(item):
+                    entries = self._handle(item)
+                    self._in_hand = len(entries)
+                    for entry in entries:
                         self._write(entry)
+                        self._in_hand -= 1
             except Exception as exc:  # noqa: BLE001 - any storage failure: reported, not raised
                 self.error = f"cannot write bag '{self.path}': {exc}"
                 self.unwritten += item is not None
@@ -370,7 +375,7 @@ class WindowedBagWriter(QueuedBagWriter):
 
     def backlog(self) -> int:
         """Messages waiting: queued, or held by the window."""
-        return self._queue.qsize() + len(self.window.pending) + len(self.window.held)
+        return super().backlog() + len(self.window.pending) + len(self.window.held)
 
     def bound(self, lower=None, upper=None, no_end=False):
         """Open the window at ``lower`` / close it at ``upper`` [s] (header stamps);

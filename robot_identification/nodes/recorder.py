@@ -39,8 +39,8 @@ that starts during the recording, from its first reference to its last
 states by their header stamps): a starved recorder's backlog from before the run and the
 states after its end are left out, whatever their arrival time. Until the run starts the
 messages wait in memory; in a graph without an excitation publisher (none seen on
-``/diagnostics``, none publishing the reference topic when the first state arrives) they are
-written from the ``~/start`` call on (stamps on the recorder's clock), else all.
+``/diagnostics``, none publishing the reference topic, within the first second of states) they
+are written from the ``~/start`` call on (stamps on the recorder's clock), else all.
 ``window: all``: everything received between ``~/start`` and ``~/stop``.
 
 QoS of the state subscriptions: ``state_reliability`` (default reliable, as
@@ -274,13 +274,16 @@ class Recorder(Managed, LifecycleNode):
         if self.first_state_stamp is None and topic in self.states and stamp is not None:
             self.first_state_stamp = stamp
             self.stamps_on_clock = abs(now * 1e-9 - stamp) < 10.0
-            if self.window_mode == "excitation" and self.bounds[0] is None and not (
+        if (self.window_mode == "excitation" and self.bounds[0] is None
+                and topic in self.states and stamp is not None
+                and stamp - self.first_state_stamp >= self.DISCOVERY and not (
                     self.excitations or (self.reference_topic and
-                                         self.count_publishers(self.reference_topic))):
-                # no excitation publisher in this graph: no run to wait for; from ~/start on
-                self.bounds[0] = (self.recording_started_ns * 1e-9 if self.stamps_on_clock
-                                  else -math.inf)
-                self.writer.bound(lower=self.bounds[0], no_end=True)
+                                         self.count_publishers(self.reference_topic)))):
+            # no excitation publisher in this graph (none heard of in the first second of
+            # states: discovery): no run to wait for; from ~/start on
+            self.bounds[0] = (self.recording_started_ns * 1e-9 if self.stamps_on_clock
+                              else -math.inf)
+            self.writer.bound(lower=self.bounds[0], no_end=True)
         if self.window_mode == "excitation":
             self.writer.write(topic, data, now, stamp, topic in self.states, info)
         else:
@@ -366,6 +369,10 @@ class Recorder(Managed, LifecycleNode):
             if end >= joint.first_stamp - tol and joint.last_stamp < end - tol:
                 return end
         return None
+
+    #: [s] of state stamps after ~/start within which an excitation publisher must be heard of
+    #: (its status, or its reference publisher discovered) for the recording to wait for its run
+    DISCOVERY = 1.0
 
     #: [s] steady time without any message after which the publishers count as silent
     #: (longer than DDS takes to re-send what a starved reader missed: Fast DDS's reliable
