@@ -324,5 +324,9 @@ def pytest_collection_modifyitems(config, items):
         names = vars(module) if module is not None else {}
         if "context" in getattr(item, "fixturenames", ()) or "rclpy" in names:
             item.add_marker(pytest.mark.ros)
-        if "launch_pytest" in names or item.path.name.startswith("test_launch_"):
+        if "launch_pytest" in names:
             item.add_marker(pytest.mark.launch)
+        elif item.path.name.startswith("test_launch_"):
+            # a plain test driving `ros2 launch`: not 'launch', which launch_pytest's plugin
+            # runs as a launch test (AttributeError: no launch fixture)
+            item.add_marker(pytest.mark.ros)

@@ -66,7 +66,6 @@ def test_replayed_recording_gives_the_batch_estimates(context, tmp_path):
     from robot_identification.nodes.recorder import Recorder
     from robot_identification.simulation import simulate
     from robot_identification.streaming import identify_streaming
-    from robot_identification.identification import iter_bag_chunks
     model = load_robot("zollo_planar")
     ds = simulate(model, duration=4.0)
     n = ds.n_samples
@@ -131,7 +130,7 @@ def test_replayed_recording_gives_the_batch_estimates(context, tmp_path):
     assert len(auto) == 1 and "friction_deadband" in auto[0].message, auto
 
     # 3. the batch identification of the same bag (same filters; least squares)
-    batch = identify_streaming(model, iter_bag_chunks(recorded), estimator="ols")
+    batch = identify_streaming(model, recorded, estimator="ols")
     values = np.array([p.estimate for p in est.parameters])
     std = np.array([p.std for p in est.parameters])
     assert [p.name for p in est.parameters] == batch.names
@@ -166,7 +165,7 @@ def test_replay_at_1x_from_a_separate_process(context, tmp_path):
     from robot_identification.model import load_robot
     from robot_identification.nodes.online_identifier import OnlineIdentifier
     from robot_identification.simulation import simulate
-    from robot_identification.streaming import identify_streaming, iter_bag_chunks
+    from robot_identification.streaming import identify_streaming
     model = load_robot("zollo_planar")
     ds = simulate(model, duration=4.0, seed=3)
     n = ds.n_samples
@@ -191,16 +190,16 @@ def test_replay_at_1x_from_a_separate_process(context, tmp_path):
     try:
         spin_until(ex, lambda: online.received == 2 * n and online.engine is not None
                    and online.engine.pending == 0 and got
-                   and got[-1].samples == online.engine.n_samples, 120.0,
-                   lambda: (online.received, 2 * n))
-        assert player.wait(60) == 0, player.stdout.read()
+                   and got[-1].samples == online.engine.n_samples, 600.0,
+                   lambda: (online.received, 2 * n))    # (bounds a hang, not the speed)
+        assert player.wait(300) == 0, player.stdout.read()
     finally:
         if player.poll() is None:
             player.kill()
         ex.shutdown()
     assert online.engine.gaps == 0 and online.unpaired == 0 and online.errors == 0
     est = got[-1]
-    batch = identify_streaming(model, iter_bag_chunks(bag), estimator="ols")
+    batch = identify_streaming(model, bag, estimator="ols")
     values = np.array([p.estimate for p in est.parameters])
     dev = np.abs(values - batch.estimate.values) / batch.estimate.std
     print(f"1x replay, separate process: max |online - batch| / batch std = {dev.max():.3g}")
