@@ -19,6 +19,14 @@ def run():
     return model, simulate(model, duration=3.0, engine="mujoco", seed=1)
 
 
+@pytest.fixture(scope="module")
+def full_run():
+    """The config's whole excitation (10 s): 3 s cut mid-motion identify a rotor inertia
+    below zero, an error that stops identify (exit 3)."""
+    model = load_robot("ur10e")
+    return model, simulate(model, engine="mujoco", seed=1)
+
+
 def _wrong(model):
     pi = model.nominal_parameters().copy()
     for k in range(model.n):                       # every body 30 % heavier
@@ -40,9 +48,9 @@ def test_closed_and_open_loop_rollouts_separate_true_and_wrong_models(run):
     assert wrong["q_rms_mean"] > 5 * true["q_rms_mean"]
 
 
-def test_validate_and_report_rollout_commands(run, tmp_path):
+def test_validate_and_report_rollout_commands(full_run, tmp_path):
     from robot_identification import cli
-    model, ds = run
+    model, ds = full_run
     data = tmp_path / "run.npz"
     ds.save_npz(data)
     res = tmp_path / "results.yaml"
