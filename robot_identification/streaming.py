@@ -37,7 +37,7 @@ def accumulate(model, chunks, bank, *, base=None, decimate=1, velocity_threshold
 
     Returns
     -------
-    neq : NormalEquations
+    neq : RecordingEquations
     info : dict
         ``n_input`` (raw samples), ``n_samples`` (regressor samples), ``t_regressor`` [s].
 

@@ -82,6 +82,26 @@ def test_recordings_add_up(planar):
                                both.estimate.values, rtol=1e-12)
 
 
+def test_normal_equations_only_sum(planar):
+    """NormalEquations carry only sums; the engine's account of the recordings behind them
+    (samples, summaries, truth, pre-processing) is RecordingEquations, and solve() takes
+    plain sums too (the same estimates, no account: no truth)."""
+    from robot_identification.estimation import NormalEquations
+    from robot_identification.identification import RecordingEquations
+    model, ds = planar
+    s = model.config.identification
+    neq = recording_normal_equations(model, ds, s)
+    assert isinstance(neq, RecordingEquations) and neq.recordings and neq.true_parameters
+    plain = NormalEquations(neq.p, neq.groups)
+    plain += neq
+    assert not hasattr(plain, "n_samples") and not hasattr(plain, "recordings")
+    np.testing.assert_array_equal(plain.G, neq.G)
+    a = solve(model, neq, s, estimators=("ols",))
+    b = solve(model, plain, s, estimators=("ols",))
+    np.testing.assert_array_equal(a.estimate.values, b.estimate.values)
+    assert a.true_values is not None and b.true_values is None
+
+
 def test_every_estimator_lands_in_the_result(planar):
     model, ds = planar
     names = [e for e in ESTIMATORS if e != "iv"]     # iv: rigid arms (test_iv_estimator.py)

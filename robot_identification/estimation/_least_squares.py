@@ -28,27 +28,15 @@ class NormalEquations:
 
     Attributes
     ----------
-    n_samples, n_input : int
-        Regressor samples and raw input samples behind the sums (set by the engine).
-    t_regressor : float
-        Time spent in the regressor [s] (set by the engine).
-    reversal_counts : ndarray (2,)
-        Used friction rows within 1 / (2 f_c) of a velocity reversal, and all used friction
-        rows (the ``coulomb_filter_smear`` diagnostic).
-    recordings : list of dict
-        Per-recording summaries for the diagnostics
-        (:func:`robot_identification.diagnostics.recording_summary`), concatenated.
+    G, b, c, count : ndarray
+        (n_groups, p, p), (n_groups, p), (n_groups,), (n_groups,) sums.
     scale_sums : ndarray (n_groups,)
         Sum of psi(r / sigma)^2 sigma^2 over the rows of a Huber-weighted pass (the scale
         update of Huber's proposal 2, used by the ``irls`` estimator); 0 otherwise.
-    true_parameters : dict or None
-        Known standard parameters of the data (simulation), kept from the first
-        recording when equations are summed.
-    spring : object or None
-        Further additive sums travelling with the equations (an elastic arm's spring
-        equations with joint torque sensors, docs/elastic.md); any object with ``+``.
 
-    All of them add up with ``+=``, so the equations of many recordings are a sum.
+    Only sums: they add up with ``+=``, so the equations of many recordings are a sum (what
+    the identification engine reports about the recordings behind them is
+    :class:`robot_identification.identification.RecordingEquations`).
     """
 
     def __init__(self, n_parameters: int, n_groups: int):
@@ -58,14 +46,7 @@ class NormalEquations:
         self.b = np.zeros((n_groups, n_parameters))
         self.c = np.zeros(n_groups)
         self.count = np.zeros(n_groups, dtype=np.int64)
-        self.n_samples = 0
-        self.n_input = 0
         self.scale_sums = np.zeros(n_groups)
-        self.true_parameters = None
-        self.t_regressor = 0.0
-        self.recordings = []
-        self.reversal_counts = np.zeros(2, dtype=np.int64)
-        self.spring = None
 
     def add(self, W, y, mask=None, weights=None):
         """Add a block.
@@ -117,16 +98,7 @@ class NormalEquations:
         self.b += other.b
         self.c += other.c
         self.count += other.count
-        self.n_samples += other.n_samples
-        self.n_input += other.n_input
         self.scale_sums += other.scale_sums
-        self.t_regressor += other.t_regressor
-        self.recordings = list(self.recordings) + list(other.recordings)
-        self.reversal_counts += other.reversal_counts
-        if not self.true_parameters:
-            self.true_parameters = other.true_parameters
-        if other.spring is not None:
-            self.spring = other.spring if self.spring is None else self.spring + other.spring
         return self
 
     @property

@@ -9,7 +9,10 @@ recordings (each an iterator of chunks; a dataset = one chunk)
 
 - :func:`identify` -- all of it, for any number of recordings
 - :func:`recording_normal_equations` -- the equations of one recording (map step)
-- :func:`solve` -- estimates from summed equations (reduce step)
+- :func:`solve` -- estimates from summed equations (reduce step); the equations of
+  recordings are :class:`RecordingEquations` (the sums of
+  :class:`~robot_identification.estimation.NormalEquations` and the engine's account of the
+  recordings behind them: samples, summaries, truth, pre-processing, spring sums)
 - :class:`Recording` -- a re-readable source of chunks (dataset, .npz, .npy directory, bag)
 - :func:`make_preprocessor` -- the strategies (:data:`PREPROCESSING`)
 - :func:`identify_drive_gains`, :func:`payload_parameters` -- drive gains from a known
@@ -52,6 +55,7 @@ from robot_identification.identification._preprocessing import (  # noqa: F401
     PREPROCESSING, FIRStates, ZeroPhaseStates, make_bank, make_preprocessor,
     pa_product_regressor, preprocess, sample_rate)
 from robot_identification.identification._result import IdentificationResult  # noqa: F401
+from robot_identification.identification._equations import RecordingEquations  # noqa: F401
 from robot_identification.identification._sensors import (  # noqa: F401
     SensorSet, StiffnessEstimate, coupled_joints, gear_ratio_check,
     link_positions_from_joint_torque,

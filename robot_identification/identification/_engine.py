@@ -23,10 +23,11 @@ from robot_identification.diagnostics import (
     Diagnostic, check_truth_coverage, collect_diagnostics)
 from robot_identification.errors import (
     ConfigError, DataError, ExcitationError, IdentificationError)
-from robot_identification.estimation import NormalEquations, wls
+from robot_identification.estimation import wls
 from robot_identification.identifiability import base_parameters, check_excitation
 from robot_identification.identification._auto import (
     _head, _summary, needs_resolving, recording_summaries, resolve_settings)
+from robot_identification.identification._equations import RecordingEquations
 from robot_identification.identification._estimators import ESTIMATORS, EstimationContext
 from robot_identification.identification._friction import resolve_presliding
 from robot_identification.identification._preprocessing import make_preprocessor, sample_rate
@@ -274,7 +275,7 @@ class ReversalWindow:
 
 def recording_normal_equations(model, recording, settings=None, *, base=None, block=CHUNK,
                                use_measured_derivatives=True, bank=None, robust=None,
-                               columns=None, instruments=None, log=None) -> NormalEquations:
+                               columns=None, instruments=None, log=None) -> RecordingEquations:
     """Normal equations of ONE recording: chunks -> pre-processing -> regressor blocks ->
     sample selection -> per-row-group sums (the package's one accumulation loop).
 
@@ -311,9 +312,10 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
 
     Returns
     -------
-    NormalEquations
-        Over the base parameters, with ``n_samples``, ``n_input``, ``true_parameters`` and,
-        for a robust pass, ``scale_sums``; ``preprocessing`` (dict) describes the strategy.
+    RecordingEquations
+        Sums over the base parameters (for a robust pass with ``scale_sums``) and the
+        account of the recording: ``n_samples``, ``n_input``, ``true_parameters``,
+        ``preprocessing`` (dict: the strategy), ``spring`` (joint torque sensors).
 
     Raises
     ------
@@ -330,12 +332,12 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
         raise DataError(f"recording '{rec.name}' holds joint torques: its equations have no "
                         f"stiffness columns; use the base parameters of its sensor set "
                         f"(sensor_base)")
-    neq = NormalEquations(len(base) if columns is None else int(columns[0]),
-                          model.rows_per_sample)
+    neq = RecordingEquations(len(base) if columns is None else int(columns[0]),
+                             model.rows_per_sample)
     if sensors.joint_torque and sensors.link_positions:   # tau_J = K (theta - q) [+ D ...]
         neq.spring = SpringSums(model.n, spring_indices(model).shape[1])
     if instruments is not None:
-        neq = NormalEquations(2 * len(base), model.rows_per_sample)
+        neq = RecordingEquations(2 * len(base), model.rows_per_sample)
         instruments = instruments.for_recording(
             model, summary_ds.metadata, rec.name,
             None if rec.dataset is None else float(rec.dataset.t[-1]))
@@ -433,7 +435,7 @@ def _accumulate(model, base, neq, states, s, block, robust, drop_reversals=False
         keep = np.ones((M, model.rows_per_sample), dtype=bool)
         keep[:, model.n:] = False
         mask = keep if mask is None else mask & keep
-    if getattr(neq, "spring", None) is not None:
+    if neq.spring is not None:
         neq.spring.add(states)
     near = states.get("near_reversal")
     if near is not None:
@@ -521,7 +523,7 @@ def load_prior(model, prior):
 def _cutoff_hint(neq) -> str:
     """Why data may look unexciting: a low-pass cut-off below the motion's band (the filter
     removed the motion; ``--cutoff 0.001`` read as "move those joints")."""
-    cutoff = (getattr(neq, "preprocessing", None) or {}).get("cutoff_hz")
+    cutoff = (neq.preprocessing or {}).get("cutoff_hz")
     bands = [r.get("band_hz") for r in neq.recordings if r.get("band_hz")]
     noise = [r for r in neq.recordings if r.get("band_hz") and r.get("sample_rate")
              and r["band_hz"] > 0.2 * r["sample_rate"]]
@@ -544,8 +546,9 @@ def solve(model, neq, settings=None, *, base=None, estimators=None, prior=None,
     Parameters
     ----------
     model : RobotModel
-    neq : NormalEquations
-        Summed over the recordings (see :func:`recording_normal_equations`).
+    neq : RecordingEquations or NormalEquations
+        Summed over the recordings (see :func:`recording_normal_equations`); plain sums
+        (no account of recordings: no summaries, no truth) are taken as they are.
     settings : IdentificationSettings, optional
     base : BaseParameters, optional
     estimators : str or sequence of str, optional
@@ -554,7 +557,7 @@ def solve(model, neq, settings=None, *, base=None, estimators=None, prior=None,
     prior : str or ndarray, optional
         Default ``settings.prior`` (see :func:`load_prior`).
     reaccumulate : callable, optional
-        ``f(robust=None, instruments=None) -> NormalEquations``: the recordings' equations
+        ``f(robust=None, instruments=None) -> RecordingEquations``: the recordings' equations
         again with row weights (``irls``) or instruments (``iv``); :func:`identify`
         provides it.
     options : dict, optional
@@ -584,6 +587,7 @@ def solve(model, neq, settings=None, *, base=None, estimators=None, prior=None,
         The primary estimator fails.
     """
     t0 = time.perf_counter() if t_start is None else t_start
+    neq = RecordingEquations.of(neq)
     s = settings or model.config.identification
     base = base or base_parameters(model)
     names = s.estimators if estimators is None else (
@@ -643,7 +647,7 @@ def solve(model, neq, settings=None, *, base=None, estimators=None, prior=None,
                 f"--prior none or a perturbed prior file to judge them", "prior"))
     settings_out = {"estimator": names[0], "estimators": list(names),
                     "velocity_threshold": s.velocity_threshold, "prior": prior_label,
-                    **(getattr(neq, "preprocessing", None) or {}),
+                    **(neq.preprocessing or {}),
                     "n_input": int(neq.n_input), "t_regressor": float(neq.t_regressor),
                     "reversal_fraction": round(int(neq.reversal_counts[0])
                                                / max(int(neq.reversal_counts[1]), 1), 4),

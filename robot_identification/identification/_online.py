@@ -44,13 +44,14 @@ import numpy as np
 
 from robot_identification.data import Dataset
 from robot_identification.errors import DataError
-from robot_identification.estimation import MRLS, NormalEquations
+from robot_identification.estimation import MRLS
 from robot_identification.identifiability import base_parameters
 from robot_identification.diagnostics import Diagnostic, collect_diagnostics
 from robot_identification.identification._auto import (
     needs_resolving, recording_summaries, resolve_settings)
 from robot_identification.identification._engine import (
     ReversalWindow, accumulate_states, fir_reversal_window, row_labels)
+from robot_identification.identification._equations import RecordingEquations
 from robot_identification.identification._estimators import estimate_from
 from robot_identification.identification._preprocessing import FIRStates, make_bank
 from robot_identification.identification._result import IdentificationResult
@@ -123,7 +124,7 @@ class OnlineIdentification:
             theta0 = self.base.base_values(model.nominal_parameters())
         self.mrls = MRLS(p, theta0=np.asarray(theta0, dtype=float), names=self.base.names,
                          **(mrls_options or {}))
-        self.neq = NormalEquations(p, model.rows_per_sample)
+        self.neq = RecordingEquations(p, model.rows_per_sample)
         self.requested = replace(settings, velocity_threshold=self.threshold)
         #: the settings in use (``'auto'`` resolved); None while the first window is collected
         self.settings = self.requested

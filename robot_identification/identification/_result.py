@@ -34,7 +34,7 @@ class IdentificationResult:
     settings : dict
     units : list of str
         Unit of each base parameter.
-    normal_equations : NormalEquations or None
+    normal_equations : RecordingEquations or None
         The summed per-group normal equations (further estimators can start from them).
     diagnostics : list of Diagnostic
         What makes this result doubtful (see :mod:`robot_identification.diagnostics`).
