@@ -41,6 +41,29 @@ def test_negative_stiffness_mass_rotor_inertia():
     assert dg.check_signs(["link1.m"], ["link1.m + link2.m"], [-1.0], [0.1]) == []
 
 
+def test_negative_rotor_inertia_is_an_error_only_when_significant_and_not_negligible():
+    # the simulated ur10e's wrist_1 (true rotor inertia 0): -8.25e-6 kg*m^2, 2.1 std below 0
+    # stopped the launch test's identification as an error; 2-3 std: a warning
+    names = ["wrist_1_joint.rotor_inertia"]
+    (d,) = dg.check_signs(names, names, [-8.25e-6], [3.93e-6], ["kg*m^2"])
+    assert (d.code, d.severity) == ("negative_rotor_inertia", "warning"), d
+    assert "2.1 std below 0" in d.message and "within 3 std" in d.message
+    # beyond 3 std and not negligible against its scale (the prior std, 1 kg*m^2): an error
+    (d,) = dg.check_signs(names, names, [-8.25e-3], [1e-3], ["kg*m^2"], scales=[1.0])
+    assert d.severity == "error" and "8.2 std below 0" in d.message
+    # beyond 3 std, but below 1e-4 x its scale: negligible, a warning
+    (d,) = dg.check_signs(names, names, [-8.25e-6], [1e-7], ["kg*m^2"], scales=[1.0])
+    assert d.severity == "warning" and "negligible" in d.message
+    # the engine's collection passes the prior std as the scale
+    from robot_identification.diagnostics._collect import _sign_scales
+    from robot_identification.estimation import default_prior_scales
+    from robot_identification.model import load_robot
+    model = load_robot("ur10e")
+    prior = dict(zip(model.parameter_names, default_prior_scales(model)))
+    assert _sign_scales(model, names + ["x"])[0] == prior[names[0]]
+    assert np.isnan(_sign_scales(model, names + ["x"])[1])
+
+
 def test_condition_number():
     G = np.diag([1.0, 1e-8])
     assert dg.scaled_condition_number(G) == pytest.approx(1.0)   # units only: not flagged

@@ -38,6 +38,14 @@ TRUTH_NME_TARGET = 0.05
 #: Error / std of the parameters that carry the error above which it is a bias, not scatter.
 BIAS_STD_RATIO = 3.0
 
+#: A negative mass or rotor inertia within this many std of 0 is consistent with 0 (info) ...
+SIGN_INFO_SIGMAS = 2.0
+#: ... and an error only beyond this many std (and not negligible), else a warning.
+SIGN_ERROR_SIGMAS = 3.0
+#: A negative mass or rotor inertia smaller than this fraction of its scale (the physical
+#: estimate's prior std) is negligible: a warning, not an error.
+NEGLIGIBLE_FRACTION = 1e-4
+
 _STIFFNESS = ("K", "stiffness")
 _ROTOR = ("rotor_inertia",)
 _SIGN_FRICTION = ("fc", "coulomb")
@@ -70,17 +78,36 @@ def check_parameter_std(names, values, relative_std):
     return out
 
 
-def check_signs(names, expressions, values, std, units=None):
+def check_signs(names, expressions, values, std, units=None, scales=None):
     """Physically impossible signs of base parameters that stand alone (expression = name).
 
-    ``negative_stiffness`` (error), ``negative_mass`` (error), ``negative_rotor_inertia``
-    (error); the message says whether the value is significantly below 0 (beyond 2 std). A
-    mass or rotor inertia within 2 std of 0 (both may be 0: a massless link, no motor) is
-    an info ("consistent with 0"); a stiffness, which cannot be 0, stays an error.
+    ``negative_stiffness``, ``negative_mass``, ``negative_rotor_inertia``; the message says
+    how many std the value lies below 0. A stiffness cannot be 0: any negative value is an
+    error. A mass or a rotor inertia may be 0 (a massless link, no motor), so its severity
+    follows the evidence that it is below 0:
+
+    - within :data:`SIGN_INFO_SIGMAS` std of 0: info ("consistent with 0");
+    - an error only when significantly negative, beyond :data:`SIGN_ERROR_SIGMAS` std, and
+      not negligible, more than :data:`NEGLIGIBLE_FRACTION` x its scale (``scales``: the
+      magnitude of a plausible value, e.g. the physical estimate's prior std,
+      :func:`~robot_identification.estimation.default_prior_scales`; ``None`` or NaN: no
+      negligibility test);
+    - a warning in between (a 2.1 std, -8e-6 kg*m^2 rotor inertia of a simulated ur10e,
+      whose true rotor inertia is 0, stopped the identification as an error).
+
+    Parameters
+    ----------
+    names, expressions : sequence of str (p,)
+    values, std : array_like (p,)
+        Estimates and their standard deviations [SI units of each parameter].
+    units : sequence of str (p,), optional
+    scales : array_like (p,), optional
+        [SI] magnitude below whose :data:`NEGLIGIBLE_FRACTION` a negative value is negligible.
     """
     out = []
     units = units or [""] * len(names)
-    for nm, ex, v, s, u in zip(names, expressions, values, std, units):
+    scales = [np.nan] * len(names) if scales is None else scales
+    for nm, ex, v, s, u, scale in zip(names, expressions, values, std, units, scales):
         kind = _kind(nm)
         if v >= 0 or ex.strip() != nm:
             continue
@@ -88,21 +115,30 @@ def check_signs(names, expressions, values, std, units=None):
                 else "negative_rotor_inertia" if kind in _ROTOR else None)
         if code is None:
             continue
-        sig = (f"{-v / s:.1f} std below 0" if s > 0 and np.isfinite(s)
-               else "std unknown")
-        significant = bool(s > 0 and -v > 2 * s)
-        if code != "negative_stiffness" and not significant and s > 0 and np.isfinite(s):
-            # a mass or rotor inertia may be 0 (a massless link, no motor): within 2 std of
-            # 0 it is 0 as far as the data tell (clean ur10e simulations, whose rotor
-            # inertia is 0, gave 'error' on wrist_3 at 0.2 std below 0)
+        known = bool(s > 0 and np.isfinite(s))
+        sig = f"{-v / s:.1f} std below 0" if known else "std unknown"
+        if code == "negative_stiffness":
+            note = "" if known and -v > SIGN_INFO_SIGMAS * s else " (not significantly below 0)"
+            out.append(Diagnostic(code, "error", f"{nm} = {v:.4g} {u} < 0 ({sig}){note}: "
+                                                 f"physically impossible", nm))
+            continue
+        if known and -v <= SIGN_INFO_SIGMAS * s:
             out.append(Diagnostic(code, "info", f"{nm} = {v:.4g} {u} < 0 ({sig}): "
                                                 f"consistent with 0, not significantly "
                                                 f"negative (the physical estimate keeps it "
                                                 f">= 0)", nm))
             continue
-        note = "" if significant else " (not significantly below 0)"
-        out.append(Diagnostic(code, "error", f"{nm} = {v:.4g} {u} < 0 ({sig}){note}: "
-                                             f"physically impossible", nm))
+        significant = not known or -v > SIGN_ERROR_SIGMAS * s
+        negligible = bool(np.isfinite(scale) and -v <= NEGLIGIBLE_FRACTION * scale)
+        if significant and not negligible:
+            out.append(Diagnostic(code, "error", f"{nm} = {v:.4g} {u} < 0 ({sig}): "
+                                                 f"physically impossible", nm))
+            continue
+        why = (f"negligible: below {NEGLIGIBLE_FRACTION:g} x its scale {scale:.3g} {u}"
+               if negligible else f"within {SIGN_ERROR_SIGMAS:g} std of 0")
+        out.append(Diagnostic(code, "warning", f"{nm} = {v:.4g} {u} < 0 ({sig}), {why}: "
+                                               f"0 as far as the data tell (the physical "
+                                               f"estimate keeps it >= 0)", nm))
     return out
 
 

@@ -9,6 +9,7 @@ from robot_identification.diagnostics._checks import (
     check_torque_against_nominal, check_truth, check_velocity_threshold,
     scaled_condition_number)
 from robot_identification.diagnostics._diagnostic import Diagnostic
+from robot_identification.estimation import default_prior_scales
 
 
 #: Codes of the per-recording check against the URDF's model
@@ -23,6 +24,13 @@ def _said_per_recording(d, said):
             or (d.code == "torque_scale" and ("torque_scale", "") in said)
             or any(c in ("joints_swapped", "encoder_offset", "torque_dead")
                    and d.subject in s.split(" and ") for c, s in said))
+
+
+def _sign_scales(model, names):
+    """The scale (p,) [SI] of each base parameter that is a standard parameter alone: the
+    physical estimate's prior std (:func:`default_prior_scales`), NaN for the others."""
+    prior = dict(zip(model.parameter_names, default_prior_scales(model)))
+    return [float(prior.get(nm, np.nan)) for nm in names]
 
 
 def collect_diagnostics(model, result, recordings=()):
@@ -48,7 +56,8 @@ def collect_diagnostics(model, result, recordings=()):
     neq = result.normal_equations
     out += check_condition(est.condition_number if neq is None
                            else scaled_condition_number(neq.gram))
-    out += check_signs(result.names, result.expressions, est.values, est.std, result.units)
+    out += check_signs(result.names, result.expressions, est.values, est.std, result.units,
+                       _sign_scales(model, result.names))
     if neq is not None and getattr(result, "base", None) is not None:
         nominal = np.array(model.nominal_parameters(), dtype=float)
         said = {(d.code, d.subject) for d in out if d.code in NOMINAL_CODES}

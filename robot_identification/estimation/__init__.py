@@ -11,7 +11,7 @@
 from robot_identification.estimation._least_squares import (  # noqa: F401
     Estimate, NormalEquations, condition_number, ols, solve_gram, wls)
 from robot_identification.estimation._physical import (  # noqa: F401,E402
-    PhysicalEstimate, physically_consistent, pseudo_inertia)
+    PhysicalEstimate, default_prior_scales, physically_consistent, pseudo_inertia)
 from robot_identification.estimation._mrls import (  # noqa: F401,E402
     MRLS, MRLSResult, modified_inverse, mrls)
 from robot_identification.estimation._bounded import (  # noqa: F401,E402
