@@ -13,15 +13,15 @@ from robot_identification.model import RobotModel, load_robot
 from robot_identification.regressor import rigid_regressor
 
 
-def _loaded(model, **drive):
+def _loaded(model, load=True, **drive):
     cfg = model.config
     joints = tuple(replace(j, drive={**j.drive, **drive}) for j in cfg.joints)
-    cfg = replace(cfg, friction=replace(cfg.friction, load_dependent=True), joints=joints)
+    cfg = replace(cfg, friction=replace(cfg.friction, load_dependent=load), joints=joints)
     return RobotModel(cfg, urdf_xml=model.urdf_xml)
 
 
 def test_load_column_is_sign_times_urdf_torque():
-    base = load_robot("ur10e")
+    base = _loaded(load_robot("ur10e"), load=False)
     model = _loaded(base)
     rng = np.random.default_rng(3)
     q, dq, ddq = rng.normal(size=(3, 4, 6))

@@ -56,7 +56,13 @@ def test_own_urdf_matches_authors_urdf():
 
 def test_results_hold_all_estimates(run):
     _, res, _ = run
-    assert res["robot"] == "ur10e" and res["estimator"] == "wls"
+    # the primary (base_parameters) is the physically consistent estimate, its prior weight
+    # cross-validated on the two recordings
+    assert res["robot"] == "ur10e" and res["estimator"] == "physical"
+    assert res["status"] == "ok"
+    sel = res["settings"]["prior_weight_selection"]
+    assert sel["folds"] == 2 and res["settings"]["prior_weight"] in [g for g, _ in sel["table"]]
+    assert min(e for _, e in sel["table"]) < sel["nominal"]
     assert set(res["estimates"]) == {"ols", "wls", "physical"}
     p = len(res["base_parameters"])
     for name in ("ols", "wls"):

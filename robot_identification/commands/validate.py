@@ -22,7 +22,8 @@ def add_arguments(p):
     p.add_argument("--output", default="validation.yaml",
                    help="validation file (default validation.yaml)")
     p.add_argument("--primary", help="estimate reported in files[*].joints "
-                                     "(default: physical, else wls, else ols)")
+                                     "(default: the results file's primary estimate, its "
+                                     "base_parameters)")
     p.add_argument("--rest-velocity", type=float,
                    help="|dq| below this counts as rest (Coulomb term 0) when predicting "
                         "[rad/s]; default: the identification's friction deadband from the "
@@ -59,7 +60,10 @@ def run(args):
     files = validate(model, base, models, datasets, settings_from_results(model, doc),
                      labels=list(args.data), rest_velocity=args.rest_velocity)
     roll = rollouts(args, model, datasets) if args.rollout else None
-    out = write_validation(args.output, model.config.name, files, args.primary,
+    # the results file's primary estimate (its base_parameters) is the one reported
+    primary = args.primary or (doc.get("estimator") if doc.get("estimator") in models
+                               else None)
+    out = write_validation(args.output, model.config.name, files, primary,
                            inputs=input_paths(args, model), rollout=roll)
     if not args.quiet:
         print(format_validation(files))

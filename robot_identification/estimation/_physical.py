@@ -202,7 +202,7 @@ def physically_consistent(model, base, information, beta_ls, *, nominal=None,
                           nonnegative=("rotor_inertia", "viscous", "coulomb", "coulomb_load",
                                        "stiffness", "damping"),
                           solver="CLARABEL", prior="bregman",
-                          weight=1.0) -> PhysicalEstimate:
+                          weight=1.0, refine=True) -> PhysicalEstimate:
     """Physically consistent standard parameters closest (in the data metric) to a LS fit.
 
     Parameters
@@ -233,6 +233,10 @@ def physically_consistent(model, base, information, beta_ls, *, nominal=None,
         chi-square when ``information`` is W^T S^-1 W): 1.0 makes doubling a body's
         pseudo-inertia cost as much as moving the fit by ~1.1 standard deviations, so the
         prior decides only where the data carry (almost) no information.
+    refine : bool
+        Run the second, prior-only solve over the null space of K (module docstring);
+        False keeps the first solve's standard parameters (their base parameters, all a
+        prediction needs, are the same): for cross-validation.
 
     Returns
     -------
@@ -298,7 +302,7 @@ def physically_consistent(model, base, information, beta_ls, *, nominal=None,
     status = _solve(cp.Problem(cp.Minimize((data + reg) / scale), cons), x, solver,
                     "physical-consistency SDP")
     refined = False
-    if prior == "bregman" or keep.any():
+    if refine and (prior == "bregman" or keep.any()):
         # Stage 2, the null space of K: after the scaling above the prior is below the
         # solver's tolerance wherever the data are informative, and so it is also lost
         # in the directions the data do not see at all (e.g. the mass of a body that
@@ -326,7 +330,8 @@ def physically_consistent(model, base, information, beta_ls, *, nominal=None,
     dist = np.array([log_det_divergence(J, J0[k]) for k, J in enumerate(Js)])
     return PhysicalEstimate(standard=pi, base=beta, min_eigenvalues=eig,
                             cost_increase=float(r_opt @ r_opt) / ref,
-                            status=status + ("" if refined else " (null space unrefined)"),
+                            status=status + ("" if refined or not refine
+                                             else " (null space unrefined)"),
                             prior_distance=dist,
                             on_bound=[k for k in range(model.n)
                                       if eig[k] <= 1.01 * margins[k]],

@@ -70,7 +70,8 @@ from robot_identification.identification._estimators import (  # noqa: F401
 from robot_identification.identification._drive_gains import (  # noqa: F401
     DriveGainResult, identify_drive_gains, payload_parameters)
 from robot_identification.identification._prediction import (  # noqa: F401
-    REST_VELOCITY, coulomb_coefficients, predict_torque, settings_from_results,
+    PLAIN_DEADBAND, PREDICTORS, REST_VELOCITY, coulomb_coefficients, coulomb_scale,
+    load_coefficients, plain_coulomb, predict_torque, settings_from_results,
     torque_errors)
 from robot_identification.identification._friction import (  # noqa: F401
     BRIDGE_CUTOFF_PERIODS, JITTER_FACTOR, PRESLIDING_GRID, PRESLIDING_MIN_GAIN,
@@ -79,6 +80,9 @@ from robot_identification.identification._friction import (  # noqa: F401
 from robot_identification.identification._montecarlo import (  # noqa: F401
     RUN_ESTIMATORS, MonteCarloResult, cramer_rao_bound, monte_carlo, run_seeds,
     simulated_observations, torque_noise_sigma)
+from robot_identification.identification._prior_weight import (  # noqa: F401
+    PRIOR_WEIGHTS, fold_equations, heldout_score, record_prior_weight, resolve_prior_weight,
+    select_prior_weight)
 from robot_identification.identification._online import (  # noqa: F401
     SETTINGS_WINDOW, OnlineIdentification)
 from robot_identification.identification._lin import (  # noqa: F401

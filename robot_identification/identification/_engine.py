@@ -749,9 +749,17 @@ def identify(model, recordings, settings=None, *, estimator=None, estimators=Non
             neq = equations()
             if sensors.joint_torque:
                 stiffness = _spring_estimate(model, neq.spring)
+        from robot_identification.identification._prior_weight import (
+            record_prior_weight, resolve_prior_weight)
+        weight, chosen = resolve_prior_weight(model, current[0], s, estimators, prior, base,
+                                              log)
         result = solve(model, neq, s, base=base, estimators=estimators, prior=prior,
-                       reaccumulate=equations, options=options, log=log, t_start=t0,
-                       stiffness=stiffness)
+                       reaccumulate=equations, options={**weight, **(options or {})},
+                       log=log, t_start=t0, stiffness=stiffness)
+        if chosen is not None:
+            result.settings["prior_weight_folds"] = ("recordings" if len(recordings) > 1
+                                                     else "halves")
+            record_prior_weight(result, *chosen)
         if model.config.elastic:
             result.settings["sensors"] = dict(sensors.to_dict(),
                                               description=sensors.describe())

@@ -208,7 +208,9 @@ def _physical(ctx):
                                      prior_scales=np.full(P, np.inf), prior="gaussian")
         phys.prior_distance = None
     else:                       # log-det divergence toward the prior's bodies
-        phys = physically_consistent(model, ctx.base, info, w.values, nominal=ctx.prior)
+        weight = float(ctx.options.get("prior_weight", 1.0) or 1.0)
+        phys = physically_consistent(model, ctx.base, info, w.values, nominal=ctx.prior,
+                                     weight=weight)
         urdf = np.array_equal(np.asarray(ctx.prior, dtype=float), model.nominal_parameters())
         ctx.diagnostics += check_prior_bodies(model.body_names, ctx.prior,
                                               "the URDF" if urdf else "the prior file")
@@ -228,6 +230,7 @@ def _physical(ctx):
                                                        phys.min_eigenvalues)},
                        "cost_increase": float(phys.cost_increase), "status": phys.status,
                        "prior": phys.prior,
+                       "prior_weight": float(ctx.options.get("prior_weight", 1.0) or 1.0),
                        "prior_distance": None if phys.prior_distance is None else {
                            b: float(d) for b, d in zip(model.body_names, phys.prior_distance)},
                        "bodies_on_bound": [model.body_names[k] for k in phys.on_bound or []]})

@@ -12,7 +12,7 @@ from robot_identification.data import Dataset
 from robot_identification.diagnostics import Diagnostic
 from robot_identification.errors import DataError
 from robot_identification.identification._prediction import (
-    coulomb_coefficients, predict_torque, settings_from_results, torque_errors)
+    coulomb_scale, predict_torque, settings_from_results, torque_errors)
 from robot_identification.identification._preprocessing import preprocess
 from robot_identification.regressor import coulomb_sign
 from robot_identification.signal import central_difference
@@ -314,9 +314,9 @@ def select_presliding(model, base, beta, datasets, settings, grid=PRESLIDING_GRI
     motor = slice(model.n, 2 * model.n) if model.config.elastic else slice(0, model.n)
     cands = [None] + list(grid)
     errs = {c: [] for c in cands}
-    fc = coulomb_coefficients(model, base, beta)
     for ds in datasets:
         states, _ = preprocess(model, ds, settings)
+        fc = coulomb_scale(model, base, beta, states)    # f_c (+ f_l |tau_0|)
         direction = motion_direction(model, ds, settings)
         ramp = filtered_coulomb(model, ds, replace(settings, friction_presliding=None), width)
         pred0 = predict_torque(model, base, beta, states, friction_deadband=width,

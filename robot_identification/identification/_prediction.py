@@ -7,6 +7,32 @@ from dataclasses import replace
 import numpy as np
 
 from robot_identification.regressor import coulomb_sign, iter_regressor_blocks
+from robot_identification.regressor._regressor import nominal_load
+
+
+#: The plain predictor's Coulomb deadband [rad/s] (:func:`plain_coulomb`): fixed, the same
+#: for every model and robot (twice the 1e-4 rad/s velocity resolution of the UR logs).
+PLAIN_DEADBAND = 2e-4
+
+#: What validation.yaml, the report and the benchmarks call the two predictors.
+PREDICTORS = {
+    "full": "the identification's Coulomb friction as the filtered measurement holds it: "
+            "the ramp to the stop velocity or the pre-sliding (Dahl) state chosen on the "
+            "identification data, evaluated on the recorded velocity and low-pass filtered "
+            "like the torque",
+    "plain": f"stateless: f_v v + (f_c + f_l |tau_0|) sign(v) [|v| > {PLAIN_DEADBAND:g} rad/s] "
+             f"+ offset on the filtered velocity, Coulomb term not filtered",
+}
+
+
+def plain_coulomb(velocity, deadband=PLAIN_DEADBAND):
+    """The plain predictor's Coulomb column: sign(v) where |v| > ``deadband``, else 0.
+
+    Stateless and unfiltered, on the pre-processed (filtered) velocity (N, n) [rad/s]: what
+    a short script predicts; every model compared under it gets the same column.
+    """
+    v = np.asarray(velocity, dtype=float)
+    return np.sign(v) * (np.abs(v) > deadband)
 
 
 #: Velocities below this magnitude count as rest when predicting [rad/s]: the Coulomb
@@ -63,7 +89,8 @@ def predict_torque(model, base, beta, states, chunk=2048, rest_velocity=0.0,
         (:func:`robot_identification.regressor.coulomb_sign`).
     coulomb : ndarray (N, n), optional
         Values of the Coulomb columns replacing coulomb_sign(v, friction_deadband)
-        (:func:`filtered_coulomb`).
+        (:func:`filtered_coulomb`, :func:`plain_coulomb`); with load-dependent Coulomb
+        friction the load column f_l |tau_0| follows the same column.
     """
     out = []
     st = dict(states)
@@ -72,16 +99,23 @@ def predict_torque(model, base, beta, states, chunk=2048, rest_velocity=0.0,
             if key in st:
                 st[key] = np.where(np.abs(st[key]) < rest_velocity, 0.0, st[key])
     st.setdefault("tau", np.zeros_like(st["q"]))
-    for _, Y, _ in iter_regressor_blocks(model, st, chunk, friction_deadband=friction_deadband):
-        out.append(base.project(Y) @ beta)
-    pred = np.concatenate(out, axis=0)
-    if coulomb is not None:
-        n = model.n
-        v = st["dtheta" if model.config.elastic else "dq"]
-        old = coulomb_sign(v, friction_deadband)
-        rows = n if model.config.elastic else 0
-        pred[:, rows:rows + n] += (coulomb - old) * coulomb_coefficients(model, base, beta)
-    return pred
+    n = model.n
+    rows = n if model.config.elastic else 0
+    fc = coulomb_coefficients(model, base, beta) if coulomb is not None else None
+    fl = load_coefficients(model, base, beta) if coulomb is not None else None
+    v_all = st["dtheta" if model.config.elastic else "dq"]
+    for start, Y, _ in iter_regressor_blocks(model, st, chunk,
+                                             friction_deadband=friction_deadband):
+        sl = slice(start, start + Y.shape[0])
+        block = base.project(Y) @ beta
+        if coulomb is not None:
+            scale = fc
+            if np.any(fl):
+                scale = fc + fl * np.abs(nominal_load(model, Y))
+            old = coulomb_sign(v_all[sl], friction_deadband)
+            block[:, rows:rows + n] += (coulomb[sl] - old) * scale
+        out.append(block)
+    return np.concatenate(out, axis=0)
 
 
 def coulomb_coefficients(model, base, beta):
@@ -96,6 +130,31 @@ def coulomb_coefficients(model, base, beta):
         if k in index:
             out[j] = beta[index[k]]
     return out
+
+
+def load_coefficients(model, base, beta):
+    """Per joint the base parameter multiplying its load-dependent Coulomb column f_l
+    (``friction.load_dependent``), shape (n,); 0 without the term (or where it is merged)."""
+    index = {int(k): b for b, k in enumerate(base.independent)}
+    names = list(model.parameter_names)
+    out = np.zeros(model.n)
+    for j, joint in enumerate(model.joint_names):
+        k = names.index(f"{joint}.coulomb_load") if f"{joint}.coulomb_load" in names else -1
+        if k in index:
+            out[j] = beta[index[k]]
+    return out
+
+
+def coulomb_scale(model, base, beta, states):
+    """The Coulomb level per sample and joint, f_c + f_l |tau_0(q, dq, ddq)| (N, n) [N*m],
+    or f_c (n,) without load-dependent friction: what multiplies a replaced Coulomb column."""
+    fc = coulomb_coefficients(model, base, beta)
+    fl = load_coefficients(model, base, beta)
+    if not np.any(fl):
+        return fc
+    from robot_identification.regressor import rigid_regressor
+    Y = rigid_regressor(model, states["q"], states["dq"], states["ddq"])
+    return fc + fl * np.abs(nominal_load(model, Y))
 
 
 def torque_errors(measured, predicted, names):

@@ -357,6 +357,9 @@ class IdentificationSettings:
     pa_delay: float | None = None       # t_d [s]; None: zero of P_{N+1} (Lomakin-Deutscher)
     extra_estimators: tuple = ()        # further estimators computed alongside
     prior: str = "nominal"              # nominal | none | path of a YAML file
+    prior_weight: float | str = "auto"  # physical: weight of the log-det prior; 'auto':
+    #                                   cross-validated on the identification data where
+    #                                   physical is the primary estimate, else 1
     huber_threshold: float = 1.345      # IRLS: Huber c, in noise standard deviations
     irls_iterations: int = 30           # IRLS: maximum passes over the data
 
@@ -698,6 +701,7 @@ def parse_robot_config(data: Any, source: Path | None = None,
         pa_beta=idr.number("pa_beta", 3.0, positive=True),
         pa_delay=idr.number("pa_delay", None, minimum=0.0, unit="s"),
         prior=idr.string("prior", "nominal"),
+        prior_weight=_auto_number(idr, "prior_weight", positive=True),
         huber_threshold=idr.number("huber_threshold", 1.345, positive=True),
         irls_iterations=idr.integer("irls_iterations", 30, minimum=1),
     )

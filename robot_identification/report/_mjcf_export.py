@@ -20,6 +20,8 @@ from robot_identification.simulation import describe_mujoco, mjcf_text
 #: Drive parameters without an MJCF element: (key, description with unit).
 _COMMENT_ONLY = (
     ("offset", "torque offsets [N*m]"),
+    ("coulomb_load", "load-dependent Coulomb friction f_l: + f_l |tau_0| sign(v), tau_0 the "
+                     "joint torque of the robot's URDF [N*m per N*m]"),
     ("stiction", "static friction (2/pi) atan(K_v v) amplitude, Szabo eq. 7-9 [N*m]"),
     ("stribeck", "Stribeck (2/pi) atan(delta v) amplitude, Szabo eq. 7-9 [N*m]"),
 )

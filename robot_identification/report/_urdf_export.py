@@ -63,6 +63,8 @@ def body_inertias(model, standard):
 _COMMENT_ONLY = (
     ("rotor_inertia", "link-side rotor inertia (armature) [kg*m^2]"),
     ("offset", "torque offsets [N*m]"),
+    ("coulomb_load", "load-dependent Coulomb friction f_l: + f_l |tau_0| sign(v), tau_0 the "
+                     "joint torque of the ORIGINAL URDF's rigid-body model [N*m per N*m]"),
     ("stiction", "static friction (2/pi) atan(K_v v) amplitude, Szabo eq. 7-9 [N*m]"),
     ("stribeck", "Stribeck (2/pi) atan(delta v) amplitude, Szabo eq. 7-9 [N*m]"),
     ("stiffness", "joint stiffness [N*m/rad]"),
@@ -224,7 +226,9 @@ def urdf_torque(urdf_path, model, standard, q, dq, ddq):
 
     rnea of the exported URDF (its inertials), plus per joint armature * ddq (from the
     file's Drake transmission tags, rotor_inertia * gear_ratio^2, where it has them) +
-    f_v dq + f_c sign(dq) + f_o with the identified friction parameters in ``standard``.
+    f_v dq + (f_c + f_l |tau_0|) sign(dq) + f_o with the identified friction parameters in
+    ``standard`` (tau_0: the torque of ``model``'s own URDF, the load of load-dependent
+    Coulomb friction, which the exported file holds in its comment only).
     Used to check an export against the base-parameter prediction.
     """
     m2 = RobotModel(model.config, urdf_xml=Path(urdf_path).read_text())
@@ -239,4 +243,9 @@ def urdf_torque(urdf_path, model, standard, q, dq, ddq):
                     for j in model.joint_names])
     fv, fc = drive_values(model, standard, "viscous"), drive_values(model, standard, "coulomb")
     fo = drive_values(model, standard, "offset")
+    fl = drive_values(model, standard, "coulomb_load")
+    if np.any(fl):
+        from robot_identification.regressor import rigid_regressor
+        from robot_identification.regressor._regressor import nominal_load
+        fc = fc + fl * np.abs(nominal_load(model, rigid_regressor(model, q, dq, ddq)))
     return tau + arm * ddq + fv * dq + fc * np.sign(dq) + fo

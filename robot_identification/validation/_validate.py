@@ -11,21 +11,33 @@ filter as in identification) per joint:
 and ``nrmse_mean`` is the mean over joints. Validation needs no excitation: static
 runs (no motion) are evaluated too (they test gravity and offsets).
 
+Two predictors, always both (:data:`robot_identification.identification.PREDICTORS`):
+``full`` predicts the Coulomb term as identification treated it (the ramp to the stop
+velocity or the pre-sliding state, filtered like the torque; ``models``) and ``plain`` is
+stateless, sign(v) outside a fixed 2e-4 rad/s deadband, unfiltered (``plain``): the same
+function for every model, so that any model (a reference script's too) is scored alike.
+
 validation.yaml (version 1)::
 
     robot: ur10e
-    primary: physical            # the estimate reported in files[*].joints
+    primary: physical            # the estimate reported in files[*].joints: the results
+                                 # file's primary estimate (its base_parameters)
+    predictors: {full: ..., plain: ...}   # what each predictor is
     files:
       - file: validation/run.csv
         estimate: physical
-        joints: [{name: shoulder_pan_joint, rms: 1.2, nrmse: 0.06}, ...]
+        joints: [{name: shoulder_pan_joint, rms: 1.2, nrmse: 0.06}, ...]   # full predictor
         nrmse_mean: 0.08
+        nrmse_mean_plain: 0.12   # the primary under the plain predictor
         moving: true
-        models:                  # every model, same layout
+        models:                  # every model, full predictor
           nominal: {joints: [...], nrmse_mean: ...}
           ols: {...}
           wls: {...}
           physical: {...}
+        plain:                   # every model, plain predictor, same layout
+          nominal: {...}
+          ...
 """
 from __future__ import annotations
 
@@ -37,8 +49,8 @@ import yaml
 from robot_identification.errors import ConfigError, DataError
 from robot_identification.identifiability import base_parameters
 from robot_identification.identification import (
-    REST_VELOCITY, SensorSet, filtered_coulomb, predict_torque, prediction_deadband,
-    preprocess, result_base, torque_errors)
+    PREDICTORS, REST_VELOCITY, SensorSet, filtered_coulomb, plain_coulomb, predict_torque,
+    prediction_deadband, preprocess, result_base, torque_errors)
 from robot_identification.model import current_parameter_name
 from robot_identification.outputs import write_text_atomic
 from robot_identification.report import read_results
@@ -135,8 +147,11 @@ def validate(model, base, models, datasets, settings=None, labels=None, keep_sig
     Returns
     -------
     list of dict
-        Per file: ``file``, ``moving``, ``models`` {name: {joints, nrmse_mean}} and, with
-        ``keep_signals``, ``signals`` {t, measured, predicted: {name: (N, n)}}.
+        Per file: ``file``, ``moving``, ``models`` {name: {joints, nrmse_mean}} (the full
+        predictor), ``plain`` {name: {joints, nrmse_mean}} (the plain predictor,
+        :func:`~robot_identification.identification.plain_coulomb`) and, with
+        ``keep_signals``, ``signals`` {t, measured, predicted: {name: (N, n)},
+        predicted_plain: {name: (N, n)}}.
 
     Raises
     ------
@@ -171,8 +186,9 @@ def validate(model, base, models, datasets, settings=None, labels=None, keep_sig
                 measured_spring = states["tau_joint"]
         label = (labels[i] if labels else ds.metadata.get("source", f"dataset{i + 1}"))
         entry = {"file": str(label), "moving": bool(ds.metadata.get(
-            "moving", np.abs(states["dq"]).max() > 0.01)), "models": {}}
-        preds = {}
+            "moving", np.abs(states["dq"]).max() > 0.01)), "models": {}, "plain": {}}
+        preds, plains = {}, {}
+        plain = plain_coulomb(states["dtheta" if model.config.elastic else "dq"])
         coulomb = (filtered_coulomb(model, ds, s, dead)
                    if dead is not None and (s.drop_reversals if filter_coulomb is None
                                             else filter_coulomb) else None)
@@ -184,8 +200,12 @@ def validate(model, base, models, datasets, settings=None, labels=None, keep_sig
                                   coulomb=coulomb)[:, rows] + measured_spring
             preds[name] = pred
             entry["models"][name] = torque_errors(meas, pred, model.joint_names)
+            plains[name] = predict_torque(model, base, beta, states,
+                                          coulomb=plain)[:, rows] + measured_spring
+            entry["plain"][name] = torque_errors(meas, plains[name], model.joint_names)
         if keep_signals:
-            entry["signals"] = {"t": t, "measured": meas, "predicted": preds, "q": states["q"]}
+            entry["signals"] = {"t": t, "measured": meas, "predicted": preds,
+                                "predicted_plain": plains, "q": states["q"]}
         out.append(entry)
     return out
 
@@ -195,13 +215,17 @@ def validation_to_dict(robot, files, primary=None) -> dict:
     names = list(files[0]["models"]) if files else []
     if primary is None:
         primary = next((p for p in PREFERENCE if p in names), names[-1] if names else None)
-    doc = {"robot": robot, "primary": primary, "files": []}
+    doc = {"robot": robot, "primary": primary, "predictors": dict(PREDICTORS), "files": []}
     for f in files:
         m = f["models"][primary]
-        doc["files"].append({"file": f["file"], "estimate": primary,
-                             "joints": [dict(j) for j in m["joints"]],
-                             "nrmse_mean": m["nrmse_mean"], "moving": f["moving"],
-                             "models": f["models"]})
+        entry = {"file": f["file"], "estimate": primary,
+                 "joints": [dict(j) for j in m["joints"]],
+                 "nrmse_mean": m["nrmse_mean"], "moving": f["moving"],
+                 "models": f["models"]}
+        if f.get("plain"):
+            entry["nrmse_mean_plain"] = f["plain"][primary]["nrmse_mean"]
+            entry["plain"] = f["plain"]
+        doc["files"].append(entry)
     return doc
 
 
@@ -216,16 +240,21 @@ def write_validation(path, robot, files, primary=None, inputs=(), rollout=None):
 
 
 def format_validation(files) -> str:
-    """Text table: NRMSE per joint and mean, per file and model."""
+    """Text table: NRMSE per joint and mean, per file and model (full predictor), and the
+    mean under the plain predictor."""
     lines = []
     for f in files:
         names = [j["name"] for j in next(iter(f["models"].values()))["joints"]]
         short = [n.replace("_joint", "") for n in names]
         lines.append(f"{f['file']}" + ("" if f["moving"] else "  (static)"))
-        head = f"  {'model':<10}" + "".join(f"{s:>14}" for s in short) + f"{'mean':>9}"
+        head = (f"  {'model':<10}" + "".join(f"{s:>14}" for s in short) + f"{'mean':>9}"
+                + (f"{'plain':>9}" if f.get("plain") else ""))
         lines.append(head)
         for name, m in f["models"].items():
             cells = "".join(f"{j['rms']:7.3f}/{j['nrmse']:<6.3f}" for j in m["joints"])
-            lines.append(f"  {name:<10}{cells}{m['nrmse_mean']:9.4f}")
-        lines.append("  (cells: RMS error [N*m] / NRMSE)")
+            plain = (f"{f['plain'][name]['nrmse_mean']:9.4f}" if f.get("plain", {}).get(name)
+                     else "")
+            lines.append(f"  {name:<10}{cells}{m['nrmse_mean']:9.4f}{plain}")
+        lines.append("  (cells: RMS error [N*m] / NRMSE, full predictor; mean: mean NRMSE "
+                     "over joints, full predictor; plain: the same under the plain predictor)")
     return "\n".join(lines)
