@@ -211,17 +211,18 @@ def _check(model, t, q, tau, dq, band_hz, source, torque_noise):
             ok = np.all(~use | (e_alt <= UNEXPLAINED))
             if s <= IMPROVEMENT * base_score and ok and (found is None or s < found[0]):
                 found = (s, code, text, e_alt, c_alt, data)
+    # a reversal is decided on held-out data, over every joint it could show on (also where
+    # another reading fits in-sample best: a reversed wrist can look like a swap)
+    rev, rev_score = None, np.inf
+    for joints in (use, live & reversal_use & ~use):   # the large joints, then the small
+        if joints.any():
+            got, best, _ = _verify_reversal(model, st, meas, nom, joints, names, src,
+                                            explain=use, scales=joints is use, scores=True)
+            if got is not None and (rev is None or got.severity == "error"):
+                rev, rev_score = got, (best if joints is use else np.inf)
+            if rev is not None and rev.severity == "error":
+                break
     if found is None or found[1] == "torque_sign":
-        # a reversal is decided on held-out data, over every joint it could show on
-        rev = None
-        for joints in (use, live & reversal_use & ~use):   # the large joints, then the small
-            if joints.any():
-                got = _verify_reversal(model, st, meas, nom, joints, names, src, explain=use,
-                                       scales=joints is use)
-                if got is not None and (rev is None or got.severity == "error"):
-                    rev = got
-                if rev is not None and rev.severity == "error":
-                    break
         if rev is not None:
             out.append(rev)
             if rev.severity == "error" or found is not None:
@@ -239,6 +240,9 @@ def _check(model, t, q, tau, dq, band_hz, source, torque_noise):
             # rad on wrists, held-out score down to 0.06 x): always a warning
             if code == "joints_swapped" and alt_ho <= REVERSAL_RATIO * rec_ho:
                 severity = "error"
+            if rev is not None and rev.severity == "error" and rev_score <= TIE * alt_ho:
+                out.append(rev)       # a reversal explains the held-out half as well
+                return out, info
         gain = (np.minimum(e, 2.0) ** 2 - np.minimum(e_alt, 2.0) ** 2
                 + np.log(np.maximum(c, 0.05) / common) ** 2)
         top = [k for k in np.argsort(-np.where(use, gain, -np.inf))[:3] if use[k]]
@@ -352,7 +356,7 @@ def _heldout_score(e, use, c=None):
 
 
 def _verify_reversal(model, st, meas, nom, use, names, src, candidates=None, explain=None,
-                     scales=True):
+                     scales=True, scores=False):
     """``torque_sign`` of one recording, decided on held-out data (:func:`_heldout_fit`).
 
     Every candidate reading - a joint's direction reversed (its q, dq, ddq and torque
@@ -360,10 +364,11 @@ def _verify_reversal(model, st, meas, nom, use, names, src, candidates=None, exp
     alone or for the given groups of joints together - is refitted and scored on the
     held-out half, as is the data as recorded, over the joints ``use``. An error only where
     the best reading explains every joint of ``explain`` (held-out e_k <=
-    :data:`UNEXPLAINED`; default ``use``) at :data:`REVERSAL_RATIO` x the recorded score or
-    less; the readings within :data:`TIE` of the best are all named (the URDF's model cannot
-    tell them apart). A reading that explains them at up to :data:`REVERSAL_NOTE` x: an info
-    note naming both readings; otherwise nothing (None).
+    :data:`UNEXPLAINED`, or no worse than as recorded; default ``use``) at
+    :data:`REVERSAL_RATIO` x the recorded score or less; the readings within :data:`TIE` of
+    the best are all named (the URDF's model cannot tell them apart). A reading that
+    explains them at up to :data:`REVERSAL_NOTE` x: an info note naming both readings;
+    otherwise nothing (None).
 
     Parameters
     ----------
@@ -376,8 +381,16 @@ def _verify_reversal(model, st, meas, nom, use, names, src, candidates=None, exp
 
     Returns
     -------
-    Diagnostic or None
+    Diagnostic or None; with ``scores``: (Diagnostic or None, best reading's held-out score,
+    the recorded one's)
     """
+    diag, best, rec = _reversal(model, st, meas, nom, use, names, src, candidates, explain,
+                                scales)
+    return (diag, best, rec) if scores else diag
+
+
+def _reversal(model, st, meas, nom, use, names, src, candidates, explain, scales):
+    """:func:`_verify_reversal` with its scores."""
     n = len(names)
     q, dq, ddq = st["q"], st["dq"], st["ddq"]
     if candidates is None:
@@ -389,7 +402,7 @@ def _verify_reversal(model, st, meas, nom, use, names, src, candidates=None, exp
 
     rec, e_rec = score(meas, nom, dq)
     if not rec > 1e-3:          # the recorded reading explains the data (no misfit to halve)
-        return None
+        return None, np.inf, rec
     scored = []
     for group in candidates:
         s = np.ones(n)
@@ -405,7 +418,9 @@ def _verify_reversal(model, st, meas, nom, use, names, src, candidates=None, exp
     who = " or ".join(", ".join(names[k] for k in g) for g in tied)
     what = " or ".join(f"{kd} reversed" for kd in kinds)
     explain = use if explain is None else explain
-    explains = bool(np.all(~explain | (e_best <= UNEXPLAINED)))
+    # the reading explains every joint the recorded one does, and none worse than that
+    # (a joint the URDF misses anyway, e.g. by a CAD error, may stay unexplained)
+    explains = bool(np.all(~explain | (e_best <= np.maximum(UNEXPLAINED, e_rec))))
     joint = "joints" if len(group) > 1 else "joint"
     numbers = ", ".join(f"{names[k]} {e_rec[k]:.2f} -> {e_best[k]:.2f}"
                         for k in np.argsort(-np.where(use, e_rec - e_best, -np.inf))[:3]
@@ -419,15 +434,15 @@ def _verify_reversal(model, st, meas, nom, use, names, src, candidates=None, exp
                      f"{src}{joint} {who}: {what} ({cause})?{tie}: refitted on half of the "
                      f"recording, the URDF's model with that reading explains the other half "
                      f"(held-out score {rec:.3g} -> {best:.3g}; normalised residual "
-                     f"{numbers})", who)
+                     f"{numbers})", who), best, rec
     if not (explains and best <= REVERSAL_NOTE * rec):
-        return None
+        return None, best, rec
     return _diag("torque_sign", "info",
                  f"{src}{joint} {who}: the data as recorded and with the {what} both remain "
                  f"possible readings (held-out score of the URDF's model refitted on half of "
                  f"the recording: as recorded {rec:.3g}, reversed {best:.3g}; normalised "
                  f"residual {numbers}): not an error; where other findings point at this "
-                 f"joint, check its encoder and torque sign conventions", who)
+                 f"joint, check its encoder and torque sign conventions", who), best, rec
 
 
 def _alternatives(model, st, meas, use, names):
