@@ -1,40 +1,45 @@
-"""UR10e held-out accuracy: default estimate vs plain OLS vs the dataset authors' model, on the
-SAME data with the SAME metric (mean over joints of NRMSE = RMS(tau_pred - tau_meas) /
-RMS(tau_meas), torques after the identification's low-pass filter).
+"""UR10e held-out accuracy under two predictors: the project's default estimate against three
+references, every model predicted by the SAME predictor on the SAME samples with the SAME
+metric (mean over joints of NRMSE = RMS(tau_pred - tau_meas) / RMS(tau_meas), measured torque
+after the identification's low-pass filter; then the mean over the runs of a motion type).
 
 Protocol (nothing is selected on validation data):
 
 - identify on the shared identification runs (the two unloaded 50 s Fourier runs);
-- validate on every shared validation run: a 30 s Fourier run (moving) and two static holds;
-- leave-one-recording-out on the identification runs (fit on one, predict the other);
-- the torque the arm holds at rest before and after each identification run (same pose): measured
-  minus the default model at rest (gravity + offset, no Coulomb term), and whether its sign follows
-  the direction of the last motion (a "friction keeps its last sign" model would need it to).
+- predict every shared validation run and, with ``--dataset``, every unloaded run of the
+  authors' public dataset (static holds, point-to-point, one joint at a time, Fourier runs);
+- predictors (``robot_identification.identification.PREDICTORS``):
+  ``full``: the identification's Coulomb friction as the filtered measurement holds it (the
+  ramp to the stop velocity or the pre-sliding state chosen on the identification runs,
+  filtered like the torque: what ``validate`` reports in ``models``); ``plain``: stateless,
+  f_v v + (f_c + f_l |tau_0|) sign(v) [|v| > 2e-4 rad/s] + offset on the filtered velocity,
+  Coulomb term not filtered (``validate``'s ``plain``). The references get exactly the same
+  predictor: the Coulomb column of a model is replaced by the predictor's column, the rest of
+  its prediction is its own;
+- leave-one-recording-out on the identification runs: the evidence the default was chosen on
+  (candidate estimators and friction models, both predictors).
 
-Models compared:
+Models:
 
-- ``default``: ``robot-identification identify`` with the robot config (WLS, automatic Coulomb
-  deadband, friction rows near reversals dropped; the physically consistent estimate with
-  the log-det prior is the ``physical`` row);
-- ``static friction``: the same with Szabó's smooth static friction model (eq. 7-9), the
-  model ``identify --select`` prefers on the identification runs (leave-one-recording-out);
-- ``plain OLS``: ordinary least squares with plain sign(dq) friction in identification and
-  prediction (what a short script with the same URDF does); the row "validate's Coulomb
-  column" predicts it as ``validate`` predicts (ramp filtered like the torque);
-- ``authors``: the parameters Mamedov & Mikhel publish with the data
-  (shamilmamedov/dynamic_calibration, UR10E_parameters.txt: pi_rgd, pi_drvs, pi_frcn; their
-  link frames are the joint frames of their URDF, the shared ``ur10e.urdf``), predicted with
-  their friction model fv dq + fc sign(dq) + fo.
+- ``default``: ``identify --robot ur10e`` (the config: physically consistent estimate with
+  the log-det prior, its weight cross-validated; load-dependent Coulomb friction; WLS rows
+  with the reversal and stop rows dropped);
+- ``plain OLS script``: an independent ~20-line script (:func:`plain_ols_script`): pinocchio's
+  joint torque regressor on the same filtered states plus rotor, viscous, Coulomb
+  (sign(v) [|v| > 2e-4]) and offset columns per joint, numpy least squares on every sample;
+  none of this package's regressor, base parameters or estimators;
+- ``physically consistent LS``: least squares under the pseudo-inertia LMIs without a prior
+  (``--prior none``) on the same rows and columns as the plain script (every sample, sign(v)
+  friction, no load term);
+- ``authors``: the parameters Mamedov & Mikhel publish with the data (UR10E_parameters.txt of
+  shamilmamedov/dynamic_calibration: standard parameters on their URDF, rotor inertias,
+  f_v dq + f_c sign(dq) + f_o).
 
     PYTHONPATH=$PWD python benchmarks/ur10e_heldout.py [--dataset DIR]
 
-``--dataset DIR``: the folder ``dataset_ur10e`` of the authors' public repository
-(``git clone https://github.com/shamilmamedov/dynamic_calibration``; not shipped here). The
-same fit is then also validated on every run of it that has no payload and is not one of the
-two identification runs, grouped by motion type: static holds (``validation_data/*-p<k>.csv``),
-point-to-point (``*ptp*``), one joint at a time (``jointwise_motion/``) and other Fourier
-excitations (``identification_data/``); runs in another column layout are listed as skipped
-with the reader's one-line message.
+``--dataset DIR``: the folder ``dataset_ur10e`` of the authors' repository
+(``git clone https://github.com/shamilmamedov/dynamic_calibration``; not shipped here); runs
+in another column layout are listed as skipped with the reader's one-line message.
 """
 from __future__ import annotations
 
@@ -43,6 +48,7 @@ from pathlib import Path
 
 import argparse
 import re
+import sys
 
 import numpy as np
 
@@ -51,6 +57,7 @@ DATA = next((c / "data" / "ur10e" for c in (REPO.parent / "shared", REPO.parents
              if (c / "data" / "ur10e").is_dir()), None)
 IDENT = ("ur-20_02_19_14harm50sec.csv", "ur-20_02_12-50sec_12harm.csv")
 VALID = ("ur-20_02_10-30sec_12harm.csv", "ur-20_01_17-p1.csv", "ur-20_01_17-p2.csv")
+PREDICTORS = ("full", "plain")
 
 # Mamedov & Mikhel (2020), UR10E_parameters.txt. Per link [Ixx Ixy Ixz Iyy Iyz Izz mx my mz m]
 # about the link frame; rotor (reflected) inertias; per joint [fv fc fo].
@@ -82,9 +89,9 @@ AUTHORS_FRICTION = [
 
 
 def sign_friction(config):
-    """The config with viscous + Coulomb sign(dq) + offset friction (plain OLS, authors)."""
+    """The config with viscous + Coulomb sign(dq) + offset friction and no load term."""
     return replace(config, friction=replace(config.friction, model="coulomb_viscous",
-                                            offset=True))
+                                            offset=True, load_dependent=False))
 
 
 def authors_model_and_parameters():
@@ -105,46 +112,109 @@ def authors_model_and_parameters():
     return model, pi
 
 
-def mean_nrmse(files, name):
-    return {Path(f["file"]).name: f["models"][name]["nrmse_mean"] for f in files}
+def plain_ols_script(urdf_xml, train):
+    """An independent plain least-squares script: returns predict(states, coulomb) -> tau.
 
-
-def rest_holds(model, result, paths, move_velocity=0.01, sign_velocity=0.005):
-    """Torque held at rest at the start and end of each raw run minus the model at rest.
-
-    Returns a list of (file, 'start'|'end', hold (n,) [N m], sign of each joint's last motion
-    (n,) or None at the start). Raw CSV rows (no trimming, no filter): rest = all joints below
-    ``move_velocity`` [rad/s] before the first / after the last motion (20 samples margin).
+    pinocchio's joint torque regressor (10 standard parameters per link, link frames of the
+    URDF) plus per joint rotor (ddq), viscous (dq), Coulomb (sign(dq), |dq| > 2e-4) and offset
+    (1) columns; numpy lstsq (minimum norm) on every sample of ``train`` (list of dicts q, dq,
+    ddq, tau (N, 6), the filtered states). The prediction takes the Coulomb column as input.
     """
-    from robot_identification.data import read_csv
-    from robot_identification.identification import predict_torque
-    out = []
-    for path in paths:
-        d = read_csv(path, model=model, trim_idle=False, resample=False)
-        moving = np.abs(d.dq).max(axis=1) > move_velocity
-        first, last = np.argmax(moving), len(moving) - 1 - np.argmax(moving[::-1])
-        spans = (("start", slice(0, max(first - 20, 1))), ("end", slice(last + 20, None)))
-        for label, rows in spans:
-            q = d.q[rows].mean(axis=0)[None]
-            zero = np.zeros_like(q)
-            at_rest = predict_torque(model, result.base, result.estimate.values,
-                                     {"q": q, "dq": zero, "ddq": zero})[0]
-            sign = None
-            if label == "end":
-                sign = np.array([np.sign(d.dq[np.nonzero(np.abs(d.dq[:last + 1, j])
-                                                          > sign_velocity)[0][-1], j])
-                                 for j in range(model.n)])
-            out.append((Path(path).name, label, d.tau[rows].mean(axis=0) - at_rest, sign))
-    return out
+    import pinocchio as pin
+    pm = pin.buildModelFromXML(urdf_xml)
+    data = pm.createData()
+
+    def rows(st, coulomb):
+        N = len(st["q"])
+        A = np.zeros((N, 6, 84))
+        for i in range(N):
+            A[i, :, :60] = pin.computeJointTorqueRegressor(pm, data, st["q"][i], st["dq"][i],
+                                                           st["ddq"][i])
+        for j in range(6):
+            A[:, j, 60 + 4 * j: 64 + 4 * j] = np.column_stack(
+                [st["ddq"][:, j], st["dq"][:, j], coulomb[:, j], np.ones(N)])
+        return A.reshape(N * 6, 84)
+
+    def sign(st):
+        return np.sign(st["dq"]) * (np.abs(st["dq"]) > 2e-4)
+
+    A = np.vstack([rows(st, sign(st)) for st in train])
+    x = np.linalg.lstsq(A, np.concatenate([st["tau"].reshape(-1) for st in train]),
+                        rcond=None)[0]
+    return lambda st, coulomb: (rows(st, coulomb) @ x).reshape(-1, 6)
+
+
+def nrmse_mean(pred, tau):
+    return float(np.mean(np.sqrt(np.mean((pred - tau) ** 2, axis=0))
+                         / np.sqrt(np.mean(tau ** 2, axis=0))))
+
+
+class Bench:
+    """The models fitted on some identification runs, predicted on any run."""
+
+    def __init__(self, ident):
+        from robot_identification.identification import settings_from_results
+        from robot_identification.model import RobotModel, load_robot
+        from robot_identification.identification import identify
+        self.model = load_robot("ur10e")
+        self.default = identify(self.model, ident)
+        self.s = settings_from_results(self.model, {"settings": self.default.settings})
+        plain_model = RobotModel(sign_friction(self.model.config),
+                                 urdf_xml=self.model.urdf_xml)
+        plain_s = replace(self.model.config.identification, friction_deadband=0.0,
+                          drop_reversals=False, stop_velocity=0.0, friction_presliding=None,
+                          cutoff_hz=self.s.cutoff_hz, prior_weight=1.0)
+        self.lmi = identify(plain_model, ident, plain_s, estimators=("physical",),
+                            prior="none")
+        self.plain_model = plain_model
+        self.amodel, api = authors_model_and_parameters()
+        from robot_identification.identifiability import base_parameters
+        self.abase = base_parameters(self.amodel)
+        self.authors = self.abase.base_values(api)
+        self.script = plain_ols_script(self.model.urdf_xml, [self.states(d)[0] for d in ident])
+
+    def states(self, ds):
+        from robot_identification.identification import preprocess
+        return preprocess(self.model, ds, self.s)
+
+    def predict(self, datasets, names):
+        """{model: {predictor: {file: mean NRMSE}}} on ``datasets``."""
+        from robot_identification.identification import filtered_coulomb, prediction_deadband
+        from robot_identification.identification import plain_coulomb
+        from robot_identification.validation import validate
+        out = {}
+
+        def put(model_name, predictor, name, value):
+            out.setdefault(model_name, {}).setdefault(predictor, {})[name] = value
+
+        for name, files in (
+                ("default", validate(self.model, self.default.base,
+                                     {"m": self.default.estimate.values}, datasets, self.s,
+                                     labels=names)),
+                ("physically consistent LS", validate(
+                    self.plain_model, self.lmi.base, {"m": self.lmi.estimate.values},
+                    datasets, self.s, labels=names, filter_coulomb=True)),
+                ("authors", validate(self.amodel, self.abase, {"m": self.authors}, datasets,
+                                     self.s, labels=names, filter_coulomb=True))):
+            for f in files:
+                put(name, "full", f["file"], f["models"]["m"]["nrmse_mean"])
+                put(name, "plain", f["file"], f["plain"]["m"]["nrmse_mean"])
+        width = prediction_deadband(self.model, self.s)
+        for ds, label in zip(datasets, names):
+            st, _ = self.states(ds)
+            full = filtered_coulomb(self.model, ds, self.s, width)
+            put("plain OLS script", "full", label, nrmse_mean(self.script(st, full), st["tau"]))
+            put("plain OLS script", "plain", label,
+                nrmse_mean(self.script(st, plain_coulomb(st["dq"])), st["tau"]))
+        return out
 
 
 def more_runs(folder):
-    """The unloaded runs of the authors' dataset folder beyond the shared ones, by motion type.
-
-    Returns {motion type: [path, ...]} (types in a fixed order, files sorted)."""
+    """The unloaded runs of the authors' dataset folder beyond the identification ones, by
+    motion type: {type: [path, ...]} (the shared validation runs included)."""
     root = Path(folder)
-    groups = {"static holds": [], "point-to-point": [], "one joint at a time": [],
-              "other Fourier runs": []}
+    groups = {"point-to-point": [], "Fourier runs": [], "static holds": [],
+              "one joint at a time": []}
     for f in sorted(root.glob("*/*.csv"), key=lambda f: (f.parent.name, f.name)):
         name, part = f.name, f.parent.name
         if name in IDENT or re.search(r"(?<!un)load", name.lower()) or part == "collision":
@@ -156,138 +226,132 @@ def more_runs(folder):
         elif part == "jointwise_motion":
             groups["one joint at a time"].append(f)
         elif part == "identification_data":
-            groups["other Fourier runs"].append(f)
+            groups["Fourier runs"].append(f)
     return groups
 
 
-def compare(ours, ref):
-    """'<x> % lower' or '<x> % higher' (ours against ref)."""
-    x = 100 * (1 - ours / ref)
-    return f"{abs(x):.0f} % {'lower' if x >= 0 else 'higher'}"
+REFERENCES = ("plain OLS script", "physically consistent LS", "authors")
+
+
+def candidates(ident):
+    """Leave-one-recording-out on the identification runs for the candidate estimates the
+    default was chosen from, under both predictors: {name: (full, plain)}."""
+    from robot_identification.identification import identify, settings_from_results
+    from robot_identification.model import RobotModel, load_robot
+    from robot_identification.validation import validate
+    ur = load_robot("ur10e")
+    no_load = RobotModel(replace(ur.config, friction=replace(ur.config.friction,
+                                                             load_dependent=False)),
+                         urdf_xml=ur.urdf_xml)
+    as_fitted = dict(friction_deadband=0.0, drop_reversals=False, stop_velocity=0.0)
+    cands = {
+        "WLS, no load term (the former default)": (no_load, dict(estimator="wls"), {}),
+        "physical, prior weight 1, no load term": (no_load, dict(estimator="physical",
+                                                                 prior_weight=1.0), {}),
+        "physical, weight cross-validated, no load term": (
+            no_load, dict(estimator="physical"), {}),
+        "default: + load-dependent Coulomb": (ur, dict(estimator="physical"), {}),
+        "default, friction fitted on every row with sign(v)": (
+            ur, dict(estimator="physical", **as_fitted), {}),
+    }
+    out = {}
+    for name, (model, kw, _) in cands.items():
+        got = {"full": [], "plain": []}
+        for i in range(2):
+            s = replace(model.config.identification, **kw)
+            res = identify(model, [ident[1 - i]], s)
+            vs = settings_from_results(model, {"settings": res.settings})
+            f = validate(model, res.base, {"m": res.estimate.values}, [ident[i]], vs,
+                         labels=[IDENT[i]], filter_coulomb=True)[0]
+            got["full"].append(f["models"]["m"]["nrmse_mean"])
+            got["plain"].append(f["plain"]["m"]["nrmse_mean"])
+        out[name] = (float(np.mean(got["full"])), float(np.mean(got["plain"])))
+        print(f"  {name:<52} full {out[name][0]:.4f}  plain {out[name][1]:.4f}", flush=True)
+    return out
+
+
+def table(rows, kinds, predictor, title):
+    """Print one table: rows {model: {predictor: {kind: value}}}; the default's ratio to the
+    best reference per column."""
+    print(f"{title} - predictor: {predictor}; metric: mean over the runs of the mean NRMSE "
+          f"over joints")
+    print(f"  {'model':<28}" + "".join(f"{k:>22}" for k in kinds))
+    for name in ("default",) + REFERENCES:
+        print(f"  {name:<28}" + "".join(f"{rows[name][predictor][k]:>22.4f}" for k in kinds))
+    best = {k: min(rows[r][predictor][k] for r in REFERENCES) for k in kinds}
+    print(f"  {'default / best reference':<28}"
+          + "".join(f"{rows['default'][predictor][k] / best[k]:>22.3f}" for k in kinds))
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--dataset", type=Path, help="the authors' dataset_ur10e folder: also "
-                   "validate on all its other unloaded runs, grouped by motion type")
+                   "validate on all its unloaded runs, grouped by motion type")
+    p.add_argument("--candidates", action="store_true", help="also print the leave-one-"
+                   "recording-out table of the candidate estimates the default was chosen "
+                   "from")
     args = p.parse_args(argv)
     if args.dataset is not None and not any(args.dataset.glob("*/*.csv")):
         p.error(f"--dataset {str(args.dataset)!r}: no <folder>/<run>.csv files there (the "
                 "dataset_ur10e folder of shamilmamedov/dynamic_calibration)")
-    from robot_identification.data import load_dataset
-    from robot_identification.errors import DataError
-    from robot_identification.identifiability import base_parameters
-    from robot_identification.model import RobotModel, load_robot
-    from robot_identification.identification import identify
-    from robot_identification.identification import settings_from_results
-    from robot_identification.validation import validate
     if DATA is None:
         print("shared UR10e data not found; nothing to do")
         return 0
+    from robot_identification.data import load_dataset
+    from robot_identification.errors import DataError
+    from robot_identification.model import load_robot
     model = load_robot("ur10e")
-    plain_model = RobotModel(sign_friction(model.config), urdf_xml=model.urdf_xml)
     ident = [load_dataset(DATA / "identification" / f, model=model) for f in IDENT]
-    valid = [load_dataset(DATA / "validation" / f, model=model) for f in VALID]
-    labels = list(VALID)
-
-    static_model = RobotModel(replace(model.config, friction=replace(
-        model.config.friction, model="static")), urdf_xml=model.urdf_xml)
-
-    def fit(datasets):
-        default = identify(model, datasets, estimators=("wls", "physical"))
-        est = default.estimates                                  # config: WLS, auto deadband
-        static = identify(static_model, datasets)
-        plain_s = replace(model.config.identification, friction_deadband=0.0,
-                          drop_reversals=False)
-        plain = identify(plain_model, datasets, plain_s, estimator="ols")
-        return default, est, static, plain, plain_s
-
-    def evaluate(default, est, static, plain, plain_s, datasets, names):
-        s = settings_from_results(model, {"settings": default.settings})   # as validate
-        rows = {}
-        for key in ("wls", "physical"):
-            beta = est[key].values
-            files = validate(model, default.base, {key: beta}, datasets, s, labels=names,
-                             rest_velocity=0.0)
-            rows["default " + key] = mean_nrmse(files, key)
-        files = validate(static_model, static.base, {"m": static.estimate.values}, datasets,
-                         replace(s, friction_deadband=0.0), labels=names, rest_velocity=0.0)
-        rows["static friction"] = mean_nrmse(files, "m")
-        amodel, api = authors_model_and_parameters()
-        abase = base_parameters(amodel)
-        ref_s = replace(plain_s, cutoff_hz=default.settings["cutoff_hz"])
-        for own in (False, True):     # their own prediction (sign of the filtered dq); ours
-            tail = ", validate's Coulomb column" if own else ""
-            files = validate(plain_model, plain.base, {"ols": plain.estimate.values},
-                             datasets, ref_s, labels=names, rest_velocity=0.0,
-                             filter_coulomb=own)
-            rows["plain OLS" + tail] = mean_nrmse(files, "ols")
-            files = validate(amodel, abase, {"authors": abase.base_values(api)}, datasets,
-                             ref_s, labels=names, rest_velocity=0.0, filter_coulomb=own)
-            rows["authors" + tail] = mean_nrmse(files, "authors")
-        return rows
-
-    def show(title, rows):
-        cols = list(next(iter(rows.values())))
-        print(title)
-        print(f"  {'model':<40}" + "".join(f"{c[:28]:>30}" for c in cols))
-        for name, r in rows.items():
-            print(f"  {name:<40}" + "".join(f"{r[c]:>30.4f}" for c in cols))
-
-    fitted = fit(ident)
-    d = fitted[0]
-    print(f"identified on {', '.join(IDENT)}: cut-off {d.settings['cutoff_hz']} Hz, deadband "
-          f"{np.round(d.settings['friction_deadband'], 5).tolist()} rad/s")
-    show("held-out runs, mean NRMSE over joints", evaluate(*fitted, valid, labels))
-    holds = rest_holds(model, d, [DATA / "identification" / f for f in IDENT])
-    print("torque held at rest minus the default model at rest [N m] (identification runs, "
-          "same pose at start and end)")
-    agree = total = 0
-    for name, label, hold, sign in holds:
-        extra = ""
-        if sign is not None:
-            agree += int(np.sum(np.sign(hold) == sign))
-            total += len(sign)
-            extra = "  last motion " + " ".join(f"{x:+.0f}" for x in sign)
-        print(f"  {name[:28]:<28} {label:<5} " + " ".join(f"{h:7.2f}" for h in hold) + extra)
-    print(f"  sign of the end hold = sign of the last motion: {agree} of {total} joints")
-    for i in range(len(ident)):
-        train = [ident[j] for j in range(len(ident)) if j != i]
-        show(f"leave-one-recording-out: fit on {IDENT[1 - i]}, predict",
-             evaluate(*fit(train), [ident[i]], [IDENT[i]]))
+    bench = Bench(ident)
+    d = bench.default
+    print(f"default identified on {', '.join(IDENT)}: {d.estimate.method}, prior weight "
+          f"{d.settings.get('prior_weight')}, cut-off {d.settings['cutoff_hz']} Hz, "
+          f"pre-sliding delta {d.settings.get('friction_presliding')}", flush=True)
+    # the evidence the default rests on: leave-one-recording-out on the identification runs
+    print("leave-one-recording-out on the identification runs (fit on one, predict the "
+          "other; mean over the two folds of the mean NRMSE over joints)")
+    loro = {}
+    for i in range(2):
+        fold = Bench([ident[1 - i]])
+        got = fold.predict([ident[i]], [IDENT[i]])
+        for name, by in got.items():
+            for pr, v in by.items():
+                loro.setdefault(name, {}).setdefault(pr, []).append(v[IDENT[i]])
+    for name, by in loro.items():
+        print(f"  {name:<28}" + "".join(f"  {pr} {np.mean(v):.4f}" for pr, v in by.items()))
+    if args.candidates:
+        print("candidates, leave-one-recording-out on the identification runs (mean NRMSE "
+              "over joints, mean over the two folds; each fold's own settings and "
+              "pre-sliding state)")
+        candidates(ident)
+    groups = {"shared validation runs": [DATA / "validation" / f for f in VALID]}
     if args.dataset is not None:
-        summary = {}
-        for kind, paths in more_runs(args.dataset).items():
-            sets, names = [], []
-            for f in paths:
-                try:
-                    sets.append(load_dataset(f, model=model))
-                    names.append(f.name)
-                except DataError as e:
-                    print(f"skipped {f.name}: {str(e)[:120]}")
-            if not sets:
-                continue
-            rows = evaluate(*fitted, sets, names)
-            print(f"{kind} ({len(sets)} runs of {args.dataset.name}), mean NRMSE over "
-                  f"joints; columns: {', '.join(rows)}")
-            for n in names:
-                print(f"  {n:<34}" + "".join(f"{r[n]:>9.4f}" for r in rows.values()))
-            summary[kind] = {name: float(np.mean(list(r.values()))) for name, r in rows.items()}
-            summary[kind]["runs"] = len(sets)
-        print("mean over the runs of each motion type (default physical vs the better of "
-              "plain OLS and the authors, each predicted as a plain script does / as our "
-              "validate does)")
-        for kind, m in summary.items():
-            ours = m["default physical"]
-            ref = min(m["plain OLS"], m["authors"])
-            ols_v = m["plain OLS, validate's Coulomb column"]
-            authors_v = m["authors, validate's Coulomb column"]
-            ref_v = min(ols_v, authors_v)
-            print(f"  {kind:<22} {m['runs']:>2} runs  default physical {ours:.4f}  "
-                  f"plain OLS {m['plain OLS']:.4f}  authors {m['authors']:.4f}  "
-                  f"(default {compare(ours, ref)})  validate's Coulomb "
-                  f"column: OLS {ols_v:.4f}  authors {authors_v:.4f}  "
-                  f"(default {compare(ours, ref_v)})")
+        groups = more_runs(args.dataset)
+    rows, kinds = {}, []
+    for kind, paths in groups.items():
+        sets, names = [], []
+        for f in paths:
+            try:
+                sets.append(load_dataset(f, model=model))
+                names.append(f.name)
+            except DataError as e:
+                print(f"skipped {f.name}: {str(e)[:100]}")
+        if not sets:
+            continue
+        got = bench.predict(sets, names)
+        print(f"{kind} ({len(sets)} runs): per run, mean NRMSE over joints, full / plain "
+              f"predictor")
+        for n in names:
+            print(f"  {n:<34}" + "".join(
+                f"  {m[:12]:>12} {got[m]['full'][n]:.4f}/{got[m]['plain'][n]:.4f}"
+                for m in ("default",) + REFERENCES))
+        kinds.append(kind)
+        for m, by in got.items():
+            for pr, v in by.items():
+                rows.setdefault(m, {}).setdefault(pr, {})[kind] = float(np.mean(list(v.values())))
+        sys.stdout.flush()
+    for pr in PREDICTORS:
+        table(rows, kinds, pr, "UR10e held-out runs")
     return 0
 
 
