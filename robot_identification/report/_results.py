@@ -100,6 +100,9 @@ def result_to_dict(result, model=None) -> dict:
             nme = result.normalised_mean_error(exclude=exclude)
             if nme is not None:
                 metrics[key] = nme
+        scaled = result.truth_errors() if hasattr(result, "truth_errors") else None
+        if scaled:
+            metrics.update(scaled)
         known = int(np.sum(~np.isnan(result.true_values)))
         if known < len(result.true_values):
             metrics["true_values_known"] = known
@@ -585,5 +588,14 @@ def format_table(result, width: int | None = None) -> str:
         static = result.normalised_mean_error(exclude=_STATIC_FRICTION)
         if static is not None:
             line += f" (without Coulomb/static friction {static:.4g})"
+        scaled = result.truth_errors() if hasattr(result, "truth_errors") else None
+        if scaled:
+            if "normalised_mean_error_significant" in scaled:
+                line += (f"; over the {scaled['significant']} parameters whose true value "
+                         f"carries >= 0.1 % of the torque "
+                         f"{scaled['normalised_mean_error_significant']:.4g}")
+            line += f"; torque-weighted error {scaled['torque_weighted_error']:.3g}"
+            if "median_error_std" in scaled:
+                line += f"; median error {scaled['median_error_std']:.3g} std"
         lines.append(line)
     return "\n".join(line.rstrip() for line in lines)
