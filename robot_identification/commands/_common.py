@@ -131,6 +131,115 @@ def add_derivatives_argument(parser):
                              "positions")
 
 
+def _checked(ds, model, path, measured_velocities, min_samples=20):
+    """``ds`` restricted to the model's joints and validated (the checks of
+    :func:`load_data`); the message starts with the file."""
+    from dataclasses import replace  # start-up: commands/__init__.py
+
+    from robot_identification.errors import DataError  # start-up: commands/__init__.py
+    try:
+        ds = ds.select_joints(model.joint_names).validate(min_samples=min_samples,
+                                                           elastic=model.config.elastic)
+        if measured_velocities:
+            ds.check_velocities()
+        else:
+            ds = replace(ds, dq=None, ddq=None, dtheta=None, ddtheta=None)
+        silent = [j for j, col in zip(ds.joint_names, ds.tau.T) if not np.any(col)] \
+            if ds.tau is not None else []
+        if silent:
+            raise DataError(f"the torque of joint(s) {silent} is 0 in every sample: torques "
+                            f"not recorded (check the csv: torque/current columns, the bag's "
+                            f"effort field)")
+    except DataError as exc:
+        if str(path) in str(exc):
+            raise
+        raise type(exc)(f"'{path}': {exc}") from None
+    return ds
+
+
+def streams(path) -> bool:
+    """Whether ``path`` is read chunk by chunk: a dataset ``.npz`` or a dataset directory of
+    ``.npy`` files (``meta.json``). CSV files and rosbag2 recordings are loaded whole (the
+    bag reader sorts stamps and checks the whole bag: stamps out of order, a bag still being
+    recorded, messages without efforts)."""
+    from pathlib import Path  # start-up: commands/__init__.py
+    p = Path(path)
+    return p.suffix.lower() == ".npz" or (p.is_dir() and (p / "meta.json").is_file())
+
+
+def open_recordings(paths, model, effort_lag=0.0, measured_velocities=True):
+    """The recordings of ``paths`` for the engine, each recording once
+    (:func:`check_distinct_recordings`): streamed files (:func:`streams`) as
+    :class:`~robot_identification.identification.Recording` read chunk by chunk (memory
+    bounded by the chunk), their first chunks (the engine's summarised head) checked at once
+    as :func:`load_data` checks a whole dataset, so that a bad file is named before any work
+    (every chunk's values are checked again when the engine reads it); other files (CSV,
+    rosbag2) and streamed files whose first chunks are not uniformly sampled (jittery stamps
+    or a time jump: resampled and diagnosed whole) loaded whole.
+
+    Returns
+    -------
+    recordings : list of Recording
+    whole : dict
+        Path (str) -> why it was loaded whole (``"CSV"``, ``"rosbag2"``, ``"irregular time
+        stamps"``).
+
+    Raises
+    ------
+    ConfigError, DataError
+        As :func:`load_data`.
+    """
+    from dataclasses import replace  # start-up: commands/__init__.py
+
+    from robot_identification.errors import DataError  # start-up: commands/__init__.py
+    from robot_identification.identification import (  # start-up: commands/__init__.py
+        SUMMARY_SAMPLES, Recording, concat_chunks, irregular)
+    check_distinct_recordings(paths)
+    out, whole = [], {}
+    for p in paths:
+        rec = None
+        if streams(p):
+            if effort_lag:
+                _load_options(p, effort_lag)         # the same refusal as load_data
+            rec = Recording.from_path(p, model)
+            head = rec.peek(SUMMARY_SAMPLES)
+            if not head:
+                raise DataError(f"'{p}' holds no samples")
+            first = concat_chunks(head)
+            if irregular(first.t):
+                rec, why = None, "irregular time stamps"
+            else:
+                warn_unmodelled_joints(first, model, p)
+                _checked(first, model, p, measured_velocities)
+        else:
+            why = "rosbag2" if _is_bag(p) else "CSV"
+        if rec is None:
+            rec = Recording.from_dataset(load_data(p, model, effort_lag, measured_velocities),
+                                         model)
+            whole[str(p)] = why
+        elif not measured_velocities:
+            rec = rec.map(lambda c: replace(c, dq=None, ddq=None, dtheta=None, ddtheta=None))
+        out.append(rec)
+    return out, whole
+
+
+def _is_bag(path):
+    from pathlib import Path  # start-up: commands/__init__.py
+    p = Path(path)
+    return p.is_dir() or p.suffix.lower() in (".mcap", ".db3")
+
+
+def _load_options(path, effort_lag):
+    from pathlib import Path  # start-up: commands/__init__.py
+
+    from robot_identification.errors import ConfigError  # start-up: commands/__init__.py
+    if not 0 < effort_lag < 10:
+        raise ConfigError(f"--effort-lag must be in (0, 10) periods, got {effort_lag}")
+    p = Path(path)
+    if not (p.is_dir() or p.suffix.lower() in (".mcap", ".db3")):
+        raise ConfigError(f"--effort-lag applies to rosbag2 recordings only, not '{path}'")
+
+
 def load_data(path, model, effort_lag=0.0, measured_velocities=True):
     """Dataset of ``path`` (:func:`robot_identification.data.load_dataset`); a non-zero
     ``effort_lag`` [periods] shifts a bag's efforts. The dataset is restricted to the model's
@@ -148,29 +257,9 @@ def load_data(path, model, effort_lag=0.0, measured_velocities=True):
         or a joint whose torque is 0 in every sample (torques not recorded); the message
         starts with the file.
     """
-    from dataclasses import replace  # start-up: commands/__init__.py
-
-    from robot_identification.errors import DataError  # start-up: commands/__init__.py
     ds = _load(path, model, effort_lag)
     warn_unmodelled_joints(ds, model, path)
-    try:
-        ds = ds.select_joints(model.joint_names).validate(min_samples=20,
-                                                           elastic=model.config.elastic)
-        if measured_velocities:
-            ds.check_velocities()
-        else:
-            ds = replace(ds, dq=None, ddq=None, dtheta=None, ddtheta=None)
-        silent = [j for j, col in zip(ds.joint_names, ds.tau.T) if not np.any(col)] \
-            if ds.tau is not None else []
-        if silent:
-            raise DataError(f"the torque of joint(s) {silent} is 0 in every sample: torques "
-                            f"not recorded (check the csv: torque/current columns, the bag's "
-                            f"effort field)")
-    except DataError as exc:
-        if str(path) in str(exc):
-            raise
-        raise type(exc)(f"'{path}': {exc}") from None
-    return ds
+    return _checked(ds, model, path, measured_velocities)
 
 
 #: A joint of the data that is not in the robot config and moves more than this [rad | m]
@@ -279,17 +368,10 @@ def same_recording(a, b, copies=True) -> bool:
 
 
 def _load(path, model, effort_lag):
-    from pathlib import Path  # start-up: commands/__init__.py
-
     from robot_identification.data import load_dataset  # start-up: commands/__init__.py
-    from robot_identification.errors import ConfigError  # start-up: commands/__init__.py
     if not effort_lag:
         return load_dataset(path, model=model)
-    if not 0 < effort_lag < 10:
-        raise ConfigError(f"--effort-lag must be in (0, 10) periods, got {effort_lag}")
-    p = Path(path)
-    if not (p.is_dir() or p.suffix.lower() in (".mcap", ".db3")):
-        raise ConfigError(f"--effort-lag applies to rosbag2 recordings only, not '{path}'")
+    _load_options(path, effort_lag)
     return load_dataset(path, model=model, effort_lag=effort_lag)
 
 

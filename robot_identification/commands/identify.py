@@ -7,7 +7,7 @@ import argparse
 from robot_identification.commands._common import (
     add_derivatives_argument, add_effort_lag_argument, add_robot_arguments,
     check_output_argument, input_paths, print_result,
-    load_datasets, robot_from_args, write_unless_errors)
+    load_datasets, open_recordings, robot_from_args, write_unless_errors)
 from robot_identification.choices import ESTIMATORS, PREPROCESSING
 
 NAME = "identify"
@@ -76,22 +76,32 @@ def run(args):
                               velocity_threshold=args.velocity_threshold,
                               cutoff_hz=args.cutoff, preprocessing=args.preprocessing,
                               prior=args.prior)
-    datasets = load_datasets(args.data, model, args.effort_lag,
-                             measured_velocities=not args.numerical_derivatives)
     table = None
-    if args.select:
+    if args.select:      # cross-validation cuts recordings into blocks: loaded whole
+        datasets = load_datasets(args.data, model, args.effort_lag,
+                                 measured_velocities=not args.numerical_derivatives)
         from robot_identification.validation import format_selection, select  # start-up
         settings, table = select(model, datasets, settings)
         print(format_selection(table, " (leave-one-recording-out)" if len(datasets) > 1
                                else " (3 time blocks)"))
+        whole = {str(p): "--select" for p in args.data}
+    else:                # streamed chunk by chunk where the format allows (memory bounded)
+        datasets, whole = open_recordings(args.data, model, args.effort_lag,
+                                          measured_velocities=not args.numerical_derivatives)
+    if whole and not args.quiet:
+        rest = "; the others streamed" if len(whole) < len(args.data) else ""
+        print(f"read whole ({', '.join(sorted(set(whole.values())))}): "
+              f"{', '.join(whole)}{rest}")
     return identify_and_write(args, model, datasets, settings, estimator_list(args, model),
-                              selection=table,
+                              selection=table, recordings_read={
+                                  str(p): "whole (" + whole[str(p)] + ")" if str(p) in whole
+                                  else "streamed" for p in args.data},
                               use_measured_derivatives=not args.numerical_derivatives,
                               workers=args.workers, scheduler=args.scheduler)
 
 
 def identify_and_write(args, model, recordings, settings, estimators, selection=None,
-                       **engine):
+                       recordings_read=None, **engine):
     """The engine's :func:`~robot_identification.identification.identify` of the
     recordings, results.yaml written, table, MRLS flags and diagnostics printed: the end of
     ``identify`` and ``identify-stream`` (``engine``: further keyword arguments of
@@ -101,6 +111,8 @@ def identify_and_write(args, model, recordings, settings, estimators, selection=
     result = identify(model, recordings, settings, estimators=estimators, **engine)
     data = args.data if isinstance(args.data, (list, tuple)) else [args.data]
     result.settings["data"] = [str(p) for p in data]
+    if recordings_read:      # how each recording was read: streamed, or whole and why
+        result.settings["recordings_read"] = recordings_read
     if selection is not None:
         from robot_identification.validation import selection_diagnostics  # start-up
         result.settings["selection"] = selection

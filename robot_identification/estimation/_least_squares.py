@@ -25,6 +25,10 @@ class NormalEquations:
         p, columns of the (base) observation matrix.
     n_groups : int
         Rows per sample.
+    structure : array_like (n_groups, n_parameters) of bool, optional
+        Columns that can be non-zero in each group's rows
+        (:func:`~robot_identification.regressor.regressor_structure`): the sums skip the
+        others without looking at the data; default: the non-zero columns of each block.
 
     Attributes
     ----------
@@ -39,7 +43,7 @@ class NormalEquations:
     :class:`robot_identification.identification.RecordingEquations`).
     """
 
-    def __init__(self, n_parameters: int, n_groups: int):
+    def __init__(self, n_parameters: int, n_groups: int, structure=None):
         self.p = n_parameters
         self.groups = n_groups
         self.G = np.zeros((n_groups, n_parameters, n_parameters))
@@ -47,6 +51,9 @@ class NormalEquations:
         self.c = np.zeros(n_groups)
         self.count = np.zeros(n_groups, dtype=np.int64)
         self.scale_sums = np.zeros(n_groups)
+        # per group the columns that can be non-zero (None: found block by block)
+        self.group_columns = None if structure is None else [
+            np.flatnonzero(np.asarray(row, dtype=bool)) for row in structure]
 
     def add(self, W, y, mask=None, weights=None):
         """Add a block.
@@ -68,29 +75,37 @@ class NormalEquations:
                             f"(N, {self.groups}, {self.p}) / (N, {self.groups})")
         if mask is not None:
             mask = np.asarray(mask, dtype=bool)
-            W = W * mask[:, :, None]
-            y = y * mask
             self.count += mask.sum(axis=0)
         else:
             self.count += W.shape[0]
-        if weights is not None:
-            r = np.sqrt(np.asarray(weights, dtype=float))
-            W = W * r[:, :, None]
-            y = y * r
+        r = None if weights is None else np.sqrt(np.asarray(weights, dtype=float))
         with one_blas_thread():
             for j in range(self.groups):  # one BLAS product per group (einsum is ~10x slower)
-                Wj = np.ascontiguousarray(W[:, j, :])
-                yj = np.ascontiguousarray(y[:, j])
                 # columns that are zero in this group's rows add nothing: a motor row of the
                 # elastic model has ~5 non-zero base columns of 60, a distal joint's row few
-                cols = np.flatnonzero(np.any(Wj, axis=0))
-                if len(cols) < 0.75 * self.p:
-                    Wj = Wj[:, cols]
-                    self.G[j][np.ix_(cols, cols)] += Wj.T @ Wj
-                    self.b[j][cols] += Wj.T @ yj
+                if self.group_columns is not None:
+                    cols = self.group_columns[j]
+                    Wj = W[:, j, cols]                        # one gather (a copy)
                 else:
+                    Wj = np.ascontiguousarray(W[:, j, :])
+                    cols = np.flatnonzero(np.any(Wj, axis=0))
+                    if len(cols) < 0.75 * self.p:
+                        Wj = Wj[:, cols]
+                    else:
+                        cols = None
+                yj = y[:, j]
+                f = None if mask is None else mask[:, j].astype(float)
+                if r is not None:
+                    f = r[:, j] if f is None else f * r[:, j]
+                if f is not None:        # masked rows and weights: rows scaled
+                    Wj = Wj * f[:, None]
+                    yj = yj * f
+                if cols is None:
                     self.G[j] += Wj.T @ Wj
                     self.b[j] += Wj.T @ yj
+                else:
+                    self.G[j][np.ix_(cols, cols)] += Wj.T @ Wj
+                    self.b[j][cols] += Wj.T @ yj
                 self.c[j] += yj @ yj
 
     def __iadd__(self, other):

@@ -43,8 +43,9 @@ points (:mod:`robot_identification.pipeline`, :mod:`robot_identification.streami
 call these.
 """
 from robot_identification.identification._sources import (  # noqa: F401
-    READ_CHUNK, NpyDirWriter, Recording, as_recording, iter_bag_chunks, iter_chunks,
-    iter_dataset_chunks, iter_npy_dir_chunks, iter_npz_chunks, resample_uniform)
+    READ_CHUNK, NpyDirWriter, Recording, as_recording, concat_chunks, irregular,
+    iter_bag_chunks, iter_chunks, iter_dataset_chunks, iter_npy_dir_chunks, iter_npz_chunks,
+    resample_uniform)
 from robot_identification.identification._settings import (  # noqa: F401
     AUTO_FIELDS, ButterworthSettings, PolynomialSettings, ResolvedSettings, SavgolSettings,
     strategy_settings)

@@ -6,11 +6,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from robot_identification.data import Dataset
 from robot_identification.diagnostics import recording_summary
 from robot_identification.errors import DataError
 from robot_identification.identification._settings import ResolvedSettings
-from robot_identification.identification._sources import as_recording
+from robot_identification.identification._sources import as_recording, concat_chunks
 
 
 #: The automatic cut-off is at least this factor x the excitation band (99 % of the motion's
@@ -103,18 +102,6 @@ def resolve_settings(model, settings, recordings):
     return ResolvedSettings.of(s)
 
 
-def _concat(chunks):
-    if len(chunks) == 1:
-        return chunks[0]
-    first = chunks[0]
-    kw = {}
-    for k in ("q", "dq", "ddq", "theta", "dtheta", "ddtheta", "tau", "tau_joint"):
-        if getattr(first, k) is not None:
-            kw[k] = np.concatenate([getattr(c, k) for c in chunks], axis=0)
-    return Dataset(t=np.concatenate([c.t for c in chunks]), joint_names=first.joint_names,
-                   true_parameters=first.true_parameters, metadata=first.metadata, **kw)
-
-
 def _head(rec):
     """The part of a recording that is summarised: all of an in-memory dataset, the first
     :data:`SUMMARY_SAMPLES` samples of a streamed one."""
@@ -123,7 +110,7 @@ def _head(rec):
     head = rec.peek(SUMMARY_SAMPLES)
     if not head:
         raise DataError(f"recording '{rec.name}' holds no samples")
-    return _concat(head)
+    return concat_chunks(head)
 
 
 def _summary(model, rec, ds):

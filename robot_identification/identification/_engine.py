@@ -41,7 +41,8 @@ from robot_identification.identification._sensors import (
 from robot_identification.identification._sources import Recording, as_recording
 from robot_identification.model import current_parameter_names
 from robot_identification.progress import bar
-from robot_identification.regressor import CHUNK, regressor, torque_vector
+from robot_identification.regressor import (
+    CHUNK, regressor, regressor_structure, torque_vector)
 
 
 def row_mask(model, states, threshold):
@@ -275,7 +276,7 @@ class ReversalWindow:
 
 def recording_normal_equations(model, recording, settings=None, *, base=None, block=CHUNK,
                                use_measured_derivatives=True, bank=None, robust=None,
-                               columns=None, instruments=None, log=None) -> RecordingEquations:
+                               columns=None, instruments=None, log=None, also=None):
     """Normal equations of ONE recording: chunks -> pre-processing -> regressor blocks ->
     sample selection -> per-row-group sums (the package's one accumulation loop).
 
@@ -309,10 +310,17 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
         :p]`` holds Z^T W and ``b[:, p:]`` Z^T y per row group.
     log : callable, optional
         Progress messages.
+    also : list of (columns, IdentificationSettings), optional
+        Further equations accumulated in the same pass over the recording (no second read,
+        filtering or regressor pass): each with its ``columns`` (as above, or None) on every
+        ``decimate``-th sample of its settings (a multiple of this pass's ``decimate``;
+        ``velocity_threshold``, ``friction_deadband``, ``stop_velocity`` of its own), the same
+        equations as a pass of their own; ``butterworth`` strategy only. E.g. the elastic
+        arm's gear-ratio check on the whitened samples.
 
     Returns
     -------
-    RecordingEquations
+    RecordingEquations, or EquationSet (with ``also``: the main equations, then one per entry)
         Sums over the base parameters (for a robust pass with ``scale_sums``) and the
         account of the recording: ``n_samples``, ``n_input``, ``true_parameters``,
         ``preprocessing`` (dict: the strategy), ``spring`` (joint torque sensors).
@@ -333,7 +341,9 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
                         f"stiffness columns; use the base parameters of its sensor set "
                         f"(sensor_base)")
     neq = RecordingEquations(len(base) if columns is None else int(columns[0]),
-                             model.rows_per_sample)
+                             model.rows_per_sample,
+                             structure=None if columns is not None else
+                             regressor_structure(model, base.independent))
     if sensors.joint_torque and sensors.link_positions:   # tau_J = K (theta - q) [+ D ...]
         neq.spring = SpringSums(model.n, spring_indices(model).shape[1])
     if instruments is not None:
@@ -367,14 +377,46 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
         before, after = fir_reversal_window(pre.bank, s.decimate)
         rev = ReversalWindow(model, before, s.stop_velocity, ahead=after)
     drop = bool(s.drop_reversals) and "coulomb" in model.drive_parameter_keys()
+    extra = []              # (equations, settings, every k-th emitted state, reversal window)
+    if also and pre.name != "butterworth":
+        raise ValueError("also: only with the butterworth strategy (its outputs are every "
+                         "decimate-th sample from the first)")
+    for cols, s2 in also or ():
+        k = int(s2.decimate) // int(s.decimate)
+        if k < 1 or k * int(s.decimate) != int(s2.decimate):
+            raise ValueError(f"also: decimate {s2.decimate} is no multiple of {s.decimate}")
+        if pre.name == "butterworth" and s.cutoff_hz is not None:
+            rev2 = ReversalWindow(model, int(np.ceil(reversal_window(
+                fs, s.cutoff_hz, s.filter_order) / s2.decimate)), s2.stop_velocity)
+        elif pre.name != "butterworth":
+            before, after = fir_reversal_window(pre.bank, s2.decimate)
+            rev2 = ReversalWindow(model, before, s2.stop_velocity, ahead=after)
+        else:
+            rev2 = None
+        eq = RecordingEquations(len(base) if cols is None else int(cols[0]),
+                                model.rows_per_sample, structure=None if cols is not None else
+                                regressor_structure(model, base.independent))
+        extra.append((eq, s2, k, rev2, None if cols is None else cols[1]))
+    emitted = [0]           # states emitted so far (every s.decimate-th sample)
 
     def take(states):
-        if rev is not None:
-            states = rev.push(states) if states is not None else rev.finish()
+        if states is not None and extra:
+            n_out = states["t"].shape[0]
+            for eq, s2, k, rev2, f in extra:
+                sub = {key: v[(-emitted[0]) % k::k] for key, v in states.items()}
+                _take(sub, eq, s2, rev2, f)
+            emitted[0] += n_out
+        elif states is None:
+            for eq, s2, k, rev2, f in extra:
+                _take(None, eq, s2, rev2, f)
+        _take(states, neq, s, rev, None if columns is None else columns[1])
+
+    def _take(states, eq, st, window, cols):
+        if window is not None:
+            states = window.push(states) if states is not None else window.finish()
         if states is not None:
-            _accumulate(model, base, neq, states, s, block, robust, drop,
-                        None if columns is None else columns[1], instruments=instruments,
-                        motor_rows=sensors.motor_torque)
+            _accumulate(model, base, eq, states, st, block, robust, drop, cols,
+                        instruments=instruments, motor_rows=sensors.motor_torque)
 
     try:
         with bar(desc="identify", unit="sample", unit_scale=True) as pbar:
@@ -389,7 +431,7 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
             out = pre.finish()
             if out is not None:
                 take(dict(out[0], t=out[1]))
-            if rev is not None:
+            if rev is not None or extra:
                 take(None)
     except DataError as exc:        # name the recording (a chunk's fault: the clock, NaN)
         if rec.name in str(exc):
@@ -405,7 +447,24 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
         neq.preprocessing.update(
             stop_velocity=[float(v) for v in rev.stop],
             reversal_window_s=round(max(rev.w, rev.ahead) * s.decimate / fs, 6))
-    return neq
+    if also is None:
+        return neq
+    for eq, *_ in extra:
+        eq.n_input = neq.n_input
+        eq.true_parameters = neq.true_parameters
+        eq.preprocessing = dict(neq.preprocessing)
+    return EquationSet([neq] + [eq for eq, *_ in extra])
+
+
+class EquationSet(list):
+    """Equations of one pass (:func:`recording_normal_equations` with ``also``): the main
+    ones, then the further ones; added element by element (``+=``), so they sum over
+    recordings like :class:`NormalEquations`."""
+
+    def __iadd__(self, other):
+        for mine, theirs in zip(self, other):
+            mine += theirs
+        return self
 
 
 def accumulate_states(model, base, neq, states, settings, *, block=CHUNK, robust=None,
@@ -452,10 +511,15 @@ def _accumulate(model, base, neq, states, s, block, robust, drop_reversals=False
         sl = slice(i, min(i + block, M))
         extra = {k: states[k][sl] for k in ("theta", "dtheta", "ddtheta")} if elastic else {}
         tr = time.perf_counter()
-        Y = regressor(model, states["q"][sl], states["dq"][sl], states["ddq"][sl], **extra,
-                      friction_deadband=s.friction_deadband)
+        if columns is None and instruments is None:    # only the base columns are needed
+            W = regressor(model, states["q"][sl], states["dq"][sl], states["ddq"][sl],
+                          **extra, friction_deadband=s.friction_deadband,
+                          columns=base.independent)
+        else:
+            Y = regressor(model, states["q"][sl], states["dq"][sl], states["ddq"][sl],
+                          **extra, friction_deadband=s.friction_deadband)
+            W = base.project(Y)
         neq.t_regressor += time.perf_counter() - tr
-        W = base.project(Y)
         tj = states.get("tau_joint")
         y = torque_vector(model, states["tau"][sl], None if tj is None else tj[sl])
         if columns is not None:
@@ -734,17 +798,28 @@ def identify(model, recordings, settings=None, *, estimator=None, estimators=Non
     with dask_client(workers, scheduler, processes) as client:
         current = [recordings]
 
-        def equations(robust=None, instruments=None, columns=None, settings=None):
+        def equations(robust=None, instruments=None, columns=None, settings=None, also=None):
             return map_sum(client, _recording_equations, current[0], model, settings or s,
                            base=base, block=block, bank=bank, robust=robust,
-                           instruments=instruments, columns=columns,
+                           instruments=instruments, columns=columns, also=also,
                            use_measured_derivatives=use_measured_derivatives,
                            log=log if client is None else None)   # map, ordered sum
         stiffness = None
+        # the elastic arm's gear-ratio check: accumulated in the identification's pass
+        gear = (model.config.elastic and sensors.motor_torque and coupled_joints(model))
+        gear_eq = None
+        if gear:
+            whitened = _whitened(s, recording_summaries(model, current[0]))
+            gear_also = [((len(base) + model.n, GearColumns(model)), whitened)]
         if sensors.joint_torque and not sensors.link_positions:
             search = _search_settings(s, recording_summaries(model, current[0]))
             stiffness = _stiffness_search(model, current, base, search, equations, log)
             neq = equations()
+        elif (gear and s.preprocessing == "butterworth"
+              and int(whitened.decimate) % int(s.decimate) == 0):
+            neq, gear_eq = equations(also=gear_also)
+            if sensors.joint_torque:
+                stiffness = _spring_estimate(model, neq.spring)
         else:
             neq = equations()
             if sensors.joint_torque:
@@ -764,10 +839,10 @@ def identify(model, recordings, settings=None, *, estimator=None, estimators=Non
             result.settings["sensors"] = dict(sensors.to_dict(),
                                               description=sensors.describe())
             result.diagnostics += sensor_diagnostics(model, sensors, result, stiffness)
-            if sensors.motor_torque and coupled_joints(model):
-                checks = gear_ratio_check(model, base, equations(
-                    columns=(len(base) + model.n, GearColumns(model)),
-                    settings=_whitened(s, recording_summaries(model, current[0]))))
+            if gear:
+                if gear_eq is None:
+                    gear_eq = equations(columns=gear_also[0][0], settings=whitened)
+                checks = gear_ratio_check(model, base, gear_eq)
                 result.settings["gear_ratio_check"] = checks
                 result.diagnostics += gear_ratio_diagnostics(checks)
     resolve_presliding(model, result, [_head(r) for r in recordings], s, log=log)

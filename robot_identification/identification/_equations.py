@@ -41,8 +41,8 @@ class RecordingEquations(NormalEquations):
     All of them add up with ``+=``, so the equations of many recordings are a sum.
     """
 
-    def __init__(self, n_parameters: int, n_groups: int):
-        super().__init__(n_parameters, n_groups)
+    def __init__(self, n_parameters: int, n_groups: int, structure=None):
+        super().__init__(n_parameters, n_groups, structure)
         self.n_samples = 0
         self.n_input = 0
         self.t_regressor = 0.0

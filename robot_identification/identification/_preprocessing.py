@@ -29,7 +29,6 @@ import dataclasses
 import warnings
 
 import numpy as np
-import scipy.signal
 
 from robot_identification.choices import PREPROCESSING, PREPROCESSING_ALIASES
 from robot_identification.data import MAX_TIME_STEP, Dataset
@@ -41,7 +40,7 @@ from robot_identification.identification._settings import (
 from robot_identification.identification._sources import as_recording
 from robot_identification.regressor import regressor
 from robot_identification.signal import (
-    PolynomialApproximation, SavitzkyGolay, central_difference, lowpass_filtfilt,
+    PolynomialApproximation, SavitzkyGolay, butter_sos, central_difference, lowpass_filtfilt,
     savgol_derivative)
 
 
@@ -178,7 +177,7 @@ class ZeroPhaseStates:
                        if s.differentiation == "savgol" else 1) + 2
         if s.cutoff_hz is None:
             return support + 1
-        sos = scipy.signal.butter(s.filter_order, s.cutoff_hz, fs=fs, output="sos")
+        sos = butter_sos(int(s.filter_order), float(s.cutoff_hz), float(fs))
         radius = max(np.max(np.abs(np.roots(sec[3:]))) for sec in sos)
         decay = int(np.ceil(np.log(1e-22) / np.log(radius))) if radius > 0 else 1
         pad = int(np.ceil(10 * fs / s.cutoff_hz))
@@ -226,15 +225,16 @@ class ZeroPhaseStates:
         if n < 2:
             raise DataError(f"{n} sample(s) are too few to differentiate")
         if self.s.cutoff_hz is not None:
-            padlen = 3 * (2 * len(scipy.signal.butter(self.s.filter_order, self.s.cutoff_hz,
-                                                      fs=self.fs, output="sos")) + 1)
+            padlen = 3 * (2 * len(butter_sos(int(self.s.filter_order),
+                                             float(self.s.cutoff_hz), float(self.fs))) + 1)
             if n <= padlen:
                 raise DataError(f"{n} samples are too few for a order-{self.s.filter_order} "
                                 f"zero-phase filter (need more than {padlen})")
         states = self._states(window)
         a = self.next_out - ws
-        g = np.arange(self.next_out, end_global)
-        keep = np.flatnonzero(g % self.decimate == 0) + a
+        # every decimate-th global sample from next_out: a strided slice (a view, no copy)
+        first = a + (-self.next_out) % self.decimate
+        keep = slice(first, a + end_global - self.next_out, self.decimate)
         out = {k: v[keep] for k, v in states.items()}
         t = window["t"][keep]
         self.next_out = end_global
@@ -242,7 +242,7 @@ class ZeroPhaseStates:
         if drop:
             self.buf = {k: v[drop:] for k, v in self.buf.items()}
             self.start += drop
-        return (out, t) if keep.size else None
+        return (out, t) if t.shape[0] else None
 
     def push(self, ds):
         arr = _chunk_arrays(self.model, ds, self.use_measured, self._last)

@@ -69,8 +69,10 @@ def _chunks_from_readers(readers, meta, chunk):
     for name, (shape, _) in readers.items():
         if shape[0] != N:
             where = (meta.get("metadata") or {}).get("file")
+            n = len(meta.get("joint_names") or ())
+            hint = " (transposed?)" if tuple(shape) == (n, N) else ""
             raise DataError(f"{f'{where!r}: ' if where else ''}array '{name}' has {shape[0]} "
-                            f"samples, 't' has {N}")
+                            f"samples, 't' has {N}{hint}")
     for s in range(0, N, chunk):
         n = min(chunk, N - s)
         arrays = {k: rd(n) for k, (_, rd) in readers.items()}
@@ -89,7 +91,8 @@ def _meta_from(raw, source):
     return meta
 
 
-def iter_npz_chunks(path, chunk: int = READ_CHUNK, arrays=("q", "tau", "theta", "tau_joint")):
+def iter_npz_chunks(path, chunk: int = READ_CHUNK, arrays=("q", "tau", "theta", "tau_joint",
+                                                           "dq", "ddq", "dtheta", "ddtheta")):
     """Read a dataset ``.npz`` (as written by :meth:`Dataset.save_npz`) chunk by chunk.
 
     Members are decompressed as streams, so memory is O(chunk) for compressed and
@@ -102,7 +105,8 @@ def iter_npz_chunks(path, chunk: int = READ_CHUNK, arrays=("q", "tau", "theta", 
         Samples per yielded :class:`Dataset`.
     arrays : tuple of str
         Arrays to read besides ``t`` (those absent from the file are skipped); measured
-        derivatives are not needed by the streaming estimators.
+        derivatives are read when the file holds them (the ``butterworth`` strategy filters
+        them instead of differentiating positions, as for a dataset loaded whole).
 
     Yields
     ------
@@ -331,6 +335,32 @@ def resample_uniform(ds: Dataset) -> Dataset:
     return replace(ds, t=tu, **kw)
 
 
+_SAMPLED = ("q", "dq", "ddq", "theta", "dtheta", "ddtheta", "tau", "tau_joint")
+
+
+def concat_chunks(chunks):
+    """One :class:`Dataset` of consecutive chunks (the first's names, truth and metadata)."""
+    if len(chunks) == 1:
+        return chunks[0]
+    first = chunks[0]
+    kw = {}
+    for k in _SAMPLED:
+        if getattr(first, k) is not None:
+            kw[k] = np.concatenate([getattr(c, k) for c in chunks], axis=0)
+    return Dataset(t=np.concatenate([c.t for c in chunks]), joint_names=first.joint_names,
+                   true_parameters=first.true_parameters, metadata=first.metadata, **kw)
+
+
+def irregular(t) -> bool:
+    """Whether the time steps of ``t`` vary by more than 5 % of their median (the rule of
+    :func:`resample_uniform`)."""
+    dt = np.diff(np.asarray(t, dtype=float))
+    if dt.size == 0:
+        return False
+    step = float(np.median(dt))
+    return bool(np.max(np.abs(dt - step)) > 0.05 * step)
+
+
 class Recording:
     """One recording as a re-readable source of consecutive :class:`Dataset` chunks.
 
@@ -435,7 +465,7 @@ class Recording:
         path = Path(path)
         suffix = path.suffix.lower()
         if suffix == ".npz" or path.is_dir() or suffix in (".mcap", ".db3"):
-            if not path.exists():
+            if not os.path.lexists(path):     # a symbolic-link loop: named by the reader
                 raise DataError(f"input '{path}' does not exist")
             if suffix != ".npz" and not (path / "meta.json").is_file():
                 if model is not None and model.config.extra.get("bag"):

@@ -7,7 +7,8 @@
 - :func:`coulomb_sign` -- the Coulomb column: sign(v) with a linear ramp in a deadband
 - :func:`torque_vector` -- matching left-hand side rows
 - :func:`iter_regressor_blocks` -- chunked observation system for long recordings
+- :func:`regressor_structure` -- the entries of the rows that can be non-zero
 """
 from robot_identification.regressor._regressor import (  # noqa: F401
     CHUNK, coulomb_sign, elastic_regressor, friction_columns, iter_regressor_blocks, regressor,
-    rigid_regressor, torque_vector)
+    regressor_structure, rigid_regressor, torque_vector)

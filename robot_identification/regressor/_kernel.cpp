@@ -64,9 +64,11 @@ struct Joint {
                     // is invariant under rotations about e), so the rotation is skipped
 };
 
-struct Block {      // (row joint, body) entry block written to Y_i[dst + 0..9]
+struct Block {      // (row joint, body) entry block: entry c written to Y_i[dst[c]]
   int body, ancestor;   // ancestor: position of the row joint in the body's support chain
-  long dst;         // -1: none
+  long dst[10];     // -1: not written (a column left out of Y)
+  bool contiguous;  // dst[c] = dst[0] + c for every c: one 10-entry copy
+  bool written;     // some dst[c] >= 0
   long stored;      // -1: not read by the triplets, else offset in R
   int groups;       // entries computed: 1 = m, 2 = m c, 4 = inertia (columns 0, 1-3, 4-9)
 };
@@ -117,8 +119,9 @@ extern "C" {
 // same for the parameter frame of each body in its joint frame (the entries of body b are
 // those of its standard parameters about that frame: R_J A_b for pi_J = A_b pi_P);
 // axes: (njoints, 3) unit axes in the joint frames; gravity: (3,) [m/s^2].
-// Blocks: n_block (row, body, dst): Y_i[dst + c] = R[row, 10 body + c], c = 0..9 (row: a
-// velocity index, body: joint index - 1; row's joint must support body). Triplets: n_map
+// Blocks: n_block (row, body, dst (10,)): Y_i[dst[c]] = R[row, 10 body + c], c = 0..9 (row:
+// a velocity index, body: joint index - 1; row's joint must support body; dst[c] = -1: the
+// entry is not written, e.g. a column outside the base parameters). Triplets: n_map
 // (dst, src, weight), Y_i[dst] += weight R[src], dst indexing one sample's Y (rows * P,
 // row-major) and src one sample's R (nv x 10 njoints, row-major, parameter frames).
 // Returns nullptr on an unknown joint type or inconsistent input.
@@ -172,29 +175,38 @@ RI_EXPORT void* ri_kernel_create(int njoints, const int* types, const int* paren
       Joint& J = k->joints[(src[t] % n_cols) / 10 + 1];
       if (J.axis > 2 || c != spin_column[J.axis]) J.spin_only = false;
     }
-    std::vector<long> block(static_cast<size_t>(njoints) * njoints, -2);   // -2: not read
+    std::vector<long> block(static_cast<size_t>(njoints) * njoints, -1);   // index t
     for (long t = 0; t < n_block; ++t) {
       if (block_row[t] < 0 || block_row[t] >= njoints || block_body[t] < 0
           || block_body[t] >= njoints) { delete k; return nullptr; }
-      block[block_row[t] * njoints + block_body[t]] = block_dst[t];
+      block[block_row[t] * njoints + block_body[t]] = t;
       k->joints[block_body[t] + 1].spin_only = false;
     }
     k->blocks.resize(njoints + 1);
     for (int row = 0; row < njoints; ++row) {
       for (int b = 0; b < njoints; ++b) {
         const long i = row * njoints + b;
-        if (block[i] == -2 && !stored[i]) continue;
+        Block blk{b + 1, -1, {}, true, false, stored[i] ? 10 * i : -1, stored[i]};
+        for (int c = 0; c < 10; ++c) {
+          blk.dst[c] = block[i] >= 0 ? block_dst[10 * block[i] + c] : -1;
+          if (blk.dst[c] >= 0) {
+            blk.written = true;
+            blk.groups |= c == 0 ? 1 : c < 4 ? 2 : 4;
+          }
+          blk.contiguous = blk.contiguous && blk.dst[c] == blk.dst[0] + c;
+        }
+        blk.contiguous = blk.contiguous && blk.dst[0] >= 0;
+        if (!blk.written && !stored[i]) continue;
         // position of joint row + 1 in body b + 1's support chain (-1: structurally zero)
         int pos = -1;
         for (int a = b + 1, d = k->joints[b + 1].depth - 1; a > 0; a = k->joints[a].parent, --d)
           if (a == row + 1) pos = d;
         if (pos < 0) {
-          if (block[i] >= 0) { delete k; return nullptr; }   // a block the tree cannot fill
+          if (blk.written) { delete k; return nullptr; }   // a block the tree cannot fill
           continue;
         }
-        k->blocks[b + 1].push_back(Block{b + 1, pos, block[i] >= 0 ? block[i] : -1,
-                                         stored[i] ? 10 * i : -1,
-                                         block[i] >= 0 ? 7 : stored[i]});
+        blk.ancestor = pos;
+        k->blocks[b + 1].push_back(blk);
       }
     }
     k->dst.assign(dst, dst + n_map);
@@ -207,7 +219,7 @@ RI_EXPORT void* ri_kernel_create(int njoints, const int* types, const int* paren
 }
 
 // Interface version: _kernel.py refuses a library built from another version of this file.
-RI_EXPORT int ri_kernel_version() { return 4; }
+RI_EXPORT int ri_kernel_version() { return 5; }
 
 RI_EXPORT void ri_kernel_free(void* kernel) { delete static_cast<Kernel*>(kernel); }
 
@@ -306,7 +318,11 @@ RI_EXPORT int ri_kernel_regressor(void* kernel, long n, const double* q, const d
                                         + s.ang.transpose() * Yb.block<3, 3>(3, 1);
           if (blk.groups & 4)
             e.segment<6>(4).noalias() = s.ang.transpose() * Yb.block<3, 6>(3, 4);
-          if (blk.dst >= 0) Eigen::Map<Row10>(y + blk.dst) = e;
+          if (blk.contiguous) {
+            Eigen::Map<Row10>(y + blk.dst[0]) = e;
+          } else if (blk.written) {
+            for (int c = 0; c < 10; ++c) if (blk.dst[c] >= 0) y[blk.dst[c]] = e[c];
+          }
           if (blk.stored >= 0) Eigen::Map<Row10>(R.data() + blk.stored) = e;
         }
       }

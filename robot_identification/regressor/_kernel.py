@@ -26,7 +26,7 @@ ENABLED = os.environ.get("RI_REGRESSOR_KERNEL", "1") != "0"
 
 #: ``ri_kernel_version()`` of the library this loader was written for (a library built from
 #: an older ``_kernel.cpp``, e.g. before ``git pull`` without re-running setup, is not used).
-VERSION = 4
+VERSION = 5
 
 _PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "build", "libregressor_kernel.so")
 _LIB = None

@@ -126,18 +126,36 @@ class _RegressorPlan:
         self._frame_change_maps(model)
         self._drive_maps(model)
         self.linear = self._rotor_maps(model) if elastic else None
-        self._kernel = None
+        self._kernels = {}
 
     @property
     def kernel(self):
         """The compiled kernel of this plan (built on first use), or None."""
+        return self.kernel_for(None)
+
+    def kernel_for(self, columns):
+        """The compiled kernel writing only ``columns`` (tuple of column indices, None: all),
+        built on first use; or None."""
         if not _kernel.ENABLED:
             return None
-        if self._kernel is None:
-            self._kernel = _kernel.Kernel.create(self.pin_model, *self._kernel_map()) or False
-        return self._kernel or None
+        k = self._kernels.get(columns)
+        if k is None:
+            k = self._kernels[columns] = _kernel.Kernel.create(
+                self.pin_model, *self._kernel_map(columns)) or False
+        return k or None
 
-    def _kernel_map(self):
+    def remap(self, flat, columns):
+        """Flat indices r P + c of one sample's Y -> r p' + (position of c in ``columns``),
+        -1 where c is not among them (p' = len(columns)); unchanged for columns None."""
+        flat = np.asarray(flat, dtype=int)
+        if columns is None:
+            return flat
+        new = np.full(self.P, -1)
+        new[list(columns)] = np.arange(len(columns))
+        r, c = np.divmod(flat, self.P)
+        return np.where(new[c] >= 0, r * len(columns) + new[c], -1)
+
+    def _kernel_map(self, columns=None):
         """The compiled kernel's maps: parameter frames, blocks and triplets.
 
         The kernel evaluates each link body's regressor entries about its parameter frame
@@ -184,7 +202,10 @@ class _RegressorPlan:
             dst = np.array([d for (d, _), _ in items], dtype=int)
             src = np.array([s for (_, s), _ in items], dtype=int)
             weight = np.array([w for _, w in items])
-        return frames, (rows, bodies, bdst), dst, src, weight
+        bdst = self.remap(np.asarray(bdst, dtype=int)[:, None] + np.arange(10), columns)
+        dst = self.remap(dst, columns)
+        kept = dst >= 0
+        return frames, (rows, bodies, bdst), dst[kept], src[kept], weight[kept]
 
     def _frame_change_maps(self, model):
         n = model.n
@@ -294,22 +315,28 @@ def _scratch(name, shape):
 SUB = 256
 
 
-def _fill(plan, N, qa, va, aa, drive_values):
+def _fill(plan, N, qa, va, aa, drive_values, columns=None):
     """Y (N, rows, P): pinocchio loop, frame change, linear rotor columns and drive
     columns, block by block of SUB samples (the scratch buffers stay in the core's cache);
-    or the compiled kernel, which writes every entry of each row once."""
+    or the compiled kernel, which writes every entry of each row once. ``columns`` (tuple):
+    only these columns of Y (the kernel writes no other; the Python path takes them)."""
     rows, P = plan.rows, plan.P
-    kernel = plan.kernel
+    kernel = plan.kernel_for(columns)
     if kernel is not None:      # the same matrix, per-sample loop in C++
-        Y = np.empty((N, rows, P))
-        if drive_values:
-            drive_dst = np.concatenate([flat for flat, _ in drive_values])
-            drive = np.concatenate([np.broadcast_to(values, (N, len(flat)))
-                                    for flat, values in drive_values], axis=1)
-        else:
-            drive_dst, drive = np.zeros(0, dtype=int), np.zeros((N, 0))
-        kernel.fill(Y.reshape(N, rows * P), qa, va, aa, drive_dst, drive)
+        p = P if columns is None else len(columns)
+        Y = np.empty((N, rows, p))
+        dsts, vals = [], []
+        for flat, values in drive_values:
+            dst = plan.remap(flat, columns)
+            kept = dst >= 0
+            dsts.append(dst[kept])
+            vals.append(np.broadcast_to(values, (N, len(flat)))[:, kept])
+        drive_dst = np.concatenate(dsts) if dsts else np.zeros(0, dtype=int)
+        drive = np.concatenate(vals, axis=1) if vals else np.zeros((N, 0))
+        kernel.fill(Y.reshape(N, rows * p), qa, va, aa, drive_dst, drive)
         return Y
+    if columns is not None:
+        return np.take(_fill(plan, N, qa, va, aa, drive_values), columns, axis=-1)
     Y = np.zeros((N, rows, P))
     Yflat = Y.reshape(N, rows * P)
     pm = plan.pin_model
@@ -351,7 +378,7 @@ def _fill(plan, N, qa, va, aa, drive_values):
 
 
 @blas_single_threaded
-def rigid_regressor(model, q, dq, ddq, friction_deadband=0.0):
+def rigid_regressor(model, q, dq, ddq, friction_deadband=0.0, columns=None):
     """Regressor of a rigid arm with rotor inertia and friction.
 
     tau = Y(q, dq, ddq) @ pi for the standard parameters pi of ``model``
@@ -369,6 +396,8 @@ def rigid_regressor(model, q, dq, ddq, friction_deadband=0.0):
         config joint order.
     friction_deadband : float or ndarray (n,)
         Coulomb sign deadband [rad/s] (:func:`coulomb_sign`); 0: sign(dq).
+    columns : sequence of int, optional
+        Only these columns (see :func:`regressor`).
 
     Returns
     -------
@@ -391,12 +420,49 @@ def rigid_regressor(model, q, dq, ddq, friction_deadband=0.0):
     drive = [(plan.flat[key][0],
               rotor * model.gear_ratios ** 2 * ddq if key == "rotor_inertia" else fric[key])
              for key in plan.keys]
+    columns = _columns(columns)
+    load = "coulomb_load" in plan.keys         # needs every column (the URDF's torque)
     Y = _fill(plan, N, model.pin_configuration(q), model.to_pin_v(dq), model.to_pin_v(ddq),
-              drive)
-    if "coulomb_load" in plan.keys:
+              drive, None if load else columns)
+    if load:
         cols = [plan.column[(k, "coulomb_load")] for k in range(n)]
         Y[:, np.arange(n), cols] *= np.abs(nominal_load(model, Y))
+        if columns is not None:
+            Y = np.take(Y, columns, axis=-1)
     return Y
+
+
+def regressor_structure(model, columns=None):
+    """Which entries of :func:`regressor`'s rows can be non-zero, shape (rows, P) or (rows,
+    len(columns)) bool: a link row and a body's inertial columns where the row's joint
+    supports the body, the rotor columns of the complete elastic model where the row carries
+    the rotor, the drive columns on their joint's row(s). Every other entry is 0 for every
+    sample (e.g. a motor row of the elastic PUMA has 5 non-zero base columns of 60), so sums
+    over rows may skip those columns (:class:`~robot_identification.estimation.
+    NormalEquations`)."""
+    plan = _plan(model)
+    cols = _columns(columns)
+    p = plan.P if cols is None else len(cols)
+    S = np.zeros(plan.rows * p, dtype=bool)
+    _, (_, _, bdst), dst, _, _ = plan._kernel_map(cols)
+    S[bdst[bdst >= 0]] = True
+    S[dst] = True
+    elastic = model.config.elastic
+    for key in plan.keys:
+        link, motor = plan.flat[key] if elastic else (plan.flat[key][0], None)
+        used = [link] if not elastic else (
+            [motor] if key == "rotor_inertia" and plan.linear is None else
+            [] if key == "rotor_inertia" else
+            [link, motor] if key in ("stiffness", "damping") else [motor])
+        for flat in used:
+            f = plan.remap(flat, cols)
+            S[f[f >= 0]] = True
+    return S.reshape(plan.rows, p)
+
+
+def _columns(columns):
+    """``columns`` as a hashable tuple of column indices (the kernel is cached by it)."""
+    return None if columns is None else tuple(int(c) for c in np.asarray(columns).ravel())
 
 
 def _nominal_load_parameters(model):
@@ -422,7 +488,8 @@ def nominal_load(model, Y):
 
 
 @blas_single_threaded
-def elastic_regressor(model, q, dq, ddq, theta, dtheta, ddtheta, friction_deadband=0.0):
+def elastic_regressor(model, q, dq, ddq, theta, dtheta, ddtheta, friction_deadband=0.0,
+                      columns=None):
     """Regressor of an arm with elastic joints (Zollo et al. 2014, eq. 13-34).
 
     With q the link positions and theta the link-referred motor positions
@@ -450,6 +517,10 @@ def elastic_regressor(model, q, dq, ddq, theta, dtheta, ddtheta, friction_deadba
         Link positions [rad], velocities [rad/s], accelerations [rad/s^2].
     theta, dtheta, ddtheta : array_like, shape (N, n)
         Link-referred motor positions, velocities, accelerations.
+    friction_deadband : float or ndarray (n,)
+        Coulomb sign deadband [rad/s] (:func:`coulomb_sign`) of the motor velocity.
+    columns : sequence of int, optional
+        Only these columns (see :func:`regressor`).
 
     Returns
     -------
@@ -491,19 +562,27 @@ def elastic_regressor(model, q, dq, ddq, theta, dtheta, ddtheta, friction_deadba
             drive += [(link, deflection), (motor, -deflection)]
         else:
             drive.append((motor, fric[key]))
-    return _fill(plan, N, qa, va, aa, drive)
+    return _fill(plan, N, qa, va, aa, drive, _columns(columns))
 
 
 def _spin_about(axis):
     return spin_inertia_parameters(axis)
 
 
-def regressor(model, q, dq, ddq, theta=None, dtheta=None, ddtheta=None, friction_deadband=0.0):
+def regressor(model, q, dq, ddq, theta=None, dtheta=None, ddtheta=None, friction_deadband=0.0,
+              columns=None):
     """Regressor of ``model``: :func:`elastic_regressor` or :func:`rigid_regressor`.
+
+    Parameters
+    ----------
+    columns : sequence of int, optional
+        Only these columns (e.g. ``BaseParameters.independent``: the base columns, the same
+        as ``BaseParameters.project`` of the full matrix); the compiled kernel then writes
+        no other column.
 
     Returns
     -------
-    ndarray, shape (N, rows, P)
+    ndarray, shape (N, rows, P) or (N, rows, len(columns))
         ``rows = model.rows_per_sample``.
 
     Raises
@@ -515,8 +594,9 @@ def regressor(model, q, dq, ddq, theta=None, dtheta=None, ddtheta=None, friction
         if theta is None or dtheta is None or ddtheta is None:
             raise DataError(f"robot '{model.config.name}' has elastic joints: the regressor "
                             f"needs motor positions, velocities and accelerations (theta)")
-        return elastic_regressor(model, q, dq, ddq, theta, dtheta, ddtheta, friction_deadband)
-    return rigid_regressor(model, q, dq, ddq, friction_deadband)
+        return elastic_regressor(model, q, dq, ddq, theta, dtheta, ddtheta, friction_deadband,
+                                 columns)
+    return rigid_regressor(model, q, dq, ddq, friction_deadband, columns)
 
 
 def torque_vector(model, tau, tau_joint=None):

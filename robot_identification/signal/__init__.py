@@ -1,6 +1,7 @@
 """Signal processing of measured motion data.
 
-- :func:`lowpass_filtfilt` -- zero-phase Butterworth low-pass
+- :func:`lowpass_filtfilt` -- zero-phase Butterworth low-pass (:func:`butter_sos`: its
+  sections, designed once per order, cut-off and rate)
 - :func:`central_difference` -- numerical derivative
 - :func:`savgol_derivative` -- Savitzky-Golay smoothing differentiator
 - :func:`velocity_mask` -- velocity-threshold sample rejection
@@ -11,7 +12,8 @@
   noise levels and spectra of recorded signals (the automatic settings and the diagnostics)
 """
 from robot_identification.signal._filters import (  # noqa: F401
-    central_difference, lowpass_filtfilt, near_reversal, savgol_derivative, velocity_mask)
+    butter_sos, central_difference, lowpass_filtfilt, near_reversal, savgol_derivative,
+    velocity_mask)
 from robot_identification.signal._polynomial import (  # noqa: F401,E402
     PolynomialApproximation, SavitzkyGolay, jacobi_orthonormal)
 from robot_identification.signal._spectra import (  # noqa: F401,E402

@@ -1,11 +1,24 @@
 """Filters, numerical differentiation and sample selection for measured motion data."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import scipy.signal
 from scipy.ndimage import maximum_filter1d
 
 from robot_identification.errors import DataError
+
+
+@functools.lru_cache(maxsize=64)
+def _butter(order, cutoff, fs):
+    return scipy.signal.butter(order, cutoff, fs=fs, output="sos")
+
+
+def butter_sos(order, cutoff, fs):
+    """Second-order sections (n_sections, 6) of ``scipy.signal.butter(order, cutoff, fs=fs,
+    output='sos')``, designed once per (order, cutoff [Hz], fs [Hz]) (a copy is returned)."""
+    return _butter(int(order), float(cutoff), float(fs)).copy()
 
 
 def lowpass_filtfilt(x, fs, cutoff, order=5, axis=0):
@@ -35,7 +48,7 @@ def lowpass_filtfilt(x, fs, cutoff, order=5, axis=0):
     if not 0 < cutoff < fs / 2:
         raise DataError(f"filter cut-off {cutoff} Hz must lie in (0, {fs / 2}) Hz "
                         f"(Nyquist of fs = {fs} Hz)")
-    sos = scipy.signal.butter(order, cutoff, fs=fs, output="sos")
+    sos = butter_sos(order, cutoff, fs)
     padlen = 3 * (2 * len(sos) + 1)
     if x.shape[axis] <= padlen:
         raise DataError(f"{x.shape[axis]} samples are too few for a order-{order} zero-phase "
