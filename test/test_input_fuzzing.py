@@ -360,3 +360,300 @@ def test_cli_with_mutated_inputs(files, data, command, capsys):
         event(f"{command}: exit {rc}")
         if rc == 2:
             assert len([ln for ln in err.splitlines() if ": error: " in ln]) == 1, err
+
+
+# ------------------------------------------------------------------ issue #28: lies, writes
+# Properties of the adversarial pass of issue #28 (docs/errors.md lists what it found):
+# results files complete or refused, bag metadata that disagrees with its storage refused,
+# copies recognised byte for byte, writes that fail or are interrupted at any point leave the
+# previous output and no temporary file, names up to the file system's limit, readers given
+# anything but a regular file.
+@settings(settings.get_profile(PROFILE))
+@given(cut=st.floats(0, 1, exclude_max=True))
+def test_truncated_results_file_is_refused(files, cut):
+    """A results file cut anywhere before its last character is refused, never read."""
+    text = (files["dir"] / "results.yaml").read_text()
+    at = int(cut * len(text.rstrip("\n")))
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "results.yaml"
+        path.write_text(text[:at])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(IdentificationError) as info:
+                read_results(path, files["model"])
+        assert "\n" not in str(info.value)
+        event(f"cut results: {type(info.value).__name__}")
+
+
+@settings(settings.get_profile(PROFILE))
+@given(action=st.sampled_from(["count", "count and total", "drop topic", "add topic",
+                               "add file", "drop file"]),
+       topic=st.integers(0, 1), delta=st.integers(-50, 50).filter(bool))
+def test_bag_metadata_that_disagrees_with_the_storage_is_refused(files, action, topic, delta):
+    import shutil
+    with tempfile.TemporaryDirectory() as d:
+        bag = Path(d) / "bag"
+        shutil.copytree(files["dir"] / "bag", bag)
+        doc = yaml.safe_load((bag / "metadata.yaml").read_text())
+        info = doc["rosbag2_bagfile_information"]
+        entries = info["topics_with_message_count"]
+        if action.startswith("count"):
+            entries[topic]["message_count"] = max(entries[topic]["message_count"] + delta, 0)
+        elif action == "drop topic":
+            entries.pop(topic)
+        elif action == "add topic":
+            entries.append({"message_count": abs(delta), "topic_metadata": dict(
+                entries[0]["topic_metadata"], name="/other")})
+        elif action == "add file":
+            info["relative_file_paths"].append("bag_1.mcap")
+        else:
+            info["relative_file_paths"] = []
+        if action != "count":
+            info["message_count"] = sum(e["message_count"] for e in entries)
+        (bag / "metadata.yaml").write_text(yaml.safe_dump(doc))
+        for read in (read_bag, lambda p: list(iter_chunks(p, 50))):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                with pytest.raises(IdentificationError) as exc:
+                    read(bag)
+            assert "\n" not in str(exc.value) and str(bag) in str(exc.value)
+        event(f"bag metadata {action}: refused")
+
+
+@settings(settings.get_profile(PROFILE))
+@given(mutation=mutations, kind=st.sampled_from(["file", "bag directory"]))
+def test_a_copy_is_the_same_recording_exactly_when_its_bytes_are(files, mutation, kind):
+    import shutil
+
+    from robot_identification.commands._common import same_recording
+    with tempfile.TemporaryDirectory() as d:
+        d = Path(d)
+        if kind == "file":
+            a, b = files["dir"] / "run.npz", d / "copy.npz"
+            b.write_bytes(mutate(a.read_bytes(), mutation))
+            equal = a.read_bytes() == b.read_bytes()
+        else:
+            a, b = files["dir"] / "bag", d / "bag"
+            shutil.copytree(a, b)
+            storage = next(b.glob("*.mcap"))
+            storage.write_bytes(mutate(storage.read_bytes(), mutation))
+            equal = all((a / f.name).read_bytes() == f.read_bytes() for f in b.iterdir())
+        assert same_recording(a, b) == equal
+        event(f"{kind}: {'same' if equal else 'different'}")
+
+
+class _Failing:
+    """Writes that fail with ``errno`` at the ``at``-th call (counting from 0)."""
+
+    def __init__(self, at, err):
+        self.at, self.err, self.n = at, err, 0
+
+    def __call__(self):
+        self.n += 1
+        if self.n - 1 == self.at:
+            import errno as errnos
+            raise OSError(self.err, os.strerror(self.err)) if self.err != errnos.EINTR \
+                else KeyboardInterrupt()
+
+
+@settings(settings.get_profile(PROFILE))
+@given(pieces=st.lists(st.binary(max_size=300), min_size=1, max_size=6),
+       fail_at=st.integers(0, 8), existing=st.booleans(),
+       kind=st.sampled_from(["file", "directory"]),
+       err=st.sampled_from([28, 30, 5, 122, 4]))      # ENOSPC EROFS EIO EDQUOT, EINTR: Ctrl-C
+def test_a_write_that_fails_anywhere_keeps_the_previous_output(pieces, fail_at, existing,
+                                                                kind, err):
+    """Writes through ``outputs`` that fail (full disk, read-only, I/O error, quota) or are
+    interrupted at any write or at the final rename: the target is as it was, no temporary
+    file is left, and the error is one line naming the target."""
+    from unittest import mock
+
+    from robot_identification import outputs
+    fail = _Failing(fail_at, err)
+    with tempfile.TemporaryDirectory() as d:
+        d = Path(d)
+        target = d / ("out.bin" if kind == "file" else "out")
+        if existing:
+            if kind == "file":
+                target.write_bytes(b"previous")
+            else:
+                target.mkdir()
+                (target / "old.bin").write_bytes(b"previous")
+        before = {str(p.relative_to(d)): p.read_bytes() for p in d.rglob("*") if p.is_file()}
+        real_replace, real_exchange, real_rename = os.replace, outputs._exchange, os.rename
+
+        def commit(real):
+            def call(*args):
+                fail()
+                return real(*args)
+            return call
+        try:
+            with mock.patch.object(outputs.os, "replace", commit(real_replace)), \
+                    mock.patch.object(outputs, "_exchange", commit(real_exchange)), \
+                    mock.patch.object(outputs.os, "rename", commit(real_rename)):
+                if kind == "file":
+                    with outputs.atomic_output(target) as tmp, open(tmp, "wb") as f:
+                        for piece in pieces:
+                            fail()
+                            f.write(piece)
+                else:
+                    with outputs.atomic_directory(target, replaceable=lambda p: None) as new:
+                        new.mkdir()
+                        for i, piece in enumerate(pieces):
+                            fail()
+                            (new / f"{i}.bin").write_bytes(piece)
+        except OSError as exc:
+            assert "\n" not in str(exc) and str(target) in str(exc), exc
+            outcome = "failed"
+        except KeyboardInterrupt:
+            outcome = "interrupted"
+        else:
+            outcome = "written"
+        after = {str(p.relative_to(d)): p.read_bytes() for p in d.rglob("*") if p.is_file()}
+        if outcome == "written":
+            want = (b"".join(pieces) if kind == "file" else
+                    {f"out/{i}.bin": p for i, p in enumerate(pieces)})
+            assert (after == {"out.bin": want} if kind == "file" else after == want)
+        else:
+            assert after == before, outcome
+        assert not [p for p in d.rglob(".*")], "a temporary file was left"
+        event(f"{kind}: {outcome}")
+
+
+@settings(settings.get_profile(PROFILE))
+@given(pieces=st.integers(1, 5), at=st.integers(0, 6),
+       signum=st.sampled_from(["SIGINT", "SIGTERM"]), kind=st.sampled_from(["file", "dir"]))
+def test_a_signal_while_writing_leaves_the_previous_output(pieces, at, signum, kind):
+    """The CLI's handler installed, SIGINT or SIGTERM delivered before the ``at``-th write
+    (or at the final rename): the run unwinds, the previous output stays, nothing is left."""
+    import signal
+    from unittest import mock
+
+    from robot_identification import outputs
+    sig = getattr(signal, signum)
+    calls = [0]
+
+    def maybe_signal():
+        calls[0] += 1
+        if calls[0] - 1 == at:
+            os.kill(os.getpid(), sig)
+    with tempfile.TemporaryDirectory() as d:
+        d = Path(d)
+        target = d / ("out.bin" if kind == "file" else "out")
+        if kind == "file":
+            target.write_bytes(b"previous")
+        else:
+            target.mkdir()
+            (target / "old.bin").write_bytes(b"previous")
+        before = {str(p.relative_to(d)): p.read_bytes() for p in d.rglob("*") if p.is_file()}
+        real = outputs._exchange if kind == "dir" else os.replace
+
+        def commit(*args):
+            maybe_signal()
+            return real(*args)
+        previous = cli._install_signal_handlers()
+        try:
+            with mock.patch.object(*((outputs, "_exchange") if kind == "dir"
+                                     else (outputs.os, "replace")), commit):
+                if kind == "file":
+                    with outputs.atomic_output(target) as tmp, open(tmp, "wb") as f:
+                        for _ in range(pieces):
+                            maybe_signal()
+                            f.write(b"new")
+                else:
+                    with outputs.atomic_directory(target, replaceable=lambda p: None) as new:
+                        new.mkdir()
+                        for i in range(pieces):
+                            maybe_signal()
+                            (new / f"{i}.bin").write_bytes(b"new")
+            outcome = "written"
+        except KeyboardInterrupt as exc:
+            outcome = type(exc).__name__
+            assert (signum == "SIGTERM") == isinstance(exc, cli.Terminated)
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+        after = {str(p.relative_to(d)): p.read_bytes() for p in d.rglob("*") if p.is_file()}
+        if outcome == "written":
+            assert at > pieces and after != before
+        else:
+            assert after == before
+        assert not [p for p in d.rglob(".*")], "a temporary file was left"
+        event(f"{kind}: {outcome}")
+
+
+@settings(settings.get_profile(PROFILE))
+@given(name=st.text(st.characters(blacklist_categories=("Cs", "Cc"),
+                                  blacklist_characters="/\\"), min_size=1, max_size=300)
+       .filter(lambda s: s not in (".", "..")))
+def test_output_names_up_to_the_file_system_limit(name):
+    from robot_identification.errors import ConfigError
+    from robot_identification.outputs import name_max, write_text_atomic
+    with tempfile.TemporaryDirectory() as d:
+        limit = name_max(d)
+        fits = len(os.fsencode(name)) <= limit
+        try:
+            write_text_atomic(Path(d) / name, "x: 1\n")
+        except ConfigError as exc:
+            assert not fits and "\n" not in str(exc) and "limit" in str(exc)
+            event("name too long: refused")
+        else:
+            assert fits and (Path(d) / name).read_text() == "x: 1\n"
+            assert os.listdir(d) == [name]
+            event("name fits: written")
+
+
+_READERS = {
+    "dataset (.npz)": lambda p: load_dataset(p.with_suffix(".npz")),
+    "dataset (no suffix)": lambda p: load_dataset(p),
+    "streamed dataset": lambda p: list(iter_chunks(p.with_suffix(".npz"), 50)),
+    "bag storage (.mcap)": lambda p: read_bag(p.with_suffix(".mcap")),
+    "URDF": lambda p: load_robot("szabo_3dof", urdf=p.with_suffix(".urdf")),
+    "xacro": lambda p: load_robot("szabo_3dof", urdf=p.with_suffix(".xacro")),
+    "robot config": lambda p: load_robot(config=p.with_suffix(".yaml")),
+    "results": lambda p: read_results(p.with_suffix(".yaml"), "szabo_3dof"),
+    "trajectory": lambda p: __import__("robot_identification.excitation", fromlist=[
+        "load_trajectory"]).load_trajectory(p.with_suffix(".yaml")),
+}
+
+
+@settings(settings.get_profile(PROFILE))
+@given(reader=st.sampled_from(sorted(_READERS)),
+       kind=st.sampled_from(["fifo", "/dev/zero", "/dev/null", "link loop", "directory",
+                             "missing", "dangling link", "empty", "binary"]),
+       garbage=st.binary(min_size=1, max_size=200))
+def test_readers_given_anything_but_their_file(reader, kind, garbage):
+    """Every reader given a FIFO, a device, a link loop, a directory, a missing or dangling
+    path, an empty or a binary file: a one-line project error within seconds (an alarm turns
+    a reader that blocks into a failure)."""
+    import signal
+
+    def blocked(signum, frame):
+        raise AssertionError(f"{reader} blocked on a {kind}")
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "input"
+        suffix = {"dataset (.npz)": ".npz", "streamed dataset": ".npz", "URDF": ".urdf",
+                  "bag storage (.mcap)": ".mcap", "xacro": ".xacro",
+                  "dataset (no suffix)": ""}.get(reader, ".yaml")
+        target = p.with_suffix(suffix) if suffix else p
+        if kind == "fifo":
+            os.mkfifo(target)
+        elif kind.startswith("/dev/"):
+            target.symlink_to(kind)
+        elif kind == "link loop":
+            target.symlink_to(target.name)
+        elif kind == "directory":
+            target.mkdir()
+        elif kind == "dangling link":
+            target.symlink_to("nowhere")
+        elif kind in ("empty", "binary"):
+            target.write_bytes(b"" if kind == "empty" else garbage)
+        previous = signal.signal(signal.SIGALRM, blocked)
+        signal.alarm(60)
+        try:
+            out = expect_project_error(_READERS[reader], p)
+        finally:
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, previous)
+        assert out is None or kind in ("empty", "binary") and reader in (
+            "robot config", "trajectory"), f"{reader} accepted a {kind}"
