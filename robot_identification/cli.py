@@ -129,7 +129,12 @@ def _error(command, exc):
 
 def _on_signal(signum, frame):
     """First SIGINT/SIGTERM: unwind (KeyboardInterrupt / :class:`Terminated`). A second one
-    while unwinding: remove the temporary outputs and end the process now."""
+    while unwinding: remove the temporary outputs and end the process now. A signal within
+    a step of :mod:`~robot_identification.outputs` that must not be cut in two is handled at
+    its end (:func:`~robot_identification.outputs.defer_signal`)."""
+    outputs = sys.modules.get("robot_identification.outputs")
+    if outputs is not None and outputs.defer_signal(signum):
+        return
     if _on_signal.received:
         from robot_identification.outputs import remove_pending  # start-up: module docstring
         remove_pending()

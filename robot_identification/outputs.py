@@ -22,7 +22,6 @@ import errno
 import glob
 import os
 import shutil
-import signal
 import stat
 import tempfile
 from contextlib import contextmanager
@@ -190,9 +189,11 @@ def atomic_output(path, inputs=(), what="output", dataset=False, overwrite=True)
         # a device or FIFO (/dev/null, /dev/full, a pipe): renaming over it would replace the
         # device node with a regular file (as root: /dev/null for every process). Write the
         # finished file's bytes into it instead; /dev/full then fails with ENOSPC.
-        folder = Path(tempfile.mkdtemp(prefix="ri_output_"))
-        _PENDING.add(folder)
+        folder = None
         try:
+            with holding_signals():         # created and registered, or neither
+                folder = Path(tempfile.mkdtemp(prefix="ri_output_"))
+                _PENDING.add(folder)
             tmp = folder / f"output{p.suffix}"
             with _naming(p, what, scratch=folder):
                 yield tmp
@@ -200,8 +201,9 @@ def atomic_output(path, inputs=(), what="output", dataset=False, overwrite=True)
                 with open(tmp, "rb") as src, open(p, "wb") as dst:
                     shutil.copyfileobj(src, dst)
         finally:
-            shutil.rmtree(folder, ignore_errors=True)
-            _PENDING.discard(folder)
+            if folder is not None:
+                shutil.rmtree(folder, ignore_errors=True)
+                _PENDING.discard(folder)
         return
     with _naming(p, what, always=True):
         p.parent.mkdir(parents=True, exist_ok=True)
@@ -303,6 +305,35 @@ def _remove(path):
 #: Temporary files and directories being written now: the CLI's signal handler removes them
 #: before it ends the process on a second signal (:func:`remove_pending`).
 _PENDING = set()
+#: Depth of :func:`holding_signals` blocks and the signal that arrived within them.
+_HOLD = {"depth": 0, "pending": None}
+
+
+@contextmanager
+def holding_signals():
+    """A short step that a signal must not cut in two (a temporary directory created and
+    registered for removal; two renames that swap directories): the CLI's handler asks
+    :func:`defer_signal` and, within the block, leaves the signal for its end, where it is
+    sent again. (``pthread_sigmask`` would not do: Python runs its handlers in the main
+    thread for a signal that any thread received.)"""
+    _HOLD["depth"] += 1
+    try:
+        yield
+    finally:
+        _HOLD["depth"] -= 1
+        pending = _HOLD["pending"]
+        if not _HOLD["depth"] and pending is not None:
+            _HOLD["pending"] = None
+            os.kill(os.getpid(), pending)           # handled now, outside the step
+
+
+def defer_signal(signum) -> bool:
+    """Whether the signal ``signum`` arrived inside :func:`holding_signals` (it is then sent
+    again at the block's end); the CLI's handler returns at once when True."""
+    if _HOLD["depth"]:
+        _HOLD["pending"] = signum
+        return True
+    return False
 
 
 def remove_pending():
@@ -385,11 +416,12 @@ def atomic_directory(path, inputs=(), what="output directory", replaceable=None)
         line naming ``path``.
     """
     p = check_output_directory(path, inputs, what, replaceable)
-    with _naming(p, what, always=True):
-        p.parent.mkdir(parents=True, exist_ok=True)
-        container = Path(tempfile.mkdtemp(prefix=".ri-tmp-", dir=p.parent))
-    _PENDING.add(container)
+    container = None
     try:
+        with _naming(p, what, always=True), holding_signals():
+            p.parent.mkdir(parents=True, exist_ok=True)
+            container = Path(tempfile.mkdtemp(prefix=".ri-tmp-", dir=p.parent))
+            _PENDING.add(container)             # a held signal is raised after this step
         new = container / p.name
         with _naming(p, what):
             yield new
@@ -402,8 +434,9 @@ def atomic_directory(path, inputs=(), what="output directory", replaceable=None)
             else:
                 os.rename(new, p)
     finally:
-        _remove(container)
-        _PENDING.discard(container)
+        if container is not None:
+            _remove(container)
+            _PENDING.discard(container)
 
 
 def _exchange(a, b):
@@ -424,9 +457,7 @@ def _exchange(a, b):
     # no atomic exchange here: two renames, with the signals that end a run held back
     # between them (the target is missing for a moment, never lost)
     old = Path(a).with_name(Path(a).name + ".old")
-    held = {signal.SIGINT, signal.SIGTERM}
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, held)
-    try:
+    with holding_signals():
         os.rename(b, old)
         try:
             os.rename(a, b)
@@ -434,8 +465,6 @@ def _exchange(a, b):
             os.rename(old, b)
             raise
         os.rename(old, a)
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
 def _is_special_file(path) -> bool:

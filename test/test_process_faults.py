@@ -344,3 +344,47 @@ def test_dataset_directory_writer_never_overwrites_a_recording(tmp_path):
     with pytest.raises(DataError, match="never overwritten"):
         NpyDirWriter(tmp_path / "rec", 3, ["j"])
     assert digest(tmp_path / "rec") == before
+
+
+@pytest.mark.parametrize("step", ["temporary directory created", "between two renames"])
+def test_a_signal_inside_a_step_that_must_not_be_cut_is_held(tmp_path, monkeypatch, step):
+    """A signal right after the temporary directory was created (before it was registered
+    for removal), or between the two renames that swap directories where renameat2 is
+    missing: handled at the step's end - nothing left, the previous output whole."""
+    import ctypes
+    import tempfile
+    target = tmp_path / "out"
+    target.mkdir()
+    (target / "old.txt").write_text("previous")
+    if step == "temporary directory created":
+        real = tempfile.mkdtemp
+
+        def mkdtemp(*args, **kwargs):
+            path = real(*args, **kwargs)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return path
+        monkeypatch.setattr(outputs.tempfile, "mkdtemp", mkdtemp)
+    else:
+        monkeypatch.setattr(ctypes, "CDLL", lambda *a, **k: object())   # no renameat2
+        real_rename, calls = os.rename, []
+
+        def rename(a, b):
+            calls.append(a)
+            if len(calls) == 1:
+                os.kill(os.getpid(), signal.SIGINT)
+            return real_rename(a, b)
+        monkeypatch.setattr(outputs.os, "rename", rename)
+    previous = cli._install_signal_handlers()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with atomic_directory(target, replaceable=lambda p: None) as new:
+                new.mkdir()
+                (new / "new.txt").write_text("new")
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    if step == "between two renames":       # the swap completed, then the signal was handled
+        assert sorted(p.name for p in target.iterdir()) == ["new.txt"]
+    else:
+        assert sorted(p.name for p in target.iterdir()) == ["old.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
