@@ -279,3 +279,13 @@ def test_an_option_given_twice_is_refused(run, bag, tmp_path, capsys, command):
                   str(tmp_path / "r.yaml")])
     assert_one_line(info.value.code, capsys.readouterr().err, "--data given twice")
     assert not (tmp_path / "r.yaml").exists()
+
+
+def test_the_fingerprint_is_a_typed_field(run, results):
+    from robot_identification.model import load_robot
+    from robot_identification.report import Fingerprint, read_results
+    model = load_robot(config=run / "robot.yaml")
+    doc = read_results(results, model)
+    assert isinstance(doc.fingerprint, Fingerprint)
+    assert doc.fingerprint.joints == tuple(model.joint_names)
+    assert "fingerprint" not in doc.sections and "end" not in doc.sections

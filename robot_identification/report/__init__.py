@@ -8,6 +8,7 @@
   ``.save()``, ``_repr_html_``); :func:`write_report` -- the HTML report
 - :func:`export_urdf`, :func:`export_mjcf` -- the identified model for simulators
 """
+from robot_identification.report._fingerprint import Fingerprint  # noqa: F401
 from robot_identification.report._results import (  # noqa: F401
     BaseParameterEntry, EstimateEntry, Provenance, ResultsFile, add_to_results,
     estimates_to_dict, format_table, provenance, read_results, result_to_dict, write_results)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -39,6 +40,29 @@ SIGNIFICANT_DIGITS = 9
 #: Keys of a fingerprint, all required.
 KEYS = ("robot", "model", "joints", "joint_types", "kinematics", "joint_kinematics",
         "inertials")
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """The ``fingerprint`` of a results file (:func:`model_fingerprint`), typed:
+    :attr:`ResultsFile.fingerprint <robot_identification.report.ResultsFile>`; None in
+    files of earlier versions."""
+
+    robot: str
+    model: str
+    joints: tuple
+    joint_types: tuple
+    kinematics: str
+    joint_kinematics: tuple
+    inertials: str
+
+    @classmethod
+    def from_dict(cls, fp):
+        """Typed view of a checked fingerprint mapping (:func:`check_fingerprint`), None
+        when ``fp`` is None or malformed (a file read without a model to compare)."""
+        if not isinstance(fp, dict) or any(k not in fp for k in KEYS):
+            return None
+        return cls(**{k: tuple(fp[k]) if isinstance(fp[k], list) else fp[k] for k in KEYS})
 
 
 def _num(values) -> str:

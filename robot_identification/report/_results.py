@@ -3,6 +3,7 @@
 Schema (version 1)::
 
     robot: <name>
+    fingerprint: {...}          # the robot model (report._fingerprint): joints, kinematics
     model: rigid | elastic
     estimator: ols | wls
     base_parameters:            # list, one mapping per base parameter
@@ -40,9 +41,12 @@ Schema (version 1)::
       data: [run.npz]           # the identification recordings (settings.data)
       robot_config: .../zollo_planar.yaml
       urdf: .../zollo_planar.urdf
+    end: {base_parameters: 14}  # last line: a file with a fingerprint and without it is
+                                # refused (truncated)
 
 :func:`read_results` returns a :class:`ResultsFile`: the sections above as typed fields
-(:class:`BaseParameterEntry`, :class:`EstimateEntry`, :class:`Provenance`, diagnostics as
+(:class:`BaseParameterEntry`, :class:`EstimateEntry`, :class:`Provenance`,
+:class:`Fingerprint`, diagnostics as
 :class:`~robot_identification.diagnostics.Diagnostic`), every other top-level section (e.g.
 ``drive_gains``, written by :func:`add_to_results`) in ``sections``; it is also a read-only
 mapping of the parsed file (``doc["settings"]``). A new section: give it a typed field
@@ -67,7 +71,7 @@ from robot_identification.diagnostics import Diagnostic
 from robot_identification.errors import DataError, error_diagnostics
 from robot_identification.outputs import write_text_atomic
 from robot_identification.report._fingerprint import (
-    check_complete, check_fingerprint, end_line, model_fingerprint)
+    Fingerprint, check_complete, check_fingerprint, end_line, model_fingerprint)
 
 #: Drive keys of the friction terms left out of the normalised mean error variants.
 _STATIC_FRICTION = ("coulomb", "stiction", "stribeck")
@@ -193,7 +197,7 @@ class Provenance:
 
 #: Top-level keys with a typed field in :class:`ResultsFile`.
 _TYPED = ("robot", "model", "estimator", "base_parameters", "estimates", "metrics",
-          "settings", "diagnostics", "provenance")
+          "settings", "diagnostics", "provenance", "fingerprint", "end")
 
 
 @dataclass(frozen=True)
@@ -218,6 +222,9 @@ class ResultsFile(Mapping):
         Every other top-level section (e.g. ``drive_gains``, ``selection``), as parsed.
     raw : dict
         The parsed file; the object is a read-only mapping of it.
+    fingerprint : Fingerprint or None
+        The robot model the results were identified on (None in files of earlier
+        versions); the ``end`` line is checked on reading and not kept.
     """
 
     path: Path
@@ -232,6 +239,7 @@ class ResultsFile(Mapping):
     provenance: Provenance
     sections: dict
     raw: dict = field(repr=False)
+    fingerprint: Fingerprint | None = None
 
     @classmethod
     def from_dict(cls, doc, path=None) -> "ResultsFile":
@@ -262,7 +270,8 @@ class ResultsFile(Mapping):
                                             for k, v in prov.items()
                                             if k in Provenance.__dataclass_fields__
                                             and v is not None}),
-                   sections={k: v for k, v in doc.items() if k not in _TYPED}, raw=doc)
+                   sections={k: v for k, v in doc.items() if k not in _TYPED}, raw=doc,
+                   fingerprint=Fingerprint.from_dict(doc.get("fingerprint")))
 
     @property
     def names(self) -> list:
