@@ -619,6 +619,8 @@ _READERS = {
     "results": lambda p: read_results(p.with_suffix(".yaml"), "szabo_3dof"),
     "trajectory": lambda p: __import__("robot_identification.excitation", fromlist=[
         "load_trajectory"]).load_trajectory(p.with_suffix(".yaml")),
+    "CSV": lambda p: load_dataset(p.with_suffix(".csv"), time=1, position=2, torque=4,
+                                  n_joints=2),
 }
 
 
@@ -638,7 +640,7 @@ def test_readers_given_anything_but_their_file(reader, kind, garbage):
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "input"
         suffix = {"dataset (.npz)": ".npz", "streamed dataset": ".npz", "URDF": ".urdf",
-                  "bag storage (.mcap)": ".mcap", "xacro": ".xacro",
+                  "bag storage (.mcap)": ".mcap", "xacro": ".xacro", "CSV": ".csv",
                   "dataset (no suffix)": ""}.get(reader, ".yaml")
         target = p.with_suffix(suffix) if suffix else p
         if kind == "fifo":
@@ -663,3 +665,43 @@ def test_readers_given_anything_but_their_file(reader, kind, garbage):
             signal.signal(signal.SIGALRM, previous)
         assert out is None or kind in ("empty", "binary") and reader in (
             "robot config", "trajectory"), f"{reader} accepted a {kind}"
+
+
+@settings(settings.get_profile(PROFILE))
+@given(depth=st.integers(1, 8), width=st.integers(1, 12), where=st.sampled_from(
+    ["robot config", "results", "bag metadata"]))
+def test_yaml_aliases_are_bounded(depth, width, where):
+    """Nested aliases (``a1: &a1 [*a0, *a0, ...]``, each level ``width`` times the one
+    below): read when they expand to a bounded document, else a one-line error naming the
+    file and the alias bomb; never minutes of CPU or memory."""
+    import signal
+
+    from robot_identification._yaml import MAX_ALIAS_EXPANSION, read_yaml_file
+    from robot_identification.errors import ConfigError
+    lines = [f"a0: &a0 [{', '.join(['x'] * width)}]"] + [
+        f"a{k}: &a{k} [{', '.join([f'*a{k - 1}'] * width)}]" for k in range(1, depth + 1)]
+
+    def blocked(signum, frame):
+        raise AssertionError(f"YAML of depth {depth}, width {width} not bounded in time")
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "doc.yaml"
+        path.write_text("\n".join(lines) + "\n")
+        previous = signal.signal(signal.SIGALRM, blocked)
+        signal.alarm(30)
+        try:
+            doc = expect_project_error(read_yaml_file, path, where, ConfigError)
+        finally:
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, previous)
+    if doc is None:
+        return
+    sizes = {}
+
+    def expanded(node):
+        key = id(node)
+        if key not in sizes:
+            sizes[key] = 1 + (sum(expanded(v) for v in node) if isinstance(node, list)
+                              else 0)
+        return sizes[key]
+    total = sum(expanded(v) for v in doc.values())
+    assert total <= MAX_ALIAS_EXPANSION + 10 * (depth + 1) * (width + 1), total
