@@ -14,6 +14,9 @@ message is for people and names the numbers.
 - :func:`recording_summary` -- what the checks need from one recording (``_summary``)
 - :func:`collect_diagnostics`, :func:`physical_diagnostics` -- all checks on an assembled
   result (``_collect``)
+- :func:`parameter_trust`, :func:`model_verdict` -- trust per base parameter (precision,
+  distance from the prior, physical plausibility) and the held-out verdict against the
+  nominal URDF (``_trust``)
 
 The spectra and noise levels the checks use are in :mod:`robot_identification.signal`
 (:func:`~robot_identification.signal.noise_std`, ``excitation_band``, ``signal_band``).
@@ -37,3 +40,6 @@ from robot_identification.diagnostics._nominal import check_against_nominal  # n
 from robot_identification.diagnostics._summary import recording_summary  # noqa: F401
 from robot_identification.diagnostics._collect import (  # noqa: F401
     NOMINAL_CODES, collect_diagnostics, physical_diagnostics)
+from robot_identification.diagnostics._trust import (  # noqa: F401
+    PRECISION_LEVELS, PRIOR_FRACTION, PRIOR_SIGMAS, SCALE_FLOOR, base_scales, model_verdict,
+    parameter_trust)

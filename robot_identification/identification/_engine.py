@@ -730,7 +730,24 @@ def solve(model, neq, settings=None, *, base=None, estimators=None, prior=None,
         normal_equations=neq, estimates=estimates)
     result.diagnostics = (collect_diagnostics(model, result, neq.recordings) + diagnostics
                           + ctx.diagnostics)
+    result.trusts = {name: _trust(model, base, est, ctx.prior)
+                     for name, est in estimates.items()}
     return result
+
+
+def _trust(model, base, estimate, prior):
+    """Trust per base parameter of ``estimate`` (:func:`parameter_trust`), the prior's base
+    parameters as the reference; [] where the base has columns the model's grouping lacks."""
+    from robot_identification.diagnostics import base_scales, parameter_trust
+    try:
+        scales = base_scales(model, base)
+        ref = None if prior is None else base.base_values(np.asarray(prior, dtype=float))
+    except (ValueError, IndexError):
+        return []
+    if len(scales) != len(estimate.values):
+        return []
+    return parameter_trust(base.names, base.expressions(), estimate.values, estimate.std,
+                           scales, ref)
 
 
 def identify(model, recordings, settings=None, *, estimator=None, estimators=None, prior=None,

@@ -41,6 +41,10 @@ class IdentificationResult:
     estimates : dict
         Every estimate computed, by estimator name (the primary one included), each an
         :class:`~robot_identification.estimation.Estimate` with covariance.
+    trusts : dict
+        By estimator name, per base parameter ``{"trust": level, "why": ...}``
+        (:func:`robot_identification.diagnostics.parameter_trust`); :attr:`trust` is the
+        primary estimate's (empty when not computed).
     """
 
     robot: str
@@ -58,6 +62,12 @@ class IdentificationResult:
     normal_equations: object = None
     diagnostics: list = field(default_factory=list)
     estimates: dict = field(default_factory=dict)
+    trusts: dict = field(default_factory=dict)
+
+    @property
+    def trust(self) -> list:
+        """Trust per base parameter of the primary estimate (see :attr:`trusts`)."""
+        return self.trusts.get(self.settings.get("estimator", self.estimate.method), [])
 
     def normalised_mean_error(self, exclude=(), estimator=None):
         """mean_i |est_i - true_i| / |true_i| (absolute error where true_i = 0).

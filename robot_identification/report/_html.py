@@ -360,8 +360,17 @@ def _drive_gains_table(gains, joints):
             + _table(["quantity"] + [_short(j) for j in joints], rows))
 
 
-def trust_flag(relative_std):
-    """(label, colour) of a relative standard deviation [%] (:data:`TRUST_LEVELS`)."""
+#: Colours of the combined trust levels (robot_identification.diagnostics.parameter_trust).
+TRUST_COLOURS = {"good": "#c8e6c9", "fair": "#fff3b0", "poor": "#ffcdd2",
+                 "check": "#ffe0b2", "unidentified": "#ffcdd2", "implausible": "#ef9a9a"}
+
+
+def trust_flag(relative_std, trust=None):
+    """(label, colour): the combined ``trust`` level when given (results.yaml ``trust``),
+    else the level of a relative standard deviation [%] (:data:`TRUST_LEVELS`; files of
+    earlier versions)."""
+    if trust in TRUST_COLOURS:
+        return trust, TRUST_COLOURS[trust]
     if relative_std is None or not np.isfinite(relative_std):
         return "unidentified", "#ffcdd2"
     for limit, label, colour in TRUST_LEVELS:
@@ -438,10 +447,20 @@ def _parameter_table(model, doc, base, diagnostics):
         r += [_num(e.get("std"), ".3g"), _num(rel, ".3g")]
         if has_true:
             r.append(_num(e.get("true")))
-        label, colour = trust_flag(rel)
-        r.append(f"<td class='trust' style='background:{colour}'>{label}</td>")
+        label, colour = trust_flag(rel, e.get("trust"))
+        tip = (f" title='{html.escape(str(e['trust_reason']), quote=True)}'"
+               if e.get("trust_reason") else "")
+        r.append(f"<td class='trust' style='background:{colour}'{tip}>{label}</td>")
         rows.append(r)
-    legend = ("<p class='small'>trust: relative standard deviation of the "
+    combined = any(e.get("trust") for e in entries)
+    legend = ("<p class='small'>trust: "
+              + ("relative std against max(|estimate|, a tenth of a plausible size), "
+                 "<span class='chip' style='background:#ffe0b2'>check</span> where the "
+                 "estimate is precise but > 3 std and > 20 % from the prior (URDF), "
+                 "<span class='chip' style='background:#ef9a9a'>implausible</span> for an "
+                 "impossible sign (hover a cell for why; docs/diagnostics.md): "
+                 if combined else "")
+              + "relative standard deviation of the "
               f"{primary} estimate &le; {TRUST_LEVELS[0][0]:g} % <span class='chip' "
               f"style='background:{TRUST_LEVELS[0][2]}'>good</span>, &le; "
               f"{TRUST_LEVELS[1][0]:g} % <span class='chip' style='background:"

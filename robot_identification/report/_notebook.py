@@ -21,11 +21,13 @@ def records(result) -> list:
     """One dict per base parameter: the :data:`COLUMNS` (``true`` None when unknown: no
     true parameters, or an incomplete truth, diagnostic ``truth_incomplete``).
 
-    ``relative_std`` is in %; ``trust`` is ``good``/``fair``/``poor``/``unidentified``
-    (:data:`robot_identification.report._html.TRUST_LEVELS`).
+    ``relative_std`` is in %; ``trust`` is the combined level of
+    :func:`robot_identification.diagnostics.parameter_trust` (``good``/``fair``/``poor``/
+    ``check``/``unidentified``/``implausible``).
     """
     est = result.estimate
     units = list(result.units) if result.units else [""] * len(result.names)
+    trust = list(getattr(result, "trust", None) or [])
     rows = []
     for i, name in enumerate(result.names):
         rel = float(est.relative_std[i])
@@ -35,7 +37,8 @@ def records(result) -> list:
                      "true": (None if result.true_values is None
                               or np.isnan(result.true_values[i])
                               else float(result.true_values[i])),
-                     "trust": trust_flag(rel)[0]})
+                     "trust": trust_flag(rel, trust[i]["trust"] if i < len(trust)
+                                         else None)[0]})
     return rows
 
 
@@ -120,7 +123,7 @@ def plot(result):
     fig, ax = _new_figure((8, height))
     rel = np.array([r["relative_std"] if r["relative_std"] is not None else np.nan
                     for r in rows], float)
-    colours = [trust_flag(v)[1] for v in rel]
+    colours = [trust_flag(v, r["trust"])[1] for v, r in zip(rel, rows)]
     ax.barh(y, np.where(np.isfinite(rel), rel, np.nanmax(np.r_[rel, 1.0])), color=colours,
             edgecolor="#666", lw=0.5)
     for limit, label, _ in TRUST_LEVELS[:-1]:
@@ -163,7 +166,7 @@ def repr_html(result) -> str:
         if r["expression"].replace(" ", "") != r["name"]:
             name += (f"<br><span style='font-family:monospace;font-size:85%;color:#555'>= "
                      f"{html.escape(r['expression'])}</span>")
-        colour = trust_flag(r["relative_std"])[1]
+        colour = trust_flag(r["relative_std"], r["trust"])[1]
         row = [str(i + 1), name, html.escape(r["unit"]), f"{r['estimate']:.6g}",
                f"{r['std']:.3g}",
                "-" if r["relative_std"] is None else f"{r['relative_std']:.3g}"]

@@ -15,6 +15,8 @@ Schema (version 1)::
         unit: kg
         true: -30.8333          # only when the data came with true parameters (and this
                                 # base parameter's are all known: truth_incomplete)
+        trust: good             # good | fair | poor | check | unidentified | implausible
+        trust_reason: relative std 0.004 %   # (diagnostics.parameter_trust)
     metrics:
       condition_number: ...
       residual_rms: {joint1 link: ..., joint1 motor: ...}
@@ -34,6 +36,11 @@ Schema (version 1)::
                  bodies_on_bound: [...]}
     diagnostics:                # list, one mapping per finding (robot_identification.diagnostics)
       - {code: negative_stiffness, severity: error, message: ..., subject: joint6.K}
+    model_trust:                # held-out verdict against the nominal URDF (model_verdict)
+      verdict: better than the nominal URDF   # | worse than the nominal URDF | not checked
+      heldout_nrmse: 0.074
+      nominal_nrmse: 0.75
+      folds: 2
     provenance:                 # what wrote the file, from what
       package: robot_identification
       version: 0.1.0
@@ -67,7 +74,7 @@ import yaml
 
 from robot_identification import __version__
 from robot_identification._yaml import read_yaml_file
-from robot_identification.diagnostics import Diagnostic
+from robot_identification.diagnostics import Diagnostic, model_verdict
 from robot_identification.errors import DataError, error_diagnostics
 from robot_identification.outputs import write_text_atomic
 from robot_identification.report._fingerprint import (
@@ -90,6 +97,10 @@ def result_to_dict(result, model=None) -> dict:
              "unit": result.units[i] if result.units else ""}
         if result.true_values is not None and not np.isnan(result.true_values[i]):
             e["true"] = float(result.true_values[i])
+        trust = getattr(result, "trust", None)
+        if trust and i < len(trust):
+            e["trust"] = trust[i]["trust"]
+            e["trust_reason"] = trust[i]["why"]
         entries.append(e)
     metrics = {"condition_number": _f(est.condition_number),
                "residual_rms": {lbl: float(v) for lbl, v in zip(result.row_labels,
@@ -120,6 +131,7 @@ def result_to_dict(result, model=None) -> dict:
            "diagnostics": [d.to_dict() for d in result.diagnostics]})
     if model is not None:
         out["model"] = model.config.model
+    out["model_trust"] = model_verdict(result.settings)
     out["provenance"] = provenance(model, (result.settings or {}).get("data"))
     return out
 
@@ -168,6 +180,8 @@ class BaseParameterEntry:
     unit: str = ""
     expression: str = ""
     true: float | None = None
+    trust: str | None = None
+    trust_reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -247,7 +261,8 @@ class ResultsFile(Mapping):
         entries = tuple(BaseParameterEntry(
             name=e["name"], estimate=float(e["estimate"]), std=e.get("std"),
             relative_std=e.get("relative_std"), unit=e.get("unit") or "",
-            expression=e.get("expression") or "", true=e.get("true"))
+            expression=e.get("expression") or "", true=e.get("true"),
+            trust=e.get("trust"), trust_reason=e.get("trust_reason"))
             for e in doc["base_parameters"])
         ests = {}
         for name, e in (doc.get("estimates") or {}).items():
