@@ -160,6 +160,65 @@ def test_read_only_place_names_the_output(run, tmp_path, capsys):
         assert sorted(p.name for p in ro.iterdir()) == ["old.yaml"]
 
 
+@pytest.fixture(scope="module")
+def physical_results(run, tmp_path_factory):
+    """A results.yaml of ``run`` with the physically consistent estimate (the exports)."""
+    out = tmp_path_factory.mktemp("physical") / "results.yaml"
+    assert cli.main([str(a) for a in _identify(run, out)[:-2]] + ["--force"]) == 0
+    return out
+
+
+def _every_writer(run, results, physical, disk):
+    """(argv, output, replaces) of every command writing a file besides identify, simulate
+    (.npz, bag) and report (above): ``replaces`` -- a previous output exists (--force)."""
+    cfg = ["--config", run / "robot.yaml"]
+    return [
+        (["identify-stream", *cfg, "--data", run / "run.npz", "--output",
+          disk / "stream.yaml", "--force"], disk / "stream.yaml", True),
+        (["validate", *cfg, "--results", results, "--data", run / "run.npz", "--output",
+          disk / "validation.yaml", "--force"], disk / "validation.yaml", True),
+        (["export-urdf", *cfg, "--results", physical, "--output", disk / "arm.urdf",
+          "--force"], disk / "arm.urdf", True),
+        (["export-mjcf", *cfg, "--results", physical, "--output", disk / "arm.xml",
+          "--force"], disk / "arm.xml", True),
+        (["excite", *cfg, "--output", disk / "excitation.yaml", "--harmonics", "2",
+          "--samples", "20", "--maxiter", "2", "--duration", "2", "--force"],
+         disk / "excitation.yaml", True),
+        (["montecarlo", *cfg, "--runs", "2", "--duration", "1", "--engine", "builtin",
+          "--snr", "40", "--output", disk / "mc.yaml", "--force"], disk / "mc.yaml", True),
+        (["simulate", *cfg, "--duration", "0.5", "--output", disk / "run.csv", "--force"],
+         disk / "run.csv", True),
+        (["init", "--urdf", REPO / "urdf" / "szabo_3dof.urdf", "--output",
+          disk / "new_robot.yaml"], disk / "new_robot.yaml", False),
+    ]
+
+
+@pytest.mark.parametrize("fault, cause", [("full", "No space left on device"),
+                                          ("read-only", "Read-only file system")])
+def test_every_writer_names_its_output_on_a_full_or_read_only_disk(run, results, tmp_path,
+                                                                   physical_results, capsys,
+                                                                   fault, cause):
+    """The class of the full-disk and read-only tests above over every other command that
+    writes a file: one line naming the output and the cause, a previous output unchanged,
+    no temporary file, no new file."""
+    with _tmpfs(tmp_path / "disk", "1m") as disk:
+        cases = _every_writer(run, results, physical_results, disk)
+        for _, out, replaces in cases:
+            if replaces:
+                out.write_text("old: output\n")
+        before = digest(disk)
+        if fault == "full":
+            _fill(disk)
+            before = digest(disk)
+        else:
+            subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+        for argv, out, _ in cases:
+            rc, err = run_cli(argv, capsys, run)
+            assert_one_line(rc, err, f"'{out}'", cause)
+            assert digest(disk) == before, argv[0]
+            assert not _leftovers(disk), argv[0]
+
+
 # ------------------------------------------------------------------------------ long names
 def test_names_up_to_the_file_system_limit_are_written(run, tmp_path, capsys):
     """A valid 245-character name was refused: the temporary file's name added 12."""
@@ -269,6 +328,50 @@ def test_signal_while_writing_leaves_nothing(run, results, tmp_path, capsys, mon
     capsys.readouterr()
     rc, err = run_cli(argv, capsys, run)
     assert rc == code, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert digest(tmp_path) == before and not _leftovers(tmp_path)
+    assert signal.getsignal(signal.SIGINT) is not cli._on_signal      # handlers restored
+
+
+@pytest.mark.parametrize("command, signum", [
+    ("identify", signal.SIGINT), ("identify", signal.SIGTERM), ("simulate", signal.SIGTERM),
+    ("excite", signal.SIGINT), ("report", signal.SIGTERM), ("montecarlo", signal.SIGINT),
+])
+def test_signal_while_computing_leaves_nothing(run, results, tmp_path, capsys, monkeypatch,
+                                               command, signum):
+    """Ctrl-C or SIGTERM in the middle of the work (at the first step of its progress
+    bar: samples of identify, simulated time, optimiser iterations, report figures,
+    Monte-Carlo runs): exit 130/143 with one line, no output, a previous one unchanged,
+    no temporary file."""
+    from tqdm.std import tqdm
+    out = tmp_path / {"report": "report", "simulate": "run.npz"}.get(command, "out.yaml")
+    cfg = ["--config", run / "robot.yaml"]
+    argv = {
+        "identify": _identify(run, out),
+        "simulate": ["simulate", *cfg, "--duration", "1", "--output", out, "--force"],
+        "excite": ["excite", *cfg, "--output", out, "--harmonics", "2", "--samples", "20",
+                   "--maxiter", "4", "--duration", "2", "--force"],
+        "report": _report(run, results, out),
+        "montecarlo": ["montecarlo", *cfg, "--runs", "3", "--duration", "1", "--engine",
+                       "builtin", "--snr", "40", "--output", out, "--force"],
+    }[command]
+    if command == "report":
+        assert cli.main([str(a) for a in argv]) == 0
+    else:
+        out.write_text("old: output\n")
+    before = digest(tmp_path)
+    real, sent = tqdm.update, []
+
+    def update(self, n=1):
+        if not sent:
+            sent.append(signum)
+            os.kill(os.getpid(), signum)          # delivered before the next bytecode
+        return real(self, n)
+    monkeypatch.setattr(tqdm, "update", update)
+    capsys.readouterr()
+    rc, err = run_cli(argv, capsys, run)
+    assert sent, f"{command}: no progress step reached"
+    assert rc == {signal.SIGINT: 130, signal.SIGTERM: 143}[signum], err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert digest(tmp_path) == before and not _leftovers(tmp_path)
     assert signal.getsignal(signal.SIGINT) is not cli._on_signal      # handlers restored
