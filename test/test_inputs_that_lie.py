@@ -202,16 +202,20 @@ def test_results_of_another_geometry_are_refused(run, results, tmp_path, capsys,
     assert results.read_bytes() == before and not (tmp_path / "out").exists()
 
 
-def test_results_of_another_robot_model_are_refused(run, results, tmp_path, capsys):
+@pytest.mark.parametrize("use", USES, ids=[u[0] for u in USES])
+def test_results_of_another_robot_model_are_refused(run, results, tmp_path, capsys, use):
+    """Results whose fingerprint names another joint layout (joint 3 prismatic): refused
+    by every command reading results, in one line naming the file."""
     doc = yaml.safe_load(results.read_text())
     doc["fingerprint"]["joint_types"][2] = "prismatic"
     edited = tmp_path / "in" / "edited.yaml"
     edited.parent.mkdir()
     edited.write_text(yaml.safe_dump(doc, sort_keys=False))
-    rc, err = run_cli(["validate", "--config", run / "robot.yaml", "--results", edited,
-                       "--data", run / "run.npz", "--output", tmp_path / "v.yaml"], capsys,
-                      tmp_path / "in")
+    argv = [use[0], "--config", run / "robot.yaml", "--results", edited,
+            *[a.format(run=run, tmp=tmp_path) for a in use[1:]]]
+    rc, err = run_cli(argv, capsys, tmp_path / "in")
     assert_one_line(rc, err, "edited.yaml", "another robot model", "joint_types")
+    assert not (tmp_path / "out").exists()
 
 
 def test_results_with_other_inertials_are_used_with_a_warning(run, results, tmp_path, capsys):
