@@ -180,3 +180,17 @@ def test_xacro_includes_and_macro_calls_are_bounded(tmp_path, monkeypatch):
     with pytest.raises(ModelError) as info:
         read_urdf(tmp_path / "arm.urdf")
     assert "arm.urdf" in str(info.value) and "above the limit" in str(info.value)
+
+
+@pytest.mark.parametrize("reader", ["load_dataset", "Recording.from_path"])
+def test_a_directory_named_like_a_csv_is_named_by_the_csv_reader(tmp_path, reader):
+    """Found by the fuzzing run: a directory run.csv went to the bag reader with the CSV
+    column options (``TypeError: read_bag() got an unexpected keyword argument 'time'``)."""
+    from robot_identification.data import load_dataset
+    from robot_identification.identification import Recording
+    folder = tmp_path / "run.csv"
+    folder.mkdir()
+    read = {"load_dataset": load_dataset, "Recording.from_path": Recording.from_path}[reader]
+    for options in ({"time": 1, "position": 2, "torque": 4, "n_joints": 2}, {}):
+        with pytest.raises(DataError, match="'.*run.csv' is a directory"):
+            read(folder, **options)

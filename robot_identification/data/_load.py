@@ -30,12 +30,12 @@ def load_dataset(path, model=None, **kwargs):
         check_input_file(path, "dataset file" if suffix == ".npz" else "dataset", DataError)
     if suffix == ".npz":
         return Dataset.load_npz(path)
+    if suffix == ".csv":            # before the bag directories: a directory run.csv is named
+        return read_csv(path, model=model, **kwargs)       # by the CSV reader (regular files)
     if path.is_dir() or suffix in (".mcap", ".db3"):
         if model is not None and getattr(model, "config", model).extra.get("bag"):
             kwargs.setdefault("signals", getattr(model, "config", model).extra["bag"])
         return read_bag(path, **kwargs)
-    if suffix == ".csv":
-        return read_csv(path, model=model, **kwargs)
     if not path.exists():
         raise DataError(f"dataset '{path}' does not exist")
     raise DataError(f"unknown dataset format '{path}': expected .npz, .csv, .mcap or a "

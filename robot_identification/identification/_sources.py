@@ -463,8 +463,9 @@ class Recording:
             Missing file or unknown format.
         """
         path = Path(path)
-        suffix = path.suffix.lower()
-        if suffix == ".npz" or path.is_dir() or suffix in (".mcap", ".db3"):
+        suffix = path.suffix.lower()          # a directory run.csv: named by the CSV reader
+        if suffix != ".csv" and (suffix == ".npz" or path.is_dir() or suffix in (".mcap",
+                                                                                ".db3")):
             if not os.path.lexists(path):     # a symbolic-link loop: named by the reader
                 raise DataError(f"input '{path}' does not exist")
             if suffix != ".npz" and not (path / "meta.json").is_file():
