@@ -23,7 +23,7 @@ PACKAGE = "robot_identification"
 
 # console scripts: one per ROS node, plus the CLI
 NODES = ["simulated_robot", "hardware_robot", "excitation_publisher", "pd_controller",
-         "recorder", "identifier", "online_identifier", "bag_player"]
+         "recorder", "identifier", "online_identifier", "bag_player", "lifecycle_manager"]
 
 
 def tree(folder):

@@ -44,6 +44,8 @@ EXCITATION = {"type": "fourier", "base_frequency": 0.25, "harmonics": 5, "amplit
               "seed": 1}
 START_OFFSET = 0.05     # rad: the robot starts this far from the first point (move to start)
 HELD = 0.05             # rad/s: the arm counts as held below this on every joint
+#: [s] the launch arguments of every session
+WATCHDOG_TIMEOUT, HEARTBEAT_TIMEOUT = 1.0, 0.5
 KILLED = {"kill_controller": "pd_controller", "kill_recorder": "recorder",
           "kill_robot": "hardware_robot"}
 
@@ -131,13 +133,15 @@ class Client:
             self.ex.spin_once(timeout_sec=0.02)
 
     def call(self, name, timeout=120.0):
-        from std_srvs.srv import Trigger
-        cli = self.node.create_client(Trigger, name)
-        self.spin_until(cli.service_is_ready, 120.0, name)
-        fut = cli.call_async(Trigger.Request())
-        self.spin_until(fut.done, timeout, name)
-        self.node.destroy_client(cli)
-        return fut.result()
+        """A std_srvs/Trigger service's answer (test/conftest.py's call_service: an answer
+        lost in discovery is asked for again where a repeat is harmless)."""
+        sys.path.insert(0, str(ROOT / "test"))
+        from conftest import PATIENCE, call_service
+        try:
+            return call_service(lambda: self.ex.spin_once(timeout_sec=0.02), self.node, name,
+                                timeout=timeout / PATIENCE)
+        except AssertionError as exc:
+            raise TimeoutError(f"{name}: {exc}") from None
 
     def close(self):
         self.ex.shutdown()
@@ -146,7 +150,8 @@ class Client:
 
 
 def run_session(robot="puma560", rate=1000.0, scenario="normal", domain=60, busy=0,
-                reliability="reliable", depth=10, folder=None, log=print):
+                reliability="reliable", depth=10, folder=None, log=print,
+                heartbeat_timeout=HEARTBEAT_TIMEOUT):
     """One session (module docstring); returns a dict of its measurements."""
     folder = Path(folder or tempfile.mkdtemp(prefix="ri_hw_study_"))
     path, traj = trajectory(robot, folder)
@@ -165,12 +170,13 @@ def run_session(robot="puma560", rate=1000.0, scenario="normal", domain=60, busy
     launch = subprocess.Popen(
         [str(ros2), "launch", "robot_identification", "identification_robot.launch.py",
          f"robot:={robot}", f"rate_hz:={rate}", "stand_in:=true", f"trajectory_file:={path}",
-         f"data_directory:={data}", f"params_file:={params}", "watchdog_timeout:=1.0",
-         "heartbeat_timeout:=0.5"], env=env, stdout=(folder / "launch.log").open("w"),
-        stderr=subprocess.STDOUT, start_new_session=True)
+         f"data_directory:={data}", f"params_file:={params}",
+         f"watchdog_timeout:={WATCHDOG_TIMEOUT}", f"heartbeat_timeout:={heartbeat_timeout}"],
+        env=env, stdout=(folder / "launch.log").open("w"), stderr=subprocess.STDOUT,
+        start_new_session=True)
     loads = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
     out = {"robot": robot, "rate": rate, "scenario": scenario, "busy": busy,
-           "qos": f"{reliability}/{depth}"}
+           "qos": f"{reliability}/{depth}", "load": round(os.getloadavg()[0], 1)}
     c = None
     try:
         c = Client(domain, robot)
@@ -300,11 +306,17 @@ def summary(rows):
             lat = [r["error_after_s"] for r in rs if "error_after_s" in r]
             held = [r.get("held_after_s") for r in rs if "held_after_s" in r]
             line += (f"; ERROR in {len(lat)}, after {min(lat, default=np.nan):.3f}-"
-                     f"{max(lat, default=np.nan):.3f} s")
+                     f"{max(lat, default=np.nan):.3f} s, within {HEARTBEAT_TIMEOUT:g} s "
+                     f"(heartbeat_timeout) in {sum(x <= HEARTBEAT_TIMEOUT for x in lat)}, "
+                     f"within {WATCHDOG_TIMEOUT:g} s (watchdog_timeout) in "
+                     f"{sum(x <= WATCHDOG_TIMEOUT for x in lat)}")
             if held:
-                line += (f"; held in {sum(h is not None for h in held)} of {len(held)}, after "
+                line += (f"; held in {sum(h is not None for h in held)} of {len(held)} (within"
+                         f" 1 s in {sum(h is not None and h <= 1.0 for h in held)}), after "
                          f"at most {max((h for h in held if h is not None), default=np.nan):.3f}"
                          f" s")
+        loads = [r["load"] for r in rs if "load" in r]
+        line += f"; load average {min(loads, default=np.nan):g}-{max(loads, default=np.nan):g}"
         print(line, flush=True)
 
 

@@ -20,7 +20,7 @@ online:=true also starts online_identifier (estimates while the arm moves).
 stand_in:=true also starts hardware_robot, the stand-in for ros2_control hardware (a real-arm
 session rehearsed on this machine; its parameters from params_file; docs/ros.md).
 
-pd_controller, excitation_publisher and recorder are managed (lifecycle) nodes: this file
+pd_controller, excitation_publisher and recorder are managed (lifecycle) nodes: lifecycle_manager
 configures and then activates each (ros2 lifecycle get/set /<node> works on them). Heartbeats:
 the excitation and the recording stop, with an ERROR on /diagnostics, when the controller,
 the joint states or a recording recorder are silent for heartbeat_timeout s.
@@ -30,14 +30,10 @@ Any argument value is checked here (one-line error naming it) or by the nodes (o
 import math
 import os
 
-import lifecycle_msgs.msg
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, EmitEvent, OpaqueFunction, RegisterEventHandler
-from launch.events import matches_action
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
-from launch_ros.actions import LifecycleNode, Node
-from launch_ros.event_handlers import OnStateTransition
-from launch_ros.events.lifecycle import ChangeState
+from launch_ros.actions import Node
 
 from robot_identification.model import share_directory
 
@@ -80,7 +76,7 @@ ARGUMENTS = {
 CHOICES = {"use_sim_time": ("true", "false"), "use_pd_controller": ("true", "false"),
            "fail_safe": ("hold", "zero"), "executor": ("events", "single"),
            "online": ("true", "false"), "stand_in": ("true", "false")}
-#: the managed (lifecycle) nodes: configured, then activated by this file
+#: the managed (lifecycle) nodes: configured, then activated by lifecycle_manager
 MANAGED = ("pd_controller", "excitation_publisher", "recorder")
 
 
@@ -89,25 +85,21 @@ class LaunchArgumentError(ValueError):
 
 
 def node(name, executor="single", params_file="", **overrides):
-    """The node's launch action(s): a plain Node, or for :data:`MANAGED` a LifecycleNode
-    (``managed: true``) with the events that configure it and, once inactive, activate it."""
+    """The node's launch action: :data:`MANAGED` nodes start with ``managed: true`` and wait
+    in ``unconfigured`` for lifecycle_manager (:func:`lifecycle_manager`)."""
     config = str(share_directory() / "config" / f"{name}.yaml")
     files = [config] + ([params_file] if params_file else [])
-    if name not in MANAGED:
-        return [Node(package=PACKAGE, executable=name, name=name, output="screen",
-                     arguments=["--executor", executor], parameters=[*files, overrides])]
-    action = LifecycleNode(package=PACKAGE, executable=name, name=name, namespace="",
-                           output="screen", arguments=["--executor", executor],
-                           parameters=[*files, {**overrides, "managed": True}])
+    if name in MANAGED:
+        overrides = {**overrides, "managed": True}
+    return [Node(package=PACKAGE, executable=name, name=name, output="screen",
+                 arguments=["--executor", executor], parameters=[*files, overrides])]
 
-    def transition(tid):
-        return EmitEvent(event=ChangeState(lifecycle_node_matcher=matches_action(action),
-                                           transition_id=tid))
-    return [action,
-            RegisterEventHandler(OnStateTransition(
-                target_lifecycle_node=action, goal_state="inactive",
-                entities=[transition(lifecycle_msgs.msg.Transition.TRANSITION_ACTIVATE)])),
-            transition(lifecycle_msgs.msg.Transition.TRANSITION_CONFIGURE)]
+
+def lifecycle_manager(managed, **common):
+    """lifecycle_manager configures and activates the managed nodes: it asks their state
+    again when an answer is lost (launch_ros's LifecycleNode events wait for it without a
+    bound, from a thread of the launch process; nodes/lifecycle_manager.py says why)."""
+    return node("lifecycle_manager", node_names=list(managed), **common)
 
 
 def positive(values, name, low=0.0):
@@ -185,6 +177,8 @@ def nodes(context):
                            reference_topic=values["reference_topic"],
                            watchdog_timeout=timeout, fail_safe=values["fail_safe"],
                            bandwidth_scale=scale, diagnostics_period=heartbeat / 5)
+    out += lifecycle_manager([m for m in MANAGED if use_pd or m != "pd_controller"],
+                             **common)
     if values["stand_in"] == "true":
         out += node("hardware_robot", **robot, rate_hz=rate,
                         params_file=params_file, executor=values["executor"],

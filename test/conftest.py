@@ -271,6 +271,56 @@ def patience(seconds):
     return float(seconds) * PATIENCE
 
 
+#: answers of a ``~/start`` service to a repeated request: the first one was carried out
+REPEAT_ANSWERS = ("already running", "already recording")
+
+
+def call_service(spin_once, node, name, srv=None, request=None, timeout=60.0, resend=None):
+    """The answer of service ``name`` called from ``node`` (``spin_once()`` spins its
+    executor); fails after ``patience(timeout)`` s without one.
+
+    Fast DDS drops an answer sent before the server has matched the client's answer reader
+    ("client will not receive response", ros2/rmw_fastrtps#842): discovery on a loaded machine
+    lags, and a quick answer is lost - the caller would wait forever (seen: ``~/start`` never
+    answered in 600 s). So one client per (node, service) is kept, and a request without an
+    answer after ``patience(resend)`` s is sent again; only where a repeat is harmless: by
+    default (``resend=None``) after 10 s for std_srvs/Trigger ``*/status`` and ``*/start``
+    services, whose repeat answers 'already running' / 'already recording' when the first
+    request was carried out (taken as its success); never for the others (``stop`` and
+    ``identify`` answer after long work, when discovery is long over)."""
+    from std_srvs.srv import Trigger
+    srv = srv or Trigger
+    if resend is None and srv is Trigger and name.rsplit("/", 1)[-1] in ("status", "start"):
+        resend = 10.0
+    clients = node.__dict__.setdefault("_ri_test_clients", {})
+    cli = clients.get((srv, name))
+    if cli is None:
+        cli = clients[(srv, name)] = node.create_client(srv, name)
+    end = time.monotonic() + patience(timeout)
+    while not cli.service_is_ready():
+        assert time.monotonic() < end, f"service {name} never appeared"
+        spin_once()
+    futures, sent = [], None
+    while True:
+        if sent is None or (resend and time.monotonic() - sent > patience(resend)):
+            futures.append(cli.call_async(request or srv.Request()))
+            sent = time.monotonic()
+        done = [f for f in futures if f.done()]
+        if done:
+            break
+        assert time.monotonic() < end, f"no answer of {name} in {patience(timeout):.0f} s"
+        spin_once()
+    for f in futures:
+        if not f.done():
+            cli.remove_pending_request(f)
+    answer = done[0].result()
+    if (len(futures) > 1 and done[0] is not futures[0] and srv is Trigger
+            and not answer.success and answer.message.startswith(REPEAT_ANSWERS)):
+        answer = Trigger.Response(success=True, message=f"{answer.message} (the answer to a "
+                                                        f"repeated request: the first was lost)")
+    return answer
+
+
 def run_lockstep_excitation(executor, node, call, wait_s=120.0, run_s=120.0):
     """Start a launched graph's excitation once the recorder receives the robot's link and
     motor states (:func:`recorder_receives`), then await the end of the run: the latched

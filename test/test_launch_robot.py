@@ -31,7 +31,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile
 from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
 
-from conftest import patience, recorder_receives, ros_domain_id
+from conftest import call_service, patience, recorder_receives, ros_domain_id
 
 ROOT = Path(__file__).resolve().parents[1]
 DOMAIN_ID = ros_domain_id(144)
@@ -129,12 +129,8 @@ class Client:
             self.ex.spin_once(timeout_sec=0.05)
 
     def call(self, name, srv=Trigger, request=None, timeout=60.0):
-        cli = self.node.create_client(srv, name)
-        self.spin_until(lambda: cli.service_is_ready(), 60.0, name)
-        future = cli.call_async(request or srv.Request())
-        self.spin_until(future.done, timeout, name)
-        self.node.destroy_client(cli)
-        return future.result()
+        return call_service(lambda: self.ex.spin_once(timeout_sec=0.05), self.node, name,
+                            srv, request, timeout)
 
     def close(self):
         self.ex.shutdown()

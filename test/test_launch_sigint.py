@@ -17,9 +17,9 @@ import pytest
 rclpy = pytest.importorskip("rclpy")
 
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
-from std_srvs.srv import Trigger  # noqa: E402
 
-from conftest import patience, ros_domain_id, run_lockstep_excitation  # noqa: E402
+from conftest import (call_service, patience, ros_domain_id,  # noqa: E402
+                      run_lockstep_excitation)
 
 pytestmark = pytest.mark.ros          # a plain pytest driving `ros2 launch` (not launch_pytest)
 DOMAIN_ID = ros_domain_id(146)
@@ -30,12 +30,8 @@ EXCITATION = {"type": "bspline", "duration": 1.5, "segments": 4, "amplitude": [1
 
 
 def call(executor, node, name, timeout=120.0):
-    cli = node.create_client(Trigger, name)
-    assert cli.wait_for_service(timeout_sec=patience(60.0)), name
-    future = cli.call_async(Trigger.Request())
-    executor.spin_until_future_complete(future, timeout_sec=patience(timeout))
-    assert future.done(), name
-    return future.result()
+    return call_service(lambda: executor.spin_once(timeout_sec=0.05), node, name,
+                        timeout=timeout)
 
 
 def snapshot(directory):

@@ -16,12 +16,12 @@ from launch.actions import IncludeLaunchDescription, SetEnvironmentVariable  # n
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 from launch_pytest.actions import ReadyToTest  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
-from std_srvs.srv import Trigger  # noqa: E402
 
 from robot_identification.data import read_bag  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-from conftest import patience, ros_domain_id, run_lockstep_excitation  # noqa: E402
+from conftest import (call_service, patience, ros_domain_id,  # noqa: E402
+                      run_lockstep_excitation)
 DOMAIN_ID = ros_domain_id(135)
 DATA = Path(os.environ.get("TMPDIR", "/tmp")) / f"ri_launch_sim_{os.getpid()}"
 
@@ -60,12 +60,8 @@ def launch_description():
 
 
 def call(executor, node, name, timeout=60.0):
-    cli = node.create_client(Trigger, name)
-    assert cli.wait_for_service(timeout_sec=patience(30.0)), name
-    future = cli.call_async(Trigger.Request())
-    executor.spin_until_future_complete(future, timeout_sec=patience(timeout))
-    assert future.done(), name
-    return future.result()
+    return call_service(lambda: executor.spin_once(timeout_sec=0.05), node, name,
+                        timeout=timeout)
 
 
 @pytest.mark.launch(fixture=launch_description)

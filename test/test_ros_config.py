@@ -16,7 +16,7 @@ from conftest import ros_domain_id  # noqa: E402
 DOMAIN_ID = ros_domain_id(139)
 NODES = {"simulated_robot": "SimulatedRobot", "excitation_publisher": "ExcitationPublisher",
          "pd_controller": "PDController", "recorder": "Recorder", "identifier": "Identifier",
-         "online_identifier": "OnlineIdentifier"}
+         "online_identifier": "OnlineIdentifier", "lifecycle_manager": "LifecycleManager"}
 
 
 @pytest.mark.parametrize("name", sorted(NODES))

@@ -63,7 +63,7 @@ class Graph:
                 p.wait()
 
 
-from conftest import await_lockstep_end, patience, ros_domain_id  # noqa: E402
+from conftest import await_lockstep_end, call_service, patience, ros_domain_id  # noqa: E402
 
 
 def client_node(domain_id, name="test_client"):
@@ -88,12 +88,8 @@ def client(request):
 
 
 def call(node, srv_type, name, request=None, timeout=60.0):
-    cli = node.create_client(srv_type, name)
-    assert cli.wait_for_service(timeout_sec=patience(30.0)), f"service {name} not available"
-    future = cli.call_async(request or srv_type.Request())
-    node.executor_.spin_until_future_complete(future, timeout_sec=patience(timeout))
-    assert future.done(), f"{name} timed out"
-    return future.result()
+    return call_service(lambda: node.executor_.spin_once(timeout_sec=0.05), node, name,
+                        srv_type, request, timeout)
 
 
 def spin_until(node, cond, timeout):

@@ -82,8 +82,9 @@ from trajectory_msgs.msg import JointTrajectory
 
 from robot_identification.data import BagWriter
 from robot_identification.errors import DataError
-from robot_identification.nodes._common import (Managed, command_state_ns, declare,
-                                                declare_qos, diagnostic_status, main_for)
+from robot_identification.nodes._common import (Managed, PeerWatchdogs, command_state_ns,
+                                                declare, declare_qos, diagnostic_status,
+                                                main_for)
 from robot_identification.nodes._heartbeat import HeartbeatMonitor
 from robot_identification.nodes._recording import (RECORD_QOS, QueuedBagWriter, StampWindow,
                                                    TopicCount, WindowedBagWriter,
@@ -189,6 +190,8 @@ class Recorder(Managed, LifecycleNode):
             self, "heartbeat_timeout", 1.0, "[s] while a real-time excitation runs: the "
             "controller's entry or the joint states silent this long stop the recording "
             "(0: never)", low=0.0, high=1e4))
+        self.watchdogs = PeerWatchdogs(self, self.monitor, lambda: self.writer is not None
+                                       and self.check_peers(time.monotonic()))
         self.heartbeat, self.aborted = 0, ""
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         steady = RosClock(clock_type=ClockType.STEADY_TIME)
@@ -256,7 +259,7 @@ class Recorder(Managed, LifecycleNode):
     def on_message(self, topic, data, info=None):
         self.received[topic] = self.received.get(topic, 0) + 1
         if topic == self.joint_topic:
-            self.monitor.beat(topic, time.monotonic())
+            self.watchdogs.beat(topic)
             if info:
                 self.newest_source_ns = max(self.newest_source_ns,
                                             int(info.get("source_timestamp") or 0))
@@ -302,7 +305,7 @@ class Recorder(Managed, LifecycleNode):
     def on_diagnostics(self, msg):
         for st in msg.status:
             if st.name == self.controller_status:
-                self.monitor.beat(st.name, time.monotonic())
+                self.watchdogs.beat(st.name)
             if st.name.endswith(": excitation"):
                 status = excitation_status(st)
                 self.excitations[st.name] = status

@@ -1,0 +1,96 @@
+"""Heartbeats, in process over real DDS (own ROS_DOMAIN_ID): a real-time excitation run whose
+controller goes silent is stopped with an ERROR naming it once the silence reaches
+``heartbeat_timeout`` (PeerWatchdogs: a timer per peer, reset by its messages), and the run
+ends with its last reference point at rest, so that the controller holds the arm at once."""
+import time
+
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
+from trajectory_msgs.msg import JointTrajectory  # noqa: E402
+
+pytestmark = pytest.mark.ros
+from conftest import patience, ros_domain_id  # noqa: E402
+DOMAIN_ID = ros_domain_id(157)
+TIMEOUT = 0.3           # s, heartbeat_timeout
+CONTROLLER = "pd_controller: control loop"
+
+
+def test_heartbeat_monitor_names_silent_peers_once():
+    from robot_identification.nodes._heartbeat import HeartbeatMonitor
+    m = HeartbeatMonitor(0.5)
+    m.beat("a", 0.0)
+    m.beat("b", 0.3)
+    assert m.silent(0.4) == []
+    assert m.newly_lost(0.6) == [("a", 0.6)]
+    assert m.newly_lost(0.7) == []                      # reported once
+    assert [p for p, _ in m.newly_lost(0.9)] == ["b"]
+    m.beat("a", 1.0)                                    # heard again: may be lost again
+    assert m.newly_lost(1.6) == [("a", pytest.approx(0.6))]
+    assert HeartbeatMonitor(0.0).silent(100.0) == []    # 0: never
+
+
+def test_silent_controller_stops_the_run_and_the_reference_rests(context):
+    from robot_identification.nodes.excitation_publisher import ExcitationPublisher
+    excitation = ExcitationPublisher(context=context, parameter_overrides=[
+        Parameter("lockstep", value=False), Parameter("heartbeat_timeout", value=TIMEOUT),
+        Parameter("max_reference_step", value=0.0), Parameter("state_timeout", value=1.0),
+        Parameter("recorder_status", value="")])
+    q0 = [float(x) for x in excitation.traj.evaluate(0.0)[0][0]]
+    names = list(excitation.model.joint_names)
+    peer = rclpy.create_node("heartbeat_test_peer", context=context)
+    pub_state = peer.create_publisher(JointState, "joint_states", 10)
+    pub_diag = peer.create_publisher(DiagnosticArray, "/diagnostics", 10)
+
+    def publish_state():
+        msg = JointState(name=names, position=q0, velocity=[0.0] * len(q0))
+        msg.header.stamp = peer.get_clock().now().to_msg()
+        pub_state.publish(msg)
+
+    def publish_controller_ok():
+        pub_diag.publish(DiagnosticArray(status=[DiagnosticStatus(
+            level=DiagnosticStatus.OK, name=CONTROLLER, message="running",
+            values=[KeyValue(key="state", value="running")])]))
+    peer.create_timer(0.01, publish_state)
+    controller = peer.create_timer(0.05, publish_controller_ok)
+    references, runs = [], []
+    peer.create_subscription(JointTrajectory, "reference", references.append, 1000)
+    peer.create_subscription(DiagnosticArray, "/diagnostics", lambda m: runs.extend(
+        s for s in m.status if s.name == "excitation_publisher: excitation"), 100)
+    ex = SingleThreadedExecutor(context=context)
+    ex.add_node(excitation)
+    ex.add_node(peer)
+
+    def spin_until(cond, what, timeout=30.0):
+        end = time.monotonic() + patience(timeout)
+        while not cond():
+            assert time.monotonic() < end, f"timed out: {what}"
+            ex.spin_once(timeout_sec=0.01)
+    try:
+        answers = []
+        spin_until(lambda: answers.append(excitation.on_start(
+            Trigger.Request(), Trigger.Response())) or answers[-1].success, "started")
+        spin_until(lambda: len(references) > 20, "references flow")
+        controller.cancel()                             # the controller goes silent
+        spin_until(lambda: runs and "stopped" in runs[-1].message, "stop on /diagnostics")
+        stopped = runs[-1]
+        assert stopped.level == DiagnosticStatus.ERROR, stopped
+        assert f"{CONTROLLER} silent for" in stopped.message, stopped.message
+        silent = float(stopped.message.split(" silent for ")[1].split(" s")[0])
+        assert silent >= TIMEOUT, stopped.message       # not before the timeout
+        spin_until(lambda: not any(references[-1].points[0].velocities), "rest reference")
+        rest, moving = references[-1], references[-2]
+        assert list(rest.points[0].positions) == list(moving.points[0].positions)
+        assert not any(rest.points[0].accelerations)
+        stamp = (rest.header.stamp.sec, rest.header.stamp.nanosec)
+        assert stamp > (moving.header.stamp.sec, moving.header.stamp.nanosec)
+    finally:
+        ex.shutdown()
+        peer.destroy_node()
+        excitation.destroy_node()
