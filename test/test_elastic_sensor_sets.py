@@ -122,6 +122,7 @@ def test_sensor_sets_from_csv(arm, files, sensors, layout):
     ("bag", None, "b"),
     ("bag", {"torque": None}, "b"),
     ("no_link_encoders", None, "b"),
+    ("no_link_encoders", {"torque": None}, "b"),
 ])
 def test_sensor_sets_from_a_bag(arm, files, bag, signals, sensors):
     """/joint_states (position; effort = joint torque sensors) and /motor_states (position,
@@ -160,6 +161,10 @@ def test_motor_encoders_and_current_only_are_refused(arm, files):
     with pytest.raises(DataError, match="no messages on '/arm/joint_states'.*needs joint "
                                         "torques"):
         load_dataset(files / "bag", arm, joint_topic="/arm/joint_states")
+    twice = replace(ds, q=read_csv(files / "run.csv", joint_names=arm.joint_names,
+                                   **ALL).q, tau_joint=ds.tau)   # one signal recorded twice
+    with pytest.raises(DataError, match="joint torques equal the motor torques"):
+        identify(arm, twice)
 
 
 def test_wrong_gear_ratio_is_named(arm, run):
@@ -218,6 +223,11 @@ def test_csv_and_bag_round_trip_every_signal(arm, run, files):
     assert bag.q is None
     np.testing.assert_allclose(bag.tau_joint, ds.tau_joint)
     np.testing.assert_allclose(bag.theta, ds.theta)
+    from robot_identification.data import iter_bag_chunks           # streamed, chunk by chunk
+    chunks = list(iter_bag_chunks(files / "no_link_encoders", 5000))
+    assert len(chunks) == 3 and all(c.q is None for c in chunks)
+    np.testing.assert_allclose(np.concatenate([c.tau_joint for c in chunks]), ds.tau_joint)
+    np.testing.assert_allclose(np.concatenate([c.tau for c in chunks]), ds.tau)
     with pytest.raises(DataError, match="maps 'joint_torque' but the dataset holds no"):
         write_csv(replace(ds, tau_joint=None), files / "x.csv", **ALL)
 

@@ -363,7 +363,8 @@ def check_signals(dataset, elastic=None):
     ------
     DataError
         Naming the missing signal; for (c), motor positions and motor torques only, why
-        inverse-dynamics least squares cannot identify an elastic arm from them.
+        inverse-dynamics least squares cannot identify an elastic arm from them; joint
+        torques that equal the motor torques sample for sample (one signal twice).
     """
     d = dataset
     if elastic is None:
@@ -391,6 +392,12 @@ def check_signals(dataset, elastic=None):
     if d.tau is None and d.tau_joint is None:
         raise DataError("the robot has elastic joints and the data hold no torque: record "
                         "motor torques (currents) or joint torques (joint torque sensors)")
+    if d.tau is not None and d.tau_joint is not None and np.array_equal(d.tau, d.tau_joint) \
+            and np.any(d.tau):
+        raise DataError("the joint torques equal the motor torques in every sample: one "
+                        "signal recorded twice (a driver that copies its effort to both "
+                        "topics?), not joint torque sensors; leave joint_torque out of the "
+                        "csv: mapping or the bag: section (joint_torque: null)")
     return d
 
 
