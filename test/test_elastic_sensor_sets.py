@@ -16,8 +16,6 @@ from robot_identification.identification import identify
 from robot_identification.model import RobotModel, load_robot_config, parse_robot_config
 from robot_identification.regressor import torque_vector
 
-mujoco = pytest.importorskip("mujoco")
-
 HERE = Path(__file__).parent
 CONFIG = HERE / "elastic_arm4.yaml"
 KEYS = ("stiffness", "rotor_inertia", "viscous", "coulomb")
@@ -31,6 +29,13 @@ def mujoco_truth(model):
     MuJoCo model of the run holds them (read back by name from the MjModel)."""
     from robot_identification.simulation import make_simulator, mujoco_drive_parameters
     return mujoco_drive_parameters(make_simulator(model, "mujoco").arm)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def mujoco():
+    """Every test simulates on MuJoCo: skipped one by one without it (a module-level skip
+    skipped whole directories under the launch_testing plugin)."""
+    return pytest.importorskip("mujoco")
 
 
 @pytest.fixture(scope="module")
@@ -185,6 +190,20 @@ def test_wrong_gear_ratio_is_named(arm, run):
     assert set(fitted) == {"j3", "j4"}
     assert fitted["j3"] == pytest.approx(80.0, rel=0.1)
     assert fitted["j4"] == pytest.approx(50.0, rel=0.1)
+
+
+def test_gear_check_on_a_recording_read_once(arm, run):
+    """An iterator of chunks (the on-line replay) is read once: the gear-ratio check is
+    accumulated in the identification's own pass (Butterworth); with a pre-processing that
+    cannot share that pass it would need a second one and is not run (said in the settings),
+    the identification is."""
+    from robot_identification.identification import Recording
+    ds = replace(run[1], tau_joint=None)
+    result = identify(arm, Recording.from_chunks(iter([ds])))
+    assert isinstance(result.settings["gear_ratio_check"], list)
+    savgol = replace(arm.config.identification, preprocessing="savgol")
+    result = identify(arm, Recording.from_chunks(iter([ds])), savgol)
+    assert result.settings["gear_ratio_check"].startswith("not run")
 
 
 def test_init_elastic_simulate_csv_identify(tmp_path, capsys):

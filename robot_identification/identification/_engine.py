@@ -857,11 +857,16 @@ def identify(model, recordings, settings=None, *, estimator=None, estimators=Non
                                               description=sensors.describe())
             result.diagnostics += sensor_diagnostics(model, sensors, result, stiffness)
             if gear:
-                if gear_eq is None:
-                    gear_eq = equations(columns=gear_also[0][0], settings=whitened)
-                checks = gear_ratio_check(model, base, gear_eq)
-                result.settings["gear_ratio_check"] = checks
-                result.diagnostics += gear_ratio_diagnostics(checks)
+                if gear_eq is None and any(r.single_use for r in current[0]):
+                    # not accumulated in the identification's pass; a second pass cannot read
+                    # a recording that can be read only once
+                    result.settings["gear_ratio_check"] = "not run: a recording read once"
+                else:
+                    if gear_eq is None:
+                        gear_eq = equations(columns=gear_also[0][0], settings=whitened)
+                    checks = gear_ratio_check(model, base, gear_eq)
+                    result.settings["gear_ratio_check"] = checks
+                    result.diagnostics += gear_ratio_diagnostics(checks)
     resolve_presliding(model, result, [_head(r) for r in recordings], s, log=log)
     return result
 
