@@ -253,7 +253,10 @@ def _parse(path, delimiter, n_columns, needed, roles=None):
                 bad.append((lineno, f"{len(fields)} fields, expected {n_columns}"))
                 continue
             try:
-                vals = [_number(fields[c], decimal) for c in needed]
+                try:     # plain numbers (most rows): float() gives what _number would
+                    vals = [float(fields[c]) for c in needed]
+                except ValueError:
+                    vals = [_number(fields[c], decimal) for c in needed]
             except (ValueError, IndexError):
                 if lineno == first_line:
                     sample["header"] = fields               # header line

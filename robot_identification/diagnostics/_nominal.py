@@ -93,8 +93,8 @@ def _nominal_torque(model, q, dq, ddq):
     pi0 = np.nan_to_num(np.array(model.nominal_parameters(), dtype=float))
     keep = np.array([not (nm.endswith((".viscous", ".coulomb", ".offset", ".stiction",
                                        ".stribeck"))) for nm in model.parameter_names])
-    Y = rigid_regressor(model, q, dq, ddq)
-    return Y[:, :, keep] @ pi0[keep]
+    cols = np.flatnonzero(keep & (pi0 != 0))    # the regressor writes only these columns
+    return rigid_regressor(model, q, dq, ddq, columns=cols) @ pi0[cols]
 
 
 def _fit(tau, nominal, dq):
