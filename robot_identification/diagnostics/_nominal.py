@@ -213,11 +213,13 @@ def _check(model, t, q, tau, dq, band_hz, source, torque_noise):
                 found = (s, code, text, e_alt, c_alt, data)
     # a reversal is decided on held-out data, over every joint it could show on (also where
     # another reading fits in-sample best: a reversed wrist can look like a swap)
-    rev, rev_score = None, np.inf
+    rev, rev_score, rev_best = None, np.inf, np.inf
     for joints in (use, live & reversal_use & ~use):   # the large joints, then the small
         if joints.any():
             got, best, _ = _verify_reversal(model, st, meas, nom, joints, names, src,
                                             explain=use, scales=joints is use, scores=True)
+            if joints is use:
+                rev_best = best
             if got is not None and (rev is None or got.severity == "error"):
                 rev, rev_score = got, (best if joints is use else np.inf)
             if rev is not None and rev.severity == "error":
@@ -240,8 +242,21 @@ def _check(model, t, q, tau, dq, band_hz, source, torque_noise):
             # rad on wrists, held-out score down to 0.06 x): always a warning
             if code == "joints_swapped" and alt_ho <= REVERSAL_RATIO * rec_ho:
                 severity = "error"
+            if code == "joints_swapped" and rev_best <= TIE * alt_ho:
+                severity = "warning"  # a reversal explains the held-out half about as well
             if rev is not None and rev.severity == "error" and rev_score <= TIE * alt_ho:
-                out.append(rev)       # a reversal explains the held-out half as well
+                if code != "joints_swapped" or alt_ho > rev_score / TIE:
+                    out.append(rev)   # a reversal explains the held-out half as well
+                    return out, info
+                # both explain it about equally (wrists of a CAD-error arm: a swap of j6 and
+                # j7 read as j7 reversed, j6 reversed as the swap): neither is an error
+                out.append(_diag(
+                    "torque_sign", "warning",
+                    f"{src}two readings explain the data about equally (held-out score as "
+                    f"recorded {rec_ho:.3g}): {rev.subject} reversed ({rev_score:.3g}) or "
+                    f"{text} ({alt_ho:.3g}); the URDF's model cannot tell them apart: check "
+                    f"the encoder and torque sign conventions and the column order of these "
+                    f"joints", f"{rev.subject} or {text.split(':')[0].split(' ', 1)[1]}"))
                 return out, info
         gain = (np.minimum(e, 2.0) ** 2 - np.minimum(e_alt, 2.0) ** 2
                 + np.log(np.maximum(c, 0.05) / common) ** 2)

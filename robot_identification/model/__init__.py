@@ -4,7 +4,9 @@
 - :class:`RobotModel` -- pinocchio model, drive data, standard parameter layout
 - :func:`load_robot` -- a shipped robot by name, or config/URDF files
 - :func:`transform_standard_parameters` -- standard parameters under a change of frame
+- :func:`cad_error_urdf` -- a URDF with CAD-error-sized inertial errors (studies)
 """
+from robot_identification.model._cad import cad_error_urdf  # noqa: F401
 from robot_identification.model._config import (  # noqa: F401
     BAG_SIGNALS, DRIVE_PARAMETERS, ESTIMATORS, FRICTION_MODELS, PREPROCESSING,
     RENAMED_DRIVE_PARAMETERS, DRIVE_PARAMETER_DESCRIPTIONS, DRIVE_PARAMETER_UNITS,
