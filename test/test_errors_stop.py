@@ -1,7 +1,8 @@
 """Errors stop (issue #27, item 5): a result with an error-severity diagnostic is not written
 (exit code 3, the cause in one line); ``--force`` writes it with ``status: error``. Positions
 in degrees, two joints' torque columns swapped and a reversed joint, each on a szabo_3dof
-simulation given to the CLI as CSV."""
+simulation given to the CLI as CSV and on the first 20 s of a real UR10e run (whose correct
+data are written with exit 0)."""
 from pathlib import Path
 
 import numpy as np
@@ -65,3 +66,50 @@ def test_correct_data_are_written_with_status_ok(run, tmp_path, capsys):
     rc, err, out = _identify(tmp_path, capsys, run.q, run.tau)
     assert rc == 0, err
     assert yaml.safe_load(out.read_text())["status"] == "ok"
+
+
+# the same three faults on the real UR10e (../shared/data/ur10e; skipped without it): the
+# first 20 s of an unloaded identification run in the authors' 31-column CSV layout
+UR10E = next((c / "data" / "ur10e" / "identification" / "ur-20_02_19_14harm50sec.csv"
+              for c in (REPO.parent / "shared", REPO.parents[1] / "shared")
+              if (c / "data" / "ur10e").is_dir()), None)
+
+
+@pytest.fixture(scope="module")
+def ur10e_rows():
+    if UR10E is None:
+        pytest.skip("shared UR10e data not available")
+    rows = np.genfromtxt(UR10E, delimiter=",", invalid_raise=False)
+    rows = rows[np.all(np.isfinite(rows), axis=1)]
+    return rows[(rows[:, 0] - rows[0, 0]) < 20.0]
+
+
+@pytest.mark.parametrize("fault,code,needle", [
+    ("none", None, None),
+    ("degrees", "beyond_joint_limits", "degrees given as radians?"),
+    ("current columns swapped", "joints_swapped",
+     "shoulder_lift_joint and elbow_joint: torque columns swapped"),
+    ("joint reversed", "torque_sign", "shoulder_lift_joint: direction reversed"),
+])
+def test_real_ur10e_faults_stop_with_the_cause_in_one_line(ur10e_rows, tmp_path, capsys,
+                                                           fault, code, needle):
+    rows = ur10e_rows.copy()
+    if fault == "degrees":                      # positions and velocities (columns 2-13)
+        rows[:, 1:13] = np.degrees(rows[:, 1:13])
+    elif fault == "current columns swapped":    # joints 2 and 3 in every current/torque block
+        for c0 in (13, 19, 25):
+            rows[:, [c0 + 1, c0 + 2]] = rows[:, [c0 + 2, c0 + 1]]
+    elif fault == "joint reversed":             # shoulder_lift: q, dq, currents, torque
+        for c in (2, 8, 14, 20, 26):
+            rows[:, c] *= -1
+    data, out = tmp_path / "run.csv", tmp_path / "r.yaml"
+    np.savetxt(data, rows, delimiter=",", fmt="%.10g")
+    rc = cli.main(["identify", "--robot", "ur10e", "--data", str(data), "--output", str(out),
+                   "--no-physical", "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    if fault == "none":
+        assert rc == 0 and out.exists(), err
+        return
+    assert rc == 3 and not out.exists(), err
+    assert err[-1].startswith("robot-identification identify: error: ") and code in err[-1] \
+        and needle in err[-1] and "nothing written" in err[-1], err[-1]
