@@ -845,9 +845,12 @@ def identify(model, recordings, settings=None, *, estimator=None, estimators=Non
             record_prior_weight, resolve_prior_weight)
         weight, chosen = resolve_prior_weight(model, current[0], s, estimators, prior, base,
                                               log)
+        used = {**weight, **(options or {})}
         result = solve(model, neq, s, base=base, estimators=estimators, prior=prior,
-                       reaccumulate=equations, options={**weight, **(options or {})},
+                       reaccumulate=equations, options=used,
                        log=log, t_start=t0, stiffness=stiffness)
+        if "physical" in result.estimates:      # the weight the physical estimate used
+            result.settings["prior_weight"] = float(used["prior_weight"])
         if chosen is not None:
             result.settings["prior_weight_folds"] = ("recordings" if len(recordings) > 1
                                                      else "halves")

@@ -176,8 +176,8 @@ def record_prior_weight(result, gamma, table, nominal, folds):
     from robot_identification.diagnostics import Diagnostic
     result.settings["prior_weight"] = gamma
     result.settings["prior_weight_selection"] = {
-        "folds": folds, "table": [[g, round(e, 5)] for g, e in table],
-        "nominal": round(nominal, 5)}
+        "folds": folds, "table": [[g, float(f"{e:.4g}")] for g, e in table],
+        "nominal": float(f"{nominal:.4g}")}
     score = dict((g, e) for g, e in table)[gamma]
     how = ("leave-one-recording-out" if result.settings.get("prior_weight_folds") != "halves"
            else "two halves of the recording")
