@@ -122,6 +122,7 @@ setup(
         "numpy>=1.24", "scipy>=1.10", "pyyaml", "pin>=3", "rosbags>=0.10", "xacro",
         "urdfdom-py", "matplotlib", "cvxpy", "clarabel", "mcap", "mcap-ros2-support",
         "threadpoolctl", "dask[distributed]", "tqdm", "mujoco-core", "jinja2", "plotly",
+        "pydantic>=2",
         "ros-rclpy[fastrtps]; python_version == '3.11' and sys_platform == 'linux'",
         "ros-std-msgs; python_version == '3.11' and sys_platform == 'linux'",
         "ros-std-srvs; python_version == '3.11' and sys_platform == 'linux'",
@@ -139,7 +140,8 @@ setup(
         # mujoco.sysid (rollout-based identification), compared with validate --rollout in
         # docs/simulation.md; not needed by the package itself
         "sysid": ["mujoco-core[sysid]"],
-        "test": ["pytest>=7,<8.4", "flake8", "hypothesis>=6", "pandas", "import-linter>=2.1"],
+        "test": ["pytest>=7,<8.4", "flake8", "hypothesis>=6", "pandas", "import-linter>=2.1",
+                 "jsonschema"],
     },
     zip_safe=False,
     cmdclass={"build_py": BuildWithNative},

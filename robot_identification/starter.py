@@ -24,7 +24,7 @@ from robot_identification.excitation import trajectory_from_config
 from robot_identification.model import RobotModel, parse_robot_config, read_urdf
 from robot_identification.model import (
     DRIVE_PARAMETER_DESCRIPTIONS, DRIVE_PARAMETER_UNITS, DRIVE_PARAMETERS, build_pinocchio_model,
-    check_urdf_tree, parser_urdf)
+    check_urdf_tree, parser_urdf, share_directory)
 
 #: Acceleration limit written for joints (a URDF has none) [rad/s^2 or m/s^2].
 DEFAULT_ACCELERATION = 10.0
@@ -322,6 +322,17 @@ def _no_inertial_notes(urdf):
             f"gazebo:=true), pass it with --xacro-arg NAME:=VALUE"]
 
 
+def _schema_line() -> list:
+    """The YAML language server's modeline naming this installation's JSON Schema of a robot
+    config (editors then complete and check keys; config/README.md#editor-support), or none
+    when the installation has no schema file."""
+    try:
+        schema = share_directory() / "config" / "robot_config.schema.json"
+    except ConfigError:
+        return []
+    return [f"# yaml-language-server: $schema={schema.as_posix()}"] if schema.is_file() else []
+
+
 def _text(urdf, output, chosen, info, name, urdf_xml, model, xacro_args, inertia):
     """The YAML; ``inertia`` (n,) [kg*m^2] sets nominal friction, stiffness and PD gains
     (None: 0, and stiffness 1)."""
@@ -332,6 +343,7 @@ def _text(urdf, output, chosen, info, name, urdf_xml, model, xacro_args, inertia
         rel = urdf.resolve()
 
     lines = [
+        *_schema_line(),
         f"# Starter configuration of '{name}', written by `robot-identification init` from",
         f"# {urdf.name}. Schema and every key: config/README.md. Units SI (rad, m, N*m, kg*m^2).",
         "# Check the lines marked CHECK before identifying a real robot: they are defaults,",

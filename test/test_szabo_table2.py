@@ -13,7 +13,7 @@ from robot_identification.excitation._optimize import FourierParametrisation
 from robot_identification.identifiability import base_parameters_from_matrix
 from robot_identification.identifiability._base import random_states
 from robot_identification.model import load_robot
-from robot_identification.model._config import parse_robot_config
+from robot_identification.model import parse_robot_config
 from robot_identification.regressor import friction_columns, regressor
 
 SZABO_BODY = ["Ixx", "Iyy", "Izz", "Ixy", "Ixz", "Iyz", "m", "mx", "my", "mz"]   # eq. 3

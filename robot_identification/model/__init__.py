@@ -1,6 +1,7 @@
 """Robot model: configuration YAML + URDF -> pinocchio model and parameter layout.
 
 - :func:`load_robot_config`, :func:`parse_robot_config` -- validated robot configuration
+  (:class:`RobotConfigFile`: the file's pydantic models; :func:`config_json_schema`)
 - :class:`RobotModel` -- pinocchio model, drive data, standard parameter layout
 - :func:`load_robot` -- a shipped robot by name, or config/URDF files
 - :func:`transform_standard_parameters` -- standard parameters under a change of frame
@@ -13,7 +14,9 @@ from robot_identification.model._config import (  # noqa: F401
     MAX_EXCITATION_S, MAX_HARMONICS, csv_zero_based_hint, current_parameter_name,
     current_parameter_names,
     FrictionConfig, IdentificationSettings, JointConfig, JointLimits, RobotConfig,
-    SimulationSettings, load_robot_config, parse_robot_config)
+    SimulationSettings)
+from robot_identification.model._config_file import (  # noqa: F401
+    RobotConfigFile, config_json_schema, load_robot_config, parse_robot_config)
 from robot_identification.model._inertia import (  # noqa: F401
     INERTIAL_NAMES, frame_change_matrix, spin_inertia_parameters,
     transform_standard_parameters)

@@ -16,7 +16,8 @@ import pinocchio as pin
 from robot_identification._files import check_input_file
 from robot_identification.errors import ConfigError, ModelError
 from robot_identification.model._config import (
-    DRIVE_PARAMETER_UNITS, PRISMATIC_DRIVE_PARAMETER_UNITS, RobotConfig, load_robot_config)
+    DRIVE_PARAMETER_UNITS, PRISMATIC_DRIVE_PARAMETER_UNITS, RobotConfig)
+from robot_identification.model._config_file import load_robot_config
 from robot_identification.model._inertia import (
     INERTIAL_NAMES, INERTIAL_UNITS, frame_change_matrix, spin_inertia_parameters)
 
