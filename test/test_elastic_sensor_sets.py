@@ -156,6 +156,38 @@ def test_validation_of_joint_torque_sensor_sets(arm, run, tmp_path, layout):
     assert wls <= 1.05 * nominal + 1e-3 and nominal < 0.05
 
 
+def test_motor_currents_and_drive_gains(arm, run, tmp_path):
+    """Sensor set a with motor currents [A] in place of torques (a CSV's ``current`` column
+    and the config's ``drive_gains`` [N*m/A]): the same K, rotor inertia and motor friction
+    within 5 % of MuJoCo's."""
+    gains = [8.0, 12.0, 4.0, 0.5]
+    layout = {"time": 1, "position": 2, "motor_position": 6, "current": 10, "n_columns": 13}
+    write_csv(replace(run[1], tau_joint=None), tmp_path / "amps.csv", drive_gains=gains,
+              **layout)
+    ds = read_csv(tmp_path / "amps.csv", joint_names=arm.joint_names, drive_gains=gains,
+                  **layout)
+    np.testing.assert_allclose(ds.tau, run[1].tau, rtol=1e-9, atol=1e-9)
+    checked, _ = check(identify(arm, ds), mujoco_truth(arm), "a")
+    assert {f"{j}.{k}" for j in arm.joint_names for k in KEYS} <= set(checked)
+
+
+def test_motor_encoders_and_current_only_one_line_on_the_cli(files, tmp_path, capsys):
+    """Sensor set c through the CLI (a config's csv: section with motor positions and
+    currents only): exit code 2 and one line naming the missing signals."""
+    from conftest import assert_one_line, run_cli
+    doc = yaml.safe_load(CONFIG.read_text())
+    doc["urdf"] = str((HERE / doc["urdf"]).resolve())
+    doc["csv"] = {"time": 1, "motor_position": 6, "current": 10, "n_columns": 17,
+                  "drive_gains": [8.0, 12.0, 4.0, 0.5]}
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "arm.yaml").write_text(yaml.safe_dump(doc))
+    rc, err = run_cli(["identify", "--config", tmp_path / "in" / "arm.yaml", "--data",
+                       files / "run.csv", "--output", tmp_path / "r.yaml", "--quiet"],
+                      capsys, tmp_path / "in")
+    assert_one_line(rc, err, "joint deflection is not measured", "link positions",
+                    "joint torques", "sensor set c")
+
+
 def test_motor_encoders_and_current_only_are_refused(arm, files):
     """Sensor set c: the deflection is not measured; refused by name (docs/elastic.md)."""
     ds = read_csv(files / "run.csv", joint_names=arm.joint_names, time=1, motor_position=6,
@@ -172,20 +204,21 @@ def test_motor_encoders_and_current_only_are_refused(arm, files):
         identify(arm, twice)
 
 
-def test_wrong_gear_ratio_is_named(arm, run):
-    """The data of gears 80 and 50 identified with gear ratio 1 (the old starter's default):
-    the rotor-link coupling of joints 3 and 4 fits the true ratios (within 10 %) and a
-    warning names both; joints 1 and 2 have no coupling (base, perpendicular axis): their
-    ratio is not judged."""
+@pytest.mark.parametrize("gear, named", [(1.0, {"j3", "j4"}), (100.0, {"j4"})])
+def test_wrong_gear_ratio_is_named(arm, run, gear, named):
+    """The data of gears 100/100/80/50 identified with one gear ratio for every joint: 1 (the
+    old starter's default) or 100 (the template's, left unchecked). The rotor-link coupling
+    of joints 3 and 4 fits the true ratios (within 10 %); a warning names each joint whose
+    ratio is more than 25 % off (j3 at 100 is 20 % off: not named). Joints 1 and 2 have no
+    coupling (base, perpendicular axis): their ratio is not judged."""
     doc = yaml.safe_load(CONFIG.read_text())
-    for j in doc["joints"]:
-        j["gear_ratio"] = 1.0
-        j["drive"]["rotor_inertia"] *= 1e4
+    for j in doc["joints"]:               # the same link-referred rotor inertia
+        j["drive"]["rotor_inertia"] *= (j["gear_ratio"] / gear) ** 2
+        j["gear_ratio"] = gear
     wrong = RobotModel(parse_robot_config(doc, source=CONFIG.resolve()))
     ds = replace(run[1], tau_joint=None)
     result = identify(wrong, ds)
-    named = {d.subject for d in result.diagnostics if d.code == "gear_ratio_mismatch"}
-    assert named == {"j3", "j4"}
+    assert {d.subject for d in result.diagnostics if d.code == "gear_ratio_mismatch"} == named
     fitted = {c["joint"]: c["fitted"] for c in result.settings["gear_ratio_check"]}
     assert set(fitted) == {"j3", "j4"}
     assert fitted["j3"] == pytest.approx(80.0, rel=0.1)
