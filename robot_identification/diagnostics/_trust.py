@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from robot_identification.estimation import default_prior_scales
+
 #: Relative-std limits of the precision levels (fraction); beyond the last: unidentified.
 PRECISION_LEVELS = ((0.05, "good"), (0.25, "fair"), (1.0, "poor"))
 #: A value below this fraction of its plausible magnitude is judged against that fraction.
@@ -47,7 +49,6 @@ def base_scales(model, base):
     """Plausible magnitude (p,) [SI] of each base parameter: the physical estimate's prior
     std per standard parameter (:func:`robot_identification.estimation.default_prior_scales`)
     propagated through the grouping, sqrt(sum_j (G_kj s_j)^2)."""
-    from robot_identification.estimation import default_prior_scales
     s = np.asarray(default_prior_scales(model), dtype=float)
     g = np.asarray(base.grouping, dtype=float)
     return np.sqrt((g ** 2) @ (s ** 2))

@@ -24,6 +24,7 @@ from robot_identification.errors import DataError, ModelError
 from robot_identification.estimation import NormalEquations, ols, wls
 from robot_identification.identifiability import base_parameters, check_excitation
 from robot_identification.identification._engine import recording_normal_equations
+from robot_identification.model import RobotModel
 
 
 @dataclass
@@ -154,7 +155,6 @@ def identify_drive_gains(model, unloaded, loaded, payload, settings=None, *, bas
     if model.config.elastic:
         raise ModelError("drive-gain identification is implemented for rigid models only")
     if model.config.friction.load_dependent:
-        from robot_identification.model import RobotModel
         model = RobotModel(replace(model.config, friction=replace(
             model.config.friction, load_dependent=False)), urdf_xml=model.urdf_xml)
         base = None

@@ -20,7 +20,7 @@ from robot_identification._dask import check_workers, dask_client, map_sum
 from robot_identification._yaml import read_yaml_file
 from robot_identification.data import Dataset
 from robot_identification.diagnostics import (
-    Diagnostic, check_truth_coverage, collect_diagnostics)
+    Diagnostic, base_scales, check_truth_coverage, collect_diagnostics, parameter_trust)
 from robot_identification.errors import (
     ConfigError, DataError, ExcitationError, IdentificationError)
 from robot_identification.estimation import wls
@@ -31,6 +31,8 @@ from robot_identification.identification._equations import RecordingEquations
 from robot_identification.identification._estimators import ESTIMATORS, EstimationContext
 from robot_identification.identification._friction import resolve_presliding
 from robot_identification.identification._preprocessing import make_preprocessor, sample_rate
+from robot_identification.identification._prior_weight import (
+    record_prior_weight, resolve_prior_weight)
 from robot_identification.identification._result import IdentificationResult
 from robot_identification.identification._sensors import (
     STIFFNESS_BAND_FACTOR, STIFFNESS_ITERATIONS, STIFFNESS_TOLERANCE, GearColumns, SpringSums,
@@ -738,7 +740,6 @@ def solve(model, neq, settings=None, *, base=None, estimators=None, prior=None,
 def _trust(model, base, estimate, prior):
     """Trust per base parameter of ``estimate`` (:func:`parameter_trust`), the prior's base
     parameters as the reference; [] where the base has columns the model's grouping lacks."""
-    from robot_identification.diagnostics import base_scales, parameter_trust
     try:
         scales = base_scales(model, base)
         ref = None if prior is None else base.base_values(np.asarray(prior, dtype=float))
@@ -841,10 +842,9 @@ def identify(model, recordings, settings=None, *, estimator=None, estimators=Non
             neq = equations()
             if sensors.joint_torque:
                 stiffness = _spring_estimate(model, neq.spring)
-        from robot_identification.identification._prior_weight import (
-            record_prior_weight, resolve_prior_weight)
         weight, chosen = resolve_prior_weight(model, current[0], s, estimators, prior, base,
-                                              log)
+                                              log, load=load_prior,
+                                              equations=recording_normal_equations)
         used = {**weight, **(options or {})}
         result = solve(model, neq, s, base=base, estimators=estimators, prior=prior,
                        reaccumulate=equations, options=used,

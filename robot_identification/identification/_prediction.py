@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from robot_identification.regressor import coulomb_sign, iter_regressor_blocks
-from robot_identification.regressor._regressor import nominal_load
+from robot_identification.regressor import (
+    coulomb_sign, iter_regressor_blocks, nominal_load, rigid_regressor)
 
 
 #: The plain predictor's Coulomb deadband [rad/s] (:func:`plain_coulomb`): fixed, the same
@@ -152,7 +152,6 @@ def coulomb_scale(model, base, beta, states):
     fl = load_coefficients(model, base, beta)
     if not np.any(fl):
         return fc
-    from robot_identification.regressor import rigid_regressor
     Y = rigid_regressor(model, states["q"], states["dq"], states["ddq"])
     return fc + fl * np.abs(nominal_load(model, Y))
 

@@ -18,11 +18,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from robot_identification.diagnostics import Diagnostic
+from robot_identification.errors import DataError, IdentificationError
+from robot_identification.estimation import NormalEquations, physically_consistent, wls
+from robot_identification.identification._sources import Recording
+
 #: Candidate weights of the log-det prior (``prior_weight: auto``).
 PRIOR_WEIGHTS = (0.1, 1.0, 10.0, 100.0, 1000.0, 10000.0)
 
 
-def fold_equations(model, datasets, settings, base):
+def fold_equations(model, datasets, settings, base, equations):
     """Normal equations of each fold's held-out part: one per recording, or the two halves
     (by time) of a single recording.
 
@@ -33,20 +38,22 @@ def fold_equations(model, datasets, settings, base):
     settings : IdentificationSettings
         Resolved (numbers, not ``auto``).
     base : BaseParameters
+    equations : callable
+        ``equations(model, recording, settings, base=base)`` -> NormalEquations: the engine's
+        :func:`~robot_identification.identification.recording_normal_equations` (passed in:
+        the engine calls this module).
 
     Returns
     -------
     list of NormalEquations (at least 2)
     """
-    from robot_identification.identification._engine import recording_normal_equations
-    from robot_identification.identification._sources import Recording
     parts = list(datasets)
     if len(parts) == 1:
         ds = parts[0]
         half = ds.t.shape[0] // 2
         parts = [ds.slice(slice(0, half)), ds.slice(slice(half, None))]
-    return [recording_normal_equations(model, Recording.from_dataset(d, model), settings,
-                                       base=base) for d in parts]
+    return [equations(model, Recording.from_dataset(d, model), settings, base=base)
+            for d in parts]
 
 
 def heldout_score(neq, beta):
@@ -58,7 +65,6 @@ def heldout_score(neq, beta):
 
 
 def _others(folds, k):
-    from robot_identification.estimation import NormalEquations
     first = folds[0]
     out = NormalEquations(first.p, first.groups)
     for i, f in enumerate(folds):
@@ -91,8 +97,6 @@ def select_prior_weight(model, base, prior, folds, weights=PRIOR_WEIGHTS):
     IdentificationError
         The SDP solver fails on every fold of every weight.
     """
-    from robot_identification.estimation import physically_consistent, wls
-    from robot_identification.errors import DataError, IdentificationError
     fits = []
     for k in range(len(folds)):
         try:
@@ -124,7 +128,7 @@ def select_prior_weight(model, base, prior, folds, weights=PRIOR_WEIGHTS):
 
 
 def resolve_prior_weight(model, recordings, settings, estimators=None, prior=None,
-                         base=None, log=None):
+                         base=None, log=None, *, load, equations):
     """``prior_weight`` of the physically consistent estimate: a number as given; ``auto``
     cross-validated (:func:`select_prior_weight`) where ``physical`` is the primary
     estimate, every recording is in memory, the arm is rigid and there is a prior, else 1.
@@ -134,6 +138,9 @@ def resolve_prior_weight(model, recordings, settings, estimators=None, prior=Non
     recordings : list of Recording
     settings : IdentificationSettings
         Resolved (numbers, not ``auto``).
+    load, equations : callable
+        The engine's ``load_prior(model, prior)`` -> (P,) or None and
+        ``recording_normal_equations`` (:func:`fold_equations`).
 
     Returns
     -------
@@ -141,8 +148,6 @@ def resolve_prior_weight(model, recordings, settings, estimators=None, prior=Non
         The engine's ``options`` ({'prior_weight': gamma}) and (gamma, table, nominal
         score, number of folds) or None.
     """
-    from robot_identification.errors import DataError
-    from robot_identification.identification._engine import load_prior
     wanted = getattr(settings, "prior_weight", 1.0)
     if not isinstance(wanted, str):
         return {"prior_weight": float(wanted)}, None
@@ -151,11 +156,11 @@ def resolve_prior_weight(model, recordings, settings, estimators=None, prior=Non
     if (primary != "physical" or model.config.elastic or not sets
             or any(d is None for d in sets)):
         return {"prior_weight": 1.0}, None
-    pri = load_prior(model, prior if prior is not None else settings.prior)
+    pri = load(model, prior if prior is not None else settings.prior)
     if pri is None:
         return {"prior_weight": 1.0}, None
     try:
-        folds = fold_equations(model, sets, settings, base)
+        folds = fold_equations(model, sets, settings, base, equations)
         gamma, table, nominal = select_prior_weight(model, base, pri, folds)
     except (DataError, ValueError) as exc:       # a fold too short for the filter
         if log:
@@ -173,7 +178,6 @@ def record_prior_weight(result, gamma, table, nominal, folds):
     [gamma, held-out mean NRMSE], the nominal model's); the warning ``worse_than_nominal``
     where the chosen estimate predicts the held-out identification data worse than the
     nominal model (the URDF's parameters, no friction)."""
-    from robot_identification.diagnostics import Diagnostic
     result.settings["prior_weight"] = gamma
     result.settings["prior_weight_selection"] = {
         "folds": folds, "table": [[g, float(f"{e:.4g}")] for g, e in table],

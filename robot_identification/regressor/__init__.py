@@ -10,5 +10,5 @@
 - :func:`regressor_structure` -- the entries of the rows that can be non-zero
 """
 from robot_identification.regressor._regressor import (  # noqa: F401
-    CHUNK, coulomb_sign, elastic_regressor, friction_columns, iter_regressor_blocks, regressor,
-    regressor_structure, rigid_regressor, torque_vector)
+    CHUNK, coulomb_sign, elastic_regressor, friction_columns, iter_regressor_blocks, nominal_load,
+    regressor, regressor_structure, rigid_regressor, torque_vector)

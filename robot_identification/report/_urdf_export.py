@@ -26,6 +26,7 @@ import pinocchio as pin
 from robot_identification.errors import DataError, ModelError
 from robot_identification.model import RobotModel
 from robot_identification.outputs import write_text_atomic
+from robot_identification.regressor import nominal_load, rigid_regressor
 
 
 def _fmt(x):
@@ -245,7 +246,5 @@ def urdf_torque(urdf_path, model, standard, q, dq, ddq):
     fo = drive_values(model, standard, "offset")
     fl = drive_values(model, standard, "coulomb_load")
     if np.any(fl):
-        from robot_identification.regressor import rigid_regressor
-        from robot_identification.regressor._regressor import nominal_load
         fc = fc + fl * np.abs(nominal_load(model, rigid_regressor(model, q, dq, ddq)))
     return tau + arm * ddq + fv * dq + fc * np.sign(dq) + fo
