@@ -84,8 +84,8 @@ def check_signs(names, expressions, values, std, units=None, scales=None):
     ``negative_stiffness``, ``negative_mass``, ``negative_rotor_inertia``; the message says
     how many std the value lies below 0. A stiffness cannot be 0: beyond
     :data:`SIGN_ERROR_SIGMAS` std below 0 it is an error; within them the data do not
-    determine it (a deflection within the noise): a warning. A mass or a rotor inertia may be 0 (a massless link, no motor), so its severity
-    follows the evidence that it is below 0:
+    determine it (a deflection within the noise): a warning. A mass or a rotor inertia may be
+    0 (a massless link, no motor), so its severity follows the evidence that it is below 0:
 
     - within :data:`SIGN_INFO_SIGMAS` std of 0: info ("consistent with 0");
     - an error only when significantly negative, beyond :data:`SIGN_ERROR_SIGMAS` std, and
