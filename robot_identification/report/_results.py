@@ -621,5 +621,5 @@ def format_table(result, width: int | None = None) -> str:
             line += f"; torque-weighted error {scaled['torque_weighted_error']:.3g}"
             if "median_error_std" in scaled:
                 line += f"; median error {scaled['median_error_std']:.3g} std"
-        lines.append(line)
+        lines += textwrap.wrap(line, width=width, subsequent_indent="  ")
     return "\n".join(line.rstrip() for line in lines)
