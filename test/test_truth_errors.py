@@ -54,5 +54,6 @@ def test_results_and_table_carry_them(result):
     metrics = result_to_dict(result)["metrics"]
     assert {"torque_weighted_error", "median_error_std", "normalised_mean_error_significant",
             "significant"} <= set(metrics)
-    assert "torque-weighted error" in format_table(result)
+    assert "torque-weighted" in format_table(result, width=80)
+    assert max(map(len, format_table(result, width=80).splitlines())) <= 80
     assert metrics["torque_weighted_error"] < 0.05
