@@ -327,8 +327,8 @@ def test_simulate_too_short_is_refused(tmp_path, capsys):
 
 # ------------------------------------------------------------------------------ torques
 @pytest.mark.parametrize("label,scale,code,message,subjects", [
-    ("sign flipped", -1.0, "torque_sign", "runs against the torque the URDF's nominal",
-     {"joint1", "joint2", "joint3"}),
+    ("sign flipped", -1.0, "torque_sign", "torque sign reversed",
+     {"joint1, joint2, joint3"}),
     ("mN*m", 1000.0, "torque_scale", "x what the URDF's model predicts on every joint",
      {""}),
 ])
@@ -336,16 +336,19 @@ def test_torque_sign_and_unit_are_diagnosed(run, tmp_path, capsys, label, scale,
                                             message, subjects):
     """Torques of the opposite sign convention identified negative masses, and torques in
     mN*m masses 1000x too large, without a word (the sign check looks only at base
-    parameters that stand alone)."""
+    parameters that stand alone). The flipped sign is now an error decided on held-out
+    data (the per-recording check, issue #27): exit 3, written only with --force."""
     m = np.loadtxt(run / "run.csv", delimiter=",")
     m[:, 4:] *= scale
     np.savetxt(_in(tmp_path) / "x.csv", m, delimiter=",", fmt="%.9g")
     rc, err = run_cli(["identify", "--config", run / "robot.yaml", "--data",
                        tmp_path / "in" / "x.csv", "--output", tmp_path / "r.yaml",
-                       "--no-physical"], capsys, tmp_path / "in")
-    assert rc == 0, err
+                       "--no-physical", "--force"], capsys, tmp_path / "in")
+    assert rc == (3 if scale < 0 else 0), err
     found = [d for d in yaml.safe_load((tmp_path / "r.yaml").read_text())["diagnostics"]
              if d["code"].startswith("torque_s")]
+    if scale < 0:        # the normal equations' per-joint warnings beside it
+        found = [d for d in found if d["severity"] == "error"]
     assert {d["subject"] for d in found} == subjects, found
     assert all(d["code"] == code and message in d["message"] for d in found), found
 
