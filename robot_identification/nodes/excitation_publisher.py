@@ -50,6 +50,12 @@ re-published every ``diagnostics_period`` s (its heartbeat).
 
 Managed node (:class:`~._common.Managed`): ``~/start`` is refused unless it is active;
 deactivation stops a run.
+
+What a run plays (move to start, trajectory, hold) is the ROS-free
+:class:`~robot_identification.excitation.ExcitationRun`. Longer than 200 lines: when it plays
+is node logic - the three clocks above (``/clock`` ticks, the robot's stamps with the pauses
+of a starved process, a timer), the readiness checks, the heartbeats and the run's status,
+each tied to this node's subscriptions and timers.
 """
 from __future__ import annotations
 
@@ -68,7 +74,8 @@ from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from robot_identification.excitation import check_limits, load_trajectory, trajectory_from_config
+from robot_identification.excitation import (ExcitationRun, check_limits, load_trajectory,
+                                             trajectory_from_config)
 from robot_identification.nodes._common import (LATEST, QOS, Managed, PeerWatchdogs, declare,
                                                 declare_robot, diagnostic_status, main_for,
                                                 to_sec, to_stamp)
@@ -138,7 +145,7 @@ class ExcitationPublisher(Managed, LifecycleNode):
             self.on_joint, QOS if self.lockstep else LATEST)
         self.create_subscription(DiagnosticArray, "/diagnostics", self.on_diagnostics, 10)
         self.t_start = None
-        self.move = None                # (q0, dq, T) of the move-to-start segment
+        self.run = ExcitationRun(self.traj, hold=self.hold)    # what the latest run plays
         self.last, self.last_msg = None, None
         self.create_service(Trigger, "~/start", self.on_start)
         self.create_service(Trigger, "~/stop", self.on_stop)
@@ -288,7 +295,9 @@ class ExcitationPublisher(Managed, LifecycleNode):
             response.success, response.message = False, f"not started: {reason}"
             self.get_logger().warning(response.message)
             return response
-        self.move = self.move_to_start()
+        v = np.array([min(self.v_move, j.limits.velocity or np.inf)
+                      for j in self.model.config.joints])
+        self.run = ExcitationRun(self.traj, self.q_now, v, self.start_tolerance, self.hold)
         self.t_start = "next"           # starts at the next tick
         self._logged_tenth = 0
         self.last, self.last_msg = None, None
@@ -300,34 +309,25 @@ class ExcitationPublisher(Managed, LifecycleNode):
         if self.pub_jtc is not None:
             self.pub_jtc.publish(self.joint_trajectory())
         self.pub_active.publish(Bool(data=True))
-        t_move = self.move[2] if self.move else 0.0
+        t_move = self.run.offset
         response.success, response.message = True, (
             f"{self.traj.duration:.6g} s trajectory after a {t_move:.3g} s move to start")
         return response
 
-    def move_to_start(self):
-        """(q0, dq, T) of the quintic move from the measured position to the first point,
-        or None when the arm is there (or its position is unknown)."""
-        if self.q_now is None:
-            return None
-        q1 = self.traj.evaluate(0.0)[0][0]
-        dq = q1 - self.q_now
-        if np.max(np.abs(dq)) <= self.start_tolerance:
-            return None
-        v = np.array([min(self.v_move, j.limits.velocity or np.inf)
-                      for j in self.model.config.joints])
-        T = max(float(np.max(1.875 * np.abs(dq) / v)), 0.1)
-        return self.q_now.copy(), dq, T
+    @property
+    def move(self):
+        """(q0, dq, T) of the latest run's move to the first point, or None."""
+        return self.run.move
 
     @property
     def offset(self) -> float:
         """[s] from the start to the trajectory's first point (the move to start)."""
-        return self.move[2] if self.move else 0.0
+        return self.run.offset
 
     @property
     def planned(self) -> float:
         """[s] of the whole run: move to start + trajectory + hold."""
-        return self.offset + self.traj.duration + self.hold
+        return self.run.planned
 
     def on_stop(self, request, response):
         response.success, response.message = self.active, "stopped" if self.active else "idle"
@@ -423,7 +423,7 @@ class ExcitationPublisher(Managed, LifecycleNode):
                 throttle_duration_sec=1.0)
         self.last = t
         tau = t - self.t_start
-        if tau > self.offset + self.traj.duration + self.hold:
+        if tau > self.planned:
             # trial time (a real-time clock would print epoch seconds)
             self.get_logger().info(f"excitation finished {tau:.3f} s after the start "
                                    f"({self.offset:.3g} s move to start, "
@@ -431,7 +431,7 @@ class ExcitationPublisher(Managed, LifecycleNode):
                                    f"hold)")
             self.end("finished")
             return
-        total = self.offset + self.traj.duration + self.hold
+        total = self.planned
         tenth = int(10 * tau / total) if total > 0 else 10
         if tenth > self._logged_tenth:
             self._logged_tenth = tenth        # progress every 10 % of the run (sim time)
@@ -445,14 +445,7 @@ class ExcitationPublisher(Managed, LifecycleNode):
 
     def point(self, tau):
         """Reference at ``tau`` s after the start (move to start, then the trajectory)."""
-        if self.move is not None and tau < self.move[2]:
-            q0, d, T = self.move
-            x = tau / T
-            s, ds, dds = (10 * x**3 - 15 * x**4 + 6 * x**5, (30 * x**2 - 60 * x**3
-                          + 30 * x**4) / T, (60 * x - 180 * x**2 + 120 * x**3) / T**2)
-            q, dq, ddq = (q0 + d * s).tolist(), (d * ds).tolist(), (d * dds).tolist()
-        else:
-            q, dq, ddq = (x[0].tolist() for x in self.traj.evaluate(tau - self.offset))
+        q, dq, ddq = (x.tolist() for x in self.run.at(tau))
         ns = int(round(tau * 1e9))
         return JointTrajectoryPoint(positions=q, velocities=dq, accelerations=ddq,
                                     time_from_start=Duration(sec=ns // 10**9,
