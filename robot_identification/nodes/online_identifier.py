@@ -22,6 +22,10 @@ filter window of a velocity reversal or stop are dropped as by the batch engine;
 (filter delay) of filtered samples waits for its successors, or for ``idle_timeout`` s without a
 sample (the stream paused or ended: they are added, the filters restart with the next
 sample).
+
+The estimation is the core's :class:`~robot_identification.identification.OnlineIdentification`.
+Longer than 200 lines: pairing link and motor states by stamp, the idle and restart handling
+of a replay, the parameters and the result message are this node's.
 """
 from __future__ import annotations
 

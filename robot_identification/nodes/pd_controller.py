@@ -55,6 +55,8 @@ first activation it publishes nothing; deactivated it holds the arm (the fail-sa
 ``disabled``); ``managed: true`` waits for a lifecycle manager (the launch files).
 
 The logic is the ROS-free :class:`~._control_loop.ControlLoop`; this node converts messages.
+Longer than 200 lines: about twenty parameters declared with descriptors and ranges (gains,
+watchdog, deadline, delay margin, QoS, topics), the lifecycle, services and status.
 """
 from __future__ import annotations
 

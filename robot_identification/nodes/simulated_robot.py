@@ -27,6 +27,10 @@ link-referred, effort = applied motor torque) and ``/clock``.
   ``skipped_periods``, ``waited_periods``, ``longest_stall_s``, ``real_time_factor`` = robot
   time / wall time, ``command_timeout_s``, ``tolerated_delay_periods``) every second and in a
   warning at most once a second.
+
+The physics is the core's simulator (:mod:`robot_identification.simulation`). Longer than 200
+lines: the two modes' timing (lockstep keep-alive and answered-state matching; real-time
+ticks, skipped and waited periods) is tied to this node's timers and subscriptions.
 """
 from __future__ import annotations
 
