@@ -118,31 +118,30 @@ def predict_torque(model, base, beta, states, chunk=2048, rest_velocity=0.0,
     return np.concatenate(out, axis=0)
 
 
-def coulomb_coefficients(model, base, beta):
-    """Per joint the base parameter multiplying its Coulomb column, shape (n,): f_c where
-    the column is a base column of its own, else 0 (no Coulomb term, or one merged with
-    other columns, which a replacement column cannot change)."""
+def _per_joint_base_parameter(model, base, beta, suffix):
+    """Per joint the base parameter ``beta`` gives ``<joint>.<suffix>``, shape (n,); 0 where
+    the model has no such parameter or it is merged with other columns (not independent)."""
     index = {int(k): b for b, k in enumerate(base.independent)}
     names = list(model.parameter_names)
     out = np.zeros(model.n)
     for j, joint in enumerate(model.joint_names):
-        k = names.index(f"{joint}.coulomb") if f"{joint}.coulomb" in names else -1
-        if k in index:
-            out[j] = beta[index[k]]
+        name = f"{joint}.{suffix}"
+        if name in names and names.index(name) in index:
+            out[j] = beta[index[names.index(name)]]
     return out
+
+
+def coulomb_coefficients(model, base, beta):
+    """Per joint the base parameter multiplying its Coulomb column, shape (n,): f_c where
+    the column is a base column of its own, else 0 (no Coulomb term, or one merged with
+    other columns, which a replacement column cannot change)."""
+    return _per_joint_base_parameter(model, base, beta, "coulomb")
 
 
 def load_coefficients(model, base, beta):
     """Per joint the base parameter multiplying its load-dependent Coulomb column f_l
     (``friction.load_dependent``), shape (n,); 0 without the term (or where it is merged)."""
-    index = {int(k): b for b, k in enumerate(base.independent)}
-    names = list(model.parameter_names)
-    out = np.zeros(model.n)
-    for j, joint in enumerate(model.joint_names):
-        k = names.index(f"{joint}.coulomb_load") if f"{joint}.coulomb_load" in names else -1
-        if k in index:
-            out[j] = beta[index[k]]
-    return out
+    return _per_joint_base_parameter(model, base, beta, "coulomb_load")
 
 
 def coulomb_scale(model, base, beta, states):
