@@ -14,6 +14,7 @@ from robot_identification.errors import DataError
 from robot_identification.identification._prediction import (
     coulomb_scale, predict_torque, settings_from_results, torque_errors)
 from robot_identification.identification._preprocessing import preprocess
+from robot_identification.identification._sources import Recording, as_recording
 from robot_identification.regressor import coulomb_sign
 from robot_identification.signal import central_difference
 
@@ -85,9 +86,18 @@ def filtered_coulomb(model, dataset, settings, width, direction=None):
     """
     if "coulomb" not in model.drive_parameter_keys():
         return None
-    elastic = model.config.elastic
     if tuple(dataset.joint_names) != tuple(model.joint_names):
         dataset = dataset.select_joints(model.joint_names)
+    column = coulomb_column(model, dataset, settings, width, direction)
+    return filtered_torques(model, dataset, settings, [column])[1][0]
+
+
+def coulomb_column(model, dataset, settings, width, direction=None):
+    """The Coulomb column of :func:`filtered_coulomb` before the pre-processing, on the
+    dataset's own samples, shape (N, n): the ramp ``coulomb_sign(v, width)`` of the recorded
+    velocity, or the pre-sliding state (:func:`presliding_state`) where ``settings`` hold a
+    pre-sliding displacement. ``dataset``'s joints in the model's order."""
+    elastic = model.config.elastic
     x = dataset.theta if elastic else dataset.q
     v = dataset.dtheta if elastic else dataset.dq
     if v is None:
@@ -100,8 +110,47 @@ def filtered_coulomb(model, dataset, settings, width, direction=None):
         jitter = np.broadcast_to(np.asarray(getattr(settings, "position_jitter", None)
                                             or 0.0, dtype=float), (model.n,))
         column = presliding_state(x, direction, delta, jitter)
-    states, _ = preprocess(model, replace(dataset, tau=column), settings)
-    return states["tau"]
+    return column
+
+
+def filtered_torques(model, dataset, settings, columns):
+    """Torque-like columns (each (N, n) on ``dataset``'s samples) passed through the
+    pre-processing of :func:`preprocess` as its torque.
+
+    Rigid models: every column validated and resampled as its own dataset would be
+    (:func:`as_recording`), then all side by side through one pre-processing pass (the
+    filters act on each column alone, so each result is the one of its own pass; the
+    positions are filtered once instead of once per column). Elastic models (whose link
+    positions may come from the torque): one pass per column.
+
+    Parameters
+    ----------
+    dataset : Dataset
+        Joints in the model's order.
+    columns : list of ndarray (N, n)
+
+    Returns
+    -------
+    (dict, list of ndarray (N', n))
+        The states of ``preprocess(model, replace(dataset, tau=columns[0]), settings)`` and
+        the filtered columns, aligned with them.
+
+    Raises
+    ------
+    DataError
+        As :func:`preprocess`.
+    """
+    if model.config.elastic or len(columns) == 1:
+        passes = [preprocess(model, replace(dataset, tau=c), settings)[0] for c in columns]
+        return passes[0], [st["tau"] for st in passes]
+    chunks = [next(iter(as_recording(replace(dataset, tau=c), model).chunks()))
+              for c in columns]
+    wide = replace(chunks[0], tau=np.hstack([ch.tau for ch in chunks]))
+    states, _ = preprocess(model, Recording.from_chunks([wide]), settings)
+    n = model.n
+    taus = [states["tau"][:, i * n:(i + 1) * n] for i in range(len(columns))]
+    states["tau"] = taus[0]
+    return states, taus
 
 
 #: Candidate pre-sliding displacements [rad] of ``friction_presliding: auto`` (besides none).
@@ -236,7 +285,7 @@ def presliding_state(x, direction, delta, jitter=0.0):
     return z
 
 
-def position_jitter(model, datasets, settings):
+def position_jitter(model, datasets, settings, directions=None):
     """Position jitter at rest per joint [rad], shape (n,): :data:`JITTER_FACTOR` x the
     90th percentile of the non-zero sample-to-sample steps of the recorded position (motor
     side for elastic joints) where the joint is at rest (:func:`motion_direction`), over
@@ -250,6 +299,8 @@ def position_jitter(model, datasets, settings):
         The identification recordings (extra joints are left out).
     settings : IdentificationSettings
         Resolved, as :func:`motion_direction` needs them.
+    directions : list of ndarray, optional
+        :func:`motion_direction` of each dataset, where already computed.
 
     Raises
     ------
@@ -257,10 +308,11 @@ def position_jitter(model, datasets, settings):
         A dataset lacks a joint of the model or cannot be filtered.
     """
     steps = [[] for _ in range(model.n)]
-    for ds in datasets:
+    for i, ds in enumerate(datasets):
         ds = ds.select_joints(model.joint_names)
         x = ds.theta if model.config.elastic else ds.q
-        rest = motion_direction(model, ds, settings) == 0
+        rest = (motion_direction(model, ds, settings) if directions is None
+                else directions[i]) == 0
         dx = np.abs(np.diff(x, axis=0))
         both = rest[1:] & rest[:-1]
         for j in range(model.n):
@@ -310,23 +362,30 @@ def select_presliding(model, base, beta, datasets, settings, grid=PRESLIDING_GRI
     if ("coulomb" not in model.drive_parameter_keys() or not datasets
             or not settings.drop_reversals):
         return None, np.zeros(model.n), []
-    jitter = position_jitter(model, datasets, settings)
+    datasets = [ds.select_joints(model.joint_names) for ds in datasets]
+    directions = [motion_direction(model, ds, settings) for ds in datasets]
+    jitter = position_jitter(model, datasets, settings, directions)
     motor = slice(model.n, 2 * model.n) if model.config.elastic else slice(0, model.n)
     cands = [None] + list(grid)
     errs = {c: [] for c in cands}
-    for ds in datasets:
-        states, _ = preprocess(model, ds, settings)
+    for ds, direction in zip(datasets, directions):
+        # the measured torque, the ramp and every candidate's Coulomb column through the
+        # pre-processing together (rigid models: one pass, :func:`filtered_torques`)
+        columns = [coulomb_column(model, ds, replace(settings, friction_presliding=None),
+                                  width)]
+        for c in cands[1:]:
+            s = replace(settings, friction_presliding=tuple(np.maximum(c, jitter)),
+                        position_jitter=tuple(jitter))
+            columns.append(coulomb_column(model, ds, s, width, direction=direction))
+        states, filtered = filtered_torques(model, ds, settings, [ds.tau, *columns])
+        filtered = filtered[1:]
+        ramp = filtered[0]
         fc = coulomb_scale(model, base, beta, states)    # f_c (+ f_l |tau_0|)
-        direction = motion_direction(model, ds, settings)
-        ramp = filtered_coulomb(model, ds, replace(settings, friction_presliding=None), width)
         pred0 = predict_torque(model, base, beta, states, friction_deadband=width,
                                coulomb=ramp)[:, motor]
-        for c in cands:
+        for c, col in zip(cands, filtered):
             pred = pred0
             if c is not None:     # only the Coulomb columns change: no regressor pass
-                s = replace(settings, friction_presliding=tuple(np.maximum(c, jitter)),
-                            position_jitter=tuple(jitter))
-                col = filtered_coulomb(model, ds, s, width, direction=direction)
                 pred = pred0 + (col - ramp) * fc
             errs[c].append(torque_errors(states["tau"], pred, model.joint_names)["nrmse_mean"])
     table = [[c, float(np.mean(errs[c]))] for c in cands]

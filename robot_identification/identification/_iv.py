@@ -22,10 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from robot_identification.errors import ConfigError, DataError, IdentificationError
-from robot_identification.excitation import trajectory_from_dict
 from robot_identification.regressor import regressor
 from robot_identification.signal import lowpass_filtfilt
-from robot_identification.simulation import make_controller
 
 #: IV iterations stop when no parameter moves by more than this fraction of
 #: max(|value|, its IV std in the pass) ...
@@ -64,6 +62,7 @@ def closed_loop_spec(metadata, name):
         raise ConfigError(f"estimator 'iv': recording '{name}' was taken with controller "
                           f"{meta['controller']!r}; the closed-loop simulation supports "
                           f"RigidPDController only")
+    from robot_identification.excitation import trajectory_from_dict  # start-up: iv only
     return {"trajectory": trajectory_from_dict(meta["trajectory"]),
             "rate_hz": float(meta["rate_hz"]), "kp": np.asarray(meta["kp"], dtype=float),
             "kd": np.asarray(meta["kd"], dtype=float),
@@ -128,6 +127,7 @@ def simulate_closed_loop(model, base, theta, spec, friction_deadband=0.0, t_end=
         [s], [rad], [rad/s], [rad/s^2]; ddq under the command of the sample.
     """
     dyn = BaseModelDynamics(model, base, theta, friction_deadband)
+    from robot_identification.simulation import make_controller  # start-up: iv only
     ctrl = make_controller(model, spec["kp"], spec["kd"])
     rate = spec["rate_hz"]
     dt = 1.0 / rate

@@ -22,7 +22,6 @@ from robot_identification.identifiability import base_parameters
 from robot_identification.identification._engine import load_prior
 from robot_identification.identification._estimators import ESTIMATORS, EstimationContext
 from robot_identification.regressor import iter_regressor_blocks
-from robot_identification.simulation import simulate
 
 #: Estimators of a run (:data:`robot_identification.choices.MONTE_CARLO_ESTIMATORS`): the
 #: engine's estimators (:data:`~robot_identification.identification.ESTIMATORS`) that work on
@@ -313,6 +312,7 @@ def simulated_observations(model, *, trajectory=None, duration=None, base=None, 
                           f"noise needs a measured torque in every equation, and the link "
                           f"rows of the elastic model have none; use a rigid robot")
     base = base or base_parameters(model)
+    from robot_identification.simulation import simulate  # start-up of identify: lazy
     ds = simulate(model, duration=duration, trajectory=trajectory, derivatives=True,
                   quantise=False, friction="regressor", torque="command", log=log,
                   engine=engine,

@@ -18,4 +18,12 @@ from robot_identification.report._urdf_export import (  # noqa: F401,E402
 from robot_identification.report._notebook import (  # noqa: F401,E402
     plot as plot_result, records, repr_html as result_html, save as save_result,
     short_repr as result_repr, to_dataframe as result_dataframe)
-from robot_identification.report._mjcf_export import export_mjcf  # noqa: F401,E402
+
+
+def __getattr__(name):
+    """``export_mjcf`` on first use: it imports the simulation package (MuJoCo's model
+    writer), which ``identify`` and the other readers of results do not need (start-up)."""
+    if name == "export_mjcf":
+        from robot_identification.report._mjcf_export import export_mjcf  # start-up
+        return export_mjcf
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
