@@ -253,6 +253,10 @@ def candidates(ident):
         "default: + load-dependent Coulomb": (ur, dict(estimator="physical"), {}),
         "default, friction fitted on every row with sign(v)": (
             ur, dict(estimator="physical", **as_fitted), {}),
+        "default, reversal window 0 s (stop rows dropped only)": (
+            ur, dict(estimator="physical", reversal_window=0.0), {}),
+        "default, reversal window 0.03 s": (
+            ur, dict(estimator="physical", reversal_window=0.03), {}),
     }
     out = {}
     for name, (model, kw, _) in cands.items():

@@ -170,6 +170,28 @@ def reversal_window(fs, cutoff_hz, order, tolerance=SETTLE_TOLERANCE):
     return int(max(half - bad.min(), bad.max() - half + 1)) if bad.size else 0
 
 
+def settings_window(settings, fs):
+    """Samples on each side of a reversal or stop whose friction rows are dropped with a
+    zero-phase Butterworth filter: ``settings.reversal_window`` [s] x ``fs`` [Hz] rounded,
+    or with ``auto`` the filter's settling time (:func:`reversal_window`).
+
+    Raises
+    ------
+    ConfigError
+        ``reversal_window`` neither ``auto`` nor a finite number >= 0.
+    """
+    w = getattr(settings, "reversal_window", "auto")
+    if isinstance(w, str):
+        if w != "auto":
+            raise ConfigError(f"reversal_window must be 'auto' or a number of seconds >= 0, "
+                              f"got {w!r}")
+        return reversal_window(fs, settings.cutoff_hz, settings.filter_order)
+    if not (np.isfinite(w) and w >= 0):
+        raise ConfigError(f"reversal_window must be 'auto' or a number of seconds >= 0, "
+                          f"got {w!r}")
+    return int(round(float(w) * fs))
+
+
 def fir_reversal_window(bank, decimate=1):
     """Filtered samples around a torque step that a causal FIR bank (polynomial
     approximation, Lomakin & Deutscher eq. 28-37, or Savitzky-Golay) mixes into its
@@ -373,7 +395,7 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
     # stops (zero-phase Butterworth: its settling time; FIR banks: their window)
     rev = None
     if pre.name == "butterworth" and s.cutoff_hz is not None:
-        window = reversal_window(fs, s.cutoff_hz, s.filter_order)
+        window = settings_window(s, fs)
         rev = ReversalWindow(model, int(np.ceil(window / s.decimate)), s.stop_velocity)
     elif pre.name != "butterworth":
         before, after = fir_reversal_window(pre.bank, s.decimate)
@@ -388,8 +410,8 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
         if k < 1 or k * int(s.decimate) != int(s2.decimate):
             raise ValueError(f"also: decimate {s2.decimate} is no multiple of {s.decimate}")
         if pre.name == "butterworth" and s.cutoff_hz is not None:
-            rev2 = ReversalWindow(model, int(np.ceil(reversal_window(
-                fs, s.cutoff_hz, s.filter_order) / s2.decimate)), s2.stop_velocity)
+            rev2 = ReversalWindow(model, int(np.ceil(settings_window(s, fs) / s2.decimate)),
+                                  s2.stop_velocity)
         elif pre.name != "butterworth":
             before, after = fir_reversal_window(pre.bank, s2.decimate)
             rev2 = ReversalWindow(model, before, s2.stop_velocity, ahead=after)

@@ -202,6 +202,11 @@ class IdentificationSettings:
     drop_reversals: bool = True         # Coulomb friction + filter: drop friction rows where
     #                                   the filtered Coulomb step of a reversal or stop has
     #                                   not settled (identification.reversal_window)
+    reversal_window: float | str = "auto"  # with drop_reversals: friction rows within this
+    #                                   time [s] of a velocity reversal or stop are dropped;
+    #                                   'auto': the Butterworth filter's settling time
+    #                                   (reversal_window(); FIR banks keep their window);
+    #                                   0: only the stop rows (|v| < stop_velocity)
     stop_velocity: float | tuple | str = "auto"  # |filtered v| below it [rad/s] is a stop
     #                                   (dropped like a reversal); 'auto': 2 % of the velocity
     #                                   RMS (resolve_settings); 0: reversals only

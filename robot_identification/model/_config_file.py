@@ -170,6 +170,7 @@ _AUTO_RAD_PER_S_NONNEG = _auto("rad/s", ge=0)
 _AUTO_RAD_OR_NULL_POSITIVE = _auto("rad", null=True, gt=0)
 _NUMBER_S_NONNEG = _number("s", ge=0)
 _AUTO_PLAIN_POSITIVE = _auto("", gt=0)
+_AUTO_S_NONNEG = _auto("s", ge=0)
 _NUMBER_RAD = _number("rad")
 _VECTOR_RAD_PER_JOINT = _vector("rad", "joints")
 _NUMBER_S_POSITIVE_MAX_1H = _number("s", gt=0, le=MAX_EXCITATION_S)
@@ -313,6 +314,10 @@ class IdentificationSection(_Section):
         "[rad]; null: the ramp; auto: chosen on the identification data")
     drop_reversals: bool = Field(
         True, description="drop friction rows near velocity reversals and stops")
+    reversal_window: _AUTO_S_NONNEG = Field(
+        "auto", description="with drop_reversals: friction rows within this time of a "
+        "velocity reversal or stop are dropped [s]; auto: the low-pass filter's settling time "
+        "(0.6 / cutoff); 0: only the stop rows")
     estimator: Union[Literal[ESTIMATORS], list[Literal[ESTIMATORS]]] = Field(
         "wls", description="an estimator or a list of them: the first is the primary "
         "estimate, all land in results.yaml")
@@ -761,7 +766,8 @@ def _identification(s: IdentificationSection, where) -> IdentificationSettings:
         savgol_window=s.savgol_window, savgol_order=s.savgol_order,
         velocity_threshold=s.velocity_threshold, friction_deadband=s.friction_deadband,
         stop_velocity=s.stop_velocity, friction_presliding=s.friction_presliding,
-        drop_reversals=s.drop_reversals, estimator=names[0], extra_estimators=names[1:],
+        drop_reversals=s.drop_reversals, reversal_window=s.reversal_window,
+        estimator=names[0], extra_estimators=names[1:],
         decimate=s.decimate, preprocessing=_strategy(s.preprocessing, where),
         pa_window=s.pa_window, pa_degree=s.pa_degree, pa_alpha=s.pa_alpha, pa_beta=s.pa_beta,
         pa_delay=s.pa_delay, prior=s.prior, prior_weight=s.prior_weight,
