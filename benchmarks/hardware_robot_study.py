@@ -183,7 +183,17 @@ def run_session(robot="puma560", rate=1000.0, scenario="normal", domain=60, busy
         c.spin_until(lambda: c.call("/pd_controller/status").success, 120.0, "controller")
         c.call("/excitation_publisher/stop")    # (idle: refused) the publisher is up
         assert c.call("/recorder/start").success
-        c.spin_until(lambda: c.call("/excitation_publisher/start").success, 60.0, "start")
+        # refused (with the reason) until the arm is ready and the recorder receives the
+        # joint states (its subscription matched: discovery); retried as a user would
+        answers = []
+        c.spin_until(lambda: answers.append(c.call("/excitation_publisher/start"))
+                     or answers[-1].success, 60.0, "start")
+        refused = {}
+        for a in answers[:-1]:
+            why = a.message.split(" (")[0].split(": ", 1)[-1][:80]
+            refused[why] = refused.get(why, 0) + 1
+        if refused:
+            out["start_refused"] = refused
         c.spin_until(lambda: c.active and c.active[-1], 30.0, "excitation active")
         if scenario in KILLED:
             t_on = time.monotonic()

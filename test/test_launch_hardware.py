@@ -26,10 +26,6 @@ ROS2 = Path(sys.executable).with_name("ros2")
 
 
 @pytest.mark.skipif(not ROS2.exists(), reason="the ros2 command line (ros2launch) is missing")
-# known intermittent fault (issue #24, open): on an idle machine one session of several
-# recorded from 639 periods (2.6 s) after the excitation's start (recording incomplete); rerun
-# once until its cause is found - a second failure is a failure
-@pytest.mark.flaky(reruns=1)
 def test_normal_session_against_the_hardware_like_robot(tmp_path):
     # heartbeat_timeout 2 s: a controller starved for the study's 0.5 s on a loaded machine
     # stops the run (as it should) - this session checks the data path, not the load

@@ -94,3 +94,70 @@ def test_silent_controller_stops_the_run_and_the_reference_rests(context):
         ex.shutdown()
         peer.destroy_node()
         excitation.destroy_node()
+
+
+def test_no_run_starts_before_the_recorder_receives_the_states(context, tmp_path):
+    """Root cause of a recording that began 2.2-2.6 s after its run (1 session in 6 against
+    the hardware-like robot): the recorder's state subscription had not yet matched the
+    robot's publisher (discovery) when the run started, while the controller and the
+    excitation publisher received the states. The recorder says on /diagnostics how many
+    states it received; the excitation publisher refuses ~/start, naming it, until that is
+    above 0 - here a real recorder that first receives nothing (its topic has no publisher),
+    then the states."""
+    from robot_identification.nodes.excitation_publisher import ExcitationPublisher
+    from robot_identification.nodes.recorder import Recorder
+    excitation = ExcitationPublisher(context=context, parameter_overrides=[
+        Parameter("lockstep", value=False), Parameter("heartbeat_timeout", value=0.0),
+        Parameter("state_timeout", value=1.0), Parameter("controller_status", value=""),
+        Parameter("joint_states_topic", value="ready_test/robot_states")])
+    recorder = Recorder(context=context, parameter_overrides=[
+        Parameter("data_directory", value=str(tmp_path)),
+        Parameter("joint_states_topic", value="ready_test/recorded_states"),
+        Parameter("motor_states_topic", value="")])
+    q0 = [float(x) for x in excitation.traj.evaluate(0.0)[0][0]]
+    names = list(excitation.model.joint_names)
+    peer = rclpy.create_node("ready_test_robot", context=context)
+    to_excitation = peer.create_publisher(JointState, "ready_test/robot_states", 10)
+    to_recorder = []                    # its publisher, once the robot 'is discovered'
+
+    def publish_state():
+        msg = JointState(name=names, position=q0, velocity=[0.0] * len(q0))
+        msg.header.stamp = peer.get_clock().now().to_msg()
+        for pub in [to_excitation, *to_recorder]:
+            pub.publish(msg)
+    peer.create_timer(0.01, publish_state)
+    statuses = []
+    peer.create_subscription(DiagnosticArray, "/diagnostics", lambda m: statuses.extend(
+        s for s in m.status if s.name == "recorder: recording"), 100)
+    ex = SingleThreadedExecutor(context=context)
+    for n in (excitation, recorder, peer):
+        ex.add_node(n)
+
+    def spin_until(cond, what, timeout=30.0):
+        end = time.monotonic() + patience(timeout)
+        while not cond():
+            assert time.monotonic() < end, f"timed out: {what}"
+            ex.spin_once(timeout_sec=0.01)
+
+    def start():
+        return excitation.on_start(Trigger.Request(), Trigger.Response())
+    try:
+        assert recorder.on_start(Trigger.Request(), Trigger.Response()).success
+        # the excitation publisher has fresh states and the recorder's status
+        spin_until(lambda: excitation.state_time is not None and excitation.recorder
+                   is not None, "states and the recorder's status")
+        refused = start()
+        assert not refused.success and "'recorder: recording' has received no joint states" \
+            in refused.message, refused.message
+        assert not excitation.active
+        to_recorder.append(peer.create_publisher(JointState, "ready_test/recorded_states", 10))
+        spin_until(lambda: statuses and dict((kv.key, kv.value) for kv in statuses[-1].values)
+                   ["states_received"] not in ("", "0"), "the recorder says it receives")
+        answers = []
+        spin_until(lambda: answers.append(start()) or answers[-1].success, "started")
+        assert excitation.active
+    finally:
+        ex.shutdown()
+        recorder.shutdown()
+        for n in (peer, recorder, excitation):
+            n.destroy_node()

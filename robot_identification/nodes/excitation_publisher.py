@@ -26,8 +26,14 @@ robot's position/velocity/acceleration limits is refused at start-up.
 ``~/start`` is refused, with the reason in the answer, unless the arm is ready
 (``require_ready``; default true in real-time mode): joint states arrived within
 ``state_timeout`` s and, unless ``controller_status`` is '', the controller's latest entry on
-``/diagnostics`` (at most ``status_timeout`` s old) is OK. A controller fault (ERROR) during
-the excitation stops it; a new ``~/start`` is refused until the controller is re-enabled.
+``/diagnostics`` (at most ``status_timeout`` s old) is OK, and a recorder heard of
+(``recorder_status``, its entry at most ``status_timeout`` s old) receives the joint states
+(its ``states_received`` value above 0): right after start-up its subscription may not yet
+have matched the robot's publisher (DDS discovery: seen 2.2 s after the robot's first state on
+an idle machine, while the controller and this node received them), and a run started then
+was recorded from seconds after its first reference on (incomplete). A controller fault
+(ERROR) during the excitation stops it; a new ``~/start`` is refused until the controller is
+re-enabled.
 
 The run's state is on ``/diagnostics`` (entry ``excitation_publisher: excitation``), at every
 change and every second (steady clock): ``idle``, ``running``, ``finished`` (level OK) or
@@ -140,6 +146,8 @@ class ExcitationPublisher(Managed, LifecycleNode):
         self.reference_lag, self.reference_pauses = 0.0, 0     # [s], count (latest run)
         self.q_now, self.state_time = None, None     # latest joint positions, arrival [s]
         self.status = None              # (level, message, steady time) of the controller
+        self.recorder = None            # (states it received or None, steady time) of the
+        #                                 recorder's latest status
         self.create_subscription(JointState, declare(
             self, "joint_states_topic", "joint_states", "link side (readiness, move to start)"),
             self.on_joint, QOS if self.lockstep else LATEST)
@@ -247,6 +255,10 @@ class ExcitationPublisher(Managed, LifecycleNode):
             if st.name == self.recorder_status:
                 recording = any(kv.key == "state" and kv.value == "recording"
                                 for kv in st.values)
+                received = next((kv.value for kv in st.values
+                                 if kv.key == "states_received"), "")
+                self.recorder = (int(received) if received.isdigit() else None,
+                                 time.monotonic())
                 if recording:
                     self.watchdogs.beat(st.name)
                 else:
@@ -277,6 +289,12 @@ class ExcitationPublisher(Managed, LifecycleNode):
                 return f"{self.controller_status}: {text}"
         if self.q_now is None:
             return "joint states are not finite"
+        if self.recorder is not None:
+            received, at = self.recorder
+            if received == 0 and time.monotonic() - at <= self.status_timeout:
+                return (f"'{self.recorder_status}' has received no joint states yet (its "
+                        f"subscription has not matched the robot's publisher - discovery - or "
+                        f"the QoS do not match): a run now would start before its recording")
         if self.robot_clock and not self.stamps_advance:
             return (f"joint state stamps do not advance ({self.state_stamp:.6f} s twice): the "
                     f"reference follows them (reference_clock 'states'; 'node' for a timer)")

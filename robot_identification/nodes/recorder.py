@@ -49,10 +49,13 @@ reliable subscription never does: that mismatch is reported as an ERROR on ``/di
 and in the log, naming the parameter) and ``state_depth`` (0 = keep all, default).
 
 Status and heartbeat on ``/diagnostics`` (entry ``recorder: recording``, every
-``diagnostics_period`` s): ``state`` idle | recording, the counts so far, ERROR on a write
-failure, a QoS mismatch or a lost peer. Heartbeats: while it records a real-time excitation
-run, the controller's entry (``controller_status``) and the joint states silent for
-``heartbeat_timeout`` s stop the recording (the bag is closed, INCOMPLETE, with the reason).
+``diagnostics_period`` s, and at ``~/start``): ``state`` idle | recording,
+``states_received`` (the fewest messages received on a state topic since start-up: 0 until
+its subscriptions matched the robot's publishers; an excitation publisher starts no run
+before), the counts so far, ERROR on a write failure, a QoS mismatch or a lost peer.
+Heartbeats: while it records a real-time excitation run, the controller's entry
+(``controller_status``) and the joint states silent for ``heartbeat_timeout`` s stop the
+recording (the bag is closed, INCOMPLETE, with the reason).
 
 Managed node (:class:`~._common.Managed`): ``~/start`` is refused unless active; deactivation
 stops a recording. Longer than 200 lines: the drain and the completeness judgement of
@@ -230,7 +233,11 @@ class Recorder(Managed, LifecycleNode):
                                           else "idle")
         values = {"state": "recording" if recording else "idle", "heartbeat": self.heartbeat,
                   "bag": str(self.writer.path) if recording else str(self.last_bag or ""),
-                  "lifecycle": self.lifecycle}
+                  "lifecycle": self.lifecycle,
+                  # whether its state subscriptions receive (matched the robot's publisher):
+                  # an excitation publisher starts no run before (a run it missed the start of)
+                  "states_received": min((self.received.get(t, 0) for t in self.states),
+                                         default=0)}
         if recording:
             t = self.totals()
             values.update(missed_samples=t["missed"], lost_messages=t["lost"],
@@ -525,6 +532,7 @@ class Recorder(Managed, LifecycleNode):
         self.running_seen = {n for n, s in self.excitations.items()
                              if s.get("state") == "running"}
         self.get_logger().info(f"recording {sorted(self.topics)} to {path}")
+        self.publish_status()           # 'recording' goes out before the answer
         response.success, response.message = True, str(path.resolve())
         return response
 
