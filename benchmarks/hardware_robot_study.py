@@ -27,6 +27,7 @@ Prints one line per session and a summary per (rate, busy loops, scenario).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import signal
@@ -151,7 +152,7 @@ class Client:
 
 def run_session(robot="puma560", rate=1000.0, scenario="normal", domain=60, busy=0,
                 reliability="reliable", depth=10, folder=None, log=print,
-                heartbeat_timeout=HEARTBEAT_TIMEOUT):
+                heartbeat_timeout=HEARTBEAT_TIMEOUT, nice=0):
     """One session (module docstring); returns a dict of its measurements."""
     folder = Path(folder or tempfile.mkdtemp(prefix="ri_hw_study_"))
     path, traj = trajectory(robot, folder)
@@ -167,15 +168,18 @@ def run_session(robot="puma560", rate=1000.0, scenario="normal", domain=60, busy
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
                PYTHONUNBUFFERED="1", OPENBLAS_NUM_THREADS="1")
     ros2 = Path(sys.executable).with_name("ros2")
+    # nice < 0: the whole graph at a higher CPU priority than the busy loops (as a robot PC
+    # gives its control processes; needs CAP_SYS_NICE)
     launch = subprocess.Popen(
-        [str(ros2), "launch", "robot_identification", "identification_robot.launch.py",
+        (["nice", "-n", str(nice)] if nice else []) + [
+         str(ros2), "launch", "robot_identification", "identification_robot.launch.py",
          f"robot:={robot}", f"rate_hz:={rate}", "stand_in:=true", f"trajectory_file:={path}",
          f"data_directory:={data}", f"params_file:={params}",
          f"watchdog_timeout:={WATCHDOG_TIMEOUT}", f"heartbeat_timeout:={heartbeat_timeout}"],
         env=env, stdout=(folder / "launch.log").open("w"), stderr=subprocess.STDOUT,
         start_new_session=True)
     loads = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
-    out = {"robot": robot, "rate": rate, "scenario": scenario, "busy": busy,
+    out = {"robot": robot, "rate": rate, "scenario": scenario, "busy": busy, "nice": nice,
            "qos": f"{reliability}/{depth}", "load": round(os.getloadavg()[0], 1)}
     c = None
     try:
@@ -270,16 +274,26 @@ def bag_and_losses(bag, rate):
             "complete": exc.get("complete"), "loss_errors": errors}
 
 
-def nrmse(robot, rate, traj, results_file):
+@functools.lru_cache(maxsize=None)
+def core_pipeline(robot, rate):
+    """The core pipeline's estimate on the study's trajectory and the held-out data (the same
+    for every session of a robot and rate: computed once)."""
     from robot_identification.model import load_robot
     from robot_identification.pipeline import identify
     from robot_identification.simulation import simulate
+    model = load_robot(robot)
+    traj = trajectory(robot, tempfile.mkdtemp(prefix="ri_hw_core_"))[1]
+    core = identify(model, simulate(model, trajectory=traj, rate_hz=rate, seed=0))
+    return core, simulate(model, rate_hz=rate, seed=1)
+
+
+def nrmse(robot, rate, traj, results_file):
+    from robot_identification.model import load_robot
     from robot_identification.validation import load_estimates, validate
     model = load_robot(robot)
     base, models, _ = load_estimates(results_file, model)
     ros = models[next(k for k in models if k != "nominal")]
-    core = identify(model, simulate(model, trajectory=traj, rate_hz=rate, seed=0))
-    held_out = simulate(model, rate_hz=rate, seed=1)
+    core, held_out = core_pipeline(robot, rate)
     m = validate(model, base, {"ros": ros, "core": core.estimate.values}, [held_out])[0]["models"]
     return {"nrmse": round(m["ros"]["nrmse_mean"], 5),
             "core_nrmse": round(m["core"]["nrmse_mean"], 5)}
@@ -289,11 +303,13 @@ def summary(rows):
     """Counts per (rate, busy, scenario, qos)."""
     groups = {}
     for r in rows:
-        groups.setdefault((r["rate"], r["busy"], r["scenario"], r["qos"]), []).append(r)
+        groups.setdefault((r["rate"], r["busy"], r["scenario"], r["qos"], r.get("nice", 0)),
+                          []).append(r)
     for key, rs in sorted(groups.items()):
         failed = [r for r in rs if "failed" in r]
         runaways = sum(1 for r in rs if (r.get("runaway_ratio") or 0) > 1.0)
-        line = (f"rate {key[0]:g} Hz, busy {key[1]}, {key[2]}, qos {key[3]}: {len(rs)} runs, "
+        line = (f"rate {key[0]:g} Hz, busy {key[1]}{f', nice {key[4]}' if key[4] else ''}, "
+                f"{key[2]}, qos {key[3]}: {len(rs)} runs, "
                 f"{len(failed)} failed, {runaways} runaways, max |dq|/limit "
                 f"{max((r.get('runaway_ratio') or 0) for r in rs):.3f}")
         if key[2] == "normal":
@@ -340,6 +356,8 @@ def main(argv=None):
     p.add_argument("--qos", nargs="+", default=["reliable/10"],
                    help="hardware_robot joint_states QoS, e.g. reliable/10 best_effort/10")
     p.add_argument("--domain", type=int, default=61)
+    p.add_argument("--nice", type=int, default=0, help="run the launch (every node) under "
+                   "`nice -n NICE` (negative: above the busy loops; needs CAP_SYS_NICE)")
     args = p.parse_args(argv)
     # SIGTERM: end like Ctrl-C, so that each session's launch and busy loops are ended
     signal.signal(signal.SIGTERM, lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
@@ -352,7 +370,7 @@ def main(argv=None):
                     rel, depth = qos.split("/")
                     for _ in range(args.runs):
                         rows.append(run_session(args.robot, rate, scenario, args.domain, busy,
-                                                rel, int(depth)))
+                                                rel, int(depth), nice=args.nice))
     summary(rows)
 
 

@@ -161,3 +161,66 @@ def test_no_run_starts_before_the_recorder_receives_the_states(context, tmp_path
         recorder.shutdown()
         for n in (peer, recorder, excitation):
             n.destroy_node()
+
+
+def test_trajectory_controller_is_told_to_hold_when_a_run_stops(context):
+    """The joint_trajectory_controller mode (real arms, use_pd_controller:=false): the whole
+    trajectory goes to the arm's controller at ~/start; a run stopped before its end - the
+    joint states silent for heartbeat_timeout, or ~/stop - sends that controller an empty
+    trajectory on its topic, which cancels the trajectory it plays and holds the arm where it
+    is (joint_trajectory_controller's topic interface), instead of playing it to its end."""
+    from robot_identification.nodes.excitation_publisher import ExcitationPublisher
+    topic = "/jtc_test/joint_trajectory"
+    excitation = ExcitationPublisher(context=context, parameter_overrides=[
+        Parameter("lockstep", value=False), Parameter("heartbeat_timeout", value=TIMEOUT),
+        Parameter("state_timeout", value=1.0), Parameter("controller_status", value=""),
+        Parameter("recorder_status", value=""),
+        Parameter("joint_states_topic", value="jtc_test/joint_states"),
+        Parameter("reference_topic", value="jtc_test/reference"),
+        Parameter("trajectory_controller_topic", value=topic)])
+    q0 = [float(x) for x in excitation.traj.evaluate(0.0)[0][0]]
+    names = list(excitation.model.joint_names)
+    arm = rclpy.create_node("jtc_test_arm", context=context)
+    pub_state = arm.create_publisher(JointState, "jtc_test/joint_states", 10)
+
+    def publish_state():
+        msg = JointState(name=names, position=q0, velocity=[0.0] * len(q0))
+        msg.header.stamp = arm.get_clock().now().to_msg()
+        pub_state.publish(msg)
+    states = arm.create_timer(0.01, publish_state)
+    received = []
+    arm.create_subscription(JointTrajectory, topic, received.append, 10)
+    ex = SingleThreadedExecutor(context=context)
+    ex.add_node(excitation)
+    ex.add_node(arm)
+
+    def spin_until(cond, what, timeout=30.0):
+        end = time.monotonic() + patience(timeout)
+        while not cond():
+            assert time.monotonic() < end, f"timed out: {what}"
+            ex.spin_once(timeout_sec=0.01)
+
+    def start():
+        answers = []
+        spin_until(lambda: answers.append(excitation.on_start(
+            Trigger.Request(), Trigger.Response())) or answers[-1].success, "started")
+        spin_until(lambda: received and received[-1].points, "the trajectory sent")
+        assert list(received[-1].joint_names) == names and len(received[-1].points) > 10
+    try:
+        spin_until(lambda: excitation.pub_jtc.get_subscription_count() > 0, "discovery")
+        start()
+        states.cancel()                                 # the arm's states go silent
+        spin_until(lambda: not excitation.active, "stopped on the silent states")
+        assert excitation.run_state == "stopped" and "silent" in excitation.stop_reason
+        spin_until(lambda: not received[-1].points, "hold (an empty trajectory)")
+        assert list(received[-1].joint_names) == names
+        states.reset()
+        start()
+        excitation.on_stop(Trigger.Request(), Trigger.Response())
+        spin_until(lambda: not received[-1].points, "hold after ~/stop")
+        # one trajectory and one hold per run
+        assert [bool(m.points) for m in received] == [True, False, True, False]
+    finally:
+        ex.shutdown()
+        arm.destroy_node()
+        excitation.destroy_node()

@@ -20,8 +20,10 @@ most ``move_to_start_velocity`` (and the joint's limit). After the end the final
 held for ``hold_time`` s, then publication stops (which ends a lockstep run). With
 ``trajectory_controller_topic`` set, ``~/start`` also sends the whole trajectory (sampled every
 ``trajectory_sample_period`` s, starting after the move-to-start time, at least
-``move_to_start_min_time``) to a joint_trajectory_controller. A trajectory violating the
-robot's position/velocity/acceleration limits is refused at start-up.
+``move_to_start_min_time``) to a joint_trajectory_controller; a run stopped before its end
+(``~/stop``, a lost peer, deactivation) sends it an empty trajectory, which cancels the one
+it plays and makes it hold the arm where it is (the controller's topic interface). A
+trajectory violating the robot's position/velocity/acceleration limits is refused at start-up.
 
 ``~/start`` is refused, with the reason in the answer, unless the arm is ready
 (``require_ready``; default true in real-time mode): joint states arrived within
@@ -367,6 +369,10 @@ class ExcitationPublisher(Managed, LifecycleNode):
         self.pub_active.publish(Bool(data=False))
         if state == "stopped" and not self.lockstep and self.last_msg is not None:
             self.pub.publish(self.rest_reference())
+        if state == "stopped" and self.pub_jtc is not None:
+            # a joint_trajectory_controller given the whole trajectory would play it on:
+            # an empty trajectory on its topic cancels it and holds the current position
+            self.pub_jtc.publish(JointTrajectory(joint_names=list(self.model.joint_names)))
 
     def rest_reference(self):
         """A stopped real-time run's last reference point at rest (zero velocity and
