@@ -132,10 +132,10 @@ def _offset_nominal(model, st, k, off):
     quadratic, its velocities, gravity and the axes beyond linear in cos and sin; the
     joint's own axis is fixed in its parent's frame), so 5 evaluations at equispaced angles
     give it at every offset exactly (trigonometric interpolation, Lebesgue constant < 2:
-    rounding only). The interpolation is checked once per joint and recording against a
-    direct evaluation at :data:`_OFFSET_CHECK` rad (relative 1e-9 of the torque's
-    magnitude); a prismatic joint, or a model where the check fails, is evaluated directly
-    at every offset."""
+    rounding only). The interpolation is checked once per joint and model (on the first
+    recording) against a direct evaluation at :data:`_OFFSET_CHECK` rad (relative 1e-9 of
+    the torque's magnitude); a prismatic joint, or a model where the check fails, is
+    evaluated directly at every offset."""
     q, dq, ddq = st["q"], st["dq"], st["ddq"]
 
     def direct(x):
@@ -146,14 +146,17 @@ def _offset_nominal(model, st, k, off):
         return _nominal_of(model, st, ("offset", k, float(x)), q + dlt, dq, ddq)
 
     bases = st.setdefault("offset_basis", {})
+    checked = model.__dict__.setdefault("_offset_interpolation", {})   # joint -> bool
     if k not in bases:
         basis = None
-        if model.joint_types[k] == "revolute":
+        if model.joint_types[k] == "revolute" and checked.get(k, True):
             basis = np.stack([direct(x) for x in _OFFSET_NODES])
-            want = direct(_OFFSET_CHECK)
-            got = np.tensordot(_offset_weights(_OFFSET_CHECK), basis, axes=1)
-            if not np.max(np.abs(got - want)) <= 1e-9 * max(float(np.max(np.abs(want))),
-                                                             1e-300):
+            if k not in checked:
+                want = direct(_OFFSET_CHECK)
+                got = np.tensordot(_offset_weights(_OFFSET_CHECK), basis, axes=1)
+                checked[k] = bool(np.max(np.abs(got - want)) <= 1e-9 * max(
+                    float(np.max(np.abs(want))), 1e-300))
+            if not checked[k]:
                 basis = None
         bases[k] = basis
     if bases[k] is None:

@@ -422,6 +422,8 @@ def rigid_regressor(model, q, dq, ddq, friction_deadband=0.0, columns=None):
              for key in plan.keys]
     columns = _columns(columns)
     load = "coulomb_load" in plan.keys         # needs every column (the URDF's torque)
+    if load and columns is not None:           # ... where a load column is asked for
+        load = not set(plan.column[(k, "coulomb_load")] for k in range(n)).isdisjoint(columns)
     Y = _fill(plan, N, model.pin_configuration(q), model.to_pin_v(dq), model.to_pin_v(ddq),
               drive, None if load else columns)
     if load:

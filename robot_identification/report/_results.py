@@ -523,8 +523,14 @@ def write_results(result, path, model=None, inputs=()) -> Path:
     if model is not None:
         inputs = tuple(inputs) + (model.config.urdf_path, model.config.source)
     doc = result_to_dict(result, model)
-    return write_text_atomic(path, yaml.safe_dump(doc, sort_keys=False) + end_line(doc),
-                             inputs=inputs)
+    return write_text_atomic(path, _dump(doc) + end_line(doc), inputs=inputs)
+
+
+def _dump(doc):
+    """``yaml.safe_dump(doc, sort_keys=False)``, by libyaml's emitter where PyYAML has it
+    (the same text, a fifth of the CPU time on a results file)."""
+    return yaml.dump(doc, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper),
+                     sort_keys=False)
 
 
 def add_to_results(path, robot, sections, inputs=(), what="results file") -> Path:
