@@ -86,8 +86,9 @@ def map_sum(client, function, items, *args, **kwargs):
 
     The results are added with ``+=`` in the order of ``items`` on the caller's side, so
     the floating-point sum is the same bit for bit with any number of workers (and with
-    ``client=None``, which runs the loop here). ``args``/``kwargs`` are shipped to the
-    workers once.
+    ``client=None``, which runs the loop here). ``args``/``kwargs`` go with every task:
+    scatter large ones first (``client.scatter(x, broadcast=True)``, e.g. the robot model)
+    so that each worker receives them once.
 
     Raises
     ------
@@ -101,7 +102,7 @@ def map_sum(client, function, items, *args, **kwargs):
     if client is None:
         results = (function(item, *args, **kwargs) for item in items)
     else:
-        futures = [client.submit(function, item, *args, pure=False, **kwargs)
+        futures = [client.submit(on_worker, function, item, *args, pure=False, **kwargs)
                    for item in items]
         results = client.gather(futures)
     total = None
@@ -111,3 +112,54 @@ def map_sum(client, function, items, *args, **kwargs):
         else:
             total += r
     return total
+
+
+def map_list(client, function, items, *args, **kwargs):
+    """``[function(item, *args, **kwargs) for item in items]``, mapped on ``client`` (in
+    this process with ``client=None``), in the order of ``items``.
+
+    Raises
+    ------
+    Whatever ``function`` raises (re-raised here from the worker).
+    """
+    items = list(items)
+    if client is None:
+        return [function(item, *args, **kwargs) for item in items]
+    return client.gather([client.submit(on_worker, function, item, *args, pure=False,
+                                        **kwargs) for item in items])
+
+
+#: glibc ``mallopt`` parameters (malloc.h): M_TRIM_THRESHOLD, M_MMAP_THRESHOLD.
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_tuned = []
+
+
+def tune_worker_memory():
+    """Undo, in a Dask worker process, the allocator setting its nanny starts it with.
+
+    Dask's nanny sets ``MALLOC_TRIM_THRESHOLD_=65536`` (``distributed.nanny.pre-spawn-
+    environ``), which fixes glibc's thresholds: every array above 128 KiB is then mapped
+    fresh from the operating system and zeroed page by page when touched. Measured on the
+    identification of 2 x 200 k samples of the elastic PUMA in one process: 8.5 s CPU
+    without, 13.0 s with it (system time 1.1 -> 5.5 s). Here the thresholds are set to the
+    largest values glibc's own dynamic rule reaches (mmap above 32 MiB, trim above
+    64 MiB), as in a plain process after its first large arrays. Once per process; without
+    glibc (other C libraries, other systems) nothing is done.
+    """
+    if _tuned:
+        return
+    _tuned.append(True)
+    try:
+        import ctypes
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(_M_MMAP_THRESHOLD, 32 << 20)
+        libc.mallopt(_M_TRIM_THRESHOLD, 64 << 20)
+    except (OSError, AttributeError):
+        pass
+
+
+def on_worker(function, *args, **kwargs):
+    """``function(*args, **kwargs)`` as a Dask task: the worker's allocator tuned first
+    (:func:`tune_worker_memory`)."""
+    tune_worker_memory()
+    return function(*args, **kwargs)

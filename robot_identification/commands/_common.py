@@ -157,13 +157,27 @@ def _checked(ds, model, path, measured_velocities, min_samples=20):
     return ds
 
 
-def streams(path) -> bool:
-    """Whether ``path`` is read chunk by chunk: a dataset ``.npz`` or a dataset directory of
-    ``.npy`` files (``meta.json``). CSV files and rosbag2 recordings are loaded whole (the
-    bag reader sorts stamps and checks the whole bag: stamps out of order, a bag still being
-    recorded, messages without efforts)."""
+#: CSV files smaller than this [bytes] are read whole (a few ten thousand rows, tens of MB
+#: in memory at most; streaming one whose time stamps turn out irregular would parse it
+#: twice).
+CSV_STREAM_BYTES = 8 << 20
+
+
+def streams(path, effort_lag=0.0) -> bool:
+    """Whether ``path`` is read chunk by chunk: a dataset ``.npz``, a dataset directory of
+    ``.npy`` files (``meta.json``), a CSV file of at least :data:`CSV_STREAM_BYTES` or a
+    rosbag2 recording (without an effort lag: the streamed bag reader shifts efforts by
+    less than one period only)."""
+    import os  # start-up: commands/__init__.py
     from pathlib import Path  # start-up: commands/__init__.py
     p = Path(path)
+    if _is_bag(p) and not (p.is_dir() and (p / "meta.json").is_file()):
+        return not effort_lag
+    if p.suffix.lower() == ".csv":
+        try:
+            return p.is_file() and os.stat(p).st_size >= CSV_STREAM_BYTES
+        except OSError:
+            return False
     return p.suffix.lower() == ".npz" or (p.is_dir() and (p / "meta.json").is_file())
 
 
@@ -173,16 +187,19 @@ def open_recordings(paths, model, effort_lag=0.0, measured_velocities=True):
     :class:`~robot_identification.identification.Recording` read chunk by chunk (memory
     bounded by the chunk), their first chunks (the engine's summarised head) checked at once
     as :func:`load_data` checks a whole dataset, so that a bad file is named before any work
-    (every chunk's values are checked again when the engine reads it); other files (CSV,
-    rosbag2) and streamed files whose first chunks are not uniformly sampled (jittery stamps
-    or a time jump: resampled and diagnosed whole) loaded whole.
+    (every chunk's values are checked again when the engine reads it); loaded whole: files
+    whose first chunks are not uniformly sampled (jittery stamps or a time jump: resampled
+    and diagnosed whole), rosbag2 recordings with an effort lag or whose first chunk the
+    streamed reader refuses (stamps out of order, topics stamped apart: the whole reader
+    sorts and interpolates). A CSV's malformed-row count is checked when the engine reaches
+    its end.
 
     Returns
     -------
     recordings : list of Recording
     whole : dict
-        Path (str) -> why it was loaded whole (``"CSV"``, ``"rosbag2"``, ``"irregular time
-        stamps"``).
+        Path (str) -> why it was loaded whole (``"irregular time stamps"``, ``"CSV under 8
+        MiB"``, ``"rosbag2 with --effort-lag"``, ``"rosbag2: ..."``).
 
     Raises
     ------
@@ -198,21 +215,30 @@ def open_recordings(paths, model, effort_lag=0.0, measured_velocities=True):
     out, whole = [], {}
     for p in paths:
         rec = None
-        if streams(p):
+        if streams(p, effort_lag):
             if effort_lag:
                 _load_options(p, effort_lag)         # the same refusal as load_data
-            rec = Recording.from_path(p, model)
-            head = rec.peek(SUMMARY_SAMPLES)
-            if not head:
+            try:
+                rec = Recording.from_path(p, model, whole_if_irregular=False)
+                head = rec.peek(SUMMARY_SAMPLES)
+            except DataError as exc:
+                if not _is_bag(p):
+                    raise
+                rec, why = None, f"rosbag2: {str(exc)[:120]}"
+            if rec is not None and not head:
                 raise DataError(f"'{p}' holds no samples")
-            first = concat_chunks(head)
-            if irregular(first.t):
+            if rec is None:
+                pass
+            elif irregular(concat_chunks(head).t):
                 rec, why = None, "irregular time stamps"
             else:
+                first = concat_chunks(head)
                 warn_unmodelled_joints(first, model, p)
                 _checked(first, model, p, measured_velocities)
         else:
-            why = "rosbag2" if _is_bag(p) else "CSV"
+            why = ("rosbag2 with --effort-lag" if _is_bag(p) else
+                   f"CSV under {CSV_STREAM_BYTES >> 20} MiB" if str(p).lower().endswith(".csv")
+                   else "format")
         if rec is None:
             rec = Recording.from_dataset(load_data(p, model, effort_lag, measured_velocities),
                                          model)

@@ -2,8 +2,8 @@
 
 - :class:`Dataset` -- t, q, tau, theta and optional derivatives, true parameters, metadata
 - :func:`load_dataset` -- NPZ, rosbag2 (directory or .mcap), CSV by extension
-- :func:`read_csv`, :func:`write_csv`, :func:`csv_options`, :data:`CSV_PRESETS` -- CSV with a
-  column mapping
+- :func:`read_csv`, :func:`iter_csv_chunks` (chunk by chunk, bounded memory),
+  :func:`write_csv`, :func:`csv_options`, :data:`CSV_PRESETS` -- CSV with a column mapping
 - rosbag2 (``rosbags``, imported on first use): :func:`read_bag` (a whole bag),
   :func:`iter_bag_chunks` (read message by message in chunks, bounded memory),
   :func:`write_bag`, :class:`BagWriter` (incremental), :func:`typestore`; the topics
@@ -16,7 +16,7 @@ from robot_identification.data._dataset import (  # noqa: F401
     MAX_META_BYTES, MAX_TIME_STEP, Dataset, check_float_dtype, check_meta, check_npz_members,
     read_npy_header, uniform_grid)
 from robot_identification.data._csv import (  # noqa: F401
-    CSV_PRESETS, csv_options, read_csv, write_csv)
+    CSV_PRESETS, csv_options, iter_csv_chunks, read_csv, write_csv)
 from robot_identification.data._bag import (  # noqa: F401
     COMMAND_TOPIC, JOINT_TOPIC, MOTOR_TOPIC, SIGNALS, BagWriter, bag_signals, iter_bag_chunks,
     read_bag, typestore, write_bag)

@@ -220,11 +220,33 @@ def _parse(path, delimiter, n_columns, needed, roles=None):
         Not a regular file, too large, compressed, binary, not UTF-8/UTF-16 text, a line
         too long.
     """
+    info = {}
+    blocks = list(_parse_blocks(path, delimiter, n_columns, needed, roles, info))
+    rows = []
+    lines = [ln for _, b in blocks for ln in b.tolist()]
+    if lines:
+        data = np.full((len(lines), info["n_columns"]), np.nan)
+        data[:, list(needed)] = np.concatenate([v for v, _ in blocks])
+        rows = data
+    return rows, lines, info["bad"], info["n_columns"], info["sample"]
+
+
+def _parse_blocks(path, delimiter, n_columns, needed, roles, info, block=None):
+    """The numeric rows of :func:`_parse` as they are read: yields ``(values (m,
+    len(needed)), lines (m,))`` every ``block`` good rows (None: once, at the end);
+    ``info`` gets ``bad``, ``n_columns`` and ``sample`` (complete at the end).
+
+    Raises
+    ------
+    DataError
+        As :func:`_parse`.
+    """
     check_input_file(path, "CSV", DataError, MAX_BYTES)
     roles = roles or {}
     decimal = str.maketrans(",", ".") if delimiter != "," else {}
-    values, lines, bad = array("d"), [], []
+    values, lines, bad = array("d"), array("q"), []
     sample = {"header": None, "rows": []}
+    info.update(bad=bad, sample=sample, n_columns=n_columns)
     try:
         with open(path, "rb") as raw:
             encoding = _encoding(path, raw.read(4096))
@@ -233,6 +255,17 @@ def _parse(path, delimiter, n_columns, needed, roles=None):
         raise DataError(f"cannot read CSV '{path}': {exc.strerror or exc}") from None
     where = [0]
     first_line = None
+    k = len(needed)
+
+    def flush():
+        if block is None:          # once, at the end: no copy
+            return (np.frombuffer(values, dtype=float).reshape(-1, k),
+                    np.frombuffer(lines, dtype=np.int64))
+        out = (np.frombuffer(values, dtype=float).reshape(-1, k).copy(),
+               np.frombuffer(lines, dtype=np.int64).copy())
+        del values[:]
+        del lines[:]
+        return out
     with f:
         reader = csv.reader(_lines(f, path, where), delimiter=delimiter,
                             skipinitialspace=True)
@@ -268,17 +301,16 @@ def _parse(path, delimiter, n_columns, needed, roles=None):
                 sample["rows"].append(fields)
             if n_columns is None:
                 n_columns = len(fields)
+                info["n_columns"] = n_columns
             if not all(map(math.isfinite, vals)):
                 bad.append((lineno, "NaN/inf field"))
                 continue
             values.extend(vals)
             lines.append(lineno)
-    rows = []
+            if block is not None and len(lines) >= block:
+                yield flush()
     if lines:
-        data = np.full((len(lines), n_columns), np.nan)
-        data[:, list(needed)] = np.frombuffer(values, dtype=float).reshape(len(lines), -1)
-        rows = data
-    return rows, lines, bad, n_columns, sample
+        yield flush()
 
 
 def _why_not_numbers(fields, needed, roles, decimal):
@@ -348,6 +380,106 @@ def _needed_columns(opts, n):
     return owner
 
 
+def _plan(path, model, preset, explicit, defaults):
+    """The column mapping of a CSV file: ``(opts, n, names, roles, needed)`` from the robot
+    config's ``csv:`` section, a preset, explicit keys (None: unset) and defaults.
+
+    Raises
+    ------
+    ConfigError, DataError
+        As :func:`read_csv`.
+    """
+    check_input_file(path, "CSV file", DataError, MAX_BYTES)
+    opts = {}
+    if model is not None:
+        opts = csv_options(model)
+        preset = preset or opts.pop("preset", None)
+    else:
+        opts = {}
+    if preset is not None:
+        if preset not in CSV_PRESETS:
+            raise ConfigError(f"unknown CSV preset '{preset}'; known: {sorted(CSV_PRESETS)}")
+        base = dict(CSV_PRESETS[preset])
+        base.update({k: v for k, v in opts.items() if k != "preset"})
+        opts = base
+    for k, v in explicit.items():
+        if v is not None:
+            opts[k] = v
+    for k, default in defaults.items():
+        opts.setdefault(k, default)
+    # (imported here: robot_identification.model loads pinocchio, which reading a CSV without
+    # a model does not need)
+    hint = csv_zero_based_hint(opts)
+    if hint:
+        raise ConfigError(f"CSV '{path}': {hint}")
+    # an elastic arm without link encoders maps motor positions instead (then joint torques;
+    # without them the dataset is refused by name: docs/elastic.md, sensor set c)
+    if opts.get("time") is None or (opts.get("position") is None
+                                    and opts.get("motor_position") is None):
+        raise ConfigError(f"CSV '{path}': the column mapping needs 'time' and 'position' "
+                          f"(or, for an elastic arm without link encoders, 'motor_position' "
+                          f"and 'joint_torque'; give them, a preset, or a robot config with "
+                          f"a csv: section)")
+    names = opts.get("joint_names")
+    n = opts.get("n_joints") or (len(names) if names else None)
+    if n is None:
+        pos = opts.get("position") or opts.get("motor_position")
+        n = len(pos) if isinstance(pos, (list, tuple)) else None
+    if n is None:
+        raise ConfigError(f"CSV '{path}': give n_joints or joint_names")
+    names = tuple(names) if names else tuple(f"joint{k + 1}" for k in range(n))
+    if len(names) != n:
+        raise ConfigError(f"CSV '{path}': {len(names)} joint names (of the robot config or "
+                          f"joint_names) for a column mapping of {n} joints (n_joints or a "
+                          f"preset's, e.g. 'ur' maps 6): make them agree")
+
+    try:
+        roles = _needed_columns(opts, n)
+    except ConfigError as exc:
+        raise ConfigError(f"CSV '{path}': {exc}") from None
+    needed = sorted(roles)
+    if opts.get("n_columns") is not None:             # a declared layout: check it first
+        _columns([c + 1 for c in needed], len(needed), "column mapping", opts["n_columns"])
+    return opts, n, names, roles, needed
+
+
+def _check_rows(path, bad, n_good, opts, sample, needed, t_abs_max):
+    """What :func:`read_csv` checks once every row is read (``bad`` sorted here): more than
+    ``max_malformed`` of the rows malformed (DataError with the likely cause), the warning
+    naming the dropped rows, fewer than 2 good rows (DataError)."""
+    bad.sort()
+    total = n_good + len(bad)
+    if len(bad) > opts["max_malformed"] * total:
+        repeats = sum(why.endswith(" repeats") for _, why in bad)
+        back = [ln for ln, why in bad if " not after " in why]
+        hint = ("; the time stamps repeat: absolute times (Unix epoch) written with too few "
+                "digits? write more digits, or the time since the start"
+                if repeats > len(bad) / 2 and t_abs_max > 1e5 else
+                "; the time decreases from row to row: rows in reverse order? sort them"
+                if len(back) >= 0.9 * (total - 1) else
+                f"; the time goes back at line {back[0]}: a second recording appended, or a "
+                f"clock reset? split the file there" if len(back) > len(bad) / 2 else
+                _mapping_hint(sample, needed, opts, opts["delimiter"]))
+        raise DataError(f"CSV '{path}': {len(bad)} of {total} rows are malformed (more than "
+                        f"{100 * opts['max_malformed']:.3g} %); first: line {bad[0][0]}: "
+                        f"{bad[0][1]}{hint}")
+    if bad:
+        shown = "; ".join(f"line {ln}: {why}" for ln, why in bad[:5])
+        warnings.warn(f"CSV '{path}': dropped {len(bad)} malformed row(s): {shown}"
+                      + (" ..." if len(bad) > 5 else ""), UserWarning, stacklevel=3)
+    if n_good < 2:
+        raise DataError(f"CSV '{path}' holds {n_good} usable data row(s); at least 2 are "
+                        f"needed")
+
+
+def _no_rows(path, bad, sample, needed, opts):
+    """The DataError of a CSV file without a numeric data row."""
+    return DataError(f"CSV '{path}' holds no numeric data rows"
+                     + (f" ({len(bad)} malformed; first: line {bad[0][0]}: {bad[0][1]})"
+                        if bad else "") + _mapping_hint(sample, needed, opts,
+                                                        opts["delimiter"]))
+
+
 def read_csv(path, *, preset=None, time=None, position=None, velocity=None, torque=None,
              current=None, drive_gains=None, n_joints=None, n_columns=None, delimiter=",",
              joint_names=None, trim_idle=True, idle_velocity=0.01, idle_margin=0.5,
@@ -414,71 +546,18 @@ def read_csv(path, *, preset=None, time=None, position=None, velocity=None, torq
         without drive gains).
     """
     path = Path(path)
-    check_input_file(path, "CSV file", DataError, MAX_BYTES)
-    opts = {}
-    if model is not None:
-        opts = csv_options(model)
-        preset = preset or opts.pop("preset", None)
-    else:
-        opts = {}
-    if preset is not None:
-        if preset not in CSV_PRESETS:
-            raise ConfigError(f"unknown CSV preset '{preset}'; known: {sorted(CSV_PRESETS)}")
-        base = dict(CSV_PRESETS[preset])
-        base.update({k: v for k, v in opts.items() if k != "preset"})
-        opts = base
-    explicit = dict(time=time, position=position, velocity=velocity, torque=torque,
-                    current=current, drive_gains=drive_gains, n_joints=n_joints,
-                    n_columns=n_columns, joint_names=joint_names,
-                    motor_position=motor_position, motor_velocity=motor_velocity,
-                    joint_torque=joint_torque)
-    for k, v in explicit.items():
-        if v is not None:
-            opts[k] = v
-    for k, default in (("delimiter", delimiter), ("trim_idle", trim_idle),
-                       ("idle_velocity", idle_velocity), ("idle_margin", idle_margin),
-                       ("resample", resample), ("max_malformed", max_malformed)):
-        opts.setdefault(k, default)
-    # (imported here: robot_identification.model loads pinocchio, which reading a CSV without
-    # a model does not need)
-    hint = csv_zero_based_hint(opts)
-    if hint:
-        raise ConfigError(f"CSV '{path}': {hint}")
-    # an elastic arm without link encoders maps motor positions instead (then joint torques;
-    # without them the dataset is refused by name: docs/elastic.md, sensor set c)
-    if opts.get("time") is None or (opts.get("position") is None
-                                    and opts.get("motor_position") is None):
-        raise ConfigError(f"CSV '{path}': the column mapping needs 'time' and 'position' "
-                          f"(or, for an elastic arm without link encoders, 'motor_position' "
-                          f"and 'joint_torque'; give them, a preset, or a robot config with "
-                          f"a csv: section)")
-    names = opts.get("joint_names")
-    n = opts.get("n_joints") or (len(names) if names else None)
-    if n is None:
-        pos = opts.get("position") or opts.get("motor_position")
-        n = len(pos) if isinstance(pos, (list, tuple)) else None
-    if n is None:
-        raise ConfigError(f"CSV '{path}': give n_joints or joint_names")
-    names = tuple(names) if names else tuple(f"joint{k + 1}" for k in range(n))
-    if len(names) != n:
-        raise ConfigError(f"CSV '{path}': {len(names)} joint names (of the robot config or "
-                          f"joint_names) for a column mapping of {n} joints (n_joints or a "
-                          f"preset's, e.g. 'ur' maps 6): make them agree")
-
-    try:
-        roles = _needed_columns(opts, n)
-    except ConfigError as exc:
-        raise ConfigError(f"CSV '{path}': {exc}") from None
-    needed = sorted(roles)
-    if opts.get("n_columns") is not None:             # a declared layout: check it first
-        _columns([c + 1 for c in needed], len(needed), "column mapping", opts["n_columns"])
+    opts, n, names, roles, needed = _plan(
+        path, model, preset, dict(time=time, position=position, velocity=velocity,
+                                  torque=torque, current=current, drive_gains=drive_gains,
+                                  n_joints=n_joints, n_columns=n_columns,
+                                  joint_names=joint_names, motor_position=motor_position,
+                                  motor_velocity=motor_velocity, joint_torque=joint_torque),
+        dict(delimiter=delimiter, trim_idle=trim_idle, idle_velocity=idle_velocity,
+             idle_margin=idle_margin, resample=resample, max_malformed=max_malformed))
     rows, lines, bad, n_fields, sample = _parse(path, opts["delimiter"], opts.get("n_columns"),
                                                 needed, roles)
     if not len(rows):
-        raise DataError(f"CSV '{path}' holds no numeric data rows"
-                        + (f" ({len(bad)} malformed; first: line {bad[0][0]}: {bad[0][1]})"
-                           if bad else "") + _mapping_hint(sample, needed, opts,
-                                                           opts["delimiter"]))
+        raise _no_rows(path, bad, sample, needed, opts)
     data = np.array(rows)
     lines = np.array(lines)
     tcol = _columns(opts["time"], 1, "time", n_fields)[0]
@@ -494,30 +573,8 @@ def read_csv(path, *, preset=None, time=None, position=None, velocity=None, torq
         else:
             last = ti
     data, lines = data[keep], lines[keep]
-    bad.sort()
-    total = len(data) + len(bad)
-    if len(bad) > opts["max_malformed"] * total:
-        repeats = sum(why.endswith(" repeats") for _, why in bad)
-        back = [ln for ln, why in bad if " not after " in why]
-        hint = ("; the time stamps repeat: absolute times (Unix epoch) written with too few "
-                "digits? write more digits, or the time since the start"
-                if repeats > len(bad) / 2 and len(t) and np.nanmax(np.abs(t)) > 1e5 else
-                "; the time decreases from row to row: rows in reverse order? sort them"
-                if len(back) >= 0.9 * (total - 1) else
-                f"; the time goes back at line {back[0]}: a second recording appended, or a "
-                f"clock reset? split the file there" if len(back) > len(bad) / 2 else
-                _mapping_hint(sample, needed, opts, opts["delimiter"]))
-        raise DataError(f"CSV '{path}': {len(bad)} of {total} rows are malformed (more than "
-                        f"{100 * opts['max_malformed']:.3g} %); first: line {bad[0][0]}: "
-                        f"{bad[0][1]}{hint}")
-    if bad:
-        shown = "; ".join(f"line {ln}: {why}" for ln, why in bad[:5])
-        warnings.warn(f"CSV '{path}': dropped {len(bad)} malformed row(s): {shown}"
-                      + (" ..." if len(bad) > 5 else ""), UserWarning, stacklevel=2)
-
-    if len(data) < 2:
-        raise DataError(f"CSV '{path}' holds {len(data)} usable data row(s); at least 2 are "
-                        f"needed")
+    _check_rows(path, bad, len(data), opts, sample, needed,
+                float(np.nanmax(np.abs(t))) if len(t) else 0.0)
     t = data[:, tcol]
     elastic = {}
     for key, field in zip(_ELASTIC, ("theta", "dtheta", "tau_joint")):
@@ -654,3 +711,256 @@ def write_csv(dataset, path, model=None, inputs=(), **layout):
     with atomic_output(Path(path), inputs, dataset=True) as tmp:
         Path(tmp).write_text("\n".join(text) + "\n", encoding="utf-8")
     return Path(path)
+
+
+#: Keyword arguments of :func:`read_csv` that map columns (None: unset) and the others with
+#: their defaults.
+_MAPPING = ("time", "position", "velocity", "torque", "current", "drive_gains", "n_joints",
+            "n_columns", "joint_names", "motor_position", "motor_velocity", "joint_torque")
+_DEFAULTS = {"delimiter": ",", "trim_idle": True, "idle_velocity": 0.01, "idle_margin": 0.5,
+             "resample": True, "max_malformed": 0.05}
+
+
+def iter_csv_chunks(path, chunk: int = 200_000, *, model=None, preset=None, **kwargs):
+    """Read a CSV recording chunk by chunk (memory bounded by the chunk, plus the idle
+    samples at the ends while the reader cannot yet tell whether they are trimmed).
+
+    The same column mapping, parsing, validation and one-line errors as :func:`read_csv`
+    (``kwargs``: its keywords): malformed rows and time stamps not after the previous good
+    row are dropped and counted; the fraction check (``max_malformed``) and the warning
+    that names the dropped rows come at the end of the file (the last chunk is not yielded
+    before them); idle trimming keeps ``idle_margin`` seconds before the first and after
+    the last motion. What the stream does not do: resample irregular time stamps (the
+    engine refuses a chunk whose steps differ by more than 5 % from the first chunk's;
+    :func:`read_csv` loads such files whole), and a run without any motion is read whole
+    (:func:`read_csv`: kept untrimmed) once the end shows it.
+
+    Parameters
+    ----------
+    path : path
+    chunk : int
+        Samples per yielded :class:`Dataset`.
+    model : RobotModel, optional
+        Its config's ``csv:`` section (:func:`csv_options`).
+
+    Yields
+    ------
+    Dataset
+        ``t`` from 0 at the first kept sample; ``metadata``: ``source``, ``file``,
+        ``format`` ``csv``, ``streamed`` True, ``trimmed_s``, ``malformed_rows`` (so far;
+        complete in the last chunk), ``moving``, ``drive_gains``.
+
+    Raises
+    ------
+    ConfigError
+        Inconsistent column mapping (at the call, before reading).
+    DataError
+        As :func:`read_csv`; those found at the end of the file when it is reached.
+    """
+    unknown = sorted(set(kwargs) - set(_MAPPING) - set(_DEFAULTS))
+    if unknown:
+        raise TypeError(f"iter_csv_chunks: unknown keyword(s) {unknown}")
+    if int(chunk) < 1:
+        raise DataError(f"chunk must be at least 1 sample, got {chunk}")
+    path = Path(path)
+    plan = _plan(path, model, preset, {k: kwargs.get(k) for k in _MAPPING},
+                 {k: kwargs.get(k, v) for k, v in _DEFAULTS.items()})
+
+    def whole():
+        return read_csv(path, model=model, preset=preset, **kwargs)
+    return _stream_csv(path, int(chunk), *plan, whole)
+
+
+def _stream_csv(path, chunk, opts, n, names, roles, needed, whole):
+    """The generator of :func:`iter_csv_chunks`."""
+    index = {c: i for i, c in enumerate(needed)}
+    info = {}
+    margin, trim = float(opts["idle_margin"]), bool(opts["trim_idle"])
+    st = {"last": -np.inf, "good": 0, "t_first": None, "t_end": None, "started": not trim,
+          "t_move": None, "t0": None, "kept": 0, "t_kept": None, "trim0": 0.0,
+          "t_abs": 0.0}
+    cols = {}
+    ctx = None              # the last two rows seen: the last one awaits its motion flag
+    lead = None             # rows before the first motion (the last idle_margin seconds)
+    tail = None             # rows after the last motion beyond idle_margin (held)
+    out, n_out = [], [0]
+    gains = None
+
+    def setup():
+        nonlocal gains
+        n_fields = info["n_columns"]
+        for key in ("position", "velocity") + _ELASTIC:
+            got = _columns(opts.get(key), n, key, n_fields)
+            cols[key] = None if got is None else [index[c] for c in got]
+        cols["time"] = index[_columns(opts["time"], 1, "time", n_fields)[0]]
+        if opts.get("torque") is not None:
+            cols["tau"] = [index[c] for c in _columns(opts["torque"], n, "torque", n_fields)]
+        elif opts.get("current") is not None:
+            g = opts.get("drive_gains")
+            if g is None or len(g) != n:
+                raise ConfigError(f"CSV '{path}': currents need {n} drive_gains [N*m/A], "
+                                  f"got {g!r}")
+            gains = np.asarray(g, dtype=float)
+            cols["tau"] = [index[c] for c in _columns(opts["current"], n, "current",
+                                                      n_fields)]
+        elif cols["joint_torque"] is None:
+            raise ConfigError(f"CSV '{path}': the column mapping needs 'torque' or 'current' "
+                              f"(or 'joint_torque' for an elastic arm with joint torque "
+                              f"sensors)")
+        else:
+            cols["tau"] = None
+        use_q = cols["position"] is not None
+        cols["x"] = cols["position"] if use_q else cols["motor_position"]
+        cols["v"] = cols["velocity"] if use_q else cols["motor_velocity"]
+
+    def moving(rows):
+        """Motion flags of rows[1:-1] of ``rows`` (np.gradient on neighbours, as read_csv
+        on the whole file), or of every row with measured velocities."""
+        if cols["v"] is not None:
+            return np.abs(rows[:, cols["v"]]).max(axis=1) > opts["idle_velocity"]
+        g = np.gradient(rows[:, cols["x"]], rows[:, cols["time"]], axis=0)
+        return np.abs(g).max(axis=1) > opts["idle_velocity"]
+
+    def dataset(rows, final=False):
+        t = rows[:, cols["time"]]
+        if st["t0"] is None:
+            st["t0"] = float(t[0])
+
+        def take(key):
+            c = cols.get(key)
+            return None if c is None else rows[:, c]
+        tau = take("tau")
+        if tau is not None and gains is not None:
+            tau = tau * gains
+        meta = {"source": str(path), "file": str(path), "format": "csv", "streamed": True,
+                "malformed_rows": [list(b) for b in info["bad"]] if final else [],
+                "trimmed_s": [st["trim0"], st["t_end"] if final else 0.0],
+                "resampled": None, "moving": True,
+                "drive_gains": None if gains is None else gains.tolist()}
+        return Dataset(t=t - st["t0"], q=take("position"), tau=tau, dq=take("velocity"),
+                       theta=take("motor_position"), dtheta=take("motor_velocity"),
+                       tau_joint=take("joint_torque"), joint_names=names, metadata=meta)
+
+    def emit(rows):
+        if rows is not None and len(rows):
+            out.append(rows)
+            n_out[0] += len(rows)
+            st["kept"] += len(rows)
+            st["t_kept"] = float(rows[-1, cols["time"]])
+
+    def ready(final=False):
+        """Datasets of ``chunk`` rows from ``out`` (the rest too when ``final``)."""
+        if not out or (n_out[0] < chunk and not final):
+            return []
+        rows = np.concatenate(out) if len(out) > 1 else out[0]
+        out.clear()
+        done = []
+        k = 0
+        while len(rows) - k >= chunk:
+            done.append(rows[k:k + chunk])
+            k += chunk
+        rest = rows[k:]
+        if final:
+            n_out[0] = 0
+            if len(rest):
+                done.append(rest)
+        else:
+            n_out[0] = len(rest)
+            if len(rest):
+                out.append(rest)
+        return done
+
+    def decided(rows, flags):
+        """Rows whose motion flags are known, in order: trimming."""
+        nonlocal lead, tail
+        if not len(rows):
+            return
+        t = rows[:, cols["time"]]
+        if not st["started"]:
+            lead = rows if lead is None else np.concatenate([lead, rows])
+            hit = np.flatnonzero(flags)
+            if not hit.size:      # still idle: rows more than idle_margin back never count
+                lt = lead[:, cols["time"]]
+                lead = lead[np.searchsorted(lt, lt[-1] - margin):]
+                return
+            t_m = float(t[hit[0]])
+            lt = lead[:, cols["time"]]
+            lo = np.searchsorted(lt, t_m - margin)
+            st["started"] = True
+            st["trim0"] = float(lt[lo] - st["t_first"])
+            k = len(lead) - len(rows) + hit[0]
+            rows, flags, t = lead[lo:], np.concatenate(
+                [np.zeros(k - lo, dtype=bool), flags[hit[0]:]]), lt[lo:]
+            lead = None
+        if not trim:
+            emit(rows)
+            return
+        rows = rows if tail is None else np.concatenate([tail, rows])
+        flags = flags if tail is None else np.concatenate(
+            [np.zeros(len(tail), dtype=bool), flags])
+        t = rows[:, cols["time"]]
+        tail = None
+        hit = np.flatnonzero(flags)
+        if hit.size:
+            st["t_move"] = float(t[hit[-1]])
+        cut = np.searchsorted(t, st["t_move"] + margin, side="right")
+        emit(rows[:cut])
+        if cut < len(rows):
+            tail = rows[cut:]
+
+    def push(rows):
+        nonlocal ctx
+        if cols["v"] is not None:         # measured velocities: flags at once
+            decided(rows, moving(rows))
+            return
+        ext = rows if ctx is None else np.concatenate([ctx, rows])
+        if len(ext) < 2:
+            ctx = ext
+            return
+        flags = moving(ext)
+        start = 0 if ctx is None else len(ctx) - 1
+        decided(ext[start:-1], flags[start:-1])
+        ctx = ext[-2:]
+
+    for vals, lines in _parse_blocks(path, opts["delimiter"], opts.get("n_columns"), needed,
+                                     roles, info, block=min(chunk, 1 << 16)):
+        if not cols:
+            setup()
+        t = vals[:, cols["time"]]
+        prev = np.maximum.accumulate(np.concatenate([[st["last"]], t]))[:-1]
+        keep = t > prev
+        for i in np.flatnonzero(~keep):
+            ti, last = float(t[i]), float(prev[i])
+            info["bad"].append((int(lines[i]), f"time {ti:.6g} s not after {last:.6g} s"
+                                if ti < last else f"time {ti:.12g} s repeats"))
+        st["last"] = max(st["last"], float(t.max()))
+        st["t_abs"] = max(st["t_abs"], float(np.abs(t).max()))
+        vals = vals[keep]
+        if not len(vals):
+            continue
+        if st["t_first"] is None:
+            st["t_first"] = float(vals[0, cols["time"]])
+        st["good"] += len(vals)
+        push(vals)
+        for rows in ready():
+            yield dataset(rows)
+    # the end of the file: what read_csv checks on the whole file
+    bad = info.get("bad", [])
+    bad.sort()
+    sample = info.get("sample", {"header": None, "rows": []})
+    if not st["good"]:
+        raise _no_rows(path, bad, sample, needed, opts)
+    _check_rows(path, bad, st["good"], opts, sample, needed, st["t_abs"])
+    if ctx is not None and cols["v"] is None:       # the last row's flag: one-sided
+        decided(ctx[-1:], moving(ctx)[-1:])
+    if not st["started"]:          # no motion anywhere: read_csv keeps the run whole
+        ds = whole()
+        for s in range(0, ds.t.shape[0], chunk):
+            yield ds.slice(slice(s, min(s + chunk, ds.t.shape[0])))
+        return
+    if st["kept"] < 2:
+        raise DataError(f"CSV '{path}': fewer than 2 samples after trimming")
+    st["t_end"] = float(st["last"] - st["t_kept"]) if trim else 0.0
+    final = ready(final=True)
+    for i, rows in enumerate(final):
+        yield dataset(rows, final=i == len(final) - 1)

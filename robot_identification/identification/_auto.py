@@ -9,7 +9,7 @@ import numpy as np
 from robot_identification.diagnostics import recording_summary
 from robot_identification.errors import DataError
 from robot_identification.identification._settings import ResolvedSettings
-from robot_identification.identification._sources import as_recording, concat_chunks
+from robot_identification.identification._sources import as_recording, concat_chunks, model_key
 
 
 #: The automatic cut-off is at least this factor x the excitation band (99 % of the motion's
@@ -116,7 +116,8 @@ def _head(rec):
 def _summary(model, rec, ds):
     """Summary of ``ds`` = ``_head(rec)``, computed once per recording and model."""
     cached = rec.summary_cache
-    if cached is not None and cached[0] is model:
+    if cached is not None and (cached[0] is model or (isinstance(cached[0], tuple)
+                                                      and cached[0] == model_key(model))):
         return cached[1]
     summary = None
     if ds.t.shape[0] >= 20:

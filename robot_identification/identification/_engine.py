@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import scipy.signal
 
-from robot_identification._dask import check_workers, dask_client, map_sum
+from robot_identification._dask import check_workers, dask_client, map_list, map_sum
 from robot_identification._yaml import read_yaml_file
 from robot_identification.data import Dataset
 from robot_identification.diagnostics import (
@@ -824,11 +824,6 @@ def identify(model, recordings, settings=None, *, estimator=None, estimators=Non
     recordings = [as_recording(r, model) for r in recordings]
     if not recordings:
         raise DataError("no dataset given")
-    sensors = common_sensor_set(model, [_head(r) for r in recordings],
-                                [r.name for r in recordings])
-    base = base or sensor_base(model, sensors)
-    if needs_resolving(s):
-        s = resolve_settings(model, s, recording_summaries(model, recordings))
     check_workers(workers, scheduler)
     if workers > 1 or scheduler is not None:
         streams = [r.name for r in recordings if r.single_use]
@@ -836,10 +831,25 @@ def identify(model, recordings, settings=None, *, estimator=None, estimators=Non
             raise ConfigError(f"recording(s) {streams} are iterators of chunks and cannot be "
                               f"sent to Dask workers; give datasets or files")
     with dask_client(workers, scheduler, processes) as client:
+        # on a cluster every recording's task reads its own head, summary and selection
+        # statistics; this process only reduces (the model is shipped to each worker once)
+        shipped = model if client is None else client.scatter(model, broadcast=True)
+        if client is None:
+            heads = [_head(r) for r in recordings]
+            sensors = common_sensor_set(model, heads, [r.name for r in recordings])
+        else:
+            infos = map_list(client, _recording_info, recordings, shipped)
+            for r, (_, summary) in zip(recordings, infos):
+                r.summary_cache = (model, summary)
+            sensors = common_sensor_set(model, [i[0] for i in infos],
+                                        [r.name for r in recordings])
+        base = base or sensor_base(model, sensors)
+        if needs_resolving(s):
+            s = resolve_settings(model, s, recording_summaries(model, recordings))
         current = [recordings]
 
         def equations(robust=None, instruments=None, columns=None, settings=None, also=None):
-            return map_sum(client, _recording_equations, current[0], model, settings or s,
+            return map_sum(client, _recording_equations, current[0], shipped, settings or s,
                            base=base, block=block, bank=bank, robust=robust,
                            instruments=instruments, columns=columns, also=also,
                            use_measured_derivatives=use_measured_derivatives,
@@ -892,8 +902,29 @@ def identify(model, recordings, settings=None, *, estimator=None, estimators=Non
                     checks = gear_ratio_check(model, base, gear_eq)
                     result.settings["gear_ratio_check"] = checks
                     result.diagnostics += gear_ratio_diagnostics(checks)
-    resolve_presliding(model, result, [_head(r) for r in recordings], s, log=log)
+        if client is None:
+            resolve_presliding(model, result, heads, s, log=log)
+        else:
+            def mapper(fn, recs, model_, *args):
+                return map_list(client, _on_head, recs, fn, shipped, *args)
+            resolve_presliding(model, result, recordings, s, log=log, mapper=mapper)
     return result
+
+
+def _recording_info(recording, model):
+    """(sensor set stand-in, summary) of a recording's head (a Dask map task): the head's
+    signals as a dataset without samples, and its
+    :func:`~robot_identification.diagnostics.recording_summary`."""
+    head = _head(recording)
+    empty = {k: None if getattr(head, k) is None else getattr(head, k)[:0]
+             for k in ("q", "theta", "tau", "tau_joint")}
+    return replace(head, t=head.t[:0], dq=None, ddq=None, dtheta=None, ddtheta=None,
+                   **empty), _summary(model, recording, head)
+
+
+def _on_head(recording, fn, model, *args):
+    """``fn(model, head, *args)`` on a recording's head (a Dask map task)."""
+    return fn(model, _head(recording), *args)
 
 
 def _spring_estimate(model, spring):

@@ -307,18 +307,31 @@ def position_jitter(model, datasets, settings, directions=None):
     DataError
         A dataset lacks a joint of the model or cannot be filtered.
     """
-    steps = [[] for _ in range(model.n)]
-    for i, ds in enumerate(datasets):
-        ds = ds.select_joints(model.joint_names)
-        x = ds.theta if model.config.elastic else ds.q
-        rest = (motion_direction(model, ds, settings) if directions is None
-                else directions[i]) == 0
-        dx = np.abs(np.diff(x, axis=0))
-        both = rest[1:] & rest[:-1]
-        for j in range(model.n):
-            got = dx[both[:, j], j]
-            steps[j].append(got[got > 0])
-    out = np.zeros(model.n)
+    return _jitter_of([rest_steps(model, ds, settings,
+                                  None if directions is None else directions[i])
+                       for i, ds in enumerate(datasets)], model.n)
+
+
+def rest_steps(model, ds, settings, direction=None):
+    """The non-zero sample-to-sample position steps at rest of one dataset, one array per
+    joint (the per-recording part of :func:`position_jitter`, a Dask map task);
+    ``direction``: its :func:`motion_direction` where already computed."""
+    ds = ds.select_joints(model.joint_names)
+    x = ds.theta if model.config.elastic else ds.q
+    rest = (motion_direction(model, ds, settings) if direction is None else direction) == 0
+    dx = np.abs(np.diff(x, axis=0))
+    both = rest[1:] & rest[:-1]
+    out = []
+    for j in range(model.n):
+        got = dx[both[:, j], j]
+        out.append(got[got > 0])
+    return out
+
+
+def _jitter_of(per_dataset, n):
+    """:func:`position_jitter` from the :func:`rest_steps` of each dataset (in order)."""
+    steps = [[d[j] for d in per_dataset] for j in range(n)]
+    out = np.zeros(n)
     for j, parts in enumerate(steps):
         allj = np.concatenate(parts) if parts else np.zeros(0)
         if allj.size:
@@ -326,8 +339,43 @@ def position_jitter(model, datasets, settings, directions=None):
     return out
 
 
+def _serial_map(fn, datasets, *args):
+    return [fn(*args[:1], ds, *args[1:]) for ds in datasets]
+
+
+def candidate_errors(model, ds, base, beta, settings, jitter, width, grid, direction=None):
+    """Mean NRMSE over joints of one dataset's predicted torque for the Coulomb ramp and each
+    pre-sliding candidate of ``grid`` (the per-recording part of
+    :func:`select_presliding`, a Dask map task), list of len(grid) + 1 floats;
+    ``direction``: its :func:`motion_direction` where already computed."""
+    ds = ds.select_joints(model.joint_names)
+    if direction is None:
+        direction = motion_direction(model, ds, settings)
+    motor = slice(model.n, 2 * model.n) if model.config.elastic else slice(0, model.n)
+    # the measured torque, the ramp and every candidate's Coulomb column through the
+    # pre-processing together (rigid models: one pass, :func:`filtered_torques`)
+    columns = [coulomb_column(model, ds, replace(settings, friction_presliding=None), width)]
+    for c in grid:
+        s = replace(settings, friction_presliding=tuple(np.maximum(c, jitter)),
+                    position_jitter=tuple(jitter))
+        columns.append(coulomb_column(model, ds, s, width, direction=direction))
+    states, filtered = filtered_torques(model, ds, settings, [ds.tau, *columns])
+    filtered = filtered[1:]
+    ramp = filtered[0]
+    fc = coulomb_scale(model, base, beta, states)    # f_c (+ f_l |tau_0|)
+    pred0 = predict_torque(model, base, beta, states, friction_deadband=width,
+                           coulomb=ramp)[:, motor]
+    out = []
+    for c, col in zip([None] + list(grid), filtered):
+        pred = pred0
+        if c is not None:     # only the Coulomb columns change: no regressor pass
+            pred = pred0 + (col - ramp) * fc
+        out.append(torque_errors(states["tau"], pred, model.joint_names)["nrmse_mean"])
+    return out
+
+
 def select_presliding(model, base, beta, datasets, settings, grid=PRESLIDING_GRID,
-                      min_gain=PRESLIDING_MIN_GAIN):
+                      min_gain=PRESLIDING_MIN_GAIN, mapper=None):
     """Resolve ``friction_presliding: auto`` on the identification data.
 
     The torque of every identification dataset is predicted with the estimate ``beta``
@@ -346,6 +394,10 @@ def select_presliding(model, base, beta, datasets, settings, grid=PRESLIDING_GRI
         The identification data.
     settings : IdentificationSettings
         Resolved (numbers; :func:`settings_from_results`).
+    mapper : callable, optional
+        ``mapper(fn, datasets, model, *args)`` -> ``[fn(model, ds, *args) for ds in
+        datasets]`` (the default), e.g. on Dask workers that read each recording's head
+        themselves (``datasets`` are then recordings); the client only reduces.
 
     Returns
     -------
@@ -362,32 +414,18 @@ def select_presliding(model, base, beta, datasets, settings, grid=PRESLIDING_GRI
     if ("coulomb" not in model.drive_parameter_keys() or not datasets
             or not settings.drop_reversals):
         return None, np.zeros(model.n), []
-    datasets = [ds.select_joints(model.joint_names) for ds in datasets]
-    directions = [motion_direction(model, ds, settings) for ds in datasets]
-    jitter = position_jitter(model, datasets, settings, directions)
-    motor = slice(model.n, 2 * model.n) if model.config.elastic else slice(0, model.n)
     cands = [None] + list(grid)
-    errs = {c: [] for c in cands}
-    for ds, direction in zip(datasets, directions):
-        # the measured torque, the ramp and every candidate's Coulomb column through the
-        # pre-processing together (rigid models: one pass, :func:`filtered_torques`)
-        columns = [coulomb_column(model, ds, replace(settings, friction_presliding=None),
-                                  width)]
-        for c in cands[1:]:
-            s = replace(settings, friction_presliding=tuple(np.maximum(c, jitter)),
-                        position_jitter=tuple(jitter))
-            columns.append(coulomb_column(model, ds, s, width, direction=direction))
-        states, filtered = filtered_torques(model, ds, settings, [ds.tau, *columns])
-        filtered = filtered[1:]
-        ramp = filtered[0]
-        fc = coulomb_scale(model, base, beta, states)    # f_c (+ f_l |tau_0|)
-        pred0 = predict_torque(model, base, beta, states, friction_deadband=width,
-                               coulomb=ramp)[:, motor]
-        for c, col in zip(cands, filtered):
-            pred = pred0
-            if c is not None:     # only the Coulomb columns change: no regressor pass
-                pred = pred0 + (col - ramp) * fc
-            errs[c].append(torque_errors(states["tau"], pred, model.joint_names)["nrmse_mean"])
+    if mapper is None:
+        datasets = [ds.select_joints(model.joint_names) for ds in datasets]
+        directions = [motion_direction(model, ds, settings) for ds in datasets]
+        jitter = position_jitter(model, datasets, settings, directions)
+        per = [candidate_errors(model, ds, base, beta, settings, jitter, width, tuple(grid),
+                                direction) for ds, direction in zip(datasets, directions)]
+    else:
+        jitter = _jitter_of(mapper(rest_steps, datasets, model, settings), model.n)
+        per = mapper(candidate_errors, datasets, model, base, beta, settings, jitter, width,
+                     tuple(grid))
+    errs = {c: [e[k] for e in per] for k, c in enumerate(cands)}
     table = [[c, float(np.mean(errs[c]))] for c in cands]
     best = min(table[1:], key=lambda r: r[1])
     if best[1] <= (1.0 - min_gain) * table[0][1]:
@@ -395,7 +433,7 @@ def select_presliding(model, base, beta, datasets, settings, grid=PRESLIDING_GRI
     return None, jitter, table
 
 
-def resolve_presliding(model, result, datasets, settings, log=None):
+def resolve_presliding(model, result, datasets, settings, log=None, mapper=None):
     """Record the prediction's Coulomb friction state in ``result.settings``
     (``friction_presliding`` [rad] or None, ``position_jitter`` [rad] per joint and, for
     ``auto``, the in-sample table ``presliding_selection``: [delta or None, mean NRMSE]).
@@ -408,7 +446,8 @@ def resolve_presliding(model, result, datasets, settings, log=None):
     """
     wanted = getattr(settings, "friction_presliding", None)
     sets = datasets if isinstance(datasets, (list, tuple)) else [datasets]
-    sets = [d for d in sets if isinstance(d, Dataset)]
+    if mapper is None:
+        sets = [d for d in sets if isinstance(d, Dataset)]
     out = result.settings
     out["friction_presliding"] = None
     if (wanted is None or not sets or "coulomb" not in model.drive_parameter_keys()
@@ -418,11 +457,13 @@ def resolve_presliding(model, result, datasets, settings, log=None):
     try:
         if wanted == "auto":
             delta, jitter, table = select_presliding(
-                model, result.base, result.estimate.values, sets, resolved)
+                model, result.base, result.estimate.values, sets, resolved, mapper=mapper)
             out["presliding_selection"] = [[None if d is None else float(d),
                                             round(e, 5)] for d, e in table]
         else:
-            delta, jitter = float(wanted), position_jitter(model, sets, resolved)
+            delta = float(wanted)
+            jitter = _jitter_of((mapper or _serial_map)(rest_steps, sets, model, resolved),
+                                model.n)
     except (DataError, ValueError) as e:      # too short for the filter: keep the ramp
         if log:
             log(f"friction pre-sliding state not resolved ({e}); Coulomb ramp kept")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from robot_identification._dask import dask_client
+from robot_identification._dask import dask_client, on_worker
 from robot_identification._threads import one_blas_thread
 from robot_identification.choices import MONTE_CARLO_ESTIMATORS
 from robot_identification.errors import ConfigError, DataError
@@ -242,8 +242,8 @@ def monte_carlo(W, y, sigma, runs, *, seed=0, estimators=("ols", "wls"), true=No
         else:
             from distributed import as_completed   # optional dependency (dask)
             W_remote, y_remote = client.scatter([W, y], broadcast=True)
-            futures = [client.submit(run_seeds, W_remote, y_remote, sigma, b, estimators,
-                                     context, pure=False) for b in batches]
+            futures = [client.submit(on_worker, run_seeds, W_remote, y_remote, sigma, b,
+                                     estimators, context, pure=False) for b in batches]
             for fut in as_completed(futures):
                 if progress is not None:
                     progress.update(len(batches[futures.index(fut)]))

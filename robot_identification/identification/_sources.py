@@ -3,8 +3,8 @@
 A :class:`Recording` can be read more than once (robust estimators make several passes):
 an in-memory dataset is one chunk (or slices of it), files are read chunk by chunk in
 bounded memory -- ``.npz`` archives, dataset directories of ``.npy`` files
-(:class:`NpyDirWriter`), rosbag2 directories / ``.mcap`` (message by message); CSV files
-are loaded whole (their loader needs the column mapping of the robot config).
+(:class:`NpyDirWriter`), rosbag2 directories / ``.mcap`` (message by message), CSV files
+(:func:`~robot_identification.data.iter_csv_chunks`, the robot config's column mapping).
 """
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ import numpy as np
 from robot_identification._files import check_input_file
 from robot_identification.data import (
     MAX_META_BYTES, Dataset, check_float_dtype, check_meta, check_npz_members,
-    iter_bag_chunks as read_bag_chunks, load_dataset, read_npy_header, uniform_grid)
+    iter_bag_chunks as read_bag_chunks, iter_csv_chunks, load_dataset, read_npy_header,
+    uniform_grid)
 from robot_identification.errors import DataError
 from robot_identification.identification._sensors import (
     link_positions_from_joint_torque, nominal_compliance)
@@ -361,6 +362,28 @@ def irregular(t) -> bool:
     return bool(np.max(np.abs(dt - step)) > 0.05 * step)
 
 
+#: Heads (peeked first chunks) of file recordings read by this process after unpickling (a
+#: Dask worker): the info, equations and selection tasks of one recording read its head
+#: once. Oldest dropped above :data:`HEAD_CACHE_SAMPLES` samples in all.
+_HEADS: dict = {}
+HEAD_CACHE_SAMPLES = 1_000_000
+
+
+def _file_key(path, chunk):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (str(Path(path).resolve()), st.st_mtime_ns, st.st_size, int(chunk))
+
+
+def model_key(model):
+    """A picklable key of a robot model (its config's name, source and standard parameter
+    names): a summary cached on a :class:`Recording` for one model is reused on a Dask
+    worker holding a copy of that model."""
+    return (str(model.config.name), str(model.config.source), tuple(model.parameter_names))
+
+
 class Recording:
     """One recording as a re-readable source of consecutive :class:`Dataset` chunks.
 
@@ -382,12 +405,34 @@ class Recording:
         self._used = False
         self.dataset = dataset      # the whole recording when it is in memory
         self._head = None
+        #: (path, mtime, size, chunk) of a file source: the key of its head in a Dask
+        #: worker's :data:`_HEADS`
+        self.cache_key = None
         #: the recording as read, before :meth:`map` (e.g. link positions reconstructed
         #: from joint torques, docs/elastic.md)
         self.raw = self
         #: (model, recording_summary) once summarised: identify() summarises every
         #: recording to resolve 'auto' settings, the map step reuses it for the diagnostics
         self.summary_cache = None
+
+    def __getstate__(self):
+        """Pickled for a Dask worker: without the peeked head (the worker reads its own
+        chunks: no recording data is shipped for files) and with the summary keyed by the
+        model's :func:`model_key` instead of the model object."""
+        state = dict(self.__dict__)
+        if not self.single_use:
+            state["_head"] = None
+        state["_unpickled"] = True
+        cached = state.get("summary_cache")
+        if cached is not None and not isinstance(cached[0], tuple):
+            state["summary_cache"] = (model_key(cached[0]), cached[1])
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        key = state.get("cache_key")
+        if key is not None and self._head is None:
+            self._head = _HEADS.get(key)
 
     def chunks(self):
         """A new iterator over the chunks.
@@ -417,6 +462,11 @@ class Recording:
                 if n >= n_samples:
                     break
             self._head = head
+            if self.cache_key is not None and getattr(self, "_unpickled", False):
+                _HEADS[self.cache_key] = head            # a worker's next task reuses it
+                while len(_HEADS) > 1 and sum(c.t.shape[0] for h in _HEADS.values()
+                                              for c in h) > HEAD_CACHE_SAMPLES:
+                    _HEADS.pop(next(iter(_HEADS)))
             if self.single_use:
                 self._used = False
                 self._open = lambda: itertools.chain(head, it)
@@ -453,9 +503,12 @@ class Recording:
         return cls(lambda: iter_dataset_chunks(dataset, int(chunk)), name, dataset=raw)
 
     @classmethod
-    def from_path(cls, path, model=None, chunk: int = READ_CHUNK, **kwargs):
-        """A file: ``.npz``, dataset directory and rosbag2 are streamed chunk by chunk;
-        other formats (CSV) are loaded whole with :func:`load_dataset` (``kwargs``).
+    def from_path(cls, path, model=None, chunk: int = READ_CHUNK, whole_if_irregular=True,
+                  **kwargs):
+        """A file: ``.npz``, dataset directory, rosbag2 and CSV (``kwargs``: the keywords
+        of :func:`~robot_identification.data.read_csv`) are streamed chunk by chunk; a CSV
+        whose first chunk is irregularly sampled is loaded whole with :func:`load_dataset`
+        (resampled onto a uniform grid; not with ``whole_if_irregular=False``).
 
         Raises
         ------
@@ -471,9 +524,21 @@ class Recording:
             if suffix != ".npz" and not (path / "meta.json").is_file():
                 if model is not None and model.config.extra.get("bag"):
                     kwargs.setdefault("signals", model.config.extra["bag"])
-                return cls(lambda: iter_bag_chunks(path, chunk, **kwargs), path)
-            return cls(lambda: iter_chunks(path, chunk), path)
-        return cls.from_dataset(load_dataset(path, model=model, **kwargs), model)
+                rec = cls(lambda: iter_bag_chunks(path, chunk, **kwargs), path)
+            else:
+                rec = cls(lambda: iter_chunks(path, chunk), path)
+        elif suffix == ".csv" and path.is_file():
+            check_input_file(path, "CSV file", DataError)
+            csv_chunks = iter_csv_chunks          # raises ConfigError on a bad mapping now
+            csv_chunks(path, chunk, model=model, **kwargs)
+            rec = cls(lambda: csv_chunks(path, chunk, model=model, **kwargs), path)
+            head = rec.peek(1)
+            if whole_if_irregular and head and irregular(head[0].t):    # resampled whole
+                return cls.from_dataset(load_dataset(path, model=model, **kwargs), model)
+        else:
+            return cls.from_dataset(load_dataset(path, model=model, **kwargs), model)
+        rec.cache_key = _file_key(path, chunk)
+        return rec
 
     @classmethod
     def from_chunks(cls, chunks, name="chunks"):

@@ -1,0 +1,285 @@
+"""Dask scaling of ``identify`` and ``montecarlo`` (issue #29), everything in one run.
+
+    OPENBLAS_NUM_THREADS=1 PYTHONPATH=$PWD python benchmarks/dask_scaling.py [--quick]
+        [--keep DIR] [--only identify montecarlo]
+
+``identify``: 4 recordings of the 20-minute 1 kHz elastic PUMA recording
+(``benchmarks/elastic_20min.py`` makes it; each a differently rotated cut, the files are
+made once and reused with ``--keep``), ``identify --robot puma560_elastic`` (the command, a
+fresh process each) with 1 process, a local cluster of 2 workers (``--workers 2``) and an
+external ``dask scheduler`` + ``dask worker --nworkers 2 --nthreads 1`` (``--scheduler``),
+at two recording sizes (1 M and 100 k samples; ``--quick``: 200 k and 20 k). Printed per
+run: wall time, the speed-up against 1 process (wall), the CPU time of every process of
+the run (the client, each worker; sampled from ``/proc`` by psutil until it ends, so
+per-worker figures are exact up to the last 0.1 s) and the **CPU critical path**
+(client CPU + the busiest worker's CPU: the wall time the run needs when each process has
+a core of its own) with its speed-up ``1-process CPU / critical path`` -- the figure that
+does not depend on what else runs on a shared machine -- and whether the estimates are
+the same bit for bit (results.yaml, every base parameter). The **break-even size** is
+where the 2-worker and the 1-process lines (wall = a + b * samples, fitted through the two
+sizes) cross, in wall time and in the CPU critical path.
+
+``montecarlo``: ``montecarlo --robot szabo_3dof --runs 100`` with 1 and 2 workers (local
+cluster), whole commands and the same CPU accounting; identical output checked byte by
+byte.
+
+The load average is printed beside every run: wall-time speed-ups on a machine whose cores
+are busy with other work measure the machine, not the code.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+ENV = dict(os.environ, PYTHONPATH=str(ROOT), OPENBLAS_NUM_THREADS="1")
+#: identify's exit code 3 (an error diagnostic in the result, written with --force) still
+#: measured a whole run.
+OK = (0, 3)
+
+
+def load():
+    return f"load {os.getloadavg()[0]:.1f}"
+
+
+def watch(proc, extra=()):
+    """Wait for ``proc``; CPU seconds (user + system) of it and of each of its descendants
+    (and of the processes ``extra``), sampled every 0.1 s from /proc: {pid: (name, cpu)}."""
+    import psutil
+    seen = {}
+    root = psutil.Process(proc.pid)
+
+    def sample():
+        procs = [root] + list(extra)
+        try:
+            procs += root.children(recursive=True)
+        except psutil.Error:
+            pass
+        for p in procs:
+            try:
+                with p.oneshot():
+                    t = p.cpu_times()
+                    cmd = " ".join(p.cmdline()[-3:])[-60:]
+                seen[p.pid] = (cmd, t.user + t.system)
+            except psutil.Error:
+                pass
+    while proc.poll() is None:
+        sample()
+        time.sleep(0.1)
+    return seen
+
+
+def run(args, extra=(), ok=OK):
+    """``python ARGS`` in a fresh process: wall [s], CPU of its own process [s] and of every
+    other process watched ({pid: (name, cpu)}), exit code."""
+    t0 = time.perf_counter()
+    with tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen([sys.executable, *map(str, args)], stdout=subprocess.DEVNULL,
+                                stderr=err, text=True, env=ENV)
+        seen = watch(proc, extra)
+        _, status, usage = os.wait4(proc.pid, 0) if proc.returncode is None else (0, 0, None)
+        wall = time.perf_counter() - t0
+        rc = proc.returncode if proc.returncode is not None else \
+            os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        text = err.read()
+    if rc not in ok:
+        raise SystemExit(f"{' '.join(map(str, args))} failed ({rc}):\n{text[-3000:]}")
+    own = seen.pop(proc.pid, ("", 0.0))[1]
+    return {"wall": wall, "client": own, "others": seen}
+
+
+def estimates(path):
+    import yaml
+    doc = yaml.safe_load(Path(path).read_text())
+    return {e["name"]: e["estimate"] for e in doc["base_parameters"]}
+
+
+def recordings(tmp, samples, n_files=4):
+    """4 rotated cuts of the 20-minute elastic PUMA recording, ``samples`` each."""
+    from dataclasses import replace
+
+    import elastic_20min
+
+    from robot_identification.data import load_dataset
+    paths = [tmp / f"dask_{samples}_{k}.npz" for k in range(n_files)]
+    if all(p.exists() for p in paths):
+        return paths
+    source = tmp / "puma560_elastic_20min.npz"
+    if not source.exists():
+        elastic_20min.phase_generate(source, 20.0)
+    ds = load_dataset(source)
+    for k, p in enumerate(paths):
+        shift = 2500 * k        # a quarter of the 10-s period per file: different recordings
+        cut = {key: np.roll(getattr(ds, key), -shift, axis=0)[:samples]
+               for key in ("q", "theta", "tau")}
+        replace(ds, t=ds.t[:samples], **cut).save_npz(p)
+    return paths
+
+
+class ExternalCluster:
+    """``dask scheduler`` + ``dask worker --nworkers 2 --nthreads 1`` (fresh processes)."""
+
+    def __init__(self, tmp, n=2):
+        import psutil
+        dask = str(Path(sys.executable).parent / "dask")
+        sched_file = tmp / "scheduler.json"
+        sched_file.unlink(missing_ok=True)
+        self.procs = [subprocess.Popen([dask, "scheduler", "--port", "0", "--no-dashboard",
+                                        "--scheduler-file", str(sched_file)], env=ENV,
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+        for _ in range(1200):
+            if sched_file.exists() and sched_file.stat().st_size:
+                break
+            time.sleep(0.1)
+        self.address = json.loads(sched_file.read_text())["address"]
+        self.procs.append(subprocess.Popen(
+            [dask, "worker", "--nworkers", str(n), "--nthreads", "1", "--no-dashboard",
+             "--preload", "robot_identification.identification",
+             "--scheduler-file", str(sched_file)], env=ENV, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL))
+        from distributed import Client
+        with Client(self.address, timeout=120) as c:
+            c.wait_for_workers(n, timeout=300)
+        self.watched = []
+        for p in self.procs:
+            root = psutil.Process(p.pid)
+            self.watched += [root] + root.children(recursive=True)
+
+    def cpu(self):
+        """{pid: cpu seconds} of the scheduler, nannies and workers now."""
+        out = {}
+        for p in self.watched:
+            try:
+                t = p.cpu_times()
+                out[p.pid] = t.user + t.system
+            except Exception:  # noqa: BLE001 - psutil.Error: gone
+                pass
+        return out
+
+    def close(self):
+        for p in reversed(self.procs):
+            p.terminate()
+            p.wait(timeout=120)
+
+
+def describe(r, base_cpu=None, before=None):
+    """Text of one run: wall, client CPU, each worker's CPU, the CPU critical path."""
+    others = {pid: cpu - (before or {}).get(pid, 0.0) for pid, (_, cpu) in r["others"].items()}
+    busy = sorted((c for c in others.values() if c > 0.05), reverse=True)
+    path = r["client"] + (busy[0] if busy else 0.0)
+    r["critical"] = path
+    text = f"wall {r['wall']:.1f} s, client CPU {r['client']:.1f} s"
+    if busy:
+        text += f", other processes' CPU {', '.join(f'{c:.1f}' for c in busy)} s"
+        text += f", CPU critical path {path:.1f} s"
+    return text
+
+
+def section_identify(args, tmp):
+    sizes = (200_000, 20_000) if args.quick else (1_000_000, 100_000)
+    fits = {}
+    for samples in sizes:
+        paths = recordings(tmp, samples)
+        common = ["-m", "robot_identification.cli", "identify", "--robot", "puma560_elastic",
+                  "--quiet", "--force", "--data", *paths]
+        res = {}
+        print(f"identify, 4 x {samples} samples (puma560_elastic, .npz):", flush=True)
+        r = run([*common, "--output", tmp / "d1.yaml"])
+        print(f"  1 process: {describe(r)} ({load()})", flush=True)
+        res["1 process"] = r
+        r = run([*common, "--workers", "2", "--output", tmp / "d2.yaml"])
+        print(f"  local cluster, 2 workers: {describe(r)} ({load()})", flush=True)
+        res["local cluster"] = r
+        cluster = ExternalCluster(tmp)
+        try:
+            before = cluster.cpu()
+            r = run([*common, "--scheduler", cluster.address, "--output", tmp / "d3.yaml"],
+                    extra=cluster.watched)
+            print(f"  external scheduler, 2 workers: {describe(r, before=before)} "
+                  f"({load()})", flush=True)
+            res["external scheduler"] = r
+        finally:
+            cluster.close()
+        ref = estimates(tmp / "d1.yaml")
+        same = {f: estimates(tmp / f) == ref for f in ("d2.yaml", "d3.yaml")}
+        one = res["1 process"]
+        for name in ("local cluster", "external scheduler"):
+            r = res[name]
+            print(f"  {name}: speed-up {one['wall'] / r['wall']:.2f} (wall), "
+                  f"{one['critical'] / r['critical']:.2f} (1-process CPU / CPU critical "
+                  f"path; target >= 1.6)", flush=True)
+        print(f"  estimates bit-identical to 1 process: local cluster {same['d2.yaml']}, "
+              f"external scheduler {same['d3.yaml']}", flush=True)
+        fits[samples] = {k: (v["wall"], v["critical"]) for k, v in res.items()}
+    lo, hi = sorted(sizes)
+    for name in ("local cluster", "external scheduler"):
+        for k, what in ((0, "wall"), (1, "CPU critical path")):
+            b1 = (fits[hi]["1 process"][k] - fits[lo]["1 process"][k]) / (hi - lo)
+            a1 = fits[lo]["1 process"][k] - b1 * lo
+            b2 = (fits[hi][name][k] - fits[lo][name][k]) / (hi - lo)
+            a2 = fits[lo][name][k] - b2 * lo
+            if b1 > b2 and a2 > a1:
+                be = f"{(a2 - a1) / (b1 - b2) * 4:,.0f} samples in all (4 recordings)"
+            elif a2 <= a1 and b2 <= b1:
+                be = "none: 2 workers are faster at both sizes"
+            else:
+                be = "none: 2 workers are not faster per sample"
+            print(f"break-even, {name} vs 1 process ({what}, lines through 4 x {lo} and "
+                  f"4 x {hi}): {be}", flush=True)
+
+
+def section_montecarlo(args, tmp):
+    common = ["-m", "robot_identification.cli", "montecarlo", "--robot", "szabo_3dof",
+              "--sigma", "0.5", "0.3", "0.7", "--quiet", "--force"]
+    for runs in ((100,) if args.quick else (100, 400)):
+        r1 = run([*common, "--runs", runs, "--workers", "1", "--output", tmp / "mc1.yaml"],
+                 ok=(0,))
+        print(f"montecarlo szabo_3dof {runs} runs, 1 worker: {describe(r1)} ({load()})",
+              flush=True)
+        r2 = run([*common, "--runs", runs, "--workers", "2", "--output", tmp / "mc2.yaml"],
+                 ok=(0,))
+        print(f"montecarlo szabo_3dof {runs} runs, 2 workers: {describe(r2)} ({load()})",
+              flush=True)
+        same = (tmp / "mc1.yaml").read_text().split("written")[0] == \
+            (tmp / "mc2.yaml").read_text().split("written")[0]
+        print(f"  speed-up {r1['wall'] / r2['wall']:.2f} (wall), "
+              f"{r1['critical'] / r2['critical']:.2f} (CPU critical path; target >= 1.6); "
+              f"identical output: {same}", flush=True)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true",
+                    help="smaller recordings (200 k and 20 k samples), 100 runs only")
+    ap.add_argument("--only", nargs="+", choices=("identify", "montecarlo"),
+                    default=["identify", "montecarlo"])
+    ap.add_argument("--keep", metavar="DIR", help="keep (and reuse) the generated recordings")
+    args = ap.parse_args(argv)
+    tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="ri_dask_"))
+    tmp.mkdir(parents=True, exist_ok=True)
+    print(f"Dask scaling, {load()}, {os.cpu_count()} CPUs", flush=True)
+    try:
+        for name in ("identify", "montecarlo"):
+            if name in args.only:
+                globals()[f"section_{name}"](args, tmp)
+    finally:
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
