@@ -8,6 +8,7 @@ worker process: the per-sample pinocchio loop holds the GIL) or an existing sche
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import logging
 
@@ -150,7 +151,6 @@ def tune_worker_memory():
         return
     _tuned.append(True)
     try:
-        import ctypes
         libc = ctypes.CDLL("libc.so.6")
         libc.mallopt(_M_MMAP_THRESHOLD, 32 << 20)
         libc.mallopt(_M_TRIM_THRESHOLD, 64 << 20)
