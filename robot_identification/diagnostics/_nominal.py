@@ -164,6 +164,49 @@ def _offset_nominal(model, st, k, off):
     return np.tensordot(_offset_weights(off), bases[k], axes=1)
 
 
+def _offset_fits(model, st, meas, dq, k, offsets):
+    """:func:`_fit` of ``meas`` on the URDF torque with joint k's position offset by each
+    of ``offsets`` [rad]: list of (e (n,), c (n,)), or None where the torque is not
+    interpolated (:func:`_offset_nominal`) or a fit is degenerate.
+
+    The same least squares, all offsets at once: the fixed columns [sign(dq_j), dq_j, 1] of
+    every joint are projected out once (orthonormal basis from their SVD, lstsq's cut-off),
+    so the scale c_j of the nominal column x_j is (x_j^r . y_j^r) / |x_j^r|^2 with ^r the
+    residuals of that projection (Frisch-Waugh-Lovell) and the fitted residual y_j^r - c_j
+    x_j^r; x_j^r is linear in the interpolation weights, so the 5 nodes' torques are
+    projected instead of each offset's."""
+    _offset_nominal(model, st, k, 0.0)                 # the nodes (or no interpolation)
+    basis = st["offset_basis"][k]
+    if basis is None:
+        return None
+    if "fixed_projection" not in st:
+        Z = np.stack([np.sign(dq).T, dq.T, np.ones_like(dq.T)], axis=-1)     # (n, N, 3)
+        u, sv, _ = np.linalg.svd(Z, full_matrices=False)
+        keep = sv > np.finfo(float).eps * max(Z.shape[1], 3) * sv[:, :1]
+        Q = u * keep[:, None, :]
+        y = np.ascontiguousarray(meas.T)
+        yr = y - np.einsum("jnr,jr->jn", Q, np.einsum("jnr,jn->jr", Q, y))
+        sst = np.sum((y - y.mean(axis=1, keepdims=True)) ** 2, axis=1)
+        st["fixed_projection"] = (Q, yr, sst, meas, dq)
+    Q, yr, sst, m0, d0 = st["fixed_projection"]
+    if m0 is not meas or d0 is not dq:
+        return None
+    B = np.ascontiguousarray(basis.transpose(2, 0, 1))                     # (n, 5, N)
+    Br = B - np.matmul(np.matmul(B, Q), Q.transpose(0, 2, 1))
+    W = np.stack([_offset_weights(o) for o in offsets])                    # (K, 5)
+    Xr = np.matmul(W[None], Br)                                            # (n, K, N)
+    den = np.sum(Xr * Xr, axis=2)
+    x2 = np.sum(np.matmul(W[None], B) ** 2, axis=2)
+    if not np.all(den > 1e-20 * x2):
+        return None           # a nominal column in the span of the fixed ones: lstsq's
+    c = np.matmul(Xr, yr[:, :, None])[..., 0] / den                       # (n, K)
+    res = yr[:, None, :] - c[..., None] * Xr
+    with np.errstate(invalid="ignore", divide="ignore"):
+        e = np.where(sst[:, None] > 0, np.sqrt(np.sum(res * res, axis=2)
+                                               / np.where(sst > 0, sst, 1.0)[:, None]), np.nan)
+    return [(e[:, i], c[:, i]) for i in range(len(offsets))]
+
+
 def _offset_weights(off):
     """Weights of the 5 nodes of :data:`_OFFSET_NODES` for the value at ``off`` [rad] of a
     trigonometric polynomial of degree 2 (Dirichlet kernel)."""
@@ -589,7 +632,9 @@ def _alternatives(model, st, meas, use, names):
         return _score(e_alt, c_alt, use), e_alt, c_alt, nom_o
 
     for k in range(n):
-        scores = [at(k, off)[0] for off in grid]
+        fits = _offset_fits(model, st, meas, dq, k, grid)
+        scores = ([_score(e_alt, c_alt, use) for e_alt, c_alt in fits] if fits is not None
+                  else [at(k, off)[0] for off in grid])
         i = int(np.argmin(scores))
         off = grid[i]
         if 0 < i < len(grid) - 1:
