@@ -14,7 +14,7 @@ from robot_identification.errors import ConfigError
 from robot_identification.identifiability import base_parameters
 from robot_identification.identification import (
     Recording, recording_normal_equations, solve)
-from robot_identification.identification._engine import settings_window
+from robot_identification.identification._engine import reversal_window_samples
 from robot_identification.model import parse_robot_config
 
 FS = 200.0
@@ -31,17 +31,17 @@ def test_config_reversal_window_auto_number_and_errors():
             parse_robot_config(cfg)
 
 
-def test_settings_window_auto_is_the_filter_settling_time():
+def test_reversal_window_auto_is_the_filter_settling_time():
     model = make_model("rigid", prismatic=False)
     s = replace(model.config.identification, cutoff_hz=5.0, filter_order=4)
     x = np.r_[np.zeros(400), np.ones(400)]
     sos = scipy.signal.butter(4, 5.0, fs=FS, output="sos")
     late = np.flatnonzero(np.abs(scipy.signal.sosfiltfilt(sos, x) - x) > 0.05)
-    assert settings_window(s, FS) == max(400 - late.min(), late.max() - 400 + 1)
-    assert settings_window(replace(s, reversal_window=0.05), FS) == 10
-    assert settings_window(replace(s, reversal_window=0.0), FS) == 0
+    assert reversal_window_samples(s, FS) == max(400 - late.min(), late.max() - 400 + 1)
+    assert reversal_window_samples(replace(s, reversal_window=0.05), FS) == 10
+    assert reversal_window_samples(replace(s, reversal_window=0.0), FS) == 0
     with pytest.raises(ConfigError, match="reversal_window"):
-        settings_window(replace(s, reversal_window=-1.0), FS)
+        reversal_window_samples(replace(s, reversal_window=-1.0), FS)
 
 
 def test_shorter_window_keeps_more_rows_and_is_recorded():

@@ -170,7 +170,7 @@ def reversal_window(fs, cutoff_hz, order, tolerance=SETTLE_TOLERANCE):
     return int(max(half - bad.min(), bad.max() - half + 1)) if bad.size else 0
 
 
-def settings_window(settings, fs):
+def reversal_window_samples(settings, fs):
     """Samples on each side of a reversal or stop whose friction rows are dropped with a
     zero-phase Butterworth filter: ``settings.reversal_window`` [s] x ``fs`` [Hz] rounded,
     or with ``auto`` the filter's settling time (:func:`reversal_window`).
@@ -395,7 +395,7 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
     # stops (zero-phase Butterworth: its settling time; FIR banks: their window)
     rev = None
     if pre.name == "butterworth" and s.cutoff_hz is not None:
-        window = settings_window(s, fs)
+        window = reversal_window_samples(s, fs)
         rev = ReversalWindow(model, int(np.ceil(window / s.decimate)), s.stop_velocity)
     elif pre.name != "butterworth":
         before, after = fir_reversal_window(pre.bank, s.decimate)
@@ -410,8 +410,8 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
         if k < 1 or k * int(s.decimate) != int(s2.decimate):
             raise ValueError(f"also: decimate {s2.decimate} is no multiple of {s.decimate}")
         if pre.name == "butterworth" and s.cutoff_hz is not None:
-            rev2 = ReversalWindow(model, int(np.ceil(settings_window(s, fs) / s2.decimate)),
-                                  s2.stop_velocity)
+            rows = reversal_window_samples(s, fs)
+            rev2 = ReversalWindow(model, int(np.ceil(rows / s2.decimate)), s2.stop_velocity)
         elif pre.name != "butterworth":
             before, after = fir_reversal_window(pre.bank, s2.decimate)
             rev2 = ReversalWindow(model, before, s2.stop_velocity, ahead=after)
