@@ -9,11 +9,16 @@ per-recording check (``recording_summary``):
 - correct data: count the draws with an error-severity ``torque_sign`` or ``joints_swapped``
   finding (target 0);
 - each joint reversed in turn (its q, dq, ddq and torque negated): ``named`` when every
-  error-severity finding is ``torque_sign`` and names a reading with that joint, ``wrong`` when
-  an error names anything else (another joint, a swap), ``missed`` when no error (a note or
-  nothing). ``observable``: the reversal changes the URDF's torques by >= 8 x the URDF's own
-  error on that motion on some joint (max_j effect_j / (cad_j + 0.05), both as std over the
-  joint's measured torque std), as in test/test_reversal_property.py.
+  error-severity finding is a ``torque_sign`` naming that joint alone, ``tied`` when it names
+  it among readings the data explain equally ("joint2 or joint3"), ``wrong`` when an error
+  names anything else (another joint, a swap), ``undetermined`` when there is no error and the
+  note ``direction_undetermined`` names the joint (the data cannot tell its direction: an
+  honest answer), ``missed`` when neither. ``observable``: the reversal changes the URDF's
+  torques by >= 8 x the URDF's own error on that motion on some joint (max_j effect_j /
+  (cad_j + 0.05), both as std over the joint's measured torque std);
+- one pair of adjacent joints swapped per draw (q, dq, ddq and torque columns; the pair
+  cycles with the draw): ``named`` / ``tied`` / ``wrong`` / ``missed`` as above with
+  ``joints_swapped`` naming the pair.
 
     PYTHONPATH=$PWD OPENBLAS_NUM_THREADS=1 python benchmarks/cad_error_reversals.py \\
         [--draws 20] [--arms ur10e,puma560,arm7]
@@ -33,6 +38,7 @@ ARMS = {"ur10e": {"name": "ur10e"}, "puma560": {"name": "puma560"},
         "arm7": {"config": REPO / "test" / "arm7.yaml"}}
 OBSERVABLE = 8.0
 CODES = ("torque_sign", "joints_swapped")
+NOTES = ("direction_undetermined",)
 
 
 def rigid_torque(model, q, dq, ddq):
@@ -67,23 +73,51 @@ def observability(nominal, true, ds, k):
 def findings(model, ds):
     from robot_identification.diagnostics import recording_summary
     return [(d.code, d.subject, d.severity) for d in recording_summary(model, ds)["diagnostics"]
-            if d.code in CODES]
+            if d.code in CODES + NOTES]
 
 
 def verdict(found, joint):
+    """named: every error is a ``torque_sign`` naming that joint alone; tied: naming it among
+    other readings the data explain equally; wrong: an error naming anything else;
+    undetermined: no error, a ``direction_undetermined`` note names the joint; missed: none."""
+    errors = [(c, s) for c, s, sev in found if sev == "error"]
+    if not errors:
+        if any(c in NOTES and joint in s.split(", ") for c, s, _ in found):
+            return "undetermined"
+        return "missed"
+    if all(c == "torque_sign" and s == joint for c, s in errors):
+        return "named"
+    if all(c == "torque_sign" and joint in s.split(" or ") for c, s in errors):
+        return "tied"
+    return "wrong"
+
+
+def swap_verdict(found, a, b):
+    """named: every error is a ``joints_swapped`` naming that pair (alone: named, among
+    others: tied); wrong: an error naming anything else; missed: no error."""
     errors = [(c, s) for c, s, sev in found if sev == "error"]
     if not errors:
         return "missed"
-    if all(c == "torque_sign" and joint in s.split(" or ") for c, s in errors):
+    pair = f"{a} and {b}"
+    if all(c == "joints_swapped" and s == pair for c, s in errors):
         return "named"
+    if all(c == "joints_swapped" and pair in s.split(" or ") for c, s in errors):
+        return "tied"
     return "wrong"
+
+
+def swapped(ds, k, m):
+    p = np.arange(ds.q.shape[1])
+    p[[k, m]] = p[[m, k]]
+    return replace(ds, **{a: getattr(ds, a)[:, p] for a in ("q", "dq", "ddq", "tau")
+                          if getattr(ds, a) is not None})
 
 
 def study(arm, draws, tmp, log=print):
     from robot_identification.model import cad_error_urdf, load_robot
     from robot_identification.simulation import simulate
     nominal = load_robot(**ARMS[arm])
-    clean_errors, counts, wrong = 0, {}, []
+    clean_errors, counts, wrong, swaps = 0, {}, [], {}
     for draw in range(draws):
         path = Path(tmp) / f"{arm}_{draw}.urdf"
         path.write_text(cad_error_urdf(nominal.urdf_xml, np.random.default_rng(draw)))
@@ -98,12 +132,20 @@ def study(arm, draws, tmp, log=print):
             v = verdict(found, joint)
             counts[(obs, v)] = counts.get((obs, v), 0) + 1
             if v == "wrong":
-                wrong.append((draw, joint, found))
+                wrong.append((draw, f"{joint} reversed", found))
             row.append(f"{v[0]}{'*' if obs else ''}")
+        # a swapped pair: adjacent joints, the pair cycling with the draw
+        a = draw % (nominal.n - 1)
+        names = nominal.joint_names
+        found = findings(nominal, swapped(ds, a, a + 1))
+        sv = swap_verdict(found, names[a], names[a + 1])
+        swaps[sv] = swaps.get(sv, 0) + 1
+        if sv == "wrong":
+            wrong.append((draw, f"{names[a]}/{names[a + 1]} swapped", found))
         log(f"  {arm} draw {draw:2d}: correct data {errs or 'no error'}; reversed "
-            f"{' '.join(row)}")
+            f"{' '.join(row)}; {names[a]}/{names[a + 1]} swapped: {sv}")
         sys.stdout.flush()
-    return nominal, clean_errors, counts, wrong
+    return nominal, clean_errors, counts, wrong, swaps
 
 
 def main(argv=None):
@@ -114,23 +156,28 @@ def main(argv=None):
     tmp = tempfile.mkdtemp()
     summary = []
     for arm in args.arms.split(","):
-        nominal, clean, counts, wrong = study(arm, args.draws, tmp)
-        summary.append((arm, nominal, clean, counts, wrong))
-    print(f"{args.draws} CAD-error draws per arm; reversal verdicts over draws x joints "
-          f"(n = named, w = wrong, m = missed; * observable >= {OBSERVABLE:g}x the CAD error)")
-    for arm, nominal, clean, counts, wrong in summary:
+        summary.append((arm, *study(arm, args.draws, tmp)))
+    print(f"{args.draws} CAD-error draws per arm. Reversal verdicts over draws x joints (n "
+          f"named alone, t named among readings the data explain equally, w wrong, u no "
+          f"error and the note 'direction cannot be determined', m missed: no error, no "
+          f"note; * observable: >= {OBSERVABLE:g}x the CAD error in the URDF's torque)")
+    kinds = ("named", "tied", "wrong", "undetermined", "missed")
+    print("| arm | correct data: error torque_sign/joints_swapped | reversed: "
+          + " | ".join(kinds) + " | observable ones named (alone or tied) | swapped pair: "
+          + " / ".join(kinds[:3] + kinds[4:]) + " |")
+    print("|---" * 9 + "|")
+    for arm, nominal, clean, counts, wrong, swaps in summary:
+        tot = {k: sum(v for (o, kd), v in counts.items() if kd == k) for k in kinds}
         obs = sum(v for (o, _), v in counts.items() if o)
-        named_obs = counts.get((True, "named"), 0)
+        named_obs = counts.get((True, "named"), 0) + counts.get((True, "tied"), 0)
         total = sum(counts.values())
-        named = named_obs + counts.get((False, "named"), 0)
-        n_wrong = counts.get((True, "wrong"), 0) + counts.get((False, "wrong"), 0)
-        print(f"{arm} ({nominal.n} joints): correct data with an error-severity "
-              f"torque_sign/joints_swapped: {clean}/{args.draws}; reversed joint named "
-              f"{named}/{total} ({100 * named / total:.0f} %), of the observable ones "
-              f"{named_obs}/{obs} ({100 * named_obs / max(obs, 1):.0f} %); wrongly named "
-              f"{n_wrong}; missed (no error) {total - named - n_wrong}")
-        for draw, joint, found in wrong:
-            print(f"    wrong: draw {draw} {joint} reversed -> {found}")
+        print(f"| {arm} ({nominal.n} joints) | {clean} / {args.draws} | "
+              + " | ".join(f"{tot[k]}" for k in kinds)
+              + f" (of {total}) | {named_obs} / {obs} | "
+              + " / ".join(str(swaps.get(k, 0)) for k in kinds[:3] + kinds[4:]) + " |")
+    for arm, nominal, clean, counts, wrong, swaps in summary:
+        for draw, what, found in wrong:
+            print(f"    {arm} wrong: draw {draw} {what} -> {found}")
     return 0
 
 

@@ -1,14 +1,19 @@
-"""Property test of the reversal check (``torque_sign``, robot_identification.diagnostics
-._nominal) over arms and joints, on data of an arm that differs from its URDF (a CAD-error
-draw: masses x exp(0.2 N(0,1)), centres of mass moved by 2 cm N(0,1) per axis, principal
-inertias x exp(0.3 N(0,1))), simulated by our simulator and checked against the URDF:
+"""Property test of the reversal and swap checks (``torque_sign``, ``joints_swapped``,
+``direction_undetermined``; robot_identification.diagnostics._nominal and ._refit) over arms,
+joints and pairs, on data of an arm that differs from its URDF (a CAD-error draw: masses
+x exp(0.2 N(0,1)), centres of mass moved by 2 cm N(0,1) per axis, principal inertias
+x exp(0.3 N(0,1))), simulated by our simulator and checked against the URDF:
 
 - the data as recorded: no error-severity ``torque_sign`` or ``joints_swapped``;
-- one joint's direction reversed (q, dq, ddq and torque negated): an error is always a
-  ``torque_sign`` naming a reading with that joint (never a swap), and where the reversal
-  changes the URDF's torques by at least 8 x the URDF's own error on that motion (observable
-  beyond the CAD error; the 20-draw study, benchmarks/cad_error_reversals.py, also reports
-  the weaker cases) the reversed joint is named.
+- one joint's direction reversed (q, dq, ddq and torque negated): never a wrong name and
+  never silence - either an error ``torque_sign`` naming that joint (alone, or among readings
+  the data explain equally) or, without an error, the note ``direction_undetermined`` naming
+  it (the data cannot tell its direction);
+- two adjacent joints' columns exchanged: never an error naming anything but that pair (the
+  study names the pair in 58 of 60 draws; puma560's wrist pairs can go unseen: their columns
+  barely change the torques).
+
+The 20-draw study over every joint and a pair per draw is benchmarks/cad_error_reversals.py.
 """
 import sys
 from pathlib import Path
@@ -21,7 +26,7 @@ from robot_identification.simulation import simulate
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from cad_error_reversals import (  # noqa: E402
-    ARMS, CODES, OBSERVABLE, observability, reversed_joint)
+    ARMS, findings, reversed_joint, swap_verdict, swapped, verdict)
 
 _MODELS = {}
 
@@ -32,28 +37,23 @@ def _nominal(arm):
     return _MODELS[arm]
 
 
-def _signs(model, ds):
-    from robot_identification.diagnostics import recording_summary
-    return [d for d in recording_summary(model, ds)["diagnostics"] if d.code in CODES]
-
-
-@settings(max_examples=5, deadline=None, derandomize=True,
+@settings(max_examples=4, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(arm=st.sampled_from(sorted(ARMS)), draw=st.integers(0, 10_000),
        joint=st.integers(0, 6))
-def test_reversal_is_named_and_correct_data_raise_no_error(arm, draw, joint, tmp_path):
+def test_reversal_and_swap_are_named_and_correct_data_raise_no_error(arm, draw, joint,
+                                                                     tmp_path):
     nominal = _nominal(arm)
     k = joint % nominal.n
+    names = nominal.joint_names
     urdf = tmp_path / f"{arm}_{draw}.urdf"
     urdf.write_text(cad_error_urdf(nominal.urdf_xml, np.random.default_rng(draw)))
     true = load_robot(**ARMS[arm], urdf=urdf)
     ds = simulate(true, seed=draw % 100, derivatives=True)
-    assert not [d for d in _signs(nominal, ds) if d.severity == "error"]
-    found = _signs(nominal, reversed_joint(ds, k))
-    errors = [d for d in found if d.severity == "error"]
-    name = nominal.joint_names[k]
-    assert all(d.code == "torque_sign" and name in d.subject.split(" or ")
-               for d in errors), (found, name)
-    ratio = observability(nominal, true, ds, k)
-    if ratio >= OBSERVABLE:     # beyond the CAD error
-        assert errors, (found, name, ratio)
+    clean = findings(nominal, ds)
+    assert not [f for f in clean if f[2] == "error"], clean
+    found = findings(nominal, reversed_joint(ds, k))
+    assert verdict(found, names[k]) in ("named", "tied", "undetermined"), (found, names[k])
+    a = k if k < nominal.n - 1 else k - 1
+    found = findings(nominal, swapped(ds, a, a + 1))
+    assert swap_verdict(found, names[a], names[a + 1]) != "wrong", found

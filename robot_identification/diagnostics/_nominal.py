@@ -21,7 +21,9 @@ body (its mass and first moments fitted with all joints together) - and the one 
 the data is named: score sum_k e_k^2 + log(c_k / median c)^2 over those joints at most a
 third of the recorded one, every such joint then fitted with e_k <= 0.5. A common scale of
 all joints outside [1/3, 3] tells torques in other units or motor currents; one joint's
-scale, its gear ratio or drive gain.
+scale, its gear ratio or drive gain. Reversals and swaps are then decided first by a refit of
+every parameter, compared on held-out data (:mod:`robot_identification.diagnostics._refit`,
+:func:`_decide`).
 """
 from __future__ import annotations
 
@@ -29,6 +31,8 @@ import numpy as np
 
 from robot_identification.data import uniform_grid
 from robot_identification.diagnostics._diagnostic import Diagnostic
+from robot_identification.diagnostics._refit import (
+    FREE_BAND, FREE_RATIO, FREE_SEPARATION, FREE_TIE, free_readings)
 from robot_identification.errors import DataError
 from robot_identification.regressor import rigid_regressor
 from robot_identification.signal import lowpass_filtfilt
@@ -85,7 +89,7 @@ def _states(model, t, q, tau, dq, band_hz, source=None):
     if idx.shape[0] < MIN_SAMPLES:
         return None
     return {"q": qf[idx], "dq": dqf[idx], "ddq": ddq[idx], "tau": tf[idx],
-            "tau_grid": tf, "idx": idx, "shift": shift, "dt": dt}
+            "tau_grid": tf, "idx": idx, "shift": shift, "dt": dt, "fc": fc}
 
 
 def _nominal_torque(model, q, dq, ddq, params=None):
@@ -260,7 +264,13 @@ def check_against_nominal(model, t, q, tau, dq=None, band_hz=1.0, source="",
     :func:`_check` (a numerical failure of the check, e.g. a singular fit on degenerate
     data, leaves the recording unchecked instead of failing the identification)."""
     try:
-        return _check(model, t, q, tau, dq, band_hz, source, torque_noise)
+        out, info = _check(model, t, q, tau, dq, band_hz, source, torque_noise)
+        if not info:
+            return out, info
+        st = _states(model, np.asarray(t, float), np.asarray(q, float),
+                     np.asarray(tau, float), None if dq is None else np.asarray(dq, float),
+                     FREE_BAND * band_hz, source)
+        return _decide(model, st, out, info, f"{source}: " if source else ""), info
     except (ValueError, ArithmeticError, np.linalg.LinAlgError, DataError):
         return [], {}
 
@@ -715,3 +725,135 @@ def _check_delay(st, nom, use, src):
                   f"normalised residual {zero:.3g} -> {score[i]:.3g}): a delayed torque or "
                   f"current channel, or stamps from another clock? The identification "
                   f"pairs torques and positions of different instants")]
+
+
+#: Findings of the URDF-based check that a reading found by the free refit explains (they
+#: follow from the fault): replaced by that reading.
+_FOLLOWS = ("torque_sign", "joints_swapped", "encoder_offset", "unmodelled_payload",
+            "torque_unexplained")
+
+
+def _reading_text(kind, group, names):
+    who = " and ".join(names[k] for k in group)
+    if kind == "direction":
+        return f"joint {who}: direction reversed (encoder or torque sign against the URDF axis)"
+    if kind == "torque sign":
+        return f"joint {who}: torque sign reversed (the torque or current column's convention)"
+    if kind == "columns swapped":
+        return f"joints {who}: columns swapped (data joint order vs URDF)"
+    return f"joints {who}: torque columns swapped (torque or current columns vs joint order)"
+
+
+def _decide(model, st, out, info, src):
+    """The sign and swap findings decided by the free refit (:mod:`._refit`).
+
+    - A reading whose held-out score is at most :data:`FREE_RATIO` x the recorded one: an
+      error naming it (``torque_sign`` for a reversed direction or torque sign,
+      ``joints_swapped`` for exchanged columns; readings within :data:`FREE_TIE` of the best
+      are all named; a reversal and a swap tied: a ``torque_sign`` warning naming both). It
+      replaces the URDF-based check's findings the fault explains.
+    - Otherwise an error of the URDF-based check stays an error only where the free refit
+      cannot tell its reading from the recorded one (within :data:`FREE_SEPARATION`); where
+      the recorded reading is clearly better it becomes an info note naming both readings.
+    - Joints whose reversal changes the free held-out score by less than
+      :data:`FREE_SEPARATION` x either way and that no error names: one info note
+      ``direction_undetermined`` (the data cannot tell their direction; only the URDF's
+      inertial values could).
+    """
+    if st is None:
+        return out
+    names = list(model.joint_names)
+    n = len(names)
+    dead = {d.subject for d in out if d.code == "torque_dead"}
+    live = np.array([nm not in dead for nm in names])
+    got = free_readings(model, st, live)
+    if got is None:
+        return out
+    rec, readings = got
+    info["free_refit"] = {"recorded": rec, "best": readings[0][0] if readings else None}
+    if not readings or not rec > 1e-9:
+        return out
+    best = readings[0][0]
+    if best <= FREE_RATIO * rec:
+        tied = [r for r in readings if r[0] <= FREE_TIE * best]
+        swaps = [r for r in tied if "swapped" in r[1]]
+        signs = [r for r in tied if "swapped" not in r[1]]
+        numbers = (f"refitted with every parameter free on half of the recording, the model "
+                   f"with that reading explains the other half (held-out score "
+                   f"{rec:.3g} -> {best:.3g})")
+        keep = [d for d in out if d.code not in _FOLLOWS]
+        if not swaps:
+            joints = sorted({k for _, _, g in signs for k in g})
+            kinds = sorted({kd for _, kd, _ in signs})
+            who = " or ".join(names[k] for k in joints)
+            cause = ("the encoder or torque sign against the URDF axis" if kinds == ["direction"]
+                     else "the torque or current column's sign convention"
+                     if kinds == ["torque sign"] else "encoder, axis or torque convention")
+            tie = (f" (the freely refitted model explains the readings {who} equally: one of "
+                   f"them; a symmetry of the arm's kinematics)" if len(joints) > 1 else "")
+            return keep + [_diag(
+                "torque_sign", "error",
+                f"{src}joint {who}: "
+                f"{' or '.join(k + ' reversed' for k in kinds)} ({cause})?{tie}: {numbers}",
+                who)]
+        if not signs:
+            pairs = sorted({g for _, _, g in swaps})
+            who = " or ".join(f"{names[a]} and {names[b]}" for a, b in pairs)
+            kinds = sorted({kd for _, kd, _ in swaps})
+            return keep + [_diag(
+                "joints_swapped", "error",
+                f"{src}joints {who}: {' or '.join(kinds)} (data joint order vs URDF)?: "
+                f"{numbers}", who)]
+        texts = "; or ".join(f"{_reading_text(kd, g, names)} ({sc:.3g})"
+                             for sc, kd, g in tied)
+        subject = " or ".join(" and ".join(names[k] for k in g) for _, _, g in tied)
+        return keep + [_diag(
+            "torque_sign", "warning",
+            f"{src}readings that explain the data about equally (held-out score of a refit "
+            f"with every parameter free, as recorded {rec:.3g}): {texts}; the data cannot "
+            f"tell them apart: check the encoder and torque sign conventions and the column "
+            f"order of these joints", subject)]
+
+    def free_score(d):
+        """Best free score of the readings an URDF-based finding names; None where it names
+        a reading the free refit does not try (joints reversed together: all torques
+        negated is the same free fit with every parameter negated)."""
+        parts = d.subject.split(" or ")
+        if d.code == "joints_swapped":
+            groups = [tuple(sorted(names.index(x) for x in p.split(" and ")))
+                      if all(x in names for x in p.split(" and ")) else None for p in parts]
+            scores = [sc for sc, kd, g in readings if "swapped" in kd and g in groups]
+        else:
+            groups = [(names.index(p),) if p in names else None for p in parts]
+            scores = [sc for sc, kd, g in readings if "swapped" not in kd and g in groups]
+        return min(scores) if scores and None not in groups else None
+
+    result, named = [], set()
+    for d in out:
+        if d.code in ("torque_sign", "joints_swapped") and d.severity == "error":
+            sc = free_score(d)
+            if sc is not None and sc >= FREE_SEPARATION * rec:
+                d = _diag(d.code, "info",
+                          f"{d.message}; but refitted with every parameter free, the data as "
+                          f"recorded explain the held-out half better ({rec:.3g} against "
+                          f"{sc:.3g} with that reading): not an error, only the URDF's "
+                          f"inertial values point at it", d.subject)
+            else:
+                named.update(x for p in d.subject.split(" or ") for x in p.split(" and "))
+        result.append(d)
+    direction = {g[0]: sc for sc, kd, g in readings if kd == "direction"}
+    undetermined = [k for k in range(n) if k in direction and names[k] not in named
+                    and max(direction[k], rec) < FREE_SEPARATION * min(direction[k], rec)]
+    if undetermined:
+        who = ", ".join(names[k] for k in undetermined)
+        scores = ", ".join(f"{names[k]} {direction[k]:.3g}" for k in undetermined)
+        result.append(_diag(
+            "direction_undetermined", "info",
+            f"{src}{'joints' if len(undetermined) > 1 else 'joint'} {who}: the direction "
+            f"cannot be determined from these data: refitted with every parameter free on "
+            f"half of the recording, the model explains the other half about as well with "
+            f"the joint reversed (held-out score as recorded {rec:.3g}, reversed {scores}; "
+            f"the reversed arm moves like a mirrored arm with other inertial parameters); "
+            f"only the URDF's inertial values could tell, a sign error of these joints would "
+            f"go unseen: check their encoder and torque signs with a motion test", who))
+    return result
