@@ -11,7 +11,9 @@ measures, from a client node in this process:
   first and last reference (in sample periods), lost / missing samples the recorder counted,
   the identifier's error diagnostics, and the held-out torque NRMSE of the identified
   parameters beside the core pipeline's on the same trajectory (simulate + identify, no ROS;
-  held-out data: ``simulate(robot, seed=1)``, mean NRMSE over the joints);
+  held-out data: ``simulate(robot, seed=1)``, mean NRMSE over the joints), the CPU the
+  graph's processes used per second of the run (``graph_cpu_cores``) and the excitation's
+  start refusals (``start_refused``: reason -> count; the study retries as a user would);
 - ``kill_controller`` / ``kill_recorder`` / ``kill_robot``: that node SIGKILLed 1 s into the
   excitation; the time [s] until an ERROR naming the loss reaches /diagnostics, and, where the
   robot side can hold (the robot honours the commands' deadline; not when the robot itself
@@ -77,6 +79,19 @@ def descendants(pid):
         found += kids
         frontier = {p for p, _ in kids}
     return found
+
+
+def graph_cpu(pid):
+    """CPU time [s] (user + system) the processes below ``pid`` used so far."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for p, _ in descendants(pid):
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue                    # ended meanwhile
+        total += (int(fields[11]) + int(fields[12])) / tick
+    return total
 
 
 class Client:
@@ -199,6 +214,7 @@ def run_session(robot="puma560", rate=1000.0, scenario="normal", domain=60, busy
         if refused:
             out["start_refused"] = refused
         c.spin_until(lambda: c.active and c.active[-1], 30.0, "excitation active")
+        cpu0, wall0 = graph_cpu(launch.pid), time.monotonic()
         if scenario in KILLED:
             t_on = time.monotonic()
             c.spin_until(lambda: time.monotonic() - t_on > 1.0, 5.0, "1 s of excitation")
@@ -224,6 +240,9 @@ def run_session(robot="puma560", rate=1000.0, scenario="normal", domain=60, busy
             out["runaway_ratio"] = round(c.max_ratio, 3)
             return out
         c.spin_until(lambda: not c.active[-1], 60.0 + 20 * traj.duration, "finished")
+        # CPU the graph's processes used per second of the run [cores]
+        out["graph_cpu_cores"] = round((graph_cpu(launch.pid) - cpu0)
+                                       / (time.monotonic() - wall0), 3)
         stopped = c.call("/recorder/stop")
         out["recorder"] = stopped.message[-300:]
         out["runaway_ratio"] = round(c.max_ratio, 3)
