@@ -45,6 +45,12 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 ENV = dict(os.environ, PYTHONPATH=str(ROOT), OPENBLAS_NUM_THREADS="1")
+#: The external cluster's Dask settings: those of ``--workers`` (``_dask.QUIET``) as
+#: environment variables, as docs/performance.md recommends for ``dask worker``.
+CLUSTER_ENV = dict(ENV, DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED="False",
+                   DASK_DISTRIBUTED__ADMIN__SYSTEM_MONITOR__INTERVAL="5s",
+                   DASK_DISTRIBUTED__WORKER__MEMORY__MONITOR_INTERVAL="1s",
+                   DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL="1s")
 #: identify's exit code 3 (an error diagnostic in the result, written with --force) still
 #: measured a whole run.
 OK = (0, 3)
@@ -138,7 +144,7 @@ class ExternalCluster:
         sched_file = tmp / "scheduler.json"
         sched_file.unlink(missing_ok=True)
         self.procs = [subprocess.Popen([dask, "scheduler", "--port", "0", "--no-dashboard",
-                                        "--scheduler-file", str(sched_file)], env=ENV,
+                                        "--scheduler-file", str(sched_file)], env=CLUSTER_ENV,
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
         for _ in range(1200):
             if sched_file.exists() and sched_file.stat().st_size:
@@ -148,7 +154,7 @@ class ExternalCluster:
         self.procs.append(subprocess.Popen(
             [dask, "worker", "--nworkers", str(n), "--nthreads", "1", "--no-dashboard",
              "--preload", "robot_identification.identification",
-             "--scheduler-file", str(sched_file)], env=ENV, stdout=subprocess.DEVNULL,
+             "--scheduler-file", str(sched_file)], env=CLUSTER_ENV, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL))
         from distributed import Client
         with Client(self.address, timeout=120) as c:
