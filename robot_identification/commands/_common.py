@@ -227,8 +227,13 @@ def open_recordings(paths, model, effort_lag=0.0, measured_velocities=True):
                 rec, why = None, f"rosbag2: {str(exc)[:120]}"
             if rec is not None and not head:
                 raise DataError(f"'{p}' holds no samples")
+            unpaired = 0 if rec is None else (head[-1].metadata or {}).get("unpaired") or 0
             if rec is None:
                 pass
+            elif unpaired > 0.01 * sum(c.t.shape[0] for c in head):
+                rec, why = None, (f"rosbag2: {unpaired} messages of its first chunk without a "
+                                  f"partner of the same stamp (topics stamped apart: "
+                                  f"interpolated whole)")
             elif irregular(concat_chunks(head).t):
                 rec, why = None, "irregular time stamps"
             else:

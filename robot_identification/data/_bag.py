@@ -951,8 +951,8 @@ def iter_bag_chunks(path, chunk: int = 200_000, *, joint_topic=None, motor_topic
             arrays = {k: (v if k == "tau" else v[:-1]) for k, v in arrays.items()}
         meta = dict(meta0, t0=state["t0"])
         meta["duplicates_dropped"] = state["repeats"]     # so far
+        meta["unpaired"] = state["unpaired"]              # so far (all in the last chunk)
         if final:
-            meta["unpaired"] = state["unpaired"]
             meta["other_publisher_messages"] = state["other"]
         return Dataset(t=t - state["t0"], joint_names=state["names"], true_parameters=true,
                        metadata=meta, **arrays)
