@@ -9,9 +9,8 @@ x exp(0.3 N(0,1))), simulated by our simulator and checked against the URDF:
   never silence - either an error ``torque_sign`` naming that joint (alone, or among readings
   the data explain equally) or, without an error, the note ``direction_undetermined`` naming
   it (the data cannot tell its direction);
-- two adjacent joints' columns exchanged: never an error naming anything but that pair (the
-  study names the pair in 58 of 60 draws; puma560's wrist pairs can go unseen: their columns
-  barely change the torques).
+- two adjacent joints' columns exchanged: an error ``joints_swapped`` naming that pair, never
+  a reversal (the study: 60 of 60 draws).
 
 The 20-draw study over every joint and a pair per draw is benchmarks/cad_error_reversals.py.
 """
@@ -56,4 +55,4 @@ def test_reversal_and_swap_are_named_and_correct_data_raise_no_error(arm, draw, 
     assert verdict(found, names[k]) in ("named", "tied", "undetermined"), (found, names[k])
     a = k if k < nominal.n - 1 else k - 1
     found = findings(nominal, swapped(ds, a, a + 1))
-    assert swap_verdict(found, names[a], names[a + 1]) != "wrong", found
+    assert swap_verdict(found, names[a], names[a + 1]) in ("named", "tied"), found
