@@ -622,7 +622,7 @@ def _alternatives(model, st, meas, use, names):
         for m in range(k + 1, n):
             p = np.arange(n)
             p[[k, m]] = p[[m, k]]
-            nom_p = _nominal_torque(model, q[:, p], dq[:, p], ddq[:, p])
+            nom_p = _nominal_of(model, st, ("swap", k, m), q[:, p], dq[:, p], ddq[:, p])
             e_alt, c_alt = _fit(meas[:, p], nom_p, dq[:, p])
             out.append(("joints_swapped", f"joints {names[k]} and {names[m]}: columns "
                         f"swapped (data joint order vs URDF)?", e_alt, c_alt,

@@ -127,6 +127,7 @@ class _RegressorPlan:
         self._drive_maps(model)
         self.linear = self._rotor_maps(model) if elastic else None
         self._kernels = {}
+        self._remapped = {}        # (flat indices, columns) -> remap(), see there
 
     @property
     def kernel(self):
@@ -150,10 +151,16 @@ class _RegressorPlan:
         flat = np.asarray(flat, dtype=int)
         if columns is None:
             return flat
-        new = np.full(self.P, -1)
-        new[list(columns)] = np.arange(len(columns))
-        r, c = np.divmod(flat, self.P)
-        return np.where(new[c] >= 0, r * len(columns) + new[c], -1)
+        key = (flat.shape, flat.tobytes(), columns)
+        out = self._remapped.get(key)
+        if out is None:
+            new = np.full(self.P, -1)
+            new[list(columns)] = np.arange(len(columns))
+            r, c = np.divmod(flat, self.P)
+            out = np.where(new[c] >= 0, r * len(columns) + new[c], -1)
+            out.flags.writeable = False           # shared by the calls with these columns
+            self._remapped[key] = out
+        return out
 
     def _kernel_map(self, columns=None):
         """The compiled kernel's maps: parameter frames, blocks and triplets.
