@@ -27,7 +27,7 @@ from robot_identification.identification._sources import Recording
 PRIOR_WEIGHTS = (0.1, 1.0, 10.0, 100.0, 1000.0, 10000.0)
 
 
-def fold_equations(model, datasets, settings, base, equations):
+def fold_equations(model, datasets, settings, base, equations, summaries=None):
     """Normal equations of each fold's held-out part: one per recording, or the two halves
     (by time) of a single recording.
 
@@ -35,6 +35,10 @@ def fold_equations(model, datasets, settings, base, equations):
     ----------
     datasets : list of Dataset
         The identification recordings, in memory.
+    summaries : list, optional
+        Each recording's ``Recording.summary_cache`` from the engine's pass (per recording
+        folds reuse it: the same data give the same summary, and its diagnostics, among them
+        the free refit of the torque-sign readings, are not computed a second time).
     settings : IdentificationSettings
         Resolved (numbers, not ``auto``).
     base : BaseParameters
@@ -52,8 +56,14 @@ def fold_equations(model, datasets, settings, base, equations):
         ds = parts[0]
         half = ds.t.shape[0] // 2
         parts = [ds.slice(slice(0, half)), ds.slice(slice(half, None))]
-    return [equations(model, Recording.from_dataset(d, model), settings, base=base)
-            for d in parts]
+        summaries = None
+    out = []
+    for k, d in enumerate(parts):
+        rec = Recording.from_dataset(d, model)
+        if summaries is not None:
+            rec.summary_cache = summaries[k]
+        out.append(equations(model, rec, settings, base=base))
+    return out
 
 
 def heldout_score(neq, beta):
@@ -160,7 +170,8 @@ def resolve_prior_weight(model, recordings, settings, estimators=None, prior=Non
     if pri is None:
         return {"prior_weight": 1.0}, None
     try:
-        folds = fold_equations(model, sets, settings, base, equations)
+        folds = fold_equations(model, sets, settings, base, equations,
+                               [getattr(r, "summary_cache", None) for r in recordings])
         gamma, table, nominal = select_prior_weight(model, base, pri, folds)
     except (DataError, ValueError) as exc:       # a fold too short for the filter
         if log:
