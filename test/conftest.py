@@ -271,6 +271,15 @@ def patience(seconds):
     return float(seconds) * PATIENCE
 
 
+def wait_until(ex, cond, what="condition", timeout=30.0, step=0.01):
+    """Spin executor ``ex`` until ``cond()`` is true; fails naming ``what`` after
+    ``patience(timeout)`` s (a readiness wait, no fixed sleep)."""
+    end = time.monotonic() + patience(timeout)
+    while not cond():
+        assert time.monotonic() < end, f"timed out: {what}"
+        ex.spin_once(timeout_sec=step)
+
+
 #: answers of a ``~/start`` service to a repeated request: the first one was carried out
 REPEAT_ANSWERS = ("already running", "already recording")
 

@@ -2,7 +2,7 @@
 controller goes silent is stopped with an ERROR naming it once the silence reaches
 ``heartbeat_timeout`` (PeerWatchdogs: a timer per peer, reset by its messages), and the run
 ends with its last reference point at rest, so that the controller holds the arm at once."""
-import time
+from functools import partial
 
 import pytest
 
@@ -16,7 +16,7 @@ from std_srvs.srv import Trigger  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 pytestmark = pytest.mark.ros
-from conftest import patience, ros_domain_id  # noqa: E402
+from conftest import ros_domain_id, wait_until  # noqa: E402
 DOMAIN_ID = ros_domain_id(157)
 TIMEOUT = 0.3           # s, heartbeat_timeout
 CONTROLLER = "pd_controller: control loop"
@@ -67,11 +67,7 @@ def test_silent_controller_stops_the_run_and_the_reference_rests(context):
     ex.add_node(excitation)
     ex.add_node(peer)
 
-    def spin_until(cond, what, timeout=30.0):
-        end = time.monotonic() + patience(timeout)
-        while not cond():
-            assert time.monotonic() < end, f"timed out: {what}"
-            ex.spin_once(timeout_sec=0.01)
+    spin_until = partial(wait_until, ex)
     try:
         answers = []
         spin_until(lambda: answers.append(excitation.on_start(
@@ -133,11 +129,7 @@ def test_no_run_starts_before_the_recorder_receives_the_states(context, tmp_path
     for n in (excitation, recorder, peer):
         ex.add_node(n)
 
-    def spin_until(cond, what, timeout=30.0):
-        end = time.monotonic() + patience(timeout)
-        while not cond():
-            assert time.monotonic() < end, f"timed out: {what}"
-            ex.spin_once(timeout_sec=0.01)
+    spin_until = partial(wait_until, ex)
 
     def start():
         return excitation.on_start(Trigger.Request(), Trigger.Response())
@@ -194,11 +186,7 @@ def test_trajectory_controller_is_told_to_hold_when_a_run_stops(context):
     ex.add_node(excitation)
     ex.add_node(arm)
 
-    def spin_until(cond, what, timeout=30.0):
-        end = time.monotonic() + patience(timeout)
-        while not cond():
-            assert time.monotonic() < end, f"timed out: {what}"
-            ex.spin_once(timeout_sec=0.01)
+    spin_until = partial(wait_until, ex)
 
     def start():
         answers = []

@@ -3,7 +3,6 @@
 ``~/start``; lifecycle_manager brings them to ``active`` (also when a transition's answer is
 lost, as Fast DDS drops answers to a client it has not matched yet, ros2/rmw_fastrtps#842),
 says so on /diagnostics, and leaves a node deactivated on purpose inactive."""
-import time
 
 import pytest
 
@@ -16,15 +15,12 @@ from rclpy.task import Future  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
 pytestmark = pytest.mark.ros
-from conftest import patience, ros_domain_id  # noqa: E402
+from conftest import ros_domain_id, wait_until  # noqa: E402
 DOMAIN_ID = ros_domain_id(156)
 
 
 def spin_until(ex, cond, timeout=30.0, what="condition"):
-    end = time.monotonic() + patience(timeout)
-    while not cond():
-        assert time.monotonic() < end, f"timed out: {what}"
-        ex.spin_once(timeout_sec=0.02)
+    wait_until(ex, cond, what, timeout, step=0.02)
 
 
 def test_lifecycle_manager_activates_managed_nodes(context, tmp_path):

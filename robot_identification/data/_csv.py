@@ -472,6 +472,28 @@ def _check_rows(path, bad, n_good, opts, sample, needed, t_abs_max):
                         f"needed")
 
 
+def _drive_gains(path, opts, n):
+    """The mapping's ``drive_gains`` (n,) [N*m/A] that turn the current columns into
+    torques.
+
+    Raises
+    ------
+    ConfigError
+        Missing, or not one per joint.
+    """
+    gains = opts.get("drive_gains")
+    if gains is None or len(gains) != n:
+        raise ConfigError(f"CSV '{path}': currents need {n} drive_gains [N*m/A], "
+                          f"got {gains!r}")
+    return np.asarray(gains, dtype=float)
+
+
+def _no_torque(path):
+    """The ConfigError of a column mapping with neither torques nor currents."""
+    return ConfigError(f"CSV '{path}': the column mapping needs 'torque' or 'current' "
+                       f"(or 'joint_torque' for an elastic arm with joint torque sensors)")
+
+
 def _no_rows(path, bad, sample, needed, opts):
     """The DataError of a CSV file without a numeric data row."""
     return DataError(f"CSV '{path}' holds no numeric data rows"
@@ -589,15 +611,10 @@ def read_csv(path, *, preset=None, time=None, position=None, velocity=None, torq
     if opts.get("torque") is not None:
         tau = data[:, _columns(opts["torque"], n, "torque", n_fields)]
     elif opts.get("current") is not None:
-        gains = opts.get("drive_gains")
-        if gains is None or len(gains) != n:
-            raise ConfigError(f"CSV '{path}': currents need {n} drive_gains [N*m/A], "
-                              f"got {gains!r}")
-        gains = np.asarray(gains, dtype=float)
+        gains = _drive_gains(path, opts, n)
         tau = data[:, _columns(opts["current"], n, "current", n_fields)] * gains
     elif elastic["tau_joint"] is None:
-        raise ConfigError(f"CSV '{path}': the column mapping needs 'torque' or 'current' "
-                          f"(or 'joint_torque' for an elastic arm with joint torque sensors)")
+        raise _no_torque(path)
 
     # idle trimming
     pos, vel = (q, dq) if q is not None else (elastic["theta"], elastic["dtheta"])
@@ -796,17 +813,11 @@ def _stream_csv(path, chunk, opts, n, names, roles, needed, whole):
         if opts.get("torque") is not None:
             cols["tau"] = [index[c] for c in _columns(opts["torque"], n, "torque", n_fields)]
         elif opts.get("current") is not None:
-            g = opts.get("drive_gains")
-            if g is None or len(g) != n:
-                raise ConfigError(f"CSV '{path}': currents need {n} drive_gains [N*m/A], "
-                                  f"got {g!r}")
-            gains = np.asarray(g, dtype=float)
+            gains = _drive_gains(path, opts, n)
             cols["tau"] = [index[c] for c in _columns(opts["current"], n, "current",
                                                       n_fields)]
         elif cols["joint_torque"] is None:
-            raise ConfigError(f"CSV '{path}': the column mapping needs 'torque' or 'current' "
-                              f"(or 'joint_torque' for an elastic arm with joint torque "
-                              f"sensors)")
+            raise _no_torque(path)
         else:
             cols["tau"] = None
         use_q = cols["position"] is not None
