@@ -26,12 +26,6 @@ ROS2 = Path(sys.executable).with_name("ros2")
 
 
 @pytest.mark.skipif(not ROS2.exists(), reason="the ros2 command line (ros2launch) is missing")
-# known intermittent fault (issue #24, open): after 8aa8149 fixed the late start (recorder not
-# yet matched to the robot's publisher), a full-suite run on an idle machine (main 5ef5848)
-# gave a bag that began 478 periods BEFORE the excitation's first reference (end +6; complete,
-# 0 lost, NRMSE 0.0829 vs core 0.0826; the excitation's ~/start refused 8 times 'node
-# inactive' first). Rerun once until its cause is found - a second failure is a failure
-@pytest.mark.flaky(reruns=1)
 def test_normal_session_against_the_hardware_like_robot(tmp_path):
     # heartbeat_timeout 2 s: a controller starved for the study's 0.5 s on a loaded machine
     # stops the run (as it should) - this session checks the data path, not the load

@@ -155,6 +155,101 @@ def test_no_run_starts_before_the_recorder_receives_the_states(context, tmp_path
             n.destroy_node()
 
 
+def test_no_run_starts_that_the_recording_would_not_begin_at(context, tmp_path):
+    """Root cause of a bag that began 478 periods (1.9 s) before its run against the
+    hardware-like robot (once, a full-suite run on the idle machine): the recorder had heard of
+    no excitation publisher (its status, or a publisher of the reference topic) within its
+    first second of states - DDS discovery of that publisher was late - and wrote from its
+    ~/start on; the run started 1.9 s later. Reproduced here by making the recorder deaf to
+    the excitation publisher's statuses (the late discovery) and not recording the reference
+    topic. The excitation publisher now refuses ~/start while the recording recorder has not
+    heard of it, and while it records from its ~/start on; a recording started once the
+    recorder heard of it begins within one sample of the run's first reference."""
+    from robot_identification.data import read_bag
+    from robot_identification.nodes.excitation_publisher import ExcitationPublisher
+    from robot_identification.nodes.recorder import Recorder
+    rate = 100.0
+    recorder = Recorder(context=context, parameter_overrides=[
+        Parameter("data_directory", value=str(tmp_path)),
+        Parameter("joint_states_topic", value="early_test/joint_states"),
+        Parameter("motor_states_topic", value=""), Parameter("command_topic", value=""),
+        Parameter("reference_topic", value="early_test/not_published"),
+        Parameter("expected_rate_hz", value=rate), Parameter("controller_status", value=""),
+        Parameter("heartbeat_timeout", value=0.0),
+        Parameter("excitation_discovery", value=0.3)])
+    deaf = [True]                       # the excitation publisher not yet discovered
+    hear = recorder.diag_sub.callback
+
+    def late_discovery(msg):
+        if deaf[0]:
+            msg.status = [st for st in msg.status if not st.name.endswith(": excitation")]
+        hear(msg)
+    recorder.diag_sub.callback = late_discovery
+    excitation = ExcitationPublisher(context=context, parameter_overrides=[
+        Parameter("lockstep", value=False), Parameter("heartbeat_timeout", value=0.0),
+        Parameter("state_timeout", value=1.0), Parameter("controller_status", value=""),
+        Parameter("rate_hz", value=rate),
+        Parameter("joint_states_topic", value="early_test/joint_states"),
+        Parameter("reference_topic", value="early_test/reference")])
+    q0 = [float(x) for x in excitation.traj.evaluate(0.0)[0][0]]
+    names = list(excitation.model.joint_names)
+    robot = rclpy.create_node("early_test_robot", context=context)
+    pub = robot.create_publisher(JointState, "early_test/joint_states", 10)
+
+    def publish_state():
+        msg = JointState(name=names, position=q0, velocity=[0.0] * len(q0),
+                         effort=[0.0] * len(q0))
+        msg.header.stamp = robot.get_clock().now().to_msg()
+        pub.publish(msg)
+    robot.create_timer(1.0 / rate, publish_state)
+    ex = SingleThreadedExecutor(context=context)
+    for n in (excitation, recorder, robot):
+        ex.add_node(n)
+    spin_until = partial(wait_until, ex)
+
+    def start():
+        return excitation.on_start(Trigger.Request(), Trigger.Response())
+
+    def recorder_says(window):
+        seen = excitation.recorder
+        return seen is not None and seen[0] and seen[2].get("window") == window
+    try:
+        assert recorder.on_start(Trigger.Request(), Trigger.Response()).success
+        spin_until(lambda: recorder_says("waiting"), "the recorder's status, receiving")
+        refused = start()
+        assert not refused.success and "has not heard of this node" in refused.message, \
+            refused.message
+        # no excitation publisher heard of within excitation_discovery: from ~/start on
+        spin_until(lambda: recorder_says("from_start"), "the recorder writes from ~/start")
+        refused = start()
+        assert not refused.success and "records from its ~/start on" in refused.message, \
+            refused.message
+        assert not excitation.active
+        deaf[0] = False                 # discovered: a new recording waits for the run
+        assert recorder.on_stop(None, Trigger.Response(), drain=False).success
+        assert recorder.on_start(Trigger.Request(), Trigger.Response()).success
+        answers = []
+        spin_until(lambda: answers.append(start()) or answers[-1].success, "started")
+        spin_until(lambda: excitation.last is not None
+                   and excitation.last - excitation._start_stamp > 0.3, "0.3 s of the run")
+        assert excitation.on_stop(Trigger.Request(), Trigger.Response()).success
+        end = excitation.last
+        spin_until(lambda: recorder.bounds[1] is not None and recorder.counts[
+            recorder.joint_topic].last_stamp is not None, "the run's end")
+        stopped = recorder.on_stop(None, Trigger.Response(), drain=False)
+    finally:
+        ex.shutdown()
+        recorder.shutdown()
+        for n in (robot, recorder, excitation):
+            n.destroy_node()
+    assert stopped.success, stopped.message
+    ds = read_bag(recorder.last_bag, joint_topic="/early_test/joint_states", elastic=False)
+    first, last = ds.metadata["t0"], ds.metadata["t0"] + ds.t[-1]
+    start_stamp = excitation._start_stamp
+    assert abs(first - start_stamp) * rate <= 1.0, (first, start_stamp)
+    assert abs(last - end) * rate <= 1.0, (last, end)
+
+
 def test_trajectory_controller_is_told_to_hold_when_a_run_stops(context):
     """The joint_trajectory_controller mode (real arms, use_pd_controller:=false): the whole
     trajectory goes to the arm's controller at ~/start; a run stopped before its end - the

@@ -33,7 +33,12 @@ trajectory violating the robot's position/velocity/acceleration limits is refuse
 (its ``states_received`` value above 0): right after start-up its subscription may not yet
 have matched the robot's publisher (DDS discovery: seen 2.2 s after the robot's first state on
 an idle machine, while the controller and this node received them), and a run started then
-was recorded from seconds after its first reference on (incomplete). A controller fault
+was recorded from seconds after its first reference on (incomplete). While it records, the
+recorder must also have heard of this node (its ``excitations`` value) and wait for a run
+(``window`` not ``from_start``): a recorder that had not heard of any excitation publisher
+within its ``excitation_discovery`` writes from its ``~/start`` on, and its bag began 1.9 s
+before the run (once, on the idle machine: this node's ``/diagnostics`` writer was discovered
+late). A controller fault
 (ERROR) during the excitation stops it; a new ``~/start`` is refused until the controller is
 re-enabled.
 
@@ -148,8 +153,8 @@ class ExcitationPublisher(Managed, LifecycleNode):
         self.reference_lag, self.reference_pauses = 0.0, 0     # [s], count (latest run)
         self.q_now, self.state_time = None, None     # latest joint positions, arrival [s]
         self.status = None              # (level, message, steady time) of the controller
-        self.recorder = None            # (states it received or None, steady time) of the
-        #                                 recorder's latest status
+        self.recorder = None            # (states it received or None, steady time, values)
+        #                                 of the recorder's latest status
         self.create_subscription(JointState, declare(
             self, "joint_states_topic", "joint_states", "link side (readiness, move to start)"),
             self.on_joint, QOS if self.lockstep else LATEST)
@@ -257,10 +262,10 @@ class ExcitationPublisher(Managed, LifecycleNode):
             if st.name == self.recorder_status:
                 recording = any(kv.key == "state" and kv.value == "recording"
                                 for kv in st.values)
-                received = next((kv.value for kv in st.values
-                                 if kv.key == "states_received"), "")
+                values = {kv.key: kv.value for kv in st.values}
+                received = values.get("states_received", "")
                 self.recorder = (int(received) if received.isdigit() else None,
-                                 time.monotonic())
+                                 time.monotonic(), values)
                 if recording:
                     self.watchdogs.beat(st.name)
                 else:
@@ -291,15 +296,35 @@ class ExcitationPublisher(Managed, LifecycleNode):
                 return f"{self.controller_status}: {text}"
         if self.q_now is None:
             return "joint states are not finite"
-        if self.recorder is not None:
-            received, at = self.recorder
-            if received == 0 and time.monotonic() - at <= self.status_timeout:
-                return (f"'{self.recorder_status}' has received no joint states yet (its "
-                        f"subscription has not matched the robot's publisher - discovery - or "
-                        f"the QoS do not match): a run now would start before its recording")
+        if self.recorder is not None and time.monotonic() - self.recorder[1] \
+                <= self.status_timeout:
+            why = self.recorder_not_ready(*self.recorder)
+            if why:
+                return why
         if self.robot_clock and not self.stamps_advance:
             return (f"joint state stamps do not advance ({self.state_stamp:.6f} s twice): the "
                     f"reference follows them (reference_clock 'states'; 'node' for a timer)")
+        return ""
+
+    def recorder_not_ready(self, received, at, values) -> str:
+        """Why the recorder's latest status (``states_received``, and while it records its
+        ``window`` and the ``excitations`` it has heard of) forbids a run now ('' if not)."""
+        if received == 0:
+            return (f"'{self.recorder_status}' has received no joint states yet (its "
+                    f"subscription has not matched the robot's publisher - discovery - or "
+                    f"the QoS do not match): a run now would start before its recording")
+        window = values.get("window", "")
+        if values.get("state") != "recording" or window not in ("waiting", "from_start"):
+            return ""                   # idle, window 'all', a run's window, older recorder
+        if window == "from_start":
+            return (f"'{self.recorder_status}' records from its ~/start on (it heard of no "
+                    f"excitation publisher within its excitation_discovery): its bag would "
+                    f"begin before this run - restart the recording (~/stop, ~/start)")
+        me = f"{self.get_name()}: excitation"
+        if me not in values.get("excitations", "").split(","):
+            return (f"'{self.recorder_status}' has not heard of this node yet (its "
+                    f"/diagnostics subscription has not matched this publisher - discovery): "
+                    f"it could not bound its bag by this run")
         return ""
 
     def on_start(self, request, response):

@@ -39,8 +39,13 @@ that starts during the recording, from its first reference to its last
 states by their header stamps): a starved recorder's backlog from before the run and the
 states after its end are left out, whatever their arrival time. Until the run starts the
 messages wait in memory; in a graph without an excitation publisher (none seen on
-``/diagnostics``, none publishing the reference topic, within the first second of states) they
-are written from the ``~/start`` call on (stamps on the recorder's clock), else all.
+``/diagnostics``, none publishing the reference topic, within ``excitation_discovery`` s of
+states) they are written from the ``~/start`` call on (stamps on the recorder's clock), else
+all. The status says which (``window``: waiting | run | from_start | all) and which excitation
+publishers the recorder has heard of (``excitations``): an excitation publisher refuses its
+``~/start`` while a recording recorder has not heard of it or records from its ``~/start``
+on - the bag would begin before the run (DDS discovery of that publisher took longer than
+the recording's first seconds; seen once, 1.9 s, on the idle machine).
 ``window: all``: everything received between ``~/start`` and ``~/stop``.
 
 QoS of the state subscriptions: ``state_reliability`` (default reliable, as
@@ -167,6 +172,7 @@ class Recorder(Managed, LifecycleNode):
                 self.subs.append(sub)
         self.writer = None
         self.bounds = [None, None]
+        self.from_start = False
         self.last_bag = None
         self.counts = {}            # topic -> TopicCount of the current/last recording
         self.create_service(Trigger, "~/start", self.on_start)
@@ -203,6 +209,12 @@ class Recorder(Managed, LifecycleNode):
                           self.publish_status, clock=steady)
         self.autostart = declare(self, "autostart", False, "start recording at launch "
                                  "(activation)")
+        self.discovery = declare(
+            self, "excitation_discovery", 5.0, "[s] of joint state stamps after ~/start "
+            "within which an excitation publisher must be heard of (its /diagnostics status "
+            "or a publisher of the reference topic) for the recording to wait for its run "
+            "(window: excitation; the messages wait in memory meanwhile); none heard of by "
+            "then: written from the ~/start call on", low=0.0, high=3600.0, read_only=True)
         self.start_lifecycle()
 
     def on_active(self, active):
@@ -237,12 +249,29 @@ class Recorder(Managed, LifecycleNode):
                   # whether its state subscriptions receive (matched the robot's publisher):
                   # an excitation publisher starts no run before (a run it missed the start of)
                   "states_received": min((self.received.get(t, 0) for t in self.states),
-                                         default=0)}
+                                         default=0),
+                  # what bounds the recording: an excitation publisher starts no run that
+                  # this recording would not begin at (excitation_publisher's readiness)
+                  "window": self.window_state(),
+                  "excitations": ",".join(sorted(self.excitations))}
         if recording:
             t = self.totals()
             values.update(missed_samples=t["missed"], lost_messages=t["lost"],
                           backlog=self.writer.backlog())
         self.pub_diag.publish(diagnostic_status(self, "recording", level, message, values))
+
+    def window_state(self) -> str:
+        """What bounds the current recording's window: ``''`` (not recording), ``all``
+        (``window: all``), ``waiting`` (for a run's first reference: nothing written yet),
+        ``run`` (a run's first reference) or ``from_start`` (no excitation publisher heard
+        of within ``excitation_discovery``: from the ``~/start`` call on)."""
+        if self.writer is None:
+            return ""
+        if self.window_mode != "excitation":
+            return "all"
+        if self.bounds[0] is None:
+            return "waiting"
+        return "from_start" if self.from_start else "run"
 
     def check_peers(self, now):
         """Recording a real-time excitation run: a silent controller or robot stops it."""
@@ -286,14 +315,21 @@ class Recorder(Managed, LifecycleNode):
             self.stamps_on_clock = abs(now * 1e-9 - stamp) < 10.0
         if (self.window_mode == "excitation" and self.bounds[0] is None
                 and topic in self.states and stamp is not None
-                and stamp - self.first_state_stamp >= self.DISCOVERY and not (
+                and stamp - self.first_state_stamp >= self.discovery and not (
                     self.excitations or (self.reference_topic and
                                          self.count_publishers(self.reference_topic)))):
-            # no excitation publisher in this graph (none heard of in the first second of
-            # states: discovery): no run to wait for; from ~/start on
+            # no excitation publisher in this graph (none heard of in excitation_discovery
+            # s of states): no run to wait for; from ~/start on. An excitation publisher
+            # heard of later refuses its ~/start (this window's state on /diagnostics):
+            # its run would not bound this bag
             self.bounds[0] = (self.recording_started_ns * 1e-9 if self.stamps_on_clock
                               else -math.inf)
+            self.from_start = True
             self.writer.bound(lower=self.bounds[0], no_end=True)
+            self.get_logger().warning(
+                f"no excitation publisher heard of within {self.discovery:g} s of joint "
+                f"states (excitation_discovery): recording from ~/start on")
+            self.publish_status()
         if self.window_mode == "excitation":
             self.writer.write(topic, data, now, stamp, topic in self.states, info)
         else:
@@ -379,10 +415,6 @@ class Recorder(Managed, LifecycleNode):
             if end >= joint.first_stamp - tol and joint.last_stamp < end - tol:
                 return end
         return None
-
-    #: [s] of state stamps after ~/start within which an excitation publisher must be heard of
-    #: (its status, or its reference publisher discovered) for the recording to wait for its run
-    DISCOVERY = 1.0
 
     #: [s] steady time without any message after which the publishers count as silent
     #: (longer than DDS takes to re-send what a starved reader missed: Fast DDS's reliable
@@ -527,6 +559,7 @@ class Recorder(Managed, LifecycleNode):
         self.recording_started_ns = self.get_clock().now().nanoseconds
         self.first_state_stamp, self.stamps_on_clock, self.aborted = None, None, ""
         self.bounds = [None, None]      # the window's [lower, upper] sent to the writer
+        self.from_start = False         # ... its lower bound the ~/start call (no run)
         for excitation in self.excitations.values():    # a run already going: its window
             self.bound_window(excitation)
         self.running_seen = {n for n, s in self.excitations.items()
