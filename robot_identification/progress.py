@@ -51,6 +51,9 @@ def bar(total=None, desc: str = "", unit: str = "it", **kw):
     # tqdm.std, not tqdm.auto: in a Jupyter kernel without ipywidgets tqdm.auto warns
     # (TqdmExperimentalWarning) when imported, and the bars are for terminals only anyway
     from tqdm.std import tqdm  # optional: progress bars only on a terminal
+    # no monitor thread (tqdm starts one with its first bar, even a disabled one): a
+    # process without threads of its own forks its local Dask workers (_dask.start_method)
+    tqdm.monitor_interval = 0
     kw.setdefault("delay", DELAY)
     kw.setdefault("leave", False)
     kw.setdefault("dynamic_ncols", True)

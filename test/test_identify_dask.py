@@ -57,3 +57,58 @@ def test_bad_workers_is_a_one_line_error(recordings, capsys):
                  "--workers", "0", "--quiet"]) == 2
     err = capsys.readouterr().err.strip()
     assert "workers must be a positive integer" in err and len(err.splitlines()) == 1
+
+
+_FORKED = r'''
+import json, os, signal, sys
+def unwind(signum, frame):           # as the CLI's handlers: unwind the run's outputs
+    raise KeyboardInterrupt
+signal.signal(signal.SIGTERM, unwind)
+from robot_identification._dask import dask_client, start_method
+from robot_identification.identification import identify
+from robot_identification.model import load_robot
+model = load_robot("zollo_planar")
+method = start_method()
+with dask_client(2) as client:
+    handlers = sorted(set(client.run(lambda: str(signal.getsignal(signal.SIGTERM))).values()))
+    pids = sorted(client.run(os.getpid).values())
+    two = identify(model, sys.argv[1:], scheduler=client.scheduler.address)
+one = identify(model, sys.argv[1:])
+print(json.dumps({"method": method, "handlers": handlers, "pids": pids, "me": os.getpid(),
+                  "one": one.estimate.values.tolist(), "two": two.estimate.values.tolist()}))
+'''
+
+
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"),
+                    reason="forked workers on Linux only")
+def test_forked_local_workers_same_estimates_and_a_fresh_interpreters_signals(recordings):
+    """A single-threaded caller (the CLI) forks its local workers (no imports to repeat);
+    a forked worker does not keep the caller's SIGTERM handler, and the estimates are those
+    of one process bit for bit."""
+    import json
+    import os
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", _FORKED, *recordings[:2]],
+                         capture_output=True, text=True, timeout=600,
+                         env=dict(os.environ, OPENBLAS_NUM_THREADS="1"))
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["method"] == "fork"
+    assert got["handlers"] == [str(__import__("signal").SIG_DFL)]
+    assert len(got["pids"]) == 2 and got["me"] not in got["pids"]
+    assert got["one"] == got["two"]
+
+
+def test_a_caller_with_threads_of_its_own_keeps_spawned_workers():
+    import threading
+
+    from robot_identification._dask import start_method
+    stop = threading.Event()
+    worker = threading.Thread(target=stop.wait)
+    worker.start()
+    try:
+        assert start_method() == "spawn"
+    finally:
+        stop.set()
+        worker.join()
