@@ -17,11 +17,24 @@ constrained fit's on the fitted half): a reading that the free fit explains clea
 another cannot be rescued by constraints, and a reading the data can only tell apart through
 the URDF's inertial values (a symmetry: the reversed arm is a mirrored arm with other inertial
 parameters) ties here. Such a tie is said (``direction_undetermined``) instead of guessed.
+
+The scores are those of one ``np.linalg.lstsq(A, b, rcond=1e-10)`` per reading and half (A the
+weighted regressor of every standard parameter on the fitted rows), computed with shared
+orthogonal factorisations (issue #29; test/test_refit_fast.py holds that reference): the fits
+run in an orthonormal basis of the directions the regressor reaches (:func:`_basis`: the
+structural zeros left out, the same singular values), through the triangular factor of
+[A | b]; the readings of the recorded regressor (torque signs, torque columns swapped) share
+each joint's triangular factor and differ only in the joints' weights and right-hand sides,
+those with the same weights (the recorded data and the torque signs) one solve.
 """
 from __future__ import annotations
 
-import numpy as np
+import weakref
 
+import numpy as np
+from scipy.linalg import solve_triangular
+
+from robot_identification.identifiability import random_states
 from robot_identification.regressor import rigid_regressor
 
 #: A reading is an error-severity finding where its held-out score is at most this fraction of
@@ -63,25 +76,134 @@ def _kept_rows(dq, dt, fc):
     return keep
 
 
-def _score(Y, tau, keep):
-    """Held-out score sum_k e_k^2 of the free least-squares fit tau ~ Y pi (Y (N, n, P))."""
-    N, n, P = Y.shape
-    w = 1.0 / np.maximum(np.std(tau, axis=0), 1e-12)
-    A = (Y * w[None, :, None]).reshape(N * n, P)
-    b = (tau * w).reshape(N * n)
-    rows = keep.reshape(-1)
-    half = (np.arange(N) * BLOCKS // max(N, 1)) % 2 == 1
+#: Singular values of a free fit below this fraction of its largest are left out (the
+#: minimum-norm least-squares solution of ``np.linalg.lstsq(..., rcond=RCOND)``).
+RCOND = 1e-10
+#: Directions of the standard parameters whose singular value on random states is below this
+#: fraction of the largest are structural: no state reaches them (a zero column, a
+#: regrouped parameter), left out of every fit (:func:`_basis`).
+STRUCTURAL = 1e-13
+
+_BASES = weakref.WeakKeyDictionary()
+
+
+def _basis(model):
+    """(P, r) orthonormal basis V of the directions of the standard parameters that the rigid
+    regressor reaches (its row space), or None: Y = (Y V) V^T for every state, so a fit of
+    Y V has the singular values of Y's (and the structural zeros of Y, which ``RCOND`` cuts,
+    none) and the same minimum-norm prediction Y pi at a quarter to a half of the cost
+    (ur10e: 64 of 90 columns). Found on random states by SVD (:data:`STRUCTURAL`) and checked
+    on other random states with 10 x the velocities and accelerations; None where the check
+    fails (every column kept)."""
+    if model in _BASES:
+        return _BASES[model]
+    P = model.n_parameters
+    rng = np.random.default_rng(0)
+    samples = max(200, 4 * P // model.n)
+    W = rigid_regressor(model, **random_states(model, samples, rng)).reshape(-1, P)
+    _, s, vt = np.linalg.svd(W, full_matrices=False)
+    V = vt[: int(np.sum(s > STRUCTURAL * s[0]))].T.copy()
+    other = random_states(model, samples, rng)
+    W = rigid_regressor(model, other["q"], 10 * other["dq"], 10 * other["ddq"]).reshape(-1, P)
+    if not np.linalg.norm(W - (W @ V) @ V.T) <= 1e-11 * np.linalg.norm(W):
+        V = None
+    _BASES[model] = V
+    return V
+
+
+def _reduced(model, q, dq, ddq):
+    """The rigid regressor (N, n, r) in the coordinates of :func:`_basis`."""
+    Y = rigid_regressor(model, q, dq, ddq)
+    V = _basis(model)
+    return Y if V is None else (Y.reshape(-1, Y.shape[2]) @ V).reshape(*Y.shape[:2], -1)
+
+
+def _triangle(X, r):
+    """Rows of the triangular factor R of X = Q R (Householder QR) that hold its first r
+    columns: min(m, r) rows; ||X[:, :r] c - X[:, r:]||^2 = ||R[:, :r] c - R[:, r:]||^2 + a
+    constant, and R[:, :r] has X[:, :r]'s singular values and right singular vectors (Q has
+    orthonormal columns): the same minimum-norm least-squares solution."""
+    return np.linalg.qr(X, mode="r")[: min(X.shape[0], r)]
+
+
+def _least_squares(X, r):
+    """``np.linalg.lstsq(X[:, :r], X[:, r:], rcond=RCOND)[0]`` (r, k) through the triangular
+    factor of X (:func:`_triangle`): where its singular values are all above twice the
+    cut-off (none left out), the solution is unique and a triangular solve gives it;
+    otherwise the SVD solve with the cut-off."""
+    R = _triangle(X, r)
+    A, B = R[:, :r], R[:, r:]
+    if A.shape[0] == r:
+        s = np.linalg.svd(A, compute_uv=False)
+        if s[-1] > 2 * RCOND * s[0]:
+            return solve_triangular(A, B, check_finite=False)
+    return np.linalg.lstsq(A, B, rcond=RCOND)[0]
+
+
+def _weights(tau):
+    return 1.0 / np.maximum(np.std(tau, axis=0), 1e-12)
+
+
+def _score(Yr, tau, keep, P, half):
+    """Held-out score sum_k e_k^2 of the free least-squares fit tau ~ Y pi (``Yr`` (N, n, r):
+    the regressor in the coordinates of :func:`_basis`, P the number of standard
+    parameters); per half: the triangular factor of the fitted rows [Y w | tau w] and a
+    least-squares solve on it (:func:`_triangle`)."""
+    N, n, r = Yr.shape
+    w = _weights(tau)
     res, cnt = np.zeros(n), np.zeros(n)
     for test in (half, ~half):
-        fit = np.repeat(~test, n) & rows
+        fit = keep & ~test[:, None]
         if fit.sum() < P:
             return np.nan
-        coef = np.linalg.lstsq(A[fit], b[fit], rcond=1e-10)[0]
-        r = (b - A @ coef).reshape(N, n)
+        X = np.concatenate([Yr[fit], tau[fit][:, None]], axis=1)
+        X *= np.broadcast_to(w, (N, n))[fit][:, None]
+        coef = _least_squares(X, r)[:, 0]
+        e = (tau - Yr @ coef) * w
         m = keep & test[:, None]
-        res += np.sum(np.where(m, r, 0.0) ** 2, axis=0)
+        res += np.sum(np.where(m, e, 0.0) ** 2, axis=0)
         cnt += m.sum(axis=0)
     return float(np.sum(res / np.maximum(cnt, 1)))
+
+
+def _scores_shared(Yr, tau, keep, P, half, readings):
+    """Held-out scores of readings of the recorded regressor: ``readings`` a list of (p, s),
+    the reading's torque tau[:, p] * s (p a permutation of the joints, s (n,) of +-1; the
+    fitted and held-out rows ``keep`` those of the recording). Per half and joint j the
+    triangular factor of that joint's fitted rows [Y_j | tau] (every torque column) is
+    computed once (:func:`_triangle`); a reading's fit is the least-squares solve on the
+    stacked factors of the joints scaled by its weights, with the factor's columns of its
+    torques (sum_j w_j^2 ||Y_j pi - tau'_j||^2 is that problem plus a constant, with the same
+    singular values and minimum-norm solution). Readings with the same weights share one
+    solve (several right-hand sides)."""
+    N, n, r = Yr.shape
+    taus = [tau[:, p] * s for p, s in readings]
+    ws = [_weights(t) for t in taus]
+    res, cnt = np.zeros((len(readings), n)), np.zeros(n)
+    for test in (half, ~half):
+        fit = keep & ~test[:, None]
+        if fit.sum() < P:
+            return [np.nan] * len(readings)
+        blocks = [_triangle(np.concatenate([Yr[fit[:, j], j], tau[fit[:, j]]], axis=1), r)
+                  for j in range(n)]
+        groups = {}
+        for i, w in enumerate(ws):
+            groups.setdefault(w.tobytes(), []).append(i)
+        coef = np.empty((r, len(readings)))
+        for idx in groups.values():
+            w = ws[idx[0]]
+            M = np.concatenate([w[j] * B[:, :r] for j, B in enumerate(blocks)])
+            rhs = np.column_stack([
+                np.concatenate([w[j] * readings[i][1][j] * B[:, r + readings[i][0][j]]
+                                for j, B in enumerate(blocks)]) for i in idx])
+            coef[:, idx] = _least_squares(np.concatenate([M, rhs], axis=1), r)
+        pred = Yr @ coef                                        # (N, n, readings)
+        m = keep & test[:, None]
+        for i, (t, w) in enumerate(zip(taus, ws)):
+            e = (t - pred[:, :, i]) * w
+            res[i] += np.sum(np.where(m, e, 0.0) ** 2, axis=0)
+        cnt += m.sum(axis=0)
+    return [float(np.sum(x / np.maximum(cnt, 1))) for x in res]
 
 
 def free_readings(model, st, live=None):
@@ -106,32 +228,38 @@ def free_readings(model, st, live=None):
     """
     q, dq, ddq, tau = st["q"], st["dq"], st["ddq"], st["tau"]
     N, n = q.shape
+    P = model.n_parameters
     live = np.ones(n, dtype=bool) if live is None else np.asarray(live, dtype=bool)
     dt = st["dt"] * max(1.0, float(np.median(np.diff(st["idx"]))))
+    # a joint reversed keeps these rows: |dq| and dq's sign changes are those of -dq
     keep = _kept_rows(dq, dt, st["fc"]) & live[None, :]
-    Y0 = rigid_regressor(model, q, dq, ddq)
-    if keep.sum() < 2 * Y0.shape[2]:
+    if keep.sum() < 2 * P:
         return None
-    rec = _score(Y0, tau, keep)
-    out = []
+    half = (np.arange(N) * BLOCKS // max(N, 1)) % 2 == 1
+    ident = np.arange(n)
+    out, shared = [], [(ident, np.ones(n))]        # shared: readings of the recorded Y
     for k in range(n):
         if not live[k]:
             continue
         s = np.ones(n)
         s[k] = -1.0
-        out.append((_score(rigid_regressor(model, q * s, dq * s, ddq * s), tau * s,
-                           _kept_rows(dq * s, dt, st["fc"]) & live[None, :]),
+        out.append((_score(_reduced(model, q * s, dq * s, ddq * s), tau * s, keep, P, half),
                     "direction", (k,)))
-        out.append((_score(Y0, tau * s, keep), "torque sign", (k,)))
+        out.append((len(shared), "torque sign", (k,)))
+        shared.append((ident, s))
     for k in range(n):
         for m in range(k + 1, n):
             if not (live[k] and live[m]):
                 continue
             p = np.arange(n)
             p[[k, m]] = p[[m, k]]
-            out.append((_score(rigid_regressor(model, q[:, p], dq[:, p], ddq[:, p]),
-                               tau[:, p], keep[:, p]), "columns swapped", (k, m)))
-            out.append((_score(Y0, tau[:, p], keep), "torque columns swapped", (k, m)))
+            out.append((_score(_reduced(model, q[:, p], dq[:, p], ddq[:, p]), tau[:, p],
+                               keep[:, p], P, half), "columns swapped", (k, m)))
+            out.append((len(shared), "torque columns swapped", (k, m)))
+            shared.append((p, np.ones(n)))
+    scores = _scores_shared(_reduced(model, q, dq, ddq), tau, keep, P, half, shared)
+    rec = scores[0]
+    out = [(scores[sc] if "torque" in kind else sc, kind, g) for sc, kind, g in out]
     out = [r for r in out if np.isfinite(r[0])]
     out.sort(key=lambda r: r[0])
     if not np.isfinite(rec) or min([rec] + [r[0] for r in out]) > FREE_EXPLAINED * live.sum():
