@@ -13,7 +13,7 @@ import pytest
 from conftest import make_model
 from robot_identification.identifiability import random_states
 from robot_identification.model import load_robot
-from robot_identification.regressor import _kernel, regressor
+from robot_identification.regressor import _kernel, _regressor, regressor
 from robot_identification.regressor._regressor import _plan
 from test_regressor_rigid import _reference_torque
 
@@ -115,3 +115,33 @@ def test_missing_kernel_is_announced_once(monkeypatch, tmp_path):
     assert len(announced) == 1, [str(w.message) for w in caught]
     assert "pure-Python regressor" in str(announced[0].message)
     assert "not built" in str(announced[0].message)
+
+
+@needs_kernel
+def test_results_reuse_only_memory_no_array_refers_to(monkeypatch):
+    """The kernel's large results come from memory of earlier results once no array (nor a
+    view) refers to it (regressor._regressor._ResultMemory; from 1 MB here instead of 32 MB):
+    a live result or a view of one is never written by a later call, and the values are
+    those of fresh memory."""
+    monkeypatch.setattr(_regressor._ResultMemory, "SMALLEST", 1 << 20)
+    model = load_robot("puma560_elastic")
+    a = random_states(model, 1500, np.random.default_rng(1))     # 1500 x 12 x 84: 12 MB
+    b = random_states(model, 1500, np.random.default_rng(2))
+    Ya = regressor(model, **a)
+    want = Ya.copy()
+    Yb = regressor(model, **b)
+    assert not np.shares_memory(Ya, Yb)
+    np.testing.assert_array_equal(Ya, want)
+    view = Ya[100:200, 3]
+    del Ya
+    Yc = regressor(model, **b)
+    assert not np.shares_memory(view, Yc) and not np.shares_memory(Yb, Yc)
+    np.testing.assert_array_equal(view, want[100:200, 3])
+    np.testing.assert_array_equal(Yc, Yb)
+    del view, Yc
+    Yd = regressor(model, **a)                                   # the memory of Ya / Yc
+    np.testing.assert_array_equal(Yd, want)
+    np.testing.assert_array_equal(Yb, regressor(model, **b))
+    address = Yd.ctypes.data
+    del Yd
+    assert regressor(model, **a).ctypes.data == address         # reused once free

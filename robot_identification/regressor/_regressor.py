@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 import threading
 import weakref
 
@@ -318,6 +319,57 @@ def _scratch(name, shape):
     return buf[:size].reshape(shape)
 
 
+class _ResultMemory:
+    """Memory of the kernel's large results (:func:`_fill`), reused once no array refers to it.
+
+    glibc maps a block above its largest mmap threshold (32 MiB on 64-bit) afresh for every
+    allocation and returns it to the operating system on free, so every such result's pages
+    are zeroed by the operating system on first touch: 0.47 of the elastic PUMA's 2.4-2.7 us
+    per sample at 5000 samples (40 MB; docs/performance.md). Here such a result's memory (a
+    uint8 block) stays listed after its array dies and serves the next result that fits:
+    every numpy view keeps a reference to that block, so a block whose only reference is
+    this list is free (nothing can see it any more). Results from :data:`SMALLEST` to
+    :data:`LIMIT` bytes; at most :data:`LIMIT` bytes listed (the oldest dropped: its array,
+    if alive, keeps it), and a result that no free block fits drops the free blocks (the
+    memory kept follows the sizes in use). A caller that keeps every result gets fresh memory
+    each time, as before; smaller results come from numpy's allocator (the C library's heap
+    reuses them)."""
+
+    #: Smallest result served: glibc's largest mmap threshold (DEFAULT_MMAP_THRESHOLD_MAX).
+    SMALLEST = 32 << 20
+    #: Most memory listed (kept when no result uses it): two results of 48 MB.
+    LIMIT = 96 << 20
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._blocks = []           # uint8 arrays, least recently served first
+
+    def empty(self, shape):
+        """An uninitialised float64 array of ``shape`` (the caller writes every entry)."""
+        nbytes = 8 * math.prod(shape)
+        if not self.SMALLEST <= nbytes <= self.LIMIT:
+            return np.empty(shape)
+        with self._lock:
+            blocks = self._blocks
+            for i in range(len(blocks)):
+                # 2 references: the list's and getrefcount's argument (a live view: 3+)
+                if nbytes <= blocks[i].nbytes <= 2 * nbytes and sys.getrefcount(blocks[i]) == 2:
+                    block = blocks.pop(i)
+                    break
+            else:
+                # none fits: the free blocks (of other sizes) are dropped, the memory kept
+                # is that of the current calls' sizes only
+                blocks[:] = [b for b in blocks if sys.getrefcount(b) > 3]
+                block = np.empty(nbytes, dtype=np.uint8)
+                while blocks and sum(b.nbytes for b in blocks) + nbytes > self.LIMIT:
+                    blocks.pop(0)
+            blocks.append(block)
+            return block[:nbytes].view(np.float64).reshape(shape)
+
+
+_RESULTS = _ResultMemory()
+
+
 #: Samples per block inside one regressor call (bounds the scratch buffers).
 SUB = 256
 
@@ -331,7 +383,7 @@ def _fill(plan, N, qa, va, aa, drive_values, columns=None):
     kernel = plan.kernel_for(columns)
     if kernel is not None:      # the same matrix, per-sample loop in C++
         p = P if columns is None else len(columns)
-        Y = np.empty((N, rows, p))
+        Y = _RESULTS.empty((N, rows, p))        # the kernel writes every entry
         dsts, vals = [], []
         for flat, values in drive_values:
             dst = plan.remap(flat, columns)
