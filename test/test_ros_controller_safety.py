@@ -21,7 +21,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E
 
 from robot_identification.errors import ExcitationError  # noqa: E402
 
-from conftest import patience, ros_domain_id  # noqa: E402
+from conftest import patience, ros_domain_id, wait_until  # noqa: E402
 DOMAIN_ID = ros_domain_id(132)
 RATE = 100.0          # Hz: 10 ms periods, robust on a loaded machine
 TIMEOUT = 0.3         # s, watchdog (a loaded 2-core machine stalls a process ~0.1 s)
@@ -324,3 +324,94 @@ def test_lockstep_resends_command_for_a_repeated_state(context):
         assert sent == [sent[0], sent[0]]
     finally:
         ctrl.destroy_node()
+
+
+def test_a_command_held_open_loop_stays_within_the_velocity_limits(context):
+    """Root cause of the runaways under load (hardware_robot_study, puma560 at 250 Hz with two
+    busy loops: 1.116 and 1.092 x the velocity limit in 2 of 80 sessions): the robot braked
+    (a starved controller's command came past its deadline) while the reference ran on; the
+    controller's next command - a large torque towards the reference the arm now lagged - was
+    the last it sent for a while, and the robot applied it open loop for the whole 0.1 s
+    deadline (30 N*m on joint 3: from rest to 1.116 x its limit). A command's deadline is now
+    the time its torque, held from the state it answers, takes to bring a joint to its limit
+    (checked against pinocchio's ABA with the rotor inertia as armature), and the velocity
+    the law asks of a joint is clipped to 0.9 x its limit (Khatib's velocity limiting). The
+    arm at rest, the reference 0.3 rad ahead and moving at 0.9 x the limit (the lag after a
+    brake): held until its deadline the command keeps every joint within its limit; held for
+    the 0.1 s deadline of before, the unclipped law's command does not."""
+    import pinocchio as pin
+
+    from robot_identification.model import load_robot
+    from robot_identification.nodes._common import command_deadline_ns, command_state_ns
+    from robot_identification.nodes._hardware import HardwareArm, make_physics
+    from robot_identification.nodes.pd_controller import PDController
+    model = load_robot("puma560")
+    rate, names = 250.0, list(model.joint_names)
+    ctrl = PDController(context=context, parameter_overrides=[
+        Parameter("robot", value="puma560"), Parameter("lockstep", value=False),
+        Parameter("rate_hz", value=rate), Parameter("watchdog_timeout", value=1.0),
+        Parameter("joint_states_topic", value="openloop/joint_states"),
+        Parameter("reference_topic", value="openloop/reference"),
+        Parameter("command_topic", value="openloop/commands")])
+    node = rclpy.create_node("openloop_rig", context=context)
+    pub_joint = node.create_publisher(JointState, "openloop/joint_states", 10)
+    pub_ref = node.create_publisher(JointTrajectory, "openloop/reference", 10)
+    commands = []
+    node.create_subscription(Float64MultiArray, "openloop/commands", commands.append, 100)
+    ex = SingleThreadedExecutor(context=context)
+    for n in (ctrl, node):
+        ex.add_node(n)
+    v_max = np.array([j.limits.velocity for j in model.config.joints])
+    q = np.array([0.1, 0.6, -0.4, 0.2, -0.3, 0.1])
+    ahead = np.array([1, -1, 1, 1, -1, 1])
+    q_ref, dq_ref = q + 0.3 * ahead, 0.9 * v_max * ahead
+    try:
+        wait_until(ex, lambda: ctrl.pub.get_subscription_count() > 0
+                   and pub_joint.get_subscription_count() > 0
+                   and pub_ref.get_subscription_count() > 0, "discovery")
+        stamp = node.get_clock().now()
+        ref = JointTrajectory(joint_names=names, points=[JointTrajectoryPoint(
+            positions=q_ref.tolist(), velocities=dq_ref.tolist(), accelerations=[0.0] * 6)])
+        ref.header.stamp = stamp.to_msg()
+        pub_ref.publish(ref)
+        wait_until(ex, lambda: ctrl.ref is not None, "the reference")
+        state = JointState(name=names, position=q.tolist(), velocity=[0.0] * 6)
+        state.header.stamp = stamp.to_msg()
+        pub_joint.publish(state)
+        wait_until(ex, lambda: any(command_state_ns(m) == stamp.nanoseconds
+                                   for m in commands), "the command answering the state")
+        law, base = ctrl.law, ctrl.law_for(ctrl.gain_scale)
+    finally:
+        ex.shutdown()
+        for n in (node, ctrl):
+            n.destroy_node()
+    msg = next(m for m in commands if command_state_ns(m) == stamp.nanoseconds)
+    u = np.array(msg.data)
+    held = (command_deadline_ns(msg) - stamp.nanoseconds) * 1e-9
+    # the velocity limiting at rest: u = kd * (+-0.9 v_max) + g(q) where the clip applies
+    g = law.gravity(q)
+    v_d = dq_ref + law.kp / law.kd * 0.3 * ahead
+    expected = law.kp * 0.3 * ahead + law.kd * dq_ref + g
+    clipped = np.abs(v_d) > 0.9 * v_max
+    expected[clipped] = (law.kd * 0.9 * v_max * np.sign(v_d) + g)[clipped]
+    np.testing.assert_allclose(u, np.clip(expected, -law.limits, law.limits), rtol=1e-9)
+    # the deadline: the first joint to reach its limit under u held (independent: ABA)
+    pm = pin.Model(model.pin_model)
+    idx = np.asarray(model.velocity_indices)
+    pm.armature[idx] = [j.drive["rotor_inertia"] * r ** 2
+                        for j, r in zip(model.config.joints, model.gear_ratios)]
+    tau = np.zeros(pm.nv)
+    tau[idx] = u
+    a = pin.aba(pm, pm.createData(), model.pin_configuration(q), np.zeros(pm.nv), tau)[idx]
+    assert held == pytest.approx(min(0.1, np.min(v_max / np.abs(a)) - 1 / rate), abs=1e-6)
+
+    def peak(command, seconds):
+        """Largest |dq| / limit with ``command`` held open loop from rest for ``seconds``."""
+        arm = HardwareArm(make_physics(model, rate), q)
+        arm.start(0.0)
+        arm.command(command, 0.0, deadline=seconds)
+        states = arm.advance(0.3)
+        return max(float(np.max(np.abs(s["dq"]) / v_max)) for s in states)
+    assert peak(u, held) <= 1.0
+    unclipped = base(q_ref, dq_ref, {"q": q, "dq": np.zeros(6)})
+    assert peak(unclipped, 0.1) > 1.0

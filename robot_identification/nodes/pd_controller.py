@@ -124,6 +124,16 @@ class PDController(Managed, ControlLoop, LifecycleNode):
                               "measured states may exceed the velocity limits by this factor "
                               "(elastic vibration); references may not", low=1.0, high=100.0)
         self.enabled_param = declare(self, "enabled", True, "start enabled", read_only=True)
+        self.velocity_limit_factor = declare(
+            self, "velocity_limit_factor", 0.9, "real time: the velocity the PD law asks of a "
+            "joint (reference velocity + kp/kd x position error) is clipped to this x its "
+            "velocity limit (Khatib's velocity limiting): a lag is caught up at most at the "
+            "limit; 0 = off; rigid arms", low=0.0, high=10.0, read_only=True)
+        self.velocity_deadline = declare(
+            self, "velocity_deadline", True, "real time: a command's deadline is shortened "
+            "to the time its torque, held open loop, takes to bring a joint to its velocity "
+            "limit (a robot honouring deadlines then brakes instead); rigid arms",
+            read_only=True)
         self.enabled = False            # until activated
         self.stamps_on_clock = None     # judged from the first state
         self.init_loop()
