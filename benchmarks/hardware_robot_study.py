@@ -247,8 +247,14 @@ def run_session(robot="puma560", rate=1000.0, scenario="normal", domain=60, busy
         out["recorder"] = stopped.message[-300:]
         out["runaway_ratio"] = round(c.max_ratio, 3)
         pd = c.status.get("pd_controller: control loop", (0, "", {}))[2]
+        hw = c.status.get("hardware_robot: hardware", (0, "", {}))[2]
         out.update(faults=int(pd.get("faults", -1)), gain_scale=pd.get("gain_scale"),
-                   loop_delay_max_s=pd.get("loop_delay_max_s"))
+                   loop_delay_max_s=pd.get("loop_delay_max_s"),
+                   # commands the robot braked on (deadline passed); deadlines the controller
+                   # shortened to the velocity limit; commands whose velocity it clipped
+                   late_commands=hw.get("late_commands"),
+                   shortened_deadlines=pd.get("shortened_deadlines"),
+                   velocity_limited=pd.get("velocity_limited_commands"))
         out.update(bag_and_losses(Path(stopped.message.split(" (")[0]), rate))
         res = c.call("/identifier/identify", timeout=600.0)
         out["identified"] = res.success

@@ -65,7 +65,8 @@ def limit_velocity(kp, kd, error, dq_ref, v_limit):
     kp, kd, e, dq_ref = (np.asarray(x, dtype=float) for x in (kp, kd, error, dq_ref))
     ratio = np.divide(kp, kd, out=np.zeros_like(kp), where=kd > 0)
     v_d = dq_ref + ratio * e
-    return dq_ref + np.clip(v_d, -v_limit, v_limit) - v_d
+    over = (np.abs(v_d) > v_limit) & (kd > 0)
+    return np.where(over, dq_ref + np.clip(v_d, -v_limit, v_limit) - v_d, dq_ref)
 
 
 def time_to_limit(v, a, v_limit):
