@@ -168,8 +168,8 @@ def _keep_freed_memory():
     diagnostics' regressors, filters, fits); by default glibc returns freed memory above
     ~2 x its last mapped block size to the operating system, which zeroes the pages again on
     the next allocation's first touch. ``identify --robot ur10e --estimator ols`` on the two
-    real runs: best of 4 CPU 1.91 -> 1.78 s, peak RSS 223 -> 217 MB; the 1.2 M-sample elastic
-    PUMA run's peak RSS 929-933 MB either way (docs/performance.md). Elsewhere a no-op."""
+    real runs: best of 4 CPU 1.61 -> 1.46 s, peak RSS 223 -> 212 MB; the 1.2 M-sample elastic
+    PUMA run's peak RSS 929 -> 933 MB (docs/performance.md). Elsewhere a no-op."""
     import ctypes  # start-up: module docstring
     try:
         if not (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc"):
