@@ -56,6 +56,7 @@ REPO = Path(__file__).resolve().parents[1]
 DATA = next((c / "data" / "ur10e" for c in (REPO.parent / "shared", REPO.parents[1] / "shared")
              if (c / "data" / "ur10e").is_dir()), None)
 IDENT = ("ur-20_02_19_14harm50sec.csv", "ur-20_02_12-50sec_12harm.csv")
+LOADED = "ur-20_02_19_14harm50secLoad.csv"      # the same trajectory with a 2.805 kg payload
 VALID = ("ur-20_02_10-30sec_12harm.csv", "ur-20_01_17-p1.csv", "ur-20_01_17-p2.csv")
 PREDICTORS = ("full", "plain")
 
@@ -89,9 +90,19 @@ AUTHORS_FRICTION = [
 
 
 def sign_friction(config):
-    """The config with viscous + Coulomb sign(dq) + offset friction and no load term."""
+    """The config with viscous + Coulomb sign(dq) + offset friction, no load term and no
+    stiction column (the references' friction law, whatever the default's is)."""
     return replace(config, friction=replace(config.friction, model="coulomb_viscous",
-                                            offset=True, load_dependent=False))
+                                            offset=True, load_dependent=False,
+                                            stiction=False))
+
+
+def with_stiction(model, sharpness):
+    """``model`` with friction.stiction on, K_v = ``sharpness`` [s/rad]."""
+    from robot_identification.model import RobotModel
+    return RobotModel(replace(model.config, friction=replace(
+        model.config.friction, stiction=True, stiction_sharpness=float(sharpness))),
+        urdf_xml=model.urdf_xml)
 
 
 def authors_model_and_parameters():
@@ -152,12 +163,12 @@ def nrmse_mean(pred, tau):
 class Bench:
     """The models fitted on some identification runs, predicted on any run."""
 
-    def __init__(self, ident):
+    def __init__(self, ident, model=None, settings=None):
         from robot_identification.identification import settings_from_results
         from robot_identification.model import RobotModel, load_robot
         from robot_identification.identification import identify
-        self.model = load_robot("ur10e")
-        self.default = identify(self.model, ident)
+        self.model = model or load_robot("ur10e")
+        self.default = identify(self.model, ident, settings)
         self.s = settings_from_results(self.model, {"settings": self.default.settings})
         plain_model = RobotModel(sign_friction(self.model.config),
                                  urdf_xml=self.model.urdf_xml)
@@ -258,6 +269,13 @@ def candidates(ident):
         "default, reversal window 0.03 s": (
             ur, dict(estimator="physical", reversal_window=0.03), {}),
     }
+    for k in (10.0, 30.0, 50.0, 100.0, 300.0):      # (a) stiction beside Coulomb friction
+        st = with_stiction(ur, k)
+        cands[f"default + stiction, K_v {k:g} s/rad"] = (st, dict(estimator="physical"), {})
+        cands[f"default + stiction, K_v {k:g}, reversal window 0"] = (
+            st, dict(estimator="physical", reversal_window=0.0), {})
+        cands[f"default + stiction, K_v {k:g}, every row"] = (
+            st, dict(estimator="physical", **as_fitted), {})
     out = {}
     for name, (model, kw, _) in cands.items():
         got = {"full": [], "plain": []}
@@ -271,6 +289,76 @@ def candidates(ident):
             got["plain"].append(f["plain"]["m"]["nrmse_mean"])
         out[name] = (float(np.mean(got["full"])), float(np.mean(got["plain"])))
         print(f"  {name:<52} full {out[name][0]:.4f}  plain {out[name][1]:.4f}", flush=True)
+    return out
+
+
+def reversal_share(bench, ident, window=0.12):
+    """Where the plain predictor's error sits: the plain OLS script fitted on one
+    identification run predicts the other (plain predictor); per joint the fraction of rows
+    within ``window`` [s] of a sign change of the filtered velocity and their share of the
+    squared error. Prints and returns [(rows, share (n,)), ...] per fold."""
+    from robot_identification.identification import plain_coulomb
+    out = []
+    sts = [bench.states(d)[0] for d in ident]
+    for test in (0, 1):
+        predict = plain_ols_script(bench.model.urdf_xml, [sts[1 - test]])
+        st = sts[test]
+        e2 = (predict(st, plain_coulomb(st["dq"])) - st["tau"]) ** 2
+        dt = float(np.median(np.diff(ident[test].t)))
+        w = int(round(window / dt))
+        near = np.zeros(e2.shape, dtype=bool)
+        for j in range(e2.shape[1]):
+            for i in np.flatnonzero(np.diff(np.sign(st["dq"][:, j])) != 0):
+                near[max(0, i - w): i + w + 1, j] = True
+        share = (e2 * near).sum(axis=0) / e2.sum(axis=0)
+        out.append((float(near.mean()), share))
+        print(f"  test {IDENT[test]}: {near.mean():.3f} of the rows within {window} s of a "
+              f"reversal hold {np.round(share, 2).tolist()} of the squared error (per joint)")
+    return out
+
+
+def payload_check(ident_paths):
+    """(c) the loaded run beside an unloaded one, plain least squares (pinocchio's regressor +
+    rotor, viscous, sign(v) Coulomb, offset; numpy lstsq on every sample): the payload's 10
+    inertial parameters are extra unknowns on the loaded run's rows only (rigidly on the last
+    link: its columns are the last link's), so its undocumented geometry is not needed.
+    Leave-one-recording-out over the two unloaded runs under the plain predictor, with and
+    without the loaded run in training: {name: mean NRMSE}."""
+    import pinocchio as pin
+    from robot_identification.data import load_dataset
+    from robot_identification.identification import plain_coulomb, preprocess
+    from robot_identification.model import RobotModel, load_robot
+    ur = load_robot("ur10e")
+    model = RobotModel(sign_friction(ur.config), urdf_xml=ur.urdf_xml)
+    sts = [preprocess(model, load_dataset(f, model=model), model.config.identification)[0]
+           for f in ident_paths]
+    pm = pin.buildModelFromXML(ur.urdf_xml)
+    data = pm.createData()
+
+    def rows(st):
+        N = len(st["q"])
+        A = np.zeros((N, 6, 84))
+        for i in range(N):
+            A[i, :, :60] = pin.computeJointTorqueRegressor(pm, data, st["q"][i], st["dq"][i],
+                                                           st["ddq"][i])
+        for j in range(6):
+            A[:, j, 60 + 4 * j: 64 + 4 * j] = np.column_stack(
+                [st["ddq"][:, j], st["dq"][:, j], plain_coulomb(st["dq"])[:, j], np.ones(N)])
+        return A
+    R = [rows(st) for st in sts]
+    out = {}
+    for name, extra in (("unloaded run only", []), ("+ the loaded run, payload unknown", [2])):
+        got = []
+        for test in (0, 1):
+            train = [1 - test] + extra
+            A = np.vstack([np.concatenate([R[k], R[k][:, :, 50:60] * (k == 2)], axis=2)
+                           .reshape(-1, 94) for k in train])
+            x = np.linalg.lstsq(A, np.concatenate([sts[k]["tau"].reshape(-1) for k in train]),
+                                rcond=None)[0]
+            pred = (R[test].reshape(-1, 84) @ x[:84]).reshape(-1, 6)
+            got.append(nrmse_mean(pred, sts[test]["tau"]))
+        out[name] = float(np.mean(got))
+        print(f"  {name:<52} plain {out[name]:.4f}", flush=True)
     return out
 
 
@@ -294,6 +382,10 @@ def main(argv=None):
     p.add_argument("--candidates", action="store_true", help="also print the leave-one-"
                    "recording-out table of the candidate estimates the default was chosen "
                    "from")
+    p.add_argument("--stiction", type=float, metavar="K_V", help="measure a candidate, not "
+                   "the shipped default: the default with friction.stiction on (K_v [s/rad])")
+    p.add_argument("--reversal-window", type=float, metavar="S", help="measure a candidate: "
+                   "the default with this reversal_window [s]")
     args = p.parse_args(argv)
     if args.dataset is not None and not any(args.dataset.glob("*/*.csv")):
         p.error(f"--dataset {str(args.dataset)!r}: no <folder>/<run>.csv files there (the "
@@ -306,7 +398,13 @@ def main(argv=None):
     from robot_identification.model import load_robot
     model = load_robot("ur10e")
     ident = [load_dataset(DATA / "identification" / f, model=model) for f in IDENT]
-    bench = Bench(ident)
+    cand_model = with_stiction(model, args.stiction) if args.stiction else model
+    cand_s = (None if args.reversal_window is None else
+              replace(model.config.identification, reversal_window=args.reversal_window))
+    if args.stiction or cand_s is not None:
+        print(f"CANDIDATE, not the shipped default: stiction K_v {args.stiction}, reversal "
+              f"window {args.reversal_window}")
+    bench = Bench(ident, cand_model, cand_s)
     d = bench.default
     print(f"default identified on {', '.join(IDENT)}: {d.estimate.method}, prior weight "
           f"{d.settings.get('prior_weight')}, cut-off {d.settings['cutoff_hz']} Hz, "
@@ -316,7 +414,7 @@ def main(argv=None):
           "other; mean over the two folds of the mean NRMSE over joints)")
     loro = {}
     for i in range(2):
-        fold = Bench([ident[1 - i]])
+        fold = Bench([ident[1 - i]], cand_model, cand_s)
         got = fold.predict([ident[i]], [IDENT[i]])
         for name, by in got.items():
             for pr, v in by.items():
@@ -328,6 +426,12 @@ def main(argv=None):
               "over joints, mean over the two folds; each fold's own settings and "
               "pre-sliding state)")
         candidates(ident)
+        print("where the plain predictor's error sits (plain OLS script, leave-one-recording-"
+              "out)")
+        reversal_share(bench, ident)
+        print("(c) the loaded run with the payload's parameters unknown, plain least squares, "
+              "leave-one-recording-out over the unloaded runs")
+        payload_check([DATA / "identification" / f for f in IDENT + (LOADED,)])
     groups = {"shared validation runs": [DATA / "validation" / f for f in VALID]}
     if args.dataset is not None:
         groups = more_runs(args.dataset)

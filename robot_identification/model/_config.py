@@ -168,11 +168,16 @@ class FrictionConfig:
     joint torque the URDF's rigid-body model predicts, f_c + f_l |tau_0| (drive parameter
     ``coulomb_load``, rigid arms; Hamon, Gautier & Garrec, ICRA 2011: the dry friction of a
     gear grows with the load it transmits).
+    ``stiction`` adds to ``coulomb_viscous`` the smooth column (2/pi) atan(K_v v) of Szabó &
+    Gincsainé (2021, eq. 7-8; drive parameter ``stiction``, K_v = ``stiction_sharpness``):
+    friction f_v v + f_c sign(v) + f_s (2/pi) atan(K_v v), stateless, continuous through
+    v = 0 where sign(v) is not (docs/friction.md).
     """
 
     model: str = "coulomb_viscous"
     offset: bool = False
     load_dependent: bool = False
+    stiction: bool = False
     stiction_sharpness: float = 100.0
     stribeck_sharpness: float = 10.0
 

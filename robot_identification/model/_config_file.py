@@ -281,8 +281,11 @@ class FrictionSection(_Section):
     load_dependent: bool = Field(
         False, description="rigid arms: Coulomb friction f_c + f_l |tau_0| (drive key "
         "coulomb_load; docs/friction.md)")
+    stiction: bool = Field(
+        False, description="coulomb_viscous: + stiction (2/pi) atan(K_v v) (drive key "
+        "stiction; docs/friction.md)")
     stiction_sharpness: _NUMBER_S_PER_RAD_POSITIVE = Field(
-        100.0, description="K_v [s/rad], static model only")
+        100.0, description="K_v [s/rad]: the static model and friction.stiction")
     stribeck_sharpness: _NUMBER_S_PER_RAD_POSITIVE = Field(
         10.0, description="delta [s/rad], static model only")
 
@@ -853,6 +856,7 @@ def parse_robot_config(data: Any, source: Optional[Path] = None,
         coupling=doc.coupling, damping=doc.damping,
         friction=FrictionConfig(model=fr.model, offset=fr.offset,
                                 load_dependent=fr.load_dependent,
+                                stiction=fr.stiction,
                                 stiction_sharpness=fr.stiction_sharpness,
                                 stribeck_sharpness=fr.stribeck_sharpness),
         joints=joints, identification=_identification(doc.identification, where),

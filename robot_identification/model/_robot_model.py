@@ -748,8 +748,10 @@ class RobotModel:
             keys.append("coulomb")
             if c.friction.load_dependent:
                 keys.append("coulomb_load")
+            if c.friction.stiction:
+                keys.append("stiction")
         if "static" in used:
-            keys += ["stiction", "stribeck"]
+            keys += [k for k in ("stiction", "stribeck") if k not in keys]
         if c.friction.offset:
             keys.append("offset")
         return tuple(keys)

@@ -75,7 +75,8 @@ def friction_columns(model, velocity, deadband=0.0):
     -------
     dict
         Drive key -> ndarray (N, n): ``viscous``: v; ``coulomb``: sign(v); ``stiction``:
-        (2/pi) atan(K_v v); ``stribeck``: (2/pi) atan(delta v) (Szabó & Gincsainé 2021,
+        (2/pi) atan(K_v v) (the static model, or ``friction.stiction``); ``stribeck``:
+        (2/pi) atan(delta v) (Szabó & Gincsainé 2021,
         eq. 7-9); ``offset``: 1; ``coulomb_load``: sign(v) as well - :func:`rigid_regressor`
         multiplies it by |tau_0| (:func:`nominal_load`).
     """
@@ -84,13 +85,15 @@ def friction_columns(model, velocity, deadband=0.0):
     cols = {"viscous": v, "coulomb": coulomb_sign(v, deadband), "offset": np.ones_like(v)}
     cols["coulomb_load"] = cols["coulomb"]
     models = model.joint_friction_models()
-    if "static" in models:
+    smooth = fr.stiction and "coulomb_viscous" in models
+    if "static" in models or smooth:
         cols["stiction"] = (2.0 / np.pi) * np.arctan(fr.stiction_sharpness * v)
+    if "static" in models:
         cols["stribeck"] = (2.0 / np.pi) * np.arctan(fr.stribeck_sharpness * v)
     if len(set(models)) > 1:        # per-joint models: a term a joint's model lacks is 0
         uses = {"viscous": ("viscous", "coulomb_viscous", "static"),
                 "coulomb": ("coulomb_viscous",), "coulomb_load": ("coulomb_viscous",),
-                "stiction": ("static",),
+                "stiction": ("static", "coulomb_viscous") if smooth else ("static",),
                 "stribeck": ("static",)}
         for key, owners in uses.items():
             if key in cols:
