@@ -57,13 +57,16 @@ def start_method():
 
 #: True while this process runs a local cluster of forked workers: a forked worker resets
 #: SIGINT and SIGTERM to the handlers of a fresh interpreter (the CLI's handlers unwind the
-#: CLI's outputs, which a worker does not own).
+#: CLI's outputs, which a worker does not own) and keeps the caller's allocator settings
+#: (the nanny's ``MALLOC_TRIM_THRESHOLD_`` only reaches a process that starts glibc afresh:
+#: :func:`tune_worker_memory` has nothing to undo there).
 _FORKING = []
 
 
 def _after_fork_in_child():
     if _FORKING:
         _FORKING.clear()
+        _tuned.append(True)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
