@@ -185,3 +185,36 @@ def test_the_structural_basis_reaches_every_regressor_row():
         ds = _data(arm)
         Y = rigid_regressor(model, ds.q, 3 * ds.dq, 5 * ds.ddq).reshape(-1, model.n_parameters)
         assert np.linalg.norm(Y - (Y @ V) @ V.T) <= 1e-12 * np.linalg.norm(Y)
+
+
+@pytest.mark.parametrize("cond", [1e0, 1e4, 1e8, 1e9, 3e9, 1e10, 1e13])
+@pytest.mark.parametrize("rows", [0, 40, 64, 300])
+def test_least_squares_through_dgeqrf_equals_lstsq(cond, rows):
+    """_triangle (LAPACK dgeqrf called directly) gives numpy's triangular factor, and
+    _least_squares (the cheap conditioning bound before the SVD) lstsq's solution with
+    rcond=RCOND: the bound never takes the triangular solve where the singular values say
+    otherwise, on matrices from well conditioned to past the cut-off."""
+    rng = np.random.default_rng(int(np.log10(cond)) * 1000 + rows)
+    r = 20
+    u, _ = np.linalg.qr(rng.standard_normal((max(rows, r), r)))
+    v, _ = np.linalg.qr(rng.standard_normal((r, r)))
+    A = (u * np.geomspace(1.0, 1.0 / cond, r)) @ v.T
+    X = np.concatenate([A, rng.standard_normal((A.shape[0], 2))], axis=1)[:rows]
+    R = _refit._triangle(X, r)
+    want = np.linalg.qr(X, mode="r")[: min(rows, r)]
+    assert R.shape == want.shape
+    np.testing.assert_allclose(R, want, rtol=0, atol=1e-13 * max(np.abs(want).max(initial=0), 1))
+    if rows >= r:
+        T = R[:, :r]
+        s = np.linalg.svd(T, compute_uv=False)
+        if _refit._well_conditioned(T):
+            assert s[-1] > 2 * _refit.RCOND * s[0]
+        if s[-1] > 4 * _refit.RCOND * s[0] and cond <= 1e8:
+            assert _refit._well_conditioned(T)     # the cheap bound is not overly strict
+        if rows > r:
+            got = _refit._least_squares(X, r)
+            ref = np.linalg.lstsq(X[:, :r], X[:, r:], rcond=_refit.RCOND)[0]
+            pred, pref = X[:, :r] @ got, X[:, :r] @ ref
+            # the fitted values agree to rounding x the condition number
+            tol = (1e-9 + 1e-15 * min(cond, 1e10)) * np.abs(pref).max()
+            np.testing.assert_allclose(pred, pref, rtol=0, atol=tol)
