@@ -12,7 +12,7 @@ from robot_identification.data import Dataset
 from robot_identification.diagnostics import Diagnostic
 from robot_identification.errors import DataError
 from robot_identification.identification._prediction import (
-    coulomb_scale, predict_torque, settings_from_results, torque_errors)
+    _predict_with_scale, coulomb_scale, predict_torque, settings_from_results, torque_errors)
 from robot_identification.identification._preprocessing import preprocess
 from robot_identification.identification._sources import Recording, as_recording
 from robot_identification.regressor import coulomb_sign
@@ -362,9 +362,14 @@ def candidate_errors(model, ds, base, beta, settings, jitter, width, grid, direc
     states, filtered = filtered_torques(model, ds, settings, [ds.tau, *columns])
     filtered = filtered[1:]
     ramp = filtered[0]
-    fc = coulomb_scale(model, base, beta, states)    # f_c (+ f_l |tau_0|)
-    pred0 = predict_torque(model, base, beta, states, friction_deadband=width,
-                           coulomb=ramp)[:, motor]
+    if model.config.elastic:
+        fc = coulomb_scale(model, base, beta, states)    # f_c (+ f_l |tau_0|)
+        pred0 = predict_torque(model, base, beta, states, friction_deadband=width,
+                               coulomb=ramp)[:, motor]
+    else:       # the same f_c (+ f_l |tau_0|) from the prediction's regressor pass
+        pred0, fc = _predict_with_scale(model, base, beta, states, friction_deadband=width,
+                                        coulomb=ramp)
+        pred0 = pred0[:, motor]
     out = []
     for c, col in zip([None] + list(grid), filtered):
         pred = pred0

@@ -92,7 +92,17 @@ def predict_torque(model, base, beta, states, chunk=2048, rest_velocity=0.0,
         (:func:`filtered_coulomb`, :func:`plain_coulomb`); with load-dependent Coulomb
         friction the load column f_l |tau_0| follows the same column.
     """
-    out = []
+    return _predict_with_scale(model, base, beta, states, chunk, rest_velocity,
+                               friction_deadband, coulomb)[0]
+
+
+def _predict_with_scale(model, base, beta, states, chunk=2048, rest_velocity=0.0,
+                        friction_deadband=0.0, coulomb=None):
+    """:func:`predict_torque` and, where ``coulomb`` is given, the Coulomb level it used,
+    as :func:`coulomb_scale` gives it ((N, n) with load-dependent friction, else (n,); None
+    without ``coulomb``): the load f_l |tau_0| from the same regressor pass instead of a
+    second one (issue #29)."""
+    out, scales = [], []
     st = dict(states)
     if rest_velocity > 0:
         for key in ("dq", "dtheta"):
@@ -112,10 +122,17 @@ def predict_torque(model, base, beta, states, chunk=2048, rest_velocity=0.0,
             scale = fc
             if np.any(fl):
                 scale = fc + fl * np.abs(nominal_load(model, Y))
+                scales.append(scale)
             old = coulomb_sign(v_all[sl], friction_deadband)
             block[:, rows:rows + n] += (coulomb[sl] - old) * scale
         out.append(block)
-    return np.concatenate(out, axis=0)
+    if coulomb is None:
+        scale = None
+    elif not np.any(fl):
+        scale = fc
+    else:
+        scale = np.concatenate(scales, axis=0)
+    return np.concatenate(out, axis=0), scale
 
 
 def _per_joint_base_parameter(model, base, beta, suffix):
