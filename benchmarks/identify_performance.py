@@ -1,7 +1,8 @@
 """Issue #29's done-when numbers, measured and printed in one run.
 
     OPENBLAS_NUM_THREADS=1 PYTHONPATH=$PWD python benchmarks/identify_performance.py \
-        [--only regressor simulator elastic ur10e dask montecarlo] [--keep DIR]
+        [--only regressor simulator elastic ur10e dask montecarlo] [--keep DIR] \
+        [--rounds N] [--before DIR]
 
 Every subject runs beside its reference in the same run, each in a fresh process where a
 whole command is measured (its start-up and imports included): CPU time = user + system
@@ -20,8 +21,9 @@ the load average is printed beside them.
   target <= 4x, peak RSS <= 1 GB.
 - ``ur10e``: ``identify --robot ur10e --estimator ols`` on the two real identification runs
   (the shared UR10e data, ``shared/data/ur10e`` beside the repository) vs
-  ``benchmarks/plain_ols_ur10e.py`` on the same files, best of 3 alternately after one
-  untimed run of each: target <= 1.2x.
+  ``benchmarks/plain_ols_ur10e.py`` on the same files, best of 3 (``--rounds``) alternately
+  after one untimed run of each: target <= 1.2x. ``--before DIR``: the command of another
+  checkout (DIR) in the same rounds, and whether the two results files agree.
 
 The children read the project's modules from compiled bytecode, as an installed package
 does (``pip install`` compiles it; a checkout writes ``__pycache__`` on its first run):
@@ -73,14 +75,14 @@ def child(args, cwd=None, ok=(0,)):
     return r["wall"], r["stdout"]
 
 
-def timed_child(args, cwd=None, ok=(0,)):
+def timed_child(args, cwd=None, ok=(0,), root=None):
     """``python ARGS`` in a fresh process: wall [s], CPU = user + system time of the process
     [s] and peak RSS [MB] (``os.wait4``), stdout, stderr, exit code (``ok``: the accepted
-    ones)."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT), OPENBLAS_NUM_THREADS="1")
+    ones); ``root``: the checkout whose modules it imports (default this one)."""
+    env = dict(os.environ, PYTHONPATH=str(root or ROOT), OPENBLAS_NUM_THREADS="1")
     env.pop("PYTHONDONTWRITEBYTECODE", None)     # compiled bytecode, as installed (docstring)
     if PYCACHE:
-        env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
+        env["PYTHONPYCACHEPREFIX"] = str(PYCACHE / ("before" if root else ""))
     t0 = time.perf_counter()
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen([sys.executable, *map(str, args)], stdout=out, stderr=err,
@@ -156,18 +158,41 @@ def section_ur10e(args, tmp):
         return
     files = [UR10E / "identification" / f for f in
              ("ur-20_02_19_14harm50sec.csv", "ur-20_02_12-50sec_12harm.csv")]
-    best = {"identify": np.inf, "plain": np.inf}
-    for i in range(4):          # the first run of each writes the bytecode: not timed
-        r = timed_child(["-m", "robot_identification.cli", "identify", "--robot", "ur10e",
-                         "--estimator", "ols", "--quiet", "--force", "--output",
-                         tmp / "ur10e.yaml", "--data", *files], ok=IDENTIFY_OK)
+    best = {"identify": np.inf, "plain": np.inf, "before": np.inf}
+    before = Path(args.before).resolve() if args.before else None
+    command = ["-m", "robot_identification.cli", "identify", "--robot", "ur10e", "--estimator",
+               "ols", "--quiet", "--force", "--data", *files, "--output"]
+    for i in range(args.rounds + 1):  # the first run of each writes the bytecode: not timed
+        r = timed_child([*command, tmp / "ur10e.yaml"], ok=IDENTIFY_OK)
         best["identify"] = min(best["identify"], r["cpu"] if i else np.inf)
+        if before is not None:
+            r = timed_child([*command, tmp / "ur10e_before.yaml"], cwd=before, ok=IDENTIFY_OK,
+                            root=before)
+            best["before"] = min(best["before"], r["cpu"] if i else np.inf)
         r = timed_child([ROOT / "benchmarks" / "plain_ols_ur10e.py", *files])
         best["plain"] = min(best["plain"], r["cpu"] if i else np.inf)
     print(f"ur10e real runs (2 files): identify --estimator ols CPU {best['identify']:.2f} s | "
           f"plain OLS script CPU {best['plain']:.2f} s | ratio "
-          f"{best['identify'] / best['plain']:.2f} (target <= 1.2; best of 3, {load()})",
-          flush=True)
+          f"{best['identify'] / best['plain']:.2f} (target <= 1.2; best of {args.rounds}, "
+          f"{load()})", flush=True)
+    if before is not None:
+        same = _results_differ(tmp / "ur10e_before.yaml", tmp / "ur10e.yaml")
+        gain = best["identify"] - best["before"]
+        print(f"    before ({before}): CPU {best['before']:.2f} s, ratio "
+              f"{best['before'] / best['plain']:.2f}; this checkout {gain:+.3f} s; results "
+              f"files {same}", flush=True)
+
+
+def _results_differ(a, b):
+    """'identical' where two results files agree apart from timing fields and the robot's
+    file paths, else the first differing line."""
+    skip = ("t_regressor:", "written:", "elapsed_s:", "robot_config:", "urdf:")
+    la, lb = ([ln for ln in Path(p).read_text().splitlines() if not ln.strip().startswith(skip)]
+              for p in (a, b))
+    for x, y in zip(la, lb):
+        if x != y:
+            return f"differ: {x.strip()[:80]!r} vs {y.strip()[:80]!r}"
+    return "identical" if len(la) == len(lb) else "differ in length"
 
 
 def dask_files(tmp, n_files=4, samples=1_000_000):
@@ -246,6 +271,12 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", nargs="+", choices=SECTIONS, default=list(SECTIONS))
     ap.add_argument("--keep", metavar="DIR", help="keep (and reuse) the generated recordings")
+    ap.add_argument("--rounds", type=int, default=3, help="ur10e: timed rounds (best of)")
+    ap.add_argument("--before", metavar="DIR",
+                    help="ur10e: also time identify of this checkout (e.g. `git archive "
+                         "COMMIT | tar -x -C DIR` plus the compiled kernel in "
+                         "robot_identification/regressor/build) in the same rounds and "
+                         "compare the results files")
     args = ap.parse_args(argv)
     tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="ri_perf29_"))
     tmp.mkdir(parents=True, exist_ok=True)
