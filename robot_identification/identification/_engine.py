@@ -298,6 +298,95 @@ class ReversalWindow:
         return self._emit(self.flips.shape[0])
 
 
+#: A sample whose every joint's measured effort is exactly 0.0 counts as "drives off / braked"
+#: when some joint moves faster than this [rad/s] (measured velocity, else the backward
+#: difference of the positions); an arm at rest with zero effort (a horizontal arm, a
+#: gravity-free simulation) is left alone. docs/diagnostics.md, ``drives_off_rows``.
+DRIVES_OFF_REST_VELOCITY = 1e-3
+#: Share of the samples above which the drives-off exclusion is an error, not a warning.
+DRIVES_OFF_ERROR_SHARE = 0.95
+
+
+class DrivesOff:
+    """Streamed marking of the filtered samples near "drives off / braked" raw samples:
+    every joint's measured effort exactly 0.0 while the arm moves (a braked hardware robot,
+    a real arm whose drives are off: no motor torque while an unmodelled brake torque
+    acts). The filtered torque near them is smeared, so a filtered sample is marked when a
+    braked raw sample lies within ``before`` samples before or ``after`` samples after the
+    raw sample it stands for (the filter's settling window, :func:`reversal_window`; a causal
+    FIR bank: its window, :func:`fir_reversal_window`).
+
+    Raw chunks go to :meth:`scan` before the pre-processor sees them; the pre-processor
+    emits a sample only after ``after`` later raw samples (its margin), so :meth:`mark` of
+    its output needs nothing held back and chunking does not change the marks.
+
+    Parameters
+    ----------
+    model : RobotModel
+    fs : float
+        Sample rate [Hz].
+    before, after : int
+        Raw samples on each side.
+    delay : float
+        Output time = raw time - ``delay`` [s] (a causal FIR bank's t_d; 0 zero-phase).
+    """
+
+    def __init__(self, model, fs, before, after, delay=0.0):
+        self.names = list(model.joint_names)
+        self.fs = float(fs)
+        self.before, self.after = int(before), int(after)
+        self.delay = float(delay)
+        self.t0 = None
+        self.n = 0                  # raw samples scanned
+        self.starts, self.ends = [], []   # braked runs, raw indices (inclusive)
+        self.last_q = None
+
+    def scan(self, ds):
+        """Find the braked raw samples of a chunk (a :class:`Dataset`)."""
+        ds = ds.select_joints(self.names)
+        m = ds.t.shape[0]
+        if m == 0:
+            return
+        if self.t0 is None:
+            self.t0 = float(ds.t[0])
+        tau = None if ds.tau is None else np.asarray(ds.tau, dtype=float)
+        q = np.asarray(ds.q, dtype=float)
+        if ds.dq is not None:
+            v = np.asarray(ds.dq, dtype=float)
+        else:
+            prev = q[:1] if self.last_q is None else self.last_q
+            v = np.diff(q, axis=0, prepend=prev) * self.fs
+        self.last_q = q[-1:]
+        if tau is None:
+            self.n += m
+            return
+        off = (tau == 0.0).all(axis=1) & (np.abs(v) > DRIVES_OFF_REST_VELOCITY).any(axis=1)
+        if off.any():
+            d = np.diff(np.concatenate([[0], off.astype(np.int8), [0]]))
+            for a, b in zip(np.flatnonzero(d == 1), np.flatnonzero(d == -1) - 1):
+                a, b = int(a) + self.n, int(b) + self.n
+                if self.ends and self.ends[-1] + 1 == a:
+                    self.ends[-1] = b
+                else:
+                    self.starts.append(a)
+                    self.ends.append(b)
+        self.n += m
+
+    def mark(self, t):
+        """Marks (N,) bool of filtered samples at times ``t`` (N,) [s]."""
+        if not self.starts:
+            return np.zeros(t.shape[0], dtype=bool)
+        g = np.rint((np.asarray(t, dtype=float) + self.delay - self.t0) * self.fs)
+        g = g.astype(np.int64)
+        k = np.searchsorted(np.asarray(self.starts), g + self.after, side="right") - 1
+        ends = np.asarray(self.ends)
+        return (k >= 0) & (ends[np.maximum(k, 0)] >= g - self.before)
+
+    @property
+    def margin_s(self):
+        return max(self.before, self.after) / self.fs
+
+
 def recording_normal_equations(model, recording, settings=None, *, base=None, block=CHUNK,
                                use_measured_derivatives=True, bank=None, robust=None,
                                columns=None, instruments=None, log=None, also=None):
@@ -401,6 +490,12 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
         before, after = fir_reversal_window(pre.bank, s.decimate)
         rev = ReversalWindow(model, before, s.stop_velocity, ahead=after)
     drop = bool(s.drop_reversals) and "coulomb" in model.drive_parameter_keys()
+    if pre.name == "butterworth":     # drives off / braked samples with the torque's smear
+        settle = 0 if s.cutoff_hz is None else reversal_window(fs, s.cutoff_hz,
+                                                               s.filter_order)
+        brakes = DrivesOff(model, fs, settle, settle)
+    else:
+        brakes = DrivesOff(model, fs, int(pre.bank.L), 0, delay=float(pre.bank.delay))
     extra = []              # (equations, settings, every k-th emitted state, reversal window)
     if also and pre.name != "butterworth":
         raise ValueError("also: only with the butterworth strategy (its outputs are every "
@@ -446,15 +541,16 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
         with bar(desc="identify", unit="sample", unit_scale=True) as pbar:
             for ds in rec.chunks():
                 neq.n_input += ds.t.shape[0]
+                brakes.scan(ds)
                 out = pre.push(ds)
                 if out is not None:
-                    take(dict(out[0], t=out[1]))
+                    take(dict(out[0], t=out[1], drives_off=brakes.mark(out[1])))
                     if log and neq.n_input > 20 * block:
                         log(f"{rec.name}: {neq.n_input} samples read, {neq.n_samples} used")
                 pbar.update(ds.t.shape[0])
             out = pre.finish()
             if out is not None:
-                take(dict(out[0], t=out[1]))
+                take(dict(out[0], t=out[1], drives_off=brakes.mark(out[1])))
             if rev is not None or extra:
                 take(None)
     except DataError as exc:        # name the recording (a chunk's fault: the clock, NaN)
@@ -467,6 +563,8 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
                         f"{pre.min_samples}")
     neq.preprocessing = dict(pre.describe(), friction_deadband=[
         float(v) for v in np.broadcast_to(s.friction_deadband, (model.n,))])
+    if neq.drives_off:
+        neq.preprocessing.update(drives_off_margin_s=round(brakes.margin_s, 6))
     if rev is not None:
         neq.preprocessing.update(
             stop_velocity=[float(v) for v in rev.stop],
@@ -520,6 +618,11 @@ def _accumulate(model, base, neq, states, s, block, robust, drop_reversals=False
         mask = keep if mask is None else mask & keep
     if neq.spring is not None:
         neq.spring.add(states)
+    off = states.get("drives_off")
+    if off is not None and off.any():   # drives off / braked: no row of these samples
+        neq.drives_off += int(off.sum())
+        keep = np.repeat(~off[:, None], model.rows_per_sample, axis=1)
+        mask = keep if mask is None else mask & keep
     near = states.get("near_reversal")
     if near is not None:
         v = states["dtheta" if model.config.elastic else "dq"]
@@ -686,6 +789,20 @@ def solve(model, neq, settings=None, *, base=None, estimators=None, prior=None,
     if unknown:
         raise ConfigError(f"unknown estimator(s) {unknown}; choose from {list(ESTIMATORS)}")
     p = len(base)
+    diagnostics = []
+    if neq.drives_off:
+        share = neq.drives_off / max(int(neq.n_samples), 1)
+        margin = (neq.preprocessing or {}).get("drives_off_margin_s", 0.0)
+        what = (f"{neq.drives_off} of {int(neq.n_samples)} samples ({100 * share:.1f} %) "
+                f"excluded as drives off / braked: every joint's measured effort exactly 0 "
+                f"while the arm moves, with {margin:.3g} s either side (the filter's "
+                f"settling)")
+        if share >= DRIVES_OFF_ERROR_SHARE:
+            raise DataError(f"{what}: too few samples with the drives on; record with "
+                            f"the drives enabled (docs/diagnostics.md, drives_off_rows)")
+        diagnostics.append(Diagnostic("drives_off_rows", "warning",
+                                      f"{what}; the efforts there are not the motor torque "
+                                      f"of the model", "drives_off"))
     if neq.count.sum() <= p:
         near, rows = (int(x) for x in neq.reversal_counts)
         why = [f"velocity threshold {s.velocity_threshold} rad/s"]
@@ -705,7 +822,7 @@ def solve(model, neq, settings=None, *, base=None, estimators=None, prior=None,
             check_excitation(neq.gram, base.names)
         except ExcitationError as exc:
             raise ExcitationError(f"{exc}{_cutoff_hint(neq)}") from None
-    estimates, diagnostics = {}, []
+    estimates = {}
     for i, name in enumerate(names):
         try:
             estimates[name] = ESTIMATORS[name](ctx)

@@ -22,6 +22,9 @@ class RecordingEquations(NormalEquations):
     reversal_counts : ndarray (2,)
         Used friction rows within the reversal window of a velocity reversal or stop, and
         all used friction rows (the ``coulomb_filter_smear`` diagnostic).
+    drives_off : int
+        Samples excluded as drives off / braked (every effort exactly 0 while the arm
+        moves, with the filter's settling window; the ``drives_off_rows`` diagnostic).
     recordings : list of dict
         Per-recording summaries for the diagnostics
         (:func:`robot_identification.diagnostics.recording_summary`), concatenated.
@@ -48,6 +51,7 @@ class RecordingEquations(NormalEquations):
         self.t_regressor = 0.0
         self.recordings = []
         self.reversal_counts = np.zeros(2, dtype=np.int64)
+        self.drives_off = 0
         self.true_parameters = None
         self.preprocessing = None
         self.spring = None
@@ -72,6 +76,7 @@ class RecordingEquations(NormalEquations):
         self.t_regressor += other.t_regressor
         self.recordings = list(self.recordings) + list(other.recordings)
         self.reversal_counts += other.reversal_counts
+        self.drives_off += other.drives_off
         if not self.true_parameters:
             self.true_parameters = other.true_parameters
         if self.preprocessing is None:

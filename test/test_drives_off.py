@@ -1,0 +1,98 @@
+"""Drives off / braked samples (every joint's measured effort exactly 0.0 while the arm
+moves, as a braked hardware robot or a real arm with its drives off records them): excluded
+from the observation matrix with the filter's settling window on each side, named by the
+``drives_off_rows`` diagnostic (docs/diagnostics.md, docs/ros.md).
+
+Reference: the simulator's true parameters (torque-space error of the base parameters over
+the clean recording's regressor), not our own output."""
+import dataclasses
+
+import numpy as np
+import pytest
+
+from robot_identification.errors import DataError
+from robot_identification.identification import (
+    Recording, identify, recording_normal_equations)
+from robot_identification.identification._engine import reversal_window
+from robot_identification.model import load_robot
+from robot_identification.simulation import simulate
+
+BRAKED = (4.0, 4.6)        # [s] efforts zeroed while the arm moves on (up to 1.3 rad/s)
+
+
+@pytest.fixture(scope="module")
+def data():
+    model = load_robot("puma560")
+    ds = simulate(model, seed=0, snr_db=80, duration=10.0)
+    sel = (ds.t >= BRAKED[0]) & (ds.t < BRAKED[1])
+
+    def with_tau(value):
+        tau = ds.tau.copy()
+        tau[sel] = value
+        return dataclasses.replace(ds, tau=tau)
+
+    # 1e-300: the same wrong efforts, but not exactly zero, so not recognised (no mask)
+    return model, ds, with_tau(0.0), with_tau(1e-300), int(sel.sum())
+
+
+def _torque_error(result, gram, truth):
+    """||W (theta - theta_true)|| / ||W theta_true|| over the clean recording's regressor."""
+    d = np.asarray(result.estimate.values) - truth
+    return float(np.sqrt(d @ gram @ d / (truth @ gram @ truth)))
+
+
+def test_braked_rows_are_excluded_and_named(data):
+    model, clean, braked, unmasked, n_braked = data
+    r_clean = identify(model, clean)
+    truth = np.asarray(r_clean.true_values)
+    gram = r_clean.normal_equations.gram
+    errors = {name: _torque_error(identify(model, ds), gram, truth) if name != "clean"
+              else _torque_error(r_clean, gram, truth)
+              for name, ds in (("clean", clean), ("unmasked", unmasked))}
+    r = identify(model, braked)
+    errors["masked"] = _torque_error(r, gram, truth)
+    assert errors["unmasked"] > 10 * errors["clean"], errors      # the bias being fixed
+    assert errors["masked"] <= 1.25 * errors["clean"], errors
+    [d] = [d for d in r.diagnostics if d.code == "drives_off_rows"]
+    assert d.severity == "warning"
+    fs = 1.0 / np.median(np.diff(clean.t))
+    w = reversal_window(fs, r.settings["cutoff_hz"], r.settings["filter_order"])
+    count = n_braked + 2 * w          # the braked samples and the settling window each side
+    assert r.normal_equations.drives_off == count
+    assert f"{count} of {clean.t.shape[0]} samples" in d.message
+    assert r.settings["drives_off_margin_s"] == pytest.approx(w / fs)
+    assert not [d for d in r_clean.diagnostics if d.code == "drives_off_rows"]
+    assert "drives_off_margin_s" not in r_clean.settings
+
+
+@pytest.mark.parametrize("strategy", ["butterworth", "polynomial"])
+def test_streamed_equals_whole_recording(data, strategy):
+    model, _, braked, _, _ = data
+    s = dataclasses.replace(model.config.identification, preprocessing=strategy,
+                            cutoff_hz=10.0, velocity_threshold=0.0)
+    whole = recording_normal_equations(model, Recording.from_dataset(braked, model), s)
+    parts = recording_normal_equations(
+        model, Recording.from_dataset(braked, model, chunk=777), s)
+    assert whole.drives_off > 0 and parts.drives_off == whole.drives_off
+    assert parts.n_samples == whole.n_samples
+    np.testing.assert_array_equal(parts.count, whole.count)
+    assert np.abs(parts.G - whole.G).max() <= 1e-12 * np.abs(whole.G).max()
+    assert np.abs(parts.b - whole.b).max() <= 1e-12 * np.abs(whole.b).max()
+
+
+def test_all_braked_is_an_error(data):
+    model, clean, *_ = data
+    off = dataclasses.replace(clean, tau=np.zeros_like(clean.tau))
+    with pytest.raises(DataError, match="drives off / braked"):
+        identify(model, off)
+
+
+def test_zero_effort_at_rest_is_kept(data):
+    """An arm at rest with zero effort (a gravity-free or horizontal arm) is not braked."""
+    model, clean, *_ = data
+    q, tau = clean.q.copy(), clean.tau.copy()
+    q[:200] = q[200]
+    tau[:200] = 0.0
+    ds = dataclasses.replace(clean, q=q, tau=tau)
+    neq = recording_normal_equations(model, Recording.from_dataset(ds, model))
+    assert neq.drives_off == 0
