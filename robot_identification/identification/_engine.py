@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pinocchio as pin
 import scipy.signal
 
 from robot_identification._dask import check_workers, dask_client, map_list, map_sum
@@ -300,18 +301,22 @@ class ReversalWindow:
 
 #: A sample whose every joint's measured effort is exactly 0.0 counts as "drives off / braked"
 #: when some joint moves faster than this [rad/s] (measured velocity, else the backward
-#: difference of the positions); an arm at rest with zero effort (a horizontal arm, a
+#: difference of the positions), or, at rest, when the nominal model needs more than
+#: ``DRIVES_OFF_GRAVITY`` [N*m] on some joint to hold the arm against gravity (a brake holds
+#: it, not the drives); an arm at rest with zero effort that needs none (a horizontal arm, a
 #: gravity-free simulation) is left alone. docs/diagnostics.md, ``drives_off_rows``.
 DRIVES_OFF_REST_VELOCITY = 1e-3
+DRIVES_OFF_GRAVITY = 1e-6
 #: Share of the samples above which the drives-off exclusion is an error, not a warning.
 DRIVES_OFF_ERROR_SHARE = 0.95
 
 
 class DrivesOff:
     """Streamed marking of the filtered samples near "drives off / braked" raw samples:
-    every joint's measured effort exactly 0.0 while the arm moves (a braked hardware robot,
-    a real arm whose drives are off: no motor torque while an unmodelled brake torque
-    acts). The filtered torque near them is smeared, so a filtered sample is marked when a
+    every joint's measured effort exactly 0.0 while the arm moves, or at rest where the
+    nominal model needs a torque to hold it against gravity (a braked hardware robot - the
+    project's stand-in stops the arm at once - or a real arm whose drives are off: no motor
+    torque while an unmodelled brake torque acts). The filtered torque near them is smeared, so a filtered sample is marked when a
     braked raw sample lies within ``before`` samples before or ``after`` samples after the
     raw sample it stands for (the filter's settling window, :func:`reversal_window`; a causal
     FIR bank: its window, :func:`fir_reversal_window`).
@@ -332,6 +337,8 @@ class DrivesOff:
     """
 
     def __init__(self, model, fs, before, after, delay=0.0):
+        self.model = model
+        self._pin = None
         self.names = list(model.joint_names)
         self.fs = float(fs)
         self.before, self.after = int(before), int(after)
@@ -360,7 +367,12 @@ class DrivesOff:
         if tau is None:
             self.n += m
             return
-        off = (tau == 0.0).all(axis=1) & (np.abs(v) > DRIVES_OFF_REST_VELOCITY).any(axis=1)
+        zero = (tau == 0.0).all(axis=1)
+        off = zero & (np.abs(v) > DRIVES_OFF_REST_VELOCITY).any(axis=1)
+        rest = np.flatnonzero(zero & ~off)
+        if rest.size:               # at rest: braked where the arm needs a holding torque
+            off[rest] = [np.abs(self._gravity(q[i])).max() > DRIVES_OFF_GRAVITY
+                         for i in rest]
         if off.any():
             d = np.diff(np.concatenate([[0], off.astype(np.int8), [0]]))
             for a, b in zip(np.flatnonzero(d == 1), np.flatnonzero(d == -1) - 1):
@@ -371,6 +383,14 @@ class DrivesOff:
                     self.starts.append(a)
                     self.ends.append(b)
         self.n += m
+
+    def _gravity(self, q):
+        """Nominal gravity torques g(q) (n,) [N*m] (pinocchio ``computeGeneralizedGravity``)."""
+        if self._pin is None:
+            self._pin = (self.model.pin_model, self.model.pin_model.createData())
+        pm, data = self._pin
+        g = pin.computeGeneralizedGravity(pm, data, self.model.pin_configuration(q))
+        return self.model.from_pin_v(g)
 
     def mark(self, t):
         """Marks (N,) bool of filtered samples at times ``t`` (N,) [s]."""
