@@ -334,10 +334,14 @@ class DrivesOff:
         Raw samples on each side.
     delay : float
         Output time = raw time - ``delay`` [s] (a causal FIR bank's t_d; 0 zero-phase).
+    enabled : bool
+        False where the recording has no motor torque (its ``tau`` a placeholder:
+        docs/elastic.md, sensor set b): nothing is marked.
     """
 
-    def __init__(self, model, fs, before, after, delay=0.0):
+    def __init__(self, model, fs, before, after, delay=0.0, enabled=True):
         self.model = model
+        self.enabled = bool(enabled)    # False: no motor torque recorded (elastic set b)
         self._pin = None
         self.names = list(model.joint_names)
         self.fs = float(fs)
@@ -356,7 +360,7 @@ class DrivesOff:
             return
         if self.t0 is None:
             self.t0 = float(ds.t[0])
-        tau = None if ds.tau is None else np.asarray(ds.tau, dtype=float)
+        tau = None if ds.tau is None or not self.enabled else np.asarray(ds.tau, dtype=float)
         q = np.asarray(ds.q, dtype=float)
         if ds.dq is not None:
             v = np.asarray(ds.dq, dtype=float)
@@ -513,9 +517,10 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
     if pre.name == "butterworth":     # drives off / braked samples with the torque's smear
         settle = 0 if s.cutoff_hz is None else reversal_window(fs, s.cutoff_hz,
                                                                s.filter_order)
-        brakes = DrivesOff(model, fs, settle, settle)
+        brakes = DrivesOff(model, fs, settle, settle, enabled=sensors.motor_torque)
     else:
-        brakes = DrivesOff(model, fs, int(pre.bank.L), 0, delay=float(pre.bank.delay))
+        brakes = DrivesOff(model, fs, int(pre.bank.L), 0, delay=float(pre.bank.delay),
+                           enabled=sensors.motor_torque)
     extra = []              # (equations, settings, every k-th emitted state, reversal window)
     if also and pre.name != "butterworth":
         raise ValueError("also: only with the butterworth strategy (its outputs are every "
