@@ -316,10 +316,11 @@ class DrivesOff:
     every joint's measured effort exactly 0.0 while the arm moves, or at rest where the
     nominal model needs a torque to hold it against gravity (a braked hardware robot - the
     project's stand-in stops the arm at once - or a real arm whose drives are off: no motor
-    torque while an unmodelled brake torque acts). The filtered torque near them is smeared, so a filtered sample is marked when a
-    braked raw sample lies within ``before`` samples before or ``after`` samples after the
-    raw sample it stands for (the filter's settling window, :func:`reversal_window`; a causal
-    FIR bank: its window, :func:`fir_reversal_window`).
+    torque while an unmodelled brake torque acts). The filtered torque near them is smeared,
+    so a filtered sample is marked when a braked raw sample lies within ``before`` samples
+    before or ``after`` samples after the raw sample it stands for (the filter's settling
+    window, :func:`reversal_window`; a causal FIR bank: its window,
+    :func:`fir_reversal_window`).
 
     Raw chunks go to :meth:`scan` before the pre-processor sees them; the pre-processor
     emits a sample only after ``after`` later raw samples (its margin), so :meth:`mark` of
@@ -360,7 +361,8 @@ class DrivesOff:
             return
         if self.t0 is None:
             self.t0 = float(ds.t[0])
-        tau = None if ds.tau is None or not self.enabled else np.asarray(ds.tau, dtype=float)
+        tau = None if ds.tau is None or not self.enabled else \
+            np.asarray(ds.tau, dtype=float)
         q = np.asarray(ds.q, dtype=float)
         if ds.dq is not None:
             v = np.asarray(ds.dq, dtype=float)
