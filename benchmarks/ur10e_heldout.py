@@ -123,6 +123,23 @@ def authors_model_and_parameters():
     return model, pi
 
 
+def plain_rows(pm, data, st, coulomb):
+    """The plain script's observation matrix (N, 6, 84): pinocchio's joint torque regressor
+    (``pm``, ``data``: a pinocchio model of the URDF and its data) at the states ``st`` (dict
+    of q, dq, ddq (N, 6) [rad, rad/s, rad/s^2]), then per joint rotor (ddq), viscous (dq),
+    Coulomb (``coulomb`` (N, 6)) and offset (1) columns."""
+    import pinocchio as pin
+    N = len(st["q"])
+    A = np.zeros((N, 6, 84))
+    for i in range(N):
+        A[i, :, :60] = pin.computeJointTorqueRegressor(pm, data, st["q"][i], st["dq"][i],
+                                                       st["ddq"][i])
+    for j in range(6):
+        A[:, j, 60 + 4 * j: 64 + 4 * j] = np.column_stack(
+            [st["ddq"][:, j], st["dq"][:, j], coulomb[:, j], np.ones(N)])
+    return A
+
+
 def plain_ols_script(urdf_xml, train):
     """An independent plain least-squares script: returns predict(states, coulomb) -> tau.
 
@@ -136,15 +153,7 @@ def plain_ols_script(urdf_xml, train):
     data = pm.createData()
 
     def rows(st, coulomb):
-        N = len(st["q"])
-        A = np.zeros((N, 6, 84))
-        for i in range(N):
-            A[i, :, :60] = pin.computeJointTorqueRegressor(pm, data, st["q"][i], st["dq"][i],
-                                                           st["ddq"][i])
-        for j in range(6):
-            A[:, j, 60 + 4 * j: 64 + 4 * j] = np.column_stack(
-                [st["ddq"][:, j], st["dq"][:, j], coulomb[:, j], np.ones(N)])
-        return A.reshape(N * 6, 84)
+        return plain_rows(pm, data, st, coulomb).reshape(-1, 84)
 
     def sign(st):
         return np.sign(st["dq"]) * (np.abs(st["dq"]) > 2e-4)
@@ -335,17 +344,7 @@ def payload_check(ident_paths):
     pm = pin.buildModelFromXML(ur.urdf_xml)
     data = pm.createData()
 
-    def rows(st):
-        N = len(st["q"])
-        A = np.zeros((N, 6, 84))
-        for i in range(N):
-            A[i, :, :60] = pin.computeJointTorqueRegressor(pm, data, st["q"][i], st["dq"][i],
-                                                           st["ddq"][i])
-        for j in range(6):
-            A[:, j, 60 + 4 * j: 64 + 4 * j] = np.column_stack(
-                [st["ddq"][:, j], st["dq"][:, j], plain_coulomb(st["dq"])[:, j], np.ones(N)])
-        return A
-    R = [rows(st) for st in sts]
+    R = [plain_rows(pm, data, st, plain_coulomb(st["dq"])) for st in sts]
     out = {}
     for name, extra in (("unloaded run only", []), ("+ the loaded run, payload unknown", [2])):
         got = []
