@@ -162,11 +162,38 @@ def reversal_window(fs, cutoff_hz, order, tolerance=SETTLE_TOLERANCE):
     -------
     int
     """
+    return _settling(fs, cutoff_hz, order, tolerance, impulse=False)
+
+
+def stop_window(fs, cutoff_hz, order, tolerance=SETTLE_TOLERANCE):
+    """Samples on each side of a sudden stop (a velocity step: a brake that holds a moving
+    arm at once) that the zero-phase Butterworth filter leaves unsettled in the
+    acceleration: the velocity step is an acceleration impulse, and the filtered
+    acceleration is that impulse's forward-backward (``sosfiltfilt``) response; the window
+    is the largest |t| where that response exceeds ``tolerance`` x its peak. About twice
+    :func:`reversal_window` (17 against 8 samples at 250 Hz, 65 against 32 at 1 kHz, cut-off
+    20 Hz, order 5, 5 %): the step window left the stops of a braked hardware robot in the
+    data (docs/ros.md, "Braked periods in the bag").
+
+    Parameters and returns as :func:`reversal_window`.
+    """
+    return _settling(fs, cutoff_hz, order, tolerance, impulse=True)
+
+
+def _settling(fs, cutoff_hz, order, tolerance, impulse):
     half = int(np.ceil(20.0 * fs / cutoff_hz))
     x = np.zeros(2 * half)
-    x[half:] = 1.0
+    if impulse:
+        x[half] = 1.0
+    else:
+        x[half:] = 1.0
     sos = scipy.signal.butter(order, cutoff_hz, fs=fs, output="sos")
-    e = np.abs(scipy.signal.sosfiltfilt(sos, x) - x)
+    y = scipy.signal.sosfiltfilt(sos, x)
+    if impulse:
+        e = np.abs(y) / np.abs(y).max()
+        e[half] = 0.0               # the impulse's own sample
+    else:
+        e = np.abs(y - x)
     bad = np.flatnonzero(e > tolerance)
     return int(max(half - bad.min(), bad.max() - half + 1)) if bad.size else 0
 
@@ -319,8 +346,9 @@ class DrivesOff:
     torque while an unmodelled brake torque acts). The filtered torque near them is smeared,
     so a filtered sample is marked when a braked raw sample lies within ``before`` samples
     before or ``after`` samples after the raw sample it stands for (the filter's settling
-    window, :func:`reversal_window`; a causal FIR bank: its window,
-    :func:`fir_reversal_window`).
+    window: zero-phase Butterworth the longer of :func:`reversal_window`, the torque's step,
+    and :func:`stop_window`, the acceleration impulse of an arm stopped at once; a causal FIR
+    bank: its window, :func:`fir_reversal_window`).
 
     Raw chunks go to :meth:`scan` before the pre-processor sees them; the pre-processor
     emits a sample only after ``after`` later raw samples (its margin), so :meth:`mark` of
@@ -517,8 +545,10 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
         rev = ReversalWindow(model, before, s.stop_velocity, ahead=after)
     drop = bool(s.drop_reversals) and "coulomb" in model.drive_parameter_keys()
     if pre.name == "butterworth":     # drives off / braked samples with the torque's smear
-        settle = 0 if s.cutoff_hz is None else reversal_window(fs, s.cutoff_hz,
-                                                               s.filter_order)
+        # the torque steps (a step) and the arm's stop (an acceleration impulse)
+        settle = 0 if s.cutoff_hz is None else max(
+            reversal_window(fs, s.cutoff_hz, s.filter_order),
+            stop_window(fs, s.cutoff_hz, s.filter_order))
         brakes = DrivesOff(model, fs, settle, settle, enabled=sensors.motor_torque)
     else:
         brakes = DrivesOff(model, fs, int(pre.bank.L), 0, delay=float(pre.bank.delay),
