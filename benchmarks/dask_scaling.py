@@ -1,7 +1,7 @@
 """Dask scaling of ``identify`` and ``montecarlo`` (issue #29), everything in one run.
 
     OPENBLAS_NUM_THREADS=1 PYTHONPATH=$PWD python benchmarks/dask_scaling.py [--quick]
-        [--keep DIR] [--only identify montecarlo]
+        [--keep DIR] [--only identify montecarlo] [--montecarlo CASE ...] [--mc-runs N ...]
 
 ``identify``: 4 recordings of the 20-minute 1 kHz elastic PUMA recording
 (``benchmarks/elastic_20min.py`` makes it; each a differently rotated cut, the files are
@@ -19,9 +19,14 @@ the same bit for bit (results.yaml, every base parameter). The **break-even size
 where the 2-worker and the 1-process lines (wall = a + b * samples, fitted through the two
 sizes) cross, in wall time and in the CPU critical path.
 
-``montecarlo``: ``montecarlo --robot szabo_3dof --runs 100`` with 1 and 2 workers (local
-cluster), whole commands and the same CPU accounting; identical output checked byte by
-byte.
+``montecarlo`` (``--only montecarlo``; ``--montecarlo CASE ...`` picks the cases of
+:data:`MC_CASES`, ``--mc-runs`` the run counts, default 25 and 100): each case with 1 worker
+(in the process) and 2 (local cluster), whole commands and the same CPU accounting;
+identical output checked byte by byte (apart from the time stamp); the break-even run count
+(and runs x samples of the excitation) where the 2-worker line crosses the 1-worker one,
+and the run count where 2 workers would reach 1.6x (straight lines through the two counts).
+Cases: ``szabo_3dof`` (OLS and WLS per run: the issue's command) and ``puma560_physical``
+(the physically consistent estimate per run: runs that carry the work).
 
 The load average is printed beside every run: wall-time speed-ups on a machine whose cores
 are busy with other work measure the machine, not the code.
@@ -247,23 +252,71 @@ def section_identify(args, tmp):
                   f"4 x {hi}): {be}", flush=True)
 
 
+#: Monte-Carlo cases (``--montecarlo``): robot, noise and estimator arguments. The first is
+#: the issue's command (OLS and WLS per run, a few ms each: the simulation of the excitation
+#: and the imports carry the command); the second a study whose runs carry the work (the
+#: physically consistent SDP estimate per run, ~0.1-0.2 s each).
+MC_CASES = {"szabo_3dof": ["--robot", "szabo_3dof", "--sigma", "0.5", "0.3", "0.7"],
+            "puma560_physical": ["--robot", "puma560", "--snr", "30", "--estimator",
+                                 "physical"]}
+
+
+def _samples(path):
+    import yaml
+    return int(yaml.safe_load(Path(path).read_text())["samples"])
+
+
 def section_montecarlo(args, tmp):
-    common = ["-m", "robot_identification.cli", "montecarlo", "--robot", "szabo_3dof",
-              "--sigma", "0.5", "0.3", "0.7", "--quiet", "--force"]
-    for runs in ((100,) if args.quick else (100, 400)):
-        r1 = run([*common, "--runs", runs, "--workers", "1", "--output", tmp / "mc1.yaml"],
-                 ok=(0,))
-        print(f"montecarlo szabo_3dof {runs} runs, 1 worker: {describe(r1)} ({load()})",
-              flush=True)
-        r2 = run([*common, "--runs", runs, "--workers", "2", "--output", tmp / "mc2.yaml"],
-                 ok=(0,))
-        print(f"montecarlo szabo_3dof {runs} runs, 2 workers: {describe(r2)} ({load()})",
-              flush=True)
-        same = (tmp / "mc1.yaml").read_text().split("written")[0] == \
-            (tmp / "mc2.yaml").read_text().split("written")[0]
-        print(f"  speed-up {r1['wall'] / r2['wall']:.2f} (wall), "
-              f"{r1['critical'] / r2['critical']:.2f} (CPU critical path; target >= 1.6); "
-              f"identical output: {same}", flush=True)
+    """``montecarlo`` with 1 worker (in the process) and 2 (local cluster, forked), whole
+    commands, at two run counts per case; the speed-ups, the identical output and the
+    break-even run count (and runs x samples) where the 2-worker line crosses the 1-worker
+    line (wall = a + b * runs through the two counts)."""
+    sizes = args.mc_runs or ((100,) if args.quick else (25, 100))
+    for case in args.mc_cases:
+        common = ["-m", "robot_identification.cli", "montecarlo", *MC_CASES[case],
+                  "--quiet", "--force"]
+        fits = {}
+        for runs in sizes:
+            r1 = run([*common, "--runs", runs, "--workers", "1", "--output",
+                      tmp / "mc1.yaml"], ok=(0,))
+            print(f"montecarlo {case} {runs} runs, 1 worker: {describe(r1)} ({load()})",
+                  flush=True)
+            r2 = run([*common, "--runs", runs, "--workers", "2", "--output",
+                      tmp / "mc2.yaml"], ok=(0,))
+            print(f"montecarlo {case} {runs} runs, 2 workers: {describe(r2)} ({load()})",
+                  flush=True)
+            same = (tmp / "mc1.yaml").read_text().split("written")[0] == \
+                (tmp / "mc2.yaml").read_text().split("written")[0]
+            print(f"  speed-up {r1['wall'] / r2['wall']:.2f} (wall), "
+                  f"{r1['critical'] / r2['critical']:.2f} (CPU critical path; target >= 1.6 "
+                  f"at 100 runs); identical output: {same}", flush=True)
+            fits[runs] = ((r1["wall"], r1["critical"]), (r2["wall"], r2["critical"]))
+        if len(sizes) < 2:
+            continue
+        samples = _samples(tmp / "mc1.yaml")
+        lo, hi = min(sizes), max(sizes)
+        for k, what in ((0, "wall"), (1, "CPU critical path")):
+            b1 = (fits[hi][0][k] - fits[lo][0][k]) / (hi - lo)
+            a1 = fits[lo][0][k] - b1 * lo
+            b2 = (fits[hi][1][k] - fits[lo][1][k]) / (hi - lo)
+            a2 = fits[lo][1][k] - b2 * lo
+            if b1 > b2 and a2 > a1:
+                n = (a2 - a1) / (b1 - b2)
+                be = (f"{n:,.0f} runs ({n * samples:,.0f} runs x samples; 1.6x from "
+                      f"{_runs_for(1.6, a1, b1, a2, b2)})")
+            elif a2 <= a1 and b2 <= b1:
+                be = "none: 2 workers are faster at both counts"
+            else:
+                be = "none: 2 workers are not faster per run"
+            print(f"break-even, montecarlo {case} ({samples} samples), 2 vs 1 worker "
+                  f"({what}, lines through {lo} and {hi} runs): {be}", flush=True)
+
+
+def _runs_for(ratio, a1, b1, a2, b2):
+    """Runs where (a1 + b1 n) / (a2 + b2 n) reaches ``ratio`` (text), if ever."""
+    if b1 <= ratio * b2:
+        return "never (per-run ratio below it)"
+    return f"{max(0.0, (ratio * a2 - a1) / (b1 - ratio * b2)):,.0f} runs"
 
 
 def main(argv=None):
@@ -273,6 +326,11 @@ def main(argv=None):
     ap.add_argument("--only", nargs="+", choices=("identify", "montecarlo"),
                     default=["identify", "montecarlo"])
     ap.add_argument("--keep", metavar="DIR", help="keep (and reuse) the generated recordings")
+    ap.add_argument("--montecarlo", dest="mc_cases", nargs="+", choices=tuple(MC_CASES),
+                    default=list(MC_CASES), metavar="CASE",
+                    help=f"Monte-Carlo cases (default all: {', '.join(MC_CASES)})")
+    ap.add_argument("--mc-runs", type=int, nargs="+", metavar="RUNS",
+                    help="Monte-Carlo run counts (default 25 100; --quick: 100)")
     args = ap.parse_args(argv)
     tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="ri_dask_"))
     tmp.mkdir(parents=True, exist_ok=True)

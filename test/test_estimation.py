@@ -94,3 +94,30 @@ def test_normal_equations_with_zero_columns_equal_direct_products():
         np.testing.assert_allclose(neq.G[j], Wj.T @ Wj, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(neq.b[j], Wj.T @ yj, rtol=1e-12, atol=1e-12)
         assert neq.count[j] == mask[:, j].sum()
+
+
+def test_fixed_design_equals_adding_each_left_hand_side():
+    # FixedDesign (a Monte-Carlo run's normal equations, W's Gram matrices computed once)
+    # must give the sums of NormalEquations.add(W, y) bit for bit, with zero columns too,
+    # and the same OLS and WLS estimates; independent reference: the dense products
+    from robot_identification.estimation import FixedDesign
+    rng = np.random.default_rng(7)
+    N, p = 250, 12
+    W = rng.normal(size=(N, 3, p))
+    W[:, 1, 3:] = 0.0                   # group 1: 3 non-zero columns (gathered)
+    W[:, 2, ::2] = 0.0
+    design = FixedDesign(W)
+    for seed in range(3):
+        y = rng.normal(size=(N, 3))
+        neq = NormalEquations(p, 3)
+        neq.add(W, y)
+        fixed = design.equations(y)
+        for name in ("G", "b", "c", "count"):
+            assert np.array_equal(getattr(fixed, name), getattr(neq, name)), name
+        assert np.array_equal(ols(fixed).values, ols(neq).values)
+        assert np.array_equal(wls(fixed).values, wls(neq).values)
+        for j in range(3):
+            np.testing.assert_allclose(fixed.G[j], W[:, j].T @ W[:, j], rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(fixed.b[j], W[:, j].T @ y[:, j], rtol=1e-12, atol=1e-12)
+    with pytest.raises(DataError, match="does not match"):
+        design.equations(np.zeros((N, 2)))

@@ -52,6 +52,19 @@ def test_same_numbers_in_process_and_on_two_dask_workers():
         np.testing.assert_array_equal(one.estimates[name], two.estimates[name])
 
 
+def test_run_ols_is_the_stacked_least_squares_of_its_noise_draw():
+    # a run's OLS estimate (normal equations from W's Gram matrices computed once) against
+    # an independent reference: np.linalg.lstsq on the run's stacked rows, same noise draw
+    from robot_identification.identification import run_seeds
+    W, y, _ = _linear_model(2)
+    sigma = np.array([0.4, 0.1])
+    est = run_seeds(W, y, sigma, [11, 12], estimators=("ols",))
+    for i, seed in enumerate([11, 12]):
+        noisy = y + sigma * np.random.default_rng(seed).standard_normal(y.shape)
+        ref = np.linalg.lstsq(W.reshape(-1, W.shape[2]), noisy.reshape(-1), rcond=None)[0]
+        np.testing.assert_allclose(est[i, 0], ref, rtol=1e-10, atol=1e-12)
+
+
 def test_simulated_observations_are_exact():
     from robot_identification.model import load_robot
     model = load_robot("szabo_3dof")

@@ -1,6 +1,7 @@
 """Estimators of base parameters.
 
 - :class:`NormalEquations` -- per-row-group sufficient statistics, accumulated in blocks
+- :class:`FixedDesign` -- the normal equations of one observation matrix with many left-hand sides
 - :func:`ols`, :func:`wls` -- ordinary / weighted least squares with covariance
 - :class:`Estimate` -- values, covariance, standard deviations, relative std [%], residuals
 - :func:`condition_number` -- of the observation matrix
@@ -9,7 +10,7 @@
 - :func:`bounded_ls`, :func:`base_bounds` -- box-constrained LS on base parameters
 """
 from robot_identification.estimation._least_squares import (  # noqa: F401
-    Estimate, NormalEquations, condition_number, ols, solve_gram, wls)
+    Estimate, FixedDesign, NormalEquations, condition_number, ols, solve_gram, wls)
 from robot_identification.estimation._physical import (  # noqa: F401,E402
     PhysicalEstimate, default_prior_scales, physically_consistent, pseudo_inertia)
 from robot_identification.estimation._mrls import (  # noqa: F401,E402

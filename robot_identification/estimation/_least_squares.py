@@ -81,18 +81,7 @@ class NormalEquations:
         r = None if weights is None else np.sqrt(np.asarray(weights, dtype=float))
         with one_blas_thread():
             for j in range(self.groups):  # one BLAS product per group (einsum is ~10x slower)
-                # columns that are zero in this group's rows add nothing: a motor row of the
-                # elastic model has ~5 non-zero base columns of 60, a distal joint's row few
-                if self.group_columns is not None:
-                    cols = self.group_columns[j]
-                    Wj = W[:, j, cols]                        # one gather (a copy)
-                else:
-                    Wj = np.ascontiguousarray(W[:, j, :])
-                    cols = np.flatnonzero(np.any(Wj, axis=0))
-                    if len(cols) < 0.75 * self.p:
-                        Wj = Wj[:, cols]
-                    else:
-                        cols = None
+                Wj, cols = self._group_block(W, j)
                 yj = y[:, j]
                 f = None if mask is None else mask[:, j].astype(float)
                 if r is not None:
@@ -107,6 +96,19 @@ class NormalEquations:
                     self.G[j][np.ix_(cols, cols)] += Wj.T @ Wj
                     self.b[j][cols] += Wj.T @ yj
                 self.c[j] += yj @ yj
+
+    def _group_block(self, W, j):
+        """Group j's rows of W (N, p') and the columns they hold (None: all p): columns
+        that are zero in this group's rows add nothing (a motor row of the elastic model
+        has ~5 non-zero base columns of 60, a distal joint's row few)."""
+        if self.group_columns is not None:
+            cols = self.group_columns[j]
+            return W[:, j, cols], cols                       # one gather (a copy)
+        Wj = np.ascontiguousarray(W[:, j, :])
+        cols = np.flatnonzero(np.any(Wj, axis=0))
+        if len(cols) < 0.75 * self.p:
+            return Wj[:, cols], cols
+        return Wj, None
 
     def __iadd__(self, other):
         self.G += other.G
@@ -125,6 +127,71 @@ class NormalEquations:
         """Sum of squared residuals per group, shape (n_groups,)."""
         r = self.c - 2 * self.b @ x + np.einsum("i,jik,k->j", x, self.G, x)
         return np.maximum(r, 0.0)
+
+
+class FixedDesign:
+    """One observation matrix W with many left-hand sides: the normal equations of
+    ``NormalEquations.add(W, y)`` for each y, W's part computed once.
+
+    G_j = W_j^T W_j depends on W alone; per y only b_j = W_j^T y_j, c_j = y_j^T y_j are
+    computed, from the same per-group blocks of W and by the same products as
+    :meth:`NormalEquations.add` (no mask, no weights), so :meth:`equations` gives the same
+    sums bit for bit at the cost of p x N instead of p^2 x N multiply-adds per group (a
+    Monte-Carlo run on a fixed regressor, issue #29).
+
+    Parameters
+    ----------
+    W : ndarray, shape (N, n_groups, p)
+    structure : as :class:`NormalEquations`
+
+    Raises
+    ------
+    DataError
+        W is not three-dimensional.
+    """
+
+    def __init__(self, W, structure=None):
+        W = np.asarray(W, dtype=float)
+        if W.ndim != 3:
+            raise DataError(f"observation matrix of shape {W.shape}: expected (N, n_groups, p)")
+        self.shape = W.shape
+        self._gram = NormalEquations(W.shape[2], W.shape[1], structure)
+        with one_blas_thread():
+            self._blocks = [self._gram._group_block(W, j) for j in range(W.shape[1])]
+            for j, (Wj, cols) in enumerate(self._blocks):
+                if cols is None:
+                    self._gram.G[j] += Wj.T @ Wj
+                else:
+                    self._gram.G[j][np.ix_(cols, cols)] += Wj.T @ Wj
+        self._gram.count += W.shape[0]
+
+    def equations(self, y):
+        """:class:`NormalEquations` of (W, ``y`` (N, n_groups)), as ``add(W, y)`` on empty
+        equations gives them.
+
+        Raises
+        ------
+        DataError
+            ``y`` of another shape than W's first two axes.
+        """
+        y = np.asarray(y, dtype=float)
+        if y.shape != self.shape[:2]:
+            raise DataError(f"left-hand side of shape {y.shape} does not match the "
+                            f"observation matrix {self.shape}")
+        g = self._gram
+        neq = NormalEquations(g.p, g.groups)
+        neq.group_columns = g.group_columns
+        neq.G = g.G.copy()
+        neq.count = g.count.copy()
+        with one_blas_thread():
+            for j, (Wj, cols) in enumerate(self._blocks):
+                yj = y[:, j]
+                if cols is None:
+                    neq.b[j] += Wj.T @ yj
+                else:
+                    neq.b[j][cols] += Wj.T @ yj
+                neq.c[j] += yj @ yj
+        return neq
 
 
 @dataclass

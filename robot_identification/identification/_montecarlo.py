@@ -17,7 +17,7 @@ from robot_identification._dask import dask_client, on_worker
 from robot_identification._threads import one_blas_thread
 from robot_identification.choices import MONTE_CARLO_ESTIMATORS
 from robot_identification.errors import ConfigError, DataError
-from robot_identification.estimation import NormalEquations, ols, wls
+from robot_identification.estimation import FixedDesign, ols, wls
 from robot_identification.identifiability import base_parameters
 from robot_identification.identification._engine import load_prior
 from robot_identification.identification._estimators import ESTIMATORS, EstimationContext
@@ -43,8 +43,9 @@ def run_seeds(W, y, sigma, seeds, estimators=("ols", "wls"), context=None):
 
     Parameters
     ----------
-    W : ndarray, shape (N, rows, p)
-        Base regressor (exact states).
+    W : ndarray, shape (N, rows, p), or FixedDesign
+        Base regressor (exact states), or its :class:`FixedDesign` (W's Gram matrices
+        computed once: :func:`monte_carlo` passes it; the same estimates bit for bit).
     y : ndarray, shape (N, rows)
         Noise-free left-hand side (torques).
     sigma : ndarray, shape (rows,)
@@ -63,12 +64,12 @@ def run_seeds(W, y, sigma, seeds, estimators=("ols", "wls"), context=None):
     """
     context = dict({"model": None, "base": None, "settings": None, "prior": None},
                    **(context or {}))
-    out = np.empty((len(seeds), len(estimators), W.shape[2]))
+    design = W if isinstance(W, FixedDesign) else FixedDesign(W)
+    out = np.empty((len(seeds), len(estimators), design.shape[2]))
     with one_blas_thread():
         for i, seed in enumerate(seeds):
             noise = sigma * np.random.default_rng(int(seed)).standard_normal(y.shape)
-            neq = NormalEquations(W.shape[2], W.shape[1])
-            neq.add(W, y + noise)
+            neq = design.equations(y + noise)   # NormalEquations.add(W, y + noise)
             for j, name in enumerate(estimators):
                 out[i, j] = _estimate(name, neq, sigma, context).values
     return out
@@ -225,10 +226,9 @@ def monte_carlo(W, y, sigma, runs, *, seed=0, estimators=("ols", "wls"), true=No
         context = {"model": model, "base": base, "settings": model.config.identification,
                    "prior": load_prior(model, prior)}
     crlb = cramer_rao_bound(W, sigma)
+    design = FixedDesign(W)         # W's Gram matrices once, not per run (issue #29)
     if true is None:
-        neq = NormalEquations(W.shape[2], W.shape[1])
-        neq.add(W, y)
-        true = ols(neq).values
+        true = ols(design.equations(y)).values
     seeds = seed + np.arange(runs)
     estimators = tuple(estimators)
     batches = np.array_split(seeds, min(runs, max(10, 4 * workers)))
@@ -236,14 +236,17 @@ def monte_carlo(W, y, sigma, runs, *, seed=0, estimators=("ols", "wls"), true=No
     with dask_client(workers, scheduler, processes) as client:
         if client is None:
             for b in batches:
-                parts.append(run_seeds(W, y, sigma, b, estimators, context))
+                parts.append(run_seeds(design, y, sigma, b, estimators, context))
                 if progress is not None:
                     progress.update(len(b))
         else:
             from distributed import as_completed   # optional dependency (dask)
-            W_remote, y_remote = client.scatter([W, y], broadcast=True)
+            # each worker receives the design, the torques and the estimators' context
+            # (the robot model) once, not with every task
+            W_remote, y_remote = client.scatter([design, y], broadcast=True)
+            context_remote = client.scatter([context], broadcast=True)[0] if context else None
             futures = [client.submit(on_worker, run_seeds, W_remote, y_remote, sigma, b,
-                                     estimators, context, pure=False) for b in batches]
+                                     estimators, context_remote, pure=False) for b in batches]
             for fut in as_completed(futures):
                 if progress is not None:
                     progress.update(len(batches[futures.index(fut)]))
