@@ -146,7 +146,7 @@ def nodes(context):
     real_time = {"lockstep": False, "rate_hz": rate, "executor": values["executor"], **common}
     out = [
         *node("excitation_publisher", **robot, **real_time, heartbeat_timeout=heartbeat,
-              recorder_status="recorder: recording",
+              recorder_status="recorder: recording", require_recorder=True,
              reference_topic=values["reference_topic"],
              trajectory_file=values["trajectory_file"],
              joint_states_topic=values["joint_states_topic"],

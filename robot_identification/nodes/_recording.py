@@ -11,6 +11,9 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from robot_identification.errors import DataError
 
+#: header.frame_id of a stopped real-time run's rest point (the excitation publisher's
+#: ``rest_reference``, stamped a period after the run): not one of the run's references
+REST_FRAME = "rest"
 #: the recorder's subscriptions: reliable, keep all (nothing dropped on the recorder's side)
 RECORD_QOS = QoSProfile(history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPolicy.RELIABLE)
 
@@ -37,6 +40,8 @@ class TopicCount:
         self.longest_gap = 0.0        # [s] longest step between consecutive stamps
         self.repeated_stamps = 0      # stamps not after the previous one
         self.first_arrival = self.last_arrival = None   # [s] recorder's clock
+        self.missing_before = self.missing_after = 0    # samples of the run not received
+        #                                                 before the first / after the last
 
     def add(self, sequence=None, publisher=None, stamp=None, arrival=None):
         """Count one recorded message: its publisher's DDS publication ``sequence`` number
@@ -68,6 +73,25 @@ class TopicCount:
             self.missing += round((stamp - last) * self.rate) - 1
             self.longest_gap = max(self.longest_gap, stamp - last)
 
+    def cover(self, lower=None, upper=None):
+        """Count as missing the samples of the run [``lower``, ``upper``] [s] (its first and
+        last reference) before the first and after the last recorded stamp: a recording that
+        did not receive the run's first or last periods (its subscription matched the
+        publisher late - DDS discovery - or they were lost before the first message it got)
+        looks complete to the stamp and sequence checks, which start at the first recorded
+        message. Call once, when the recording ends."""
+        if self.rate is None or self.first_stamp is None:
+            return
+        tol = 0.5 / self.rate
+        lower, upper = (None if b is None or not math.isfinite(b) else b for b in (lower, upper))
+        if lower is not None and self.first_stamp - lower > tol:
+            self.missing_before = round((self.first_stamp - lower) * self.rate)
+            self.longest_gap = max(self.longest_gap, self.first_stamp - lower)
+        if upper is not None and upper - self.last_stamp > tol:
+            self.missing_after = round((upper - self.last_stamp) * self.rate)
+            self.longest_gap = max(self.longest_gap, upper - self.last_stamp)
+        self.missing += self.missing_before + self.missing_after
+
     def summary(self) -> dict:
         """The counts as plain values (bag metadata): ``recorded``, ``lost`` (``None`` without
         sequence numbers), ``out_of_order``; state topics also ``expected_rate_hz``,
@@ -80,7 +104,10 @@ class TopicCount:
             wall = self.last_arrival - self.first_arrival if self.first_arrival is not None \
                 else None
             out.update(expected_rate_hz=self.rate, stamp_span_s=round(span, 9),
-                       expected=int(round(span * self.rate)) + 1, missing=self.missing,
+                       expected=int(round(span * self.rate)) + 1 + self.missing_before
+                       + self.missing_after, missing=self.missing,
+                       missing_before_first=self.missing_before,
+                       missing_after_last=self.missing_after,
                        repeated_stamps=self.repeated_stamps,
                        longest_gap_s=round(self.longest_gap, 9),
                        arrival_span_s=None if wall is None else round(wall, 6),
@@ -96,6 +123,9 @@ class TopicCount:
         if "expected" in s:
             line += (f", stamps {s['stamp_span_s']:.3f} s: {s['missing']} of {s['expected']} "
                      f"samples at {s['expected_rate_hz']:g} Hz missing")
+            if self.missing_before or self.missing_after:
+                line += (f" ({self.missing_before} of the run before the first recorded, "
+                         f"{self.missing_after} after the last: never received)")
             if s["arrival_rate_hz"]:
                 line += (f", arrived at {s['arrival_rate_hz']:.0f} Hz over "
                          f"{s['arrival_span_s']:.2f} s")
@@ -277,6 +307,12 @@ class StampWindow:
     ``upper`` bound that becomes known later (the run's end status arrives after the states
     of its last period) still applies to them.
 
+    The run's own reference messages (offered with ``reference=True``) bound the window
+    where its status did not (:meth:`finish`): the recorder never heard the excitation
+    publisher's status (DDS discovery of its ``/diagnostics`` writer late, or the status lost
+    in a starved recorder), but the references carry the run's stamps - its first and last
+    reference (:attr:`first_reference`, :attr:`last_reference`).
+
     Parameters
     ----------
     tolerance : float
@@ -293,11 +329,21 @@ class StampWindow:
         self.newest = -math.inf     # [s] newest state stamp seen
         self.opened = self.closed = False
         self.dropped_before = self.dropped_after = 0   # state messages left out
+        self.first_reference = self.last_reference = None   # [s] stamps of the references
+        self.oldest = math.inf      # [s] oldest state stamp seen
+        self.bounded_by = ""        # what set the bounds: 'run' | 'references' | 'start'
 
-    def offer(self, stamp, is_state, item):
-        """The items to write now (a list)."""
+    def offer(self, stamp, is_state, item, reference=False):
+        """The items to write now (a list); ``reference``: a reference message of the run
+        (its stamp counts towards :attr:`first_reference` / :attr:`last_reference`)."""
         if is_state and stamp is not None:
             self.newest = max(self.newest, stamp)
+            self.oldest = min(self.oldest, stamp)
+        if reference and stamp is not None:
+            self.first_reference = stamp if self.first_reference is None else min(
+                self.first_reference, stamp)
+            self.last_reference = stamp if self.last_reference is None else max(
+                self.last_reference, stamp)
         if self.lower is None:
             self.pending.append((stamp, is_state, item))
             return []
@@ -326,9 +372,11 @@ class StampWindow:
             out.append(self.held.popleft()[1])
         return out
 
-    def open(self, lower):
-        """Set the lower bound [s]; returns the waiting items to write now."""
+    def open(self, lower, by="run"):
+        """Set the lower bound [s] (``by``: what gives it, :attr:`bounded_by`); returns the
+        waiting items to write now."""
         self.lower = float(lower)
+        self.bounded_by = self.bounded_by or by
         waiting, self.pending = self.pending, []
         for stamp, is_state, item in waiting:
             if self._keep(stamp, is_state):
@@ -351,10 +399,30 @@ class StampWindow:
                 self.held.append((stamp, item))
         return self._release()
 
+    def references_bound(self) -> bool:
+        """Whether the references seen can bound the window: some were offered and their
+        stamps lie within those of the states (the run on the states' clock: a reference
+        clock that is not the robot's - ``reference_clock: node`` on another clock - would
+        cut the states anywhere)."""
+        tol = self.tolerance
+        return (self.first_reference is not None and self.oldest - tol <= self.first_reference
+                and self.last_reference <= self.newest + tol)
+
     def finish(self, lower=-math.inf):
-        """The recording ends: opens at ``lower`` if no run gave a bound, and returns every
-        item still to write."""
-        out = self.open(lower) if self.lower is None else []
+        """The recording ends: returns every item still to write. A window no run's status
+        opened is bounded by the references' first and last stamps where they can bound it
+        (:meth:`references_bound`), else opened at ``lower``; a window the status opened but
+        did not close (the end status never reached the recorder) is closed at the last
+        reference (what is still held: :attr:`holdback` s of stamps)."""
+        out = []
+        if self.lower is None and self.references_bound():
+            self.upper = float(self.last_reference)     # (before open releases anything)
+            out += self.open(self.first_reference, "references")
+        elif self.lower is None:
+            out += self.open(lower, "start")
+        elif self.upper is None and self.references_bound() and \
+                self.last_reference >= self.lower - self.tolerance:
+            out += self.close(self.last_reference)
         return out + self._release(everything=True)
 
 
@@ -370,8 +438,9 @@ class WindowedBagWriter(QueuedBagWriter):
         self.window, self.on_written = window, on_written
         super().__init__(writer, on_error)
 
-    def write(self, topic, data, t_ns, stamp=None, is_state=False, info=None):
-        self._queue.put(("msg", (topic, data, t_ns, stamp, info), stamp, is_state))
+    def write(self, topic, data, t_ns, stamp=None, is_state=False, info=None, reference=False):
+        self._queue.put(("msg", (topic, data, t_ns, stamp, info), stamp,
+                         (is_state, reference)))
 
     def backlog(self) -> int:
         """Messages waiting: queued, or held by the window."""
@@ -385,16 +454,16 @@ class WindowedBagWriter(QueuedBagWriter):
     def _handle(self, item):
         kind, a, b, c = item
         if kind == "msg":
-            return self.window.offer(b, c, a)
+            return self.window.offer(b, c[0], a, reference=c[1])
+        if kind == "end":
+            return self.window.finish(a)
         out = []
-        if kind == "bound" and c:
+        if c:
             self.window.holdback = 0.0
         if a is not None and self.window.lower is None:
-            out += self.window.open(a)
+            out += self.window.open(a, "start" if c else "run")
         if b is not None and self.window.lower is not None and self.window.upper is None:
             out += self.window.close(b)
-        if kind == "end":
-            out += self.window.finish(a)
         return out
 
     def _write(self, entry):

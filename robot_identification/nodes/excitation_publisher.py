@@ -38,7 +38,11 @@ recorder must also have heard of this node (its ``excitations`` value) and wait 
 (``window`` not ``from_start``): a recorder that had not heard of any excitation publisher
 within its ``excitation_discovery`` writes from its ``~/start`` on, and its bag began 1.9 s
 before the run (once, on the idle machine: this node's ``/diagnostics`` writer was discovered
-late). A controller fault
+late), and its reference subscription must have matched a publisher (``reference_publishers``
+not 0: references published before the match never reach it). With ``require_recorder``
+(the launch file) a recorder's status must have been heard of at all: without it, a run could
+start while this node's ``/diagnostics`` reader had not yet matched the recorder's writer, and
+the checks above were skipped. A controller fault
 (ERROR) during the excitation stops it; a new ``~/start`` is refused until the controller is
 re-enabled.
 
@@ -93,6 +97,7 @@ from robot_identification.nodes._common import (LATEST, QOS, Managed, PeerWatchd
                                                 declare_robot, diagnostic_status, main_for,
                                                 to_sec, to_stamp)
 from robot_identification.nodes._heartbeat import HeartbeatMonitor
+from robot_identification.nodes._recording import REST_FRAME
 
 
 class ExcitationPublisher(Managed, LifecycleNode):
@@ -178,6 +183,11 @@ class ExcitationPublisher(Managed, LifecycleNode):
         self.recorder_status = declare(
             self, "recorder_status", "recorder: recording", "/diagnostics entry of a "
             "recorder whose silence while it records stops the run; '' = none")
+        self.require_recorder = declare(
+            self, "require_recorder", False, "refuse ~/start (require_ready) until the "
+            "recorder_status entry has been heard of, at most status_timeout s old: a graph "
+            "with a recorder (the launch file) whose status this node has not heard yet (DDS "
+            "discovery) would start a run the recorder may not receive")
         self.monitor = HeartbeatMonitor(0.0 if self.lockstep else declare(
             self, "heartbeat_timeout", 1.0, "[s] real time: the controller's or a recording "
             "recorder's /diagnostics entry, or the joint states, silent this long (steady "
@@ -301,6 +311,10 @@ class ExcitationPublisher(Managed, LifecycleNode):
             why = self.recorder_not_ready(*self.recorder)
             if why:
                 return why
+        elif self.require_recorder and self.recorder_status:
+            return (f"no status of '{self.recorder_status}' on /diagnostics within "
+                    f"status_timeout {self.status_timeout:g} s (require_recorder; DDS "
+                    f"discovery of the recorder not done): a run now might not be recorded")
         if self.robot_clock and not self.stamps_advance:
             return (f"joint state stamps do not advance ({self.state_stamp:.6f} s twice): the "
                     f"reference follows them (reference_clock 'states'; 'node' for a timer)")
@@ -325,6 +339,10 @@ class ExcitationPublisher(Managed, LifecycleNode):
             return (f"'{self.recorder_status}' has not heard of this node yet (its "
                     f"/diagnostics subscription has not matched this publisher - discovery): "
                     f"it could not bound its bag by this run")
+        if values.get("reference_publishers", "") == "0":
+            return (f"'{self.recorder_status}' has not matched a publisher of the reference "
+                    f"topic yet (DDS discovery): the run's first references and the joint "
+                    f"states stamped meanwhile would be missing from its bag")
         return ""
 
     def on_start(self, request, response):
@@ -404,13 +422,15 @@ class ExcitationPublisher(Managed, LifecycleNode):
         acceleration), stamped one period after it (after the run: a recording's window
         leaves it out): the controller holds the arm there at once, instead of tracking the
         last moving reference until its reference watchdog (``watchdog_timeout``) notices that
-        none comes (measured: a killed recorder's run, arm held 0.8-3.1 s after the kill)."""
+        none comes (measured: a killed recorder's run, arm held 0.8-3.1 s after the kill).
+        Its ``header.frame_id`` is :data:`REST_FRAME`."""
         last = self.last_msg.points[0]
         zero = [0.0] * len(last.positions)
         msg = JointTrajectory(joint_names=list(self.last_msg.joint_names), points=[
             JointTrajectoryPoint(positions=list(last.positions), velocities=zero,
                                  accelerations=zero, time_from_start=last.time_from_start)])
         msg.header.stamp = to_stamp(to_sec(self.last_msg.header.stamp) + self.period, Time)
+        msg.header.frame_id = REST_FRAME    # not a reference of the run (a recorder's bounds)
         return msg
 
     def publish_status(self):

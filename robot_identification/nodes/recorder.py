@@ -46,6 +46,10 @@ publishers the recorder has heard of (``excitations``): an excitation publisher 
 ``~/start`` while a recording recorder has not heard of it or records from its ``~/start``
 on - the bag would begin before the run (DDS discovery of that publisher took longer than
 the recording's first seconds; seen once, 1.9 s, on the idle machine).
+A run whose status never reached the recorder is bounded by its own references' first and
+last stamps (a stopped run's rest point, ``header.frame_id`` ``rest``, is not one of them);
+the run's periods before the first and after the last joint state received count as missing
+samples (``missing_before_first``, ``missing_after_last``: its subscription matched late).
 ``window: all``: everything received between ``~/start`` and ``~/stop``.
 
 QoS of the state subscriptions: ``state_reliability`` (default reliable, as
@@ -57,7 +61,9 @@ Status and heartbeat on ``/diagnostics`` (entry ``recorder: recording``, every
 ``diagnostics_period`` s, and at ``~/start``): ``state`` idle | recording,
 ``states_received`` (the fewest messages received on a state topic since start-up: 0 until
 its subscriptions matched the robot's publishers; an excitation publisher starts no run
-before), the counts so far, ERROR on a write failure, a QoS mismatch or a lost peer.
+before), ``state_publishers`` / ``reference_publishers`` (publishers its state and reference
+subscriptions matched - DDS discovery -: no run starts while the reference has none, its
+first references would never arrive), the counts so far, ERROR on a write failure, a QoS mismatch or a lost peer.
 Heartbeats: while it records a real-time excitation run, the controller's entry
 (``controller_status``) and the joint states silent for ``heartbeat_timeout`` s stop the
 recording (the bag is closed, INCOMPLETE, with the reason).
@@ -94,8 +100,8 @@ from robot_identification.nodes._common import (Managed, PeerWatchdogs, command_
                                                 declare, declare_qos, diagnostic_status,
                                                 main_for)
 from robot_identification.nodes._heartbeat import HeartbeatMonitor
-from robot_identification.nodes._recording import (RECORD_QOS, QueuedBagWriter, StampWindow,
-                                                   TopicCount, WindowedBagWriter,
+from robot_identification.nodes._recording import (RECORD_QOS, REST_FRAME, QueuedBagWriter,
+                                                   StampWindow, TopicCount, WindowedBagWriter,
                                                    excitation_coverage, excitation_status)
 
 #: [s] of state stamps a message inside the window waits before it is written: the run's end
@@ -107,6 +113,16 @@ __all__ = ["Recorder", "TopicCount", "QueuedBagWriter", "RECORD_QOS", "main"]
 _TYPES = {JointState: "sensor_msgs/msg/JointState",
           Float64MultiArray: "std_msgs/msg/Float64MultiArray",
           JointTrajectory: "trajectory_msgs/msg/JointTrajectory"}
+
+
+def _rest_point(data) -> bool:
+    """Whether a serialized JointTrajectory (CDR) is a stopped run's rest point (its
+    ``header.frame_id`` is :data:`~._recording.REST_FRAME`, read without
+    deserializing: after the 4-byte encapsulation and the 8-byte stamp, a uint32 length)."""
+    if len(data) < 16:
+        return False
+    (n,) = struct.unpack_from("<I" if data[1] == 1 else ">I", data, 12)
+    return n == len(REST_FRAME) + 1 and bytes(data[16:16 + n - 1]) == REST_FRAME.encode()
 
 
 class Recorder(Managed, LifecycleNode):
@@ -253,12 +269,28 @@ class Recorder(Managed, LifecycleNode):
                   # what bounds the recording: an excitation publisher starts no run that
                   # this recording would not begin at (excitation_publisher's readiness)
                   "window": self.window_state(),
-                  "excitations": ",".join(sorted(self.excitations))}
+                  "excitations": ",".join(sorted(self.excitations)),
+                  # publishers its subscriptions matched (DDS discovery): an excitation
+                  # publisher starts no run before this recorder receives its references
+                  # (a run's first references published before the match never arrive)
+                  "state_publishers": min((self.matched(t) for t in self.states), default=0),
+                  "reference_publishers": (self.matched(self.reference_topic)
+                                           if self.reference_topic else "")}
         if recording:
             t = self.totals()
             values.update(missed_samples=t["missed"], lost_messages=t["lost"],
                           backlog=self.writer.backlog())
         self.pub_diag.publish(diagnostic_status(self, "recording", level, message, values))
+
+    def matched(self, topic) -> int:
+        """Publishers the subscription of ``topic`` has matched (0 before DDS discovery)."""
+        for sub in self.subs:
+            if sub.topic_name == topic:
+                try:
+                    return sub.get_publisher_count()
+                except Exception:          # noqa: BLE001 - a destroyed subscription
+                    return 0
+        return 0
 
     def window_state(self) -> str:
         """What bounds the current recording's window: ``''`` (not recording), ``all``
@@ -331,7 +363,9 @@ class Recorder(Managed, LifecycleNode):
                 f"states (excitation_discovery): recording from ~/start on")
             self.publish_status()
         if self.window_mode == "excitation":
-            self.writer.write(topic, data, now, stamp, topic in self.states, info)
+            self.writer.write(topic, data, now, stamp, topic in self.states, info,
+                              reference=topic == self.reference_topic
+                              and not _rest_point(data))
         else:
             self.writer.write(topic, data, now)
             self.record(topic, data, now, stamp, info)
@@ -371,6 +405,11 @@ class Recorder(Managed, LifecycleNode):
                 and start >= self.first_state_stamp - tol)):
             self.bounds[0] = start
             self.writer.bound(lower=start)
+            self.get_logger().info(
+                f"the run of '{status.get('name')}' starts at {start:.6f} s: recording from "
+                f"its first reference (publishers matched: joint states "
+                f"{min((self.matched(t) for t in self.states), default=0)}, reference "
+                f"{self.matched(self.reference_topic) if self.reference_topic else '-'})")
         if (self.bounds[0] is not None and self.bounds[1] is None and played is not None
                 and state in ("finished", "stopped") and abs(start - self.bounds[0]) < 1e-6):
             self.bounds[1] = start + played
@@ -579,6 +618,12 @@ class Recorder(Managed, LifecycleNode):
         judged = {}
 
         def metadata():         # once the writer thread has counted every message
+            window = getattr(writer, "window", None)
+            if window is not None and window.bounded_by in ("run", "references"):
+                # the run's periods the recorder never received count as missing
+                for t in self.states:
+                    self.counts[t].cover(window.lower, window.upper)
+            judged["window"] = window
             judged["excitation"] = excitation = self.excitation_summary()
             writer.writer.set_metadata({"recording": {t: c.summary()
                                                       for t, c in self.counts.items()},
@@ -596,6 +641,17 @@ class Recorder(Managed, LifecycleNode):
             return response
         incomplete = "; ".join(f"{n}: {c['why']}" for n, c in judged["excitation"].items()
                                if not c["complete"])
+        window = judged.get("window")
+        if window is not None and window.bounded_by == "references":
+            self.get_logger().warning(
+                f"no status of the excitation run reached the recorder: the bag is bounded "
+                f"by the run's references, {window.lower:.6f} to {window.upper:.6f} s")
+        joint = self.counts.get(self.joint_topic)
+        if joint is not None and (joint.missing_before or joint.missing_after):
+            gap = (f"the recorder never received the run's first {joint.missing_before} and "
+                   f"last {joint.missing_after} joint state(s) (its subscription matched the "
+                   f"publisher late, or they were lost before the first one it got)")
+            incomplete = f"{incomplete}; {gap}" if incomplete else gap
         self.last_bag = writer.path
         counts = ", ".join(f"{t}: {n}" for t, n in writer.counts.items())
         msg = f"{writer.path.resolve()} ({counts}; {self.counts_text()})"
