@@ -63,7 +63,8 @@ Status and heartbeat on ``/diagnostics`` (entry ``recorder: recording``, every
 its subscriptions matched the robot's publishers; an excitation publisher starts no run
 before), ``state_publishers`` / ``reference_publishers`` (publishers its state and reference
 subscriptions matched - DDS discovery -: no run starts while the reference has none, its
-first references would never arrive), the counts so far, ERROR on a write failure, a QoS mismatch or a lost peer.
+first references would never arrive), the counts so far, ERROR on a write failure, a QoS
+mismatch or a lost peer.
 Heartbeats: while it records a real-time excitation run, the controller's entry
 (``controller_status``) and the joint states silent for ``heartbeat_timeout`` s stop the
 recording (the bag is closed, INCOMPLETE, with the reason).
