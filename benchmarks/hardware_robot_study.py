@@ -167,7 +167,7 @@ class Client:
 
 def run_session(robot="puma560", rate=1000.0, scenario="normal", domain=60, busy=0,
                 reliability="reliable", depth=10, folder=None, log=print,
-                heartbeat_timeout=HEARTBEAT_TIMEOUT, nice=0):
+                heartbeat_timeout=HEARTBEAT_TIMEOUT, nice=0, feedforward=None):
     """One session (module docstring); returns a dict of its measurements."""
     folder = Path(folder or tempfile.mkdtemp(prefix="ri_hw_study_"))
     path, traj = trajectory(robot, folder)
@@ -178,7 +178,9 @@ def run_session(robot="puma560", rate=1000.0, scenario="normal", domain=60, busy
         "joint_states_depth": depth}},
         "recorder": {"ros__parameters": {"state_reliability": reliability}},
         # its efforts are the torques held over the preceding period (as simulated_robot's)
-        "identifier": {"ros__parameters": {"effort_lag_periods": 0.5}}}))
+        "identifier": {"ros__parameters": {"effort_lag_periods": 0.5}},
+        **({} if feedforward is None else
+           {"pd_controller": {"ros__parameters": {"feedforward": feedforward}}})}))
     data = folder / "data"
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
                PYTHONUNBUFFERED="1", OPENBLAS_NUM_THREADS="1")
@@ -195,6 +197,7 @@ def run_session(robot="puma560", rate=1000.0, scenario="normal", domain=60, busy
         start_new_session=True)
     loads = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
     out = {"robot": robot, "rate": rate, "scenario": scenario, "busy": busy, "nice": nice,
+           "feedforward": "default" if feedforward is None else feedforward,
            "qos": f"{reliability}/{depth}", "load": round(os.getloadavg()[0], 1)}
     c = None
     try:
@@ -254,7 +257,8 @@ def run_session(robot="puma560", rate=1000.0, scenario="normal", domain=60, busy
                    # shortened to the velocity limit; commands whose velocity it clipped
                    late_commands=hw.get("late_commands"),
                    shortened_deadlines=pd.get("shortened_deadlines"),
-                   velocity_limited=pd.get("velocity_limited_commands"))
+                   velocity_limited=pd.get("velocity_limited_commands"),
+                   feedforward_commands=pd.get("feedforward_commands"))
         out.update(bag_and_losses(Path(stopped.message.split(" (")[0]), rate))
         res = c.call("/identifier/identify", timeout=600.0)
         out["identified"] = res.success
@@ -328,13 +332,13 @@ def summary(rows):
     """Counts per (rate, busy, scenario, qos)."""
     groups = {}
     for r in rows:
-        groups.setdefault((r["rate"], r["busy"], r["scenario"], r["qos"], r.get("nice", 0)),
-                          []).append(r)
+        groups.setdefault((r["rate"], r["busy"], r["scenario"], r["qos"], r.get("nice", 0),
+                           str(r.get("feedforward", "default"))), []).append(r)
     for key, rs in sorted(groups.items()):
         failed = [r for r in rs if "failed" in r]
         runaways = sum(1 for r in rs if (r.get("runaway_ratio") or 0) > 1.0)
         line = (f"rate {key[0]:g} Hz, busy {key[1]}{f', nice {key[4]}' if key[4] else ''}, "
-                f"{key[2]}, qos {key[3]}: {len(rs)} runs, "
+                f"{key[2]}, qos {key[3]}, feed-forward {key[5]}: {len(rs)} runs, "
                 f"{len(failed)} failed, {runaways} runaways, max |dq|/limit "
                 f"{max((r.get('runaway_ratio') or 0) for r in rs):.3f}")
         if key[2] == "normal":
@@ -344,6 +348,13 @@ def summary(rows):
                       is not None]
             ends = [abs(r["bag_end_periods"]) for r in rs if r.get("bag_end_periods")
                     is not None]
+            delays = [float(r["loop_delay_max_s"]) for r in rs if r.get("loop_delay_max_s")]
+            scales = [float(r["gain_scale"]) for r in rs if r.get("gain_scale")]
+            line += (f"; within 1.5 x of the core pipeline in {sum(x <= 1.5 for x in ratio)} of "
+                     f"{len(rs)}; loop-delay 95 % quantile (largest) "
+                     f"{min(delays, default=np.nan):.4f}-{max(delays, default=np.nan):.4f} s, "
+                     f"gain scale {min(scales, default=np.nan):.3g}-"
+                     f"{max(scales, default=np.nan):.3g}")
             line += (f"; identified {len(ok)}; NRMSE/core max {max(ratio, default=np.nan):.3f}"
                      f" (NRMSE {min((r['nrmse'] for r in ok), default=np.nan):.4f}-"
                      f"{max((r['nrmse'] for r in ok), default=np.nan):.4f}, core "
@@ -383,6 +394,9 @@ def main(argv=None):
     p.add_argument("--domain", type=int, default=61)
     p.add_argument("--nice", type=int, default=0, help="run the launch (every node) under "
                    "`nice -n NICE` (negative: above the busy loops; needs CAP_SYS_NICE)")
+    p.add_argument("--feedforward", nargs="+", default=["default"],
+                   choices=["default", "true", "false"],
+                   help="pd_controller feedforward (sessions alternate between the values)")
     args = p.parse_args(argv)
     # SIGTERM: end like Ctrl-C, so that each session's launch and busy loops are ended
     signal.signal(signal.SIGTERM, lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
@@ -394,8 +408,11 @@ def main(argv=None):
                 for qos in args.qos:
                     rel, depth = qos.split("/")
                     for _ in range(args.runs):
-                        rows.append(run_session(args.robot, rate, scenario, args.domain, busy,
-                                                rel, int(depth), nice=args.nice))
+                        for ff in args.feedforward:     # alternating: the same load
+                            rows.append(run_session(
+                                args.robot, rate, scenario, args.domain, busy, rel,
+                                int(depth), nice=args.nice,
+                                feedforward=None if ff == "default" else ff == "true"))
     summary(rows)
 
 

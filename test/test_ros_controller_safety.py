@@ -394,12 +394,21 @@ def test_a_command_held_open_loop_stays_within_the_velocity_limits(context):
     expected = law.kp * 0.3 * ahead + law.kd * dq_ref + g
     clipped = np.abs(v_d) > 0.9 * v_max
     expected[clipped] = (law.kd * 0.9 * v_max * np.sign(v_d) + g)[clipped]
-    np.testing.assert_allclose(u, np.clip(expected, -law.limits, law.limits), rtol=1e-9)
-    # the deadline: the first joint to reach its limit under u held (independent: ABA)
     pm = pin.Model(model.pin_model)
     idx = np.asarray(model.velocity_indices)
     pm.armature[idx] = [j.drive["rotor_inertia"] * r ** 2
                         for j, r in zip(model.config.joints, model.gear_ratios)]
+    # + the feed-forward (default on): the reference's inverse dynamics without gravity
+    # (pinocchio rnea, zero reference acceleration) and the simulator's friction at dq_ref
+    from robot_identification.simulation import FrictionModel
+    v = np.zeros(pm.nv)
+    v[idx] = dq_ref
+    qc = model.pin_configuration(q_ref)
+    rd = pm.createData()
+    ff = (pin.rnea(pm, rd, qc, v, np.zeros(pm.nv))
+          - pin.computeGeneralizedGravity(pm, rd, qc))[idx] + FrictionModel(model)(dq_ref)
+    np.testing.assert_allclose(u, np.clip(expected + ff, -law.limits, law.limits), rtol=1e-9)
+    # the deadline: the first joint to reach its limit under u held (independent: ABA)
     tau = np.zeros(pm.nv)
     tau[idx] = u
     a = pin.aba(pm, pm.createData(), model.pin_configuration(q), np.zeros(pm.nv), tau)[idx]

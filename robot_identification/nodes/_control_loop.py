@@ -18,6 +18,20 @@ gains (kp s^2, kd s, s <= ``bandwidth_scale``) so that the delay margin is at le
 ``delay_margin_factor`` times the 95 % quantile of the recent delays (never up again): the
 hold holds, and the tracking does not destabilise, when the machine is slower than the gains
 were designed for.
+
+Feed-forward (real time, rigid arms, ``feedforward``): scaled-down gains keep the loop stable
+but the arm then lags the excitation (and the data excite less); the command adds the nominal
+model's inverse dynamics on the reference, a torque that needs no feedback gain and so cannot
+destabilise the loop under delay (computed-torque feed-forward, e.g. Craig, *Introduction to
+Robotics*, 3rd ed., Sec. 10.5 "Trajectory-following control", and Siciliano et al.,
+*Robotics: Modelling, Planning and Control*, Sec. 8.5.1 "Feedforward computed torque"):
+tau_ff = M(q_r) ddq_r + C(q_r, dq_r) dq_r + I_m ddq_r + F(dq_r), the link terms by pinocchio
+``rnea`` (its gravity term left out: the law compensates g(q) at the measured position), I_m
+the link-referred rotor inertia, F the drives' nominal friction at the reference velocity
+(:class:`~robot_identification.simulation.FrictionModel`, as the simulator applies it), the
+reference acceleration ddq_r from the reference message (the excitation publisher sends the
+trajectory's analytic one). Not in lockstep (the simulated robot's loop is the core
+simulator's law, PD + g(q)) nor for elastic arms, not in the hold / fail-safe.
 """
 from __future__ import annotations
 
@@ -128,6 +142,9 @@ class ControlLoop:
     #: real time: a command's deadline shortened to the time its torque, held open loop,
     #: takes to drive a joint to its velocity limit (:meth:`command_deadline`)
     velocity_deadline = True
+    #: real time, rigid arms: the nominal inverse dynamics of the reference added to the
+    #: tracking command (module docstring, :meth:`feedforward_torque`)
+    feedforward = True
 
     def init_loop(self):
         lim = [j.limits for j in self.model.config.joints]
@@ -140,6 +157,9 @@ class ControlLoop:
         self.shortest_deadline = np.inf
         self.viscous = np.array([j.drive.get("viscous", 0.0) or 0.0
                                  for j in self.model.config.joints])
+        self.rotor = rotor_inertia(self.model)
+        self._friction = None
+        self.feedforward_commands = 0
         self.gain_scale = self.scale
         self.law = self.law_for(self.scale)
         self.base_law = self.law_for(1.0)
@@ -222,6 +242,7 @@ class ControlLoop:
                 "gain_changes": self.gain_changes,
                 "velocity_limited_commands": self.limited_commands,
                 "shortened_deadlines": self.shortened_deadlines,
+                "feedforward_commands": self.feedforward_commands,
                 "shortest_deadline_s": ("" if not np.isfinite(self.shortest_deadline)
                                         else f"{self.shortest_deadline:.4f}"),
                 "heartbeat": self.heartbeat}
@@ -268,8 +289,12 @@ class ControlLoop:
         if self.lockstep or (self.joint is not None and self.joint[0] > self.last_stamp):
             self.update()       # real time: a joint state that waited for its motor state
 
-    def reference_point(self, stamp, q, dq):
-        self.ref = (stamp, q, dq)
+    def reference_point(self, stamp, q, dq, ddq=None):
+        """A reference point stamped ``stamp`` [s]: q, dq, ddq (n,) [rad, rad/s, rad/s^2]
+        (``ddq`` None or non-finite: zero, as a reference without accelerations)."""
+        ddq = (np.zeros_like(np.asarray(dq, dtype=float)) if ddq is None
+               else np.where(np.isfinite(ddq), ddq, 0.0))
+        self.ref = (stamp, q, dq, ddq)
         self.ref_time = self.now()
         if self.lockstep:
             self.update()
@@ -308,15 +333,16 @@ class ControlLoop:
         meas = self.measurement()
         self.remember(meas)
         if new:
-            self.check(meas, *(self.ref[1:] if self.ref is not None else ()))
+            self.check(meas, *(self.ref[1:3] if self.ref is not None else ()))
             self.measure_delay(t)
         if self.fault is not None or not self.enabled:
             self.command(self.fallback(meas), fail_safe=True)
         elif self.ref is None:           # armed: hold the arm until the reference flows
             self.command(self.fallback(meas))
         elif new:
-            q_ref, dq_ref = self.reference()
-            self.command(self.law(q_ref, self.limited(q_ref, dq_ref, meas), meas))
+            q_ref, dq_ref, ddq_ref = self.reference()
+            u = self.law(q_ref, self.limited(q_ref, dq_ref, meas), meas)
+            self.command(self.with_feedforward(u, q_ref, dq_ref, ddq_ref, meas["dq"]))
         elif self.last_u is not None:    # a repeated stamp: nothing new, same command
             self.command(self.last_u)
 
@@ -358,21 +384,63 @@ class ControlLoop:
                       f"margin of {self.margin_factor:g} x that delay")
 
     def reference(self):
-        """(q_ref, dq_ref) (n,) to track: the latest reference; in real time one that
-        arrived more than ``watchdog_timeout`` s ago (while joint states kept arriving) is
-        held at its position with zero velocity (counted, warned)."""
-        q_ref, dq_ref = self.ref[1], self.ref[2]
+        """(q_ref, dq_ref, ddq_ref) (n,) to track: the latest reference; in real time one
+        that arrived more than ``watchdog_timeout`` s ago (while joint states kept arriving)
+        is held at its position with zero velocity and acceleration (counted, warned)."""
+        q_ref, dq_ref, ddq_ref = self.ref[1], self.ref[2], self.ref[3]
         behind = (0.0 if self.previous_state_time is None
                   else self.previous_state_time - self.ref_time)
         if not self.lockstep and behind > self.max_age:
+            zero = np.zeros_like(dq_ref)
             if np.max(np.abs(dq_ref)) <= 1e-6:
-                return q_ref, np.zeros_like(dq_ref)     # a rest point (the end): as meant
+                return q_ref, zero, zero                # a rest point (the end): as meant
             self.stale_reference_commands += 1
             self.warn(f"no reference for {behind:.3f} s while joint states arrived (watchdog "
                       f"{self.max_age:g} s): holding its position at zero velocity "
                       f"({self.stale_reference_commands} commands)")
-            return q_ref, np.zeros_like(dq_ref)
-        return q_ref, dq_ref
+            return q_ref, zero, zero
+        return q_ref, dq_ref, ddq_ref
+
+    def feedforward_torque(self, q_ref, dq_ref, ddq_ref):
+        """Nominal inverse dynamics of the reference without gravity (n,) [N*m]:
+        M(q_r) ddq_r + C(q_r, dq_r) dq_r (pinocchio ``rnea`` minus its gravity term) + the
+        link-referred rotor inertia x ddq_r + the drives' nominal friction at dq_r
+        (module docstring); zeros in lockstep, for elastic arms and with ``feedforward``
+        off. A robot whose friction laws the simulator cannot apply (``coulomb_load``) gets
+        no friction term."""
+        n = self.model.n
+        if self.lockstep or not self.feedforward or self.model.config.elastic:
+            return np.zeros(n)
+        pm = self.model.pin_model
+        idx = np.asarray(self.model.velocity_indices)
+        v, a = np.zeros(pm.nv), np.zeros(pm.nv)
+        v[idx], a[idx] = dq_ref, ddq_ref
+        qc = self.model.pin_configuration(np.asarray(q_ref, dtype=float))
+        tau = (pin.rnea(pm, self._pin_data, qc, v, a)
+               - pin.computeGeneralizedGravity(pm, self._pin_data, qc))
+        if self._friction is None:
+            from robot_identification.errors import ConfigError
+            from robot_identification.simulation import FrictionModel
+            try:
+                self._friction = FrictionModel(self.model)
+            except ConfigError:
+                self._friction = FrictionModel(self.model, "none")
+        return (self.model.from_pin_v(tau) + self.rotor * np.asarray(ddq_ref)
+                + self._friction(np.asarray(dq_ref, dtype=float)))
+
+    def with_feedforward(self, u, q_ref, dq_ref, ddq_ref, dq=None):
+        """Command ``u`` (n,) [N*m] of the law plus :meth:`feedforward_torque`, clipped to
+        the effort limits (``u`` itself where the feed-forward is off). On a joint whose
+        measured velocity ``dq`` (n,) [rad/s] is beyond ``velocity_limit_factor`` x its
+        limit the feed-forward is left out (the velocity-limited law alone, as without it)."""
+        ff = self.feedforward_torque(q_ref, dq_ref, ddq_ref)
+        if dq is not None and self.velocity_limit_factor:
+            ff = np.where(np.abs(dq) > self.velocity_limit_factor * self.v_max, 0.0, ff)
+        if not np.any(ff):
+            return u
+        self.feedforward_commands += 1
+        limits = getattr(self.law, "limits", np.inf)
+        return np.clip(u + ff, -limits, limits)
 
     def fallback(self, meas):
         """Fail-safe / holding command (n,) [N*m]: PD (the delay-margin gains) to the held

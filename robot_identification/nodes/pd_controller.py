@@ -134,6 +134,12 @@ class PDController(Managed, ControlLoop, LifecycleNode):
             "to the time its torque, held open loop, takes to bring a joint to its velocity "
             "limit (a robot honouring deadlines then brakes instead); rigid arms",
             read_only=True)
+        self.feedforward = declare(
+            self, "feedforward", True, "real time, rigid arms: add the nominal model's "
+            "inverse dynamics of the reference (rnea without gravity + rotor inertia x "
+            "reference acceleration + nominal friction at the reference velocity) to the "
+            "tracking command: the arm follows the excitation when the delay margin scales "
+            "the gains down", read_only=True)
         self.enabled = False            # until activated
         self.stamps_on_clock = None     # judged from the first state
         self.init_loop()
@@ -230,7 +236,8 @@ class PDController(Managed, ControlLoop, LifecycleNode):
         p = msg.points[0] if msg.points else None
         self.reference_point(to_sec(msg.header.stamp),
                              self._vector(msg.joint_names, p.positions if p else []),
-                             self._vector(msg.joint_names, p.velocities if p else []))
+                             self._vector(msg.joint_names, p.velocities if p else []),
+                             self._vector(msg.joint_names, p.accelerations if p else []))
 
     def on_watchdog(self):
         if self.ever_active:
