@@ -1,4 +1,5 @@
 """rosbag2 I/O: write_bag/read_bag round trip, independent MCAP reader, crash tolerance."""
+import dataclasses
 import os
 import shutil
 import signal
@@ -67,6 +68,23 @@ def test_effort_lag_half_period(tmp_path):
     write_bag(ds, tmp_path / "bag")
     back = read_bag(tmp_path / "bag", effort_lag=0.5)
     np.testing.assert_allclose(back.tau[:-1], 0.5 * (ds.tau[:-1] + ds.tau[1:]), atol=1e-12)
+
+
+def test_effort_lag_keeps_a_one_period_brake(tmp_path):
+    """A braked period one sample long (every effort exactly 0.0, as hardware_robot publishes
+    it) stays visible after the half-period lag: the two lagged samples that mix it are 0.0
+    (not two half efforts), streamed or whole, so the drives-off check finds the arm's stop."""
+    from robot_identification.data import iter_bag_chunks
+    ds = dataset()
+    tau = ds.tau.copy()
+    tau[40] = 0.0
+    write_bag(dataclasses.replace(ds, tau=tau), tmp_path / "bag")
+    back = read_bag(tmp_path / "bag", effort_lag=0.5)
+    zero = np.flatnonzero((back.tau == 0.0).all(axis=1))
+    np.testing.assert_array_equal(zero, [39, 40])
+    np.testing.assert_allclose(back.tau[41], 0.5 * (tau[41] + tau[42]), atol=1e-12)
+    chunks = list(iter_bag_chunks(tmp_path / "bag", chunk=17, effort_lag=0.5))
+    np.testing.assert_allclose(np.vstack([c.tau for c in chunks]), back.tau, atol=1e-12)
 
 
 def test_joint_order_and_duplicates(tmp_path):

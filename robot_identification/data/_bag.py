@@ -549,6 +549,24 @@ def _joint_arrays(msgs, names, path=None, fields=("position", "velocity", "effor
     return t, out
 
 
+def _keep_braked(lagged, tau):
+    """``lagged`` (M, n) efforts interpolated between published ones ``tau`` (N >= M, n):
+    row k mixes rows k and k + 1 of ``tau``; where either is all exactly 0.0 (a braked or
+    drives-off period: hardware_robot publishes zero effort while its brakes hold the arm)
+    row k is set to 0.0 too, so that the identification's drives-off check
+    (``identification._engine.DrivesOff``) still finds it - a braked period one sample
+    long would otherwise vanish into two half efforts while the arm's stop stays in the
+    data (docs/ros.md, "Braked periods in the bag")."""
+    zero = (np.asarray(tau) == 0.0).all(axis=1)
+    m = lagged.shape[0]
+    off = zero[:m] | zero[1:m + 1] if tau.shape[0] > m else zero[:m] | np.append(
+        zero[1:m], False)
+    if off.any():
+        lagged = lagged.copy()
+        lagged[off] = 0.0
+    return lagged
+
+
 def read_bag(path, *, joint_topic: str = JOINT_TOPIC, motor_topic: str = MOTOR_TOPIC,
              elastic: bool | None = None, effort_lag: float = 0.0, signals=None) -> Dataset:
     """Read a recorded run from a rosbag2 directory or an ``.mcap`` file.
@@ -687,8 +705,8 @@ def read_bag(path, *, joint_topic: str = JOINT_TOPIC, motor_topic: str = MOTOR_T
     if effort_lag and "torque" in arrays:
         ts = t + effort_lag * np.median(np.diff(t))
         tau = arrays["torque"]
-        arrays["torque"] = np.column_stack([np.interp(ts, t, tau[:, j])
-                                            for j in range(tau.shape[1])])
+        arrays["torque"] = _keep_braked(np.column_stack(
+            [np.interp(ts, t, tau[:, j]) for j in range(tau.shape[1])]), tau)
     meta = {"source": str(path), "effort_lag": effort_lag, "t0": float(t[0]),
             "other_publisher_messages": other,
             "duplicates_dropped": int(dropped - repeats),
@@ -944,7 +962,7 @@ def iter_bag_chunks(path, chunk: int = 200_000, *, joint_topic=None, motor_topic
         arrays = {_DATASET[k]: np.array([r[1][k] for r in data]) for k in state["keys"]}
         if effort_lag and "tau" in arrays:
             tau = arrays["tau"]
-            lagged = (1 - effort_lag) * tau[:-1] + effort_lag * tau[1:]
+            lagged = _keep_braked((1 - effort_lag) * tau[:-1] + effort_lag * tau[1:], tau)
             arrays["tau"] = lagged if not final else np.vstack([lagged, tau[-1:]])
         if effort_lag and not final:
             t = t[:-1]

@@ -45,7 +45,11 @@ them): the loop delay is measured on every state (2 x its age when the command g
 period) and the gains are scaled down (never up) so that their delay margin stays at least
 ``delay_margin_factor`` x the 95 % quantile of the recent delays (:mod:`._control_loop`):
 the hold and the tracking stay stable on a machine slower than the gains were designed for.
-Each command names the state it answers and carries a deadline, that state's stamp +
+Rigid arms in real time (``feedforward``, default true): the tracking command adds the
+nominal inverse dynamics of the reference (its acceleration from the reference message), so
+that scaled-down gains still follow the excitation (:meth:`~._control_loop.ControlLoop.
+feedforward_torque`). Each command names the state it answers and carries a deadline, that
+state's stamp +
 ``command_deadline`` s (a hardware-like robot that honours it brakes when no newer command
 came by then; ros2_control ignores the label). Status and heartbeat on ``/diagnostics``
 every ``diagnostics_period`` s.
