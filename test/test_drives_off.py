@@ -166,3 +166,62 @@ def test_zero_effort_at_rest_without_gravity_is_kept(data, monkeypatch):
     neq = recording_normal_equations(
         model, Recording.from_dataset(_at_rest_with_zero_effort(clean), model))
     assert neq.drives_off == 0
+
+
+def _online(model, ds, tau, scan=True):
+    """OnlineIdentification fed ``ds`` with efforts ``tau`` in blocks of 100 samples;
+    ``scan=False``: the drives-off scan switched off (the zeroed efforts taken as data)."""
+    from robot_identification.identification import OnlineIdentification
+    online = OnlineIdentification(model, ds.sample_rate)
+    if not scan:
+        restart = online._restart_filters
+
+        def without_scan():
+            restart()
+            online.brakes.scan = lambda chunk: None
+        online._restart_filters = without_scan
+        without_scan()
+    for s in range(0, ds.t.size, 100):
+        online.push(ds.t[s:s + 100], ds.q[s:s + 100], tau[s:s + 100])
+    online.finish()
+    return online, online.estimate()
+
+
+def test_online_identification_leaves_braked_samples_out_as_the_batch_engine(data):
+    """The on-line (recursive, MRLS) identification gets the batch engine's rule through the
+    same code (DrivesOff, drives_off_diagnostic): the zeroed efforts and the FIR bank's window
+    before them (L samples) are left out and named; the estimate stays as close to the
+    simulator's true parameters as on the clean recording, while taking them as data biases
+    it. Reference: the simulator's true parameters (torque-space error over the clean
+    stream's regressor)."""
+    model, clean, braked, _, n_braked = data
+    online, r_clean = _online(model, clean, clean.tau)
+    truth = online.base.base_values(np.array(
+        [clean.true_parameters[n] for n in model.parameter_names]))
+    gram = online.neq.gram
+    e_clean = _torque_error(r_clean, gram, truth)
+    taken, r_taken = _online(model, braked, braked.tau, scan=False)
+    e_taken = _torque_error(r_taken, gram, truth)
+    left_out, r = _online(model, braked, braked.tau)
+    e_left_out = _torque_error(r, gram, truth)
+    print(f"on-line MRLS, torque-space error against the true parameters: clean "
+          f"{e_clean:.4f}, braked samples taken as data {e_taken:.4f}, left out "
+          f"{e_left_out:.4f}")
+    assert taken.neq.drives_off == 0 and e_taken > 1.5 * e_clean, (e_taken, e_clean)
+    assert e_left_out <= 1.1 * e_clean, (e_left_out, e_clean)
+    count = n_braked + int(online.bank.L)     # a causal bank: its window after each one
+    assert left_out.neq.drives_off == count == r.settings["drives_off"]
+    [d] = [d for d in r.diagnostics if d.code == "drives_off_rows"]
+    assert d.severity == "warning" and f"{count} of {r.n_samples} samples" in d.message
+    assert not [d for d in r_clean.diagnostics if d.code == "drives_off_rows"]
+
+
+def test_online_identification_refuses_a_stream_with_the_drives_off_throughout(data):
+    model, clean, *_ = data
+    part = slice(0, 2000)
+    from robot_identification.identification import OnlineIdentification
+    online = OnlineIdentification(model, clean.sample_rate)
+    online.push(clean.t[part], clean.q[part], np.zeros_like(clean.tau[part]))
+    online.finish()
+    with pytest.raises(DataError, match="drives off"):
+        online.estimate()

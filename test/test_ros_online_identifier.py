@@ -208,3 +208,68 @@ def test_replay_at_1x_from_a_separate_process(context, tmp_path):
     assert dev.max() < 1.0, dict(zip(batch.names, dev))
     online.destroy_node()
     listener.destroy_node()
+
+
+def test_drives_off_samples_are_left_out_and_reported(context):
+    """A stream whose efforts are exactly 0 while the arm moves (a braked arm, drives off):
+    the node leaves those samples out by the batch engine's rule (the core's DrivesOff, the
+    count checked against the zeroed samples plus the FIR window) and says so in the
+    estimate's diagnostics and on /diagnostics (WARN, ``drives_off_samples``). Real DDS: the
+    states published by a node, the estimate and the status received by another."""
+    from diagnostic_msgs.msg import DiagnosticArray
+    from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+    from sensor_msgs.msg import JointState
+    from robot_identification.model import load_robot
+    from robot_identification.nodes.online_identifier import OnlineIdentifier
+    from robot_identification.simulation import simulate
+    model = load_robot("puma560")
+    ds = simulate(model, seed=0, snr_db=80, duration=3.0)
+    tau = ds.tau.copy()
+    braked = (ds.t >= 1.0) & (ds.t < 1.4)
+    speed = np.abs(np.diff(ds.q, axis=0)).max(axis=1) * ds.sample_rate
+    assert speed[braked[1:]].min() > 0.01              # the arm moves meanwhile
+    tau[braked] = 0.0
+    online = OnlineIdentifier(context=context, parameter_overrides=params(
+        robot="puma560", joint_states_topic="braked_test/joint_states", publish_rate=1000.0,
+        block_samples=100))
+    peer = Node("braked_test_peer", context=context)
+    pub = peer.create_publisher(JointState, "braked_test/joint_states", QoSProfile(
+        history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPolicy.RELIABLE))
+    got, status = [], []
+    peer.create_subscription(IdentificationResult, "/online_identifier/estimates",
+                             got.append, LATCHED)
+    peer.create_subscription(DiagnosticArray, "/diagnostics", lambda m: status.extend(
+        st for st in m.status if st.name == "online_identifier: estimation"), 100)
+    ex = SingleThreadedExecutor(context=context)
+    for node in (online, peer):
+        ex.add_node(node)
+    names = list(model.joint_names)
+    try:
+        spin_until(ex, lambda: pub.get_subscription_count() > 0, 30.0)
+        for k in range(ds.n_samples):
+            msg = JointState(name=names, position=ds.q[k].tolist(), effort=tau[k].tolist())
+            sec, nsec = divmod(int(round(ds.t[k] * 1e9)) + 10**9, 10**9)
+            msg.header.stamp.sec, msg.header.stamp.nanosec = sec, nsec
+            pub.publish(msg)
+            if k % 200 == 199:          # paced by what the node took (no fixed sleep)
+                spin_until(ex, lambda k=k: online.received > k - 100, 30.0)
+        spin_until(ex, lambda: online.received == ds.n_samples, 30.0)
+        online.on_idle()                # the end of the stream: the held-back rows added
+        online.on_idle()
+        count = int(braked.sum()) + int(online.engine.bank.L)
+        spin_until(ex, lambda: got and got[-1].samples == online.engine.n_samples
+                   and any(d.code == "drives_off_rows" for d in got[-1].diagnostics), 30.0,
+                   lambda: (online.engine.n_samples, got[-1].samples if got else None))
+        spin_until(ex, lambda: status and dict((kv.key, kv.value) for kv in status[-1].values)
+                   .get("drives_off_samples") == str(count), 30.0,
+                   lambda: status[-1] if status else None)
+    finally:
+        ex.shutdown()
+    assert online.engine.neq.drives_off == count
+    [d] = [d for d in got[-1].diagnostics if d.code == "drives_off_rows"]
+    assert f"{count} of {online.engine.n_samples} samples" in d.message, d.message
+    level = status[-1].level
+    assert (level[0] if isinstance(level, bytes) else level) == 1      # WARN
+    assert "excluded as drives off / braked" in status[-1].message
+    online.destroy_node()
+    peer.destroy_node()

@@ -441,6 +441,43 @@ class DrivesOff:
         return max(self.before, self.after) / self.fs
 
 
+def drives_off_diagnostic(neq, margin_s=None):
+    """The ``drives_off_rows`` warning of equations with drives-off / braked samples left out
+    (``neq.drives_off`` of ``neq.n_samples``; :class:`DrivesOff`), for the batch engine and
+    the on-line identification alike.
+
+    Parameters
+    ----------
+    neq : RecordingEquations or NormalEquations
+    margin_s : float, optional
+        [s] left out on either side; default ``neq.preprocessing['drives_off_margin_s']``.
+
+    Returns
+    -------
+    Diagnostic or None
+        None without such samples.
+
+    Raises
+    ------
+    DataError
+        :data:`DRIVES_OFF_ERROR_SHARE` or more of the samples left out.
+    """
+    if not neq.drives_off:
+        return None
+    share = neq.drives_off / max(int(neq.n_samples), 1)
+    margin = ((neq.preprocessing or {}).get("drives_off_margin_s", 0.0) if margin_s is None
+              else margin_s)
+    what = (f"{neq.drives_off} of {int(neq.n_samples)} samples ({100 * share:.1f} %) "
+            f"excluded as drives off / braked: every joint's measured effort exactly 0 "
+            f"while the arm moves, with {margin:.3g} s either side (the filter's "
+            f"settling)")
+    if share >= DRIVES_OFF_ERROR_SHARE:
+        raise DataError(f"{what}: too few samples with the drives on; record with "
+                        f"the drives enabled (docs/diagnostics.md, drives_off_rows)")
+    return Diagnostic("drives_off_rows", "warning", f"{what}; the efforts there are not the "
+                      f"motor torque of the model", "drives_off")
+
+
 def recording_normal_equations(model, recording, settings=None, *, base=None, block=CHUNK,
                                use_measured_derivatives=True, bank=None, robust=None,
                                columns=None, instruments=None, log=None, also=None):
@@ -848,18 +885,7 @@ def solve(model, neq, settings=None, *, base=None, estimators=None, prior=None,
     p = len(base)
     diagnostics = []
     if neq.drives_off:
-        share = neq.drives_off / max(int(neq.n_samples), 1)
-        margin = (neq.preprocessing or {}).get("drives_off_margin_s", 0.0)
-        what = (f"{neq.drives_off} of {int(neq.n_samples)} samples ({100 * share:.1f} %) "
-                f"excluded as drives off / braked: every joint's measured effort exactly 0 "
-                f"while the arm moves, with {margin:.3g} s either side (the filter's "
-                f"settling)")
-        if share >= DRIVES_OFF_ERROR_SHARE:
-            raise DataError(f"{what}: too few samples with the drives on; record with "
-                            f"the drives enabled (docs/diagnostics.md, drives_off_rows)")
-        diagnostics.append(Diagnostic("drives_off_rows", "warning",
-                                      f"{what}; the efforts there are not the motor torque "
-                                      f"of the model", "drives_off"))
+        diagnostics.append(drives_off_diagnostic(neq))
     if neq.count.sum() <= p:
         near, rows = (int(x) for x in neq.reversal_counts)
         why = [f"velocity threshold {s.velocity_threshold} rad/s"]

@@ -34,6 +34,11 @@ engine): a model without sign-based (Coulomb) friction holds nothing back.
 A gap in the samples (a lost message: a step more than ``gap_tolerance`` sample periods off)
 restarts the filters: the equations of the samples on both sides are kept (they are
 additive), the window across the gap is dropped and counted (``gaps``).
+
+Drives off / braked samples (every joint's effort exactly 0 while the arm moves, or at rest
+where the nominal model needs a holding torque) are left out with the filter's window, by the
+batch engine's :class:`~robot_identification.identification._engine.DrivesOff` and its
+``drives_off_rows`` warning (an error at 95 % or more of the samples).
 """
 from __future__ import annotations
 
@@ -50,7 +55,8 @@ from robot_identification.diagnostics import Diagnostic, collect_diagnostics
 from robot_identification.identification._auto import (
     needs_resolving, recording_summaries, resolve_settings)
 from robot_identification.identification._engine import (
-    ReversalWindow, accumulate_states, fir_reversal_window, row_labels)
+    DrivesOff, ReversalWindow, accumulate_states, drives_off_diagnostic, fir_reversal_window,
+    row_labels)
 from robot_identification.identification._equations import RecordingEquations
 from robot_identification.identification._estimators import estimate_from
 from robot_identification.identification._preprocessing import FIRStates, make_bank
@@ -140,7 +146,7 @@ class OnlineIdentification:
         self._held = []             # (t, q, tau, theta) pieces of the first window
         self._summaries = []        # recording_summary of the first window ('auto' only)
         self._auto = []             # the automatic_settings diagnostic
-        self.fir = FIRStates(model, self.bank, self.decimate)
+        self._restart_filters()     # self.fir, self.brakes
         self.rev = None             # ReversalWindow of the current filter run
         self.drop_reversals = bool(settings.drop_reversals) and (
             "coulomb" in model.drive_parameter_keys())
@@ -301,12 +307,22 @@ class OnlineIdentification:
                 yield slice(start, c)
             self.gaps += 1
             self._flush()
-            self.fir = FIRStates(self.model, self.bank, self.decimate)
+            self._restart_filters()
             start = c
         yield slice(start, t.size)
 
+    def _restart_filters(self):
+        """New FIR filter states and drives-off scan (at the start, after a gap, after
+        :meth:`finish`): the batch engine's :class:`DrivesOff` for a causal FIR bank (a
+        filtered sample is left out when a braked raw sample lies within the bank's window
+        of L samples before the raw sample it stands for)."""
+        self.fir = FIRStates(self.model, self.bank, self.decimate)
+        self.brakes = DrivesOff(self.model, self.fs, int(self.bank.L), 0,
+                                delay=float(self.bank.delay))
+
     def _accumulate(self, ds):
         self.n_input += ds.t.shape[0]
+        self.brakes.scan(ds)            # drives off / braked samples, as the batch engine
         out = self.fir.push(ds)
         if out is None:
             return 0
@@ -314,7 +330,8 @@ class OnlineIdentification:
             before, after = fir_reversal_window(self.bank, self.decimate)
             self.rev = ReversalWindow(self.model, before, self.settings.stop_velocity,
                                       ahead=after)
-        return self._equations(self.rev.push(out[0]))
+        return self._equations(self.rev.push(dict(out[0],
+                                                  drives_off=self.brakes.mark(out[1]))))
 
     def _equations(self, st):
         if st is None:
@@ -355,7 +372,7 @@ class OnlineIdentification:
         """
         added = self.resolve()
         added += self._flush()
-        self.fir = FIRStates(self.model, self.bank, self.decimate)
+        self._restart_filters()
         self.t_last = None
         self._carry = None
         return added
@@ -377,18 +394,20 @@ class OnlineIdentification:
             ``n_input``, ``friction_deadband`` and ``stop_velocity`` (per joint [rad/s]),
             ``reversal_fraction`` (of the friction rows near a reversal or stop; dropped
             with ``drop_reversals``), ``auto_samples`` (samples
-            'auto' was measured on; 0: nothing automatic). Diagnostics: ``automatic_settings``
+            'auto' was measured on; 0: nothing automatic), ``drives_off`` (filtered samples
+            left out as drives off / braked). Diagnostics: ``automatic_settings``
             (info, the resolved values), the batch engine's checks
             (:func:`~robot_identification.diagnostics.collect_diagnostics`: condition, signs,
             standard deviations, velocity threshold, dropped rows, truth; with the first
             window's summary, when 'auto' was measured on it, also its joint limits, torque
             outliers, saturation, time jumps and residual against the torque noise), then
-            ``not_identified`` and ``samples_lost``.
+            ``not_identified``, ``samples_lost`` and ``drives_off_rows``.
 
         Raises
         ------
         DataError
-            No equations yet (too few samples, or the first window still being collected).
+            No equations yet (too few samples, or the first window still being collected);
+            95 % or more of the samples drives off / braked (the batch engine's rule).
         """
         if self.n_samples == 0:
             if self.settings is None:
@@ -411,6 +430,9 @@ class OnlineIdentification:
             diagnostics.append(Diagnostic(
                 "samples_lost", "warning", f"{self.gaps} gap(s) in the samples: the filters "
                 f"restarted and the windows across the gaps were dropped"))
+        braked = drives_off_diagnostic(self.neq, self.brakes.margin_s)    # (the batch rule)
+        if braked is not None:
+            diagnostics.append(braked)
         result = IdentificationResult(
             robot=self.model.config.name, names=list(self.base.names),
             expressions=self.base.expressions(), estimate=est, base=self.base,
@@ -431,6 +453,7 @@ class OnlineIdentification:
                       "reversal_fraction": round(int(self.neq.reversal_counts[0])
                                                  / max(int(self.neq.reversal_counts[1]), 1), 4),
                       "auto_samples": self.auto_samples,
+                      "drives_off": int(self.neq.drives_off),
                       "gaps": self.gaps, "n_input": self.n_input},
             units=[self.model.layout.units[i] for i in self.base.independent],
             normal_equations=self.neq)

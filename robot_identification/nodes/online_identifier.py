@@ -21,7 +21,11 @@ and reported in the ``automatic_settings`` diagnostic of every estimate
 filter window of a velocity reversal or stop are dropped as by the batch engine; the last t_d
 (filter delay) of filtered samples waits for its successors, or for ``idle_timeout`` s without a
 sample (the stream paused or ended: they are added, the filters restart with the next
-sample).
+sample). Drives off / braked samples (every effort exactly 0 while the arm moves) are left
+out as by the batch engine: the ``drives_off_rows`` warning in each estimate's diagnostics,
+the node's log (at most every 10 s while the count grows) and ``drives_off_samples`` on
+``/diagnostics`` (WARN); an estimate the core refuses (95 % or more of them) is an ERROR
+there, no estimate is published meanwhile.
 
 The estimation is the core's :class:`~robot_identification.identification.OnlineIdentification`.
 Longer than 200 lines: pairing link and motor states by stamp, the idle and restart handling
@@ -109,6 +113,8 @@ class OnlineIdentifier(Node):
         self.last_stamp = None
         self.unpaired = 0
         self.errors = 0
+        self.failure = ""           # why the latest estimate could not be given
+        self.drives_off_logged = 0  # drives-off samples the log has named
 
     def publish_status(self):
         """Status and heartbeat on /diagnostics every second (steady clock)."""
@@ -117,10 +123,19 @@ class OnlineIdentifier(Node):
         values = {"heartbeat": self.heartbeat, "received": self.received,
                   "samples": 0 if e is None else e.n_samples,
                   "gaps": 0 if e is None else e.gaps, "unpaired": self.unpaired,
-                  "errors": self.errors}
-        level = DiagnosticStatus.WARN if self.errors or values["gaps"] else DiagnosticStatus.OK
+                  "errors": self.errors,
+                  # drives off / braked samples left out (the batch engine's rule)
+                  "drives_off_samples": 0 if e is None else int(e.neq.drives_off)}
+        level = DiagnosticStatus.WARN if (self.errors or values["gaps"]
+                                          or values["drives_off_samples"]) \
+            else DiagnosticStatus.OK
         message = ("waiting for states" if e is None else
                    f"{values['samples']} samples identified on line")
+        if self.failure:
+            level, message = DiagnosticStatus.ERROR, f"{message}; {self.failure}"
+        elif values["drives_off_samples"]:
+            message += (f"; {values['drives_off_samples']} excluded as drives off / braked "
+                        f"(every effort exactly 0 while the arm moves)")
         self.pub_diag.publish(diagnostic_status(self, "estimation", level, message, values))
 
     def on_reset(self, request, response):
@@ -240,8 +255,20 @@ class OnlineIdentifier(Node):
             self._push()
         if self.engine is None or self.engine.n_samples == 0:
             return
-        result = self.engine.estimate(true_values=self.engine.base.base_values(
-            self.model.nominal_parameters()) if self.nominal else None)
+        try:
+            result = self.engine.estimate(true_values=self.engine.base.base_values(
+                self.model.nominal_parameters()) if self.nominal else None)
+        except IdentificationError as exc:      # e.g. nearly every sample drives off
+            if str(exc) != self.failure:
+                self.get_logger().error(f"on-line identification: no estimate: {exc}")
+            self.failure = str(exc)
+            return
+        self.failure = ""
+        braked = [d for d in result.diagnostics if d.code == "drives_off_rows"]
+        if braked and self.engine.neq.drives_off > self.drives_off_logged:
+            self.drives_off_logged = self.engine.neq.drives_off
+            self.get_logger().warning(f"warning: drives_off_rows: {braked[0].message}",
+                                      throttle_duration_sec=10.0)
         source = "live:" + ",".join(s.topic_name for s in self.subs)
         self.pub.publish(result_msg(result, source=source, final=False,
                                     stamp=self.get_clock().now().to_msg()))
