@@ -17,7 +17,12 @@ measures, from a client node in this process:
 - ``kill_controller`` / ``kill_recorder`` / ``kill_robot``: that node SIGKILLed 1 s into the
   excitation; the time [s] until an ERROR naming the loss reaches /diagnostics, and, where the
   robot side can hold (the robot honours the commands' deadline; not when the robot itself
-  was killed), the time until every |dq| < 0.05 rad/s.
+  was killed), the time until every |dq| < 0.05 rad/s. Both as received by this client
+  (``error_after_s``, ``held_after_s``: its own delays under load included) and by the
+  messages' header stamps (``error_stamped_after_s``, ``held_stamped_after_s``: when the node
+  published them; the same system clock). The ERROR counted is the first one stamped after
+  the kill; ERRORs stamped before it (a node starved by the load) are listed apart
+  (``errors_stamped_before_kill``).
 
 Usage (from the checkout, with the ROS launch tools installed; OPENBLAS_NUM_THREADS=1):
 
@@ -117,6 +122,7 @@ class Client:
         self.names = list(model.joint_names)
         self.errors, self.active, self.status = [], [], {}
         self.max_ratio, self.last_dq, self.last_dq_time = 0.0, None, None
+        self.last_dq_stamp = None
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self.on_diag, 100)
         any_publisher = QoSProfile(depth=100, reliability=ReliabilityPolicy.BEST_EFFORT)
         self.node.create_subscription(JointState, "/joint_states", self.on_state,
@@ -130,12 +136,14 @@ class Client:
             level = st.level[0] if isinstance(st.level, bytes) else int(st.level)
             self.status[st.name] = (level, st.message, {kv.key: kv.value for kv in st.values})
             if level >= 2:
-                self.errors.append((time.monotonic(), st.name, st.message))
+                self.errors.append((time.monotonic(), st.name, st.message,
+                                    msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec))
 
     def on_state(self, msg):
         d = dict(zip(msg.name, msg.velocity))
         dq = np.array([d.get(j, np.nan) for j in self.names])
         self.last_dq, self.last_dq_time = dq, time.monotonic()
+        self.last_dq_stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
         if np.all(np.isfinite(dq)):
             self.max_ratio = max(self.max_ratio, float(np.max(np.abs(dq) / self.v_max)))
         else:
@@ -226,18 +234,29 @@ def run_session(robot="puma560", rate=1000.0, scenario="normal", domain=60, busy
                       or f"nodes.{KILLED[scenario]}" in a]
             assert victim, KILLED[scenario]
             n_err = len(c.errors)
-            t_kill = time.monotonic()
+            t_kill, t_kill_stamp = time.monotonic(), time.time()
             for p in victim:
                 os.kill(p, signal.SIGKILL)
-            c.spin_until(lambda: len(c.errors) > n_err, 30.0, "ERROR on /diagnostics")
-            t_err, name, message = c.errors[n_err]
+            # the first ERROR stamped after the kill (one stamped before it - the load
+            # starving a node - and received after it is not the answer to the kill)
+            c.spin_until(lambda: any(e[3] >= t_kill_stamp for e in c.errors[n_err:]), 30.0,
+                         "ERROR on /diagnostics")
+            early = [e for e in c.errors[n_err:] if e[3] < t_kill_stamp]
+            if early:
+                out["errors_stamped_before_kill"] = [f"{e[1]}: {e[2][:80]}" for e in early]
+            t_err, name, message, err_stamp = next(e for e in c.errors[n_err:]
+                                                   if e[3] >= t_kill_stamp)
+            # received by this client (its own delays included) / stamped by the node that
+            # published it (the graph's own latency; same machine, same system clock)
             out.update(error_after_s=round(t_err - t_kill, 4), error_from=name,
+                       error_stamped_after_s=round(err_stamp - t_kill_stamp, 4),
                        error=message[:160])
             if scenario != "kill_robot":
                 try:
                     c.spin_until(lambda: c.last_dq_time > t_kill and np.all(
                         np.abs(c.last_dq) < HELD), 10.0, "held")
                     out["held_after_s"] = round(c.last_dq_time - t_kill, 4)
+                    out["held_stamped_after_s"] = round(c.last_dq_stamp - t_kill_stamp, 4)
                 except TimeoutError:
                     out["held_after_s"] = None
             out["runaway_ratio"] = round(c.max_ratio, 3)
@@ -377,6 +396,12 @@ def summary(rows):
                          f" 1 s in {sum(h is not None and h <= 1.0 for h in held)}), after "
                          f"at most {max((h for h in held if h is not None), default=np.nan):.3f}"
                          f" s")
+            st = [r["error_stamped_after_s"] for r in rs if "error_stamped_after_s" in r]
+            if st:      # by the ERROR's own header stamp: the graph's latency, not this client's
+                line += (f"; stamped {min(st):.3f}-{max(st):.3f} s after the kill, within "
+                         f"{HEARTBEAT_TIMEOUT:g} s in {sum(x <= HEARTBEAT_TIMEOUT for x in st)},"
+                         f" within {WATCHDOG_TIMEOUT:g} s in "
+                         f"{sum(x <= WATCHDOG_TIMEOUT for x in st)}")
         loads = [r["load"] for r in rs if "load" in r]
         line += f"; load average {min(loads, default=np.nan):g}-{max(loads, default=np.nan):g}"
         print(line, flush=True)
