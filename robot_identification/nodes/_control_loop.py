@@ -40,6 +40,9 @@ import math
 import numpy as np
 import pinocchio as pin
 
+from robot_identification.errors import ConfigError
+from robot_identification.simulation import FrictionModel
+
 
 def rotor_inertia(model):
     """Link-referred rotor inertia per joint (n,) [kg*m^2] (drive ``rotor_inertia`` x gear
@@ -419,8 +422,6 @@ class ControlLoop:
         tau = (pin.rnea(pm, self._pin_data, qc, v, a)
                - pin.computeGeneralizedGravity(pm, self._pin_data, qc))
         if self._friction is None:
-            from robot_identification.errors import ConfigError
-            from robot_identification.simulation import FrictionModel
             try:
                 self._friction = FrictionModel(self.model)
             except ConfigError:
