@@ -63,6 +63,10 @@ def test_run_ols_is_the_stacked_least_squares_of_its_noise_draw():
         noisy = y + sigma * np.random.default_rng(seed).standard_normal(y.shape)
         ref = np.linalg.lstsq(W.reshape(-1, W.shape[2]), noisy.reshape(-1), rcond=None)[0]
         np.testing.assert_allclose(est[i, 0], ref, rtol=1e-10, atol=1e-12)
+    # the Gram matrices computed once (FixedDesign) or per run (a plain W): the same bits
+    from robot_identification.estimation import FixedDesign
+    fixed = run_seeds(FixedDesign(W), y, sigma, [11, 12], estimators=("ols", "wls"))
+    assert np.array_equal(fixed, run_seeds(W, y, sigma, [11, 12], estimators=("ols", "wls")))
 
 
 def test_simulated_observations_are_exact():

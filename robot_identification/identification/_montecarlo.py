@@ -17,7 +17,7 @@ from robot_identification._dask import dask_client, on_worker
 from robot_identification._threads import one_blas_thread
 from robot_identification.choices import MONTE_CARLO_ESTIMATORS
 from robot_identification.errors import ConfigError, DataError
-from robot_identification.estimation import FixedDesign, ols, wls
+from robot_identification.estimation import FixedDesign, NormalEquations, ols, wls
 from robot_identification.identifiability import base_parameters
 from robot_identification.identification._engine import load_prior
 from robot_identification.identification._estimators import ESTIMATORS, EstimationContext
@@ -27,6 +27,12 @@ from robot_identification.regressor import iter_regressor_blocks
 #: engine's estimators (:data:`~robot_identification.identification.ESTIMATORS`) that work on
 #: summed normal equations, and ``wls_known`` (WLS with the true sigma, Szabó eq. 19).
 RUN_ESTIMATORS = MONTE_CARLO_ESTIMATORS
+
+
+#: Largest observation matrix [bytes] whose Gram matrices a study computes once
+#: (:class:`FixedDesign`, which holds a copy of W's per-joint blocks: twice W's memory); a
+#: larger W is added per run. The configured excitations: 10 001 samples, 5-40 MB.
+FIXED_DESIGN_BYTES = 256 << 20
 
 
 def _estimate(name, neq, sigma, context):
@@ -45,7 +51,8 @@ def run_seeds(W, y, sigma, seeds, estimators=("ols", "wls"), context=None):
     ----------
     W : ndarray, shape (N, rows, p), or FixedDesign
         Base regressor (exact states), or its :class:`FixedDesign` (W's Gram matrices
-        computed once: :func:`monte_carlo` passes it; the same estimates bit for bit).
+        computed once, not per run; the same estimates bit for bit: :func:`monte_carlo`
+        passes it for W up to :data:`FIXED_DESIGN_BYTES`).
     y : ndarray, shape (N, rows)
         Noise-free left-hand side (torques).
     sigma : ndarray, shape (rows,)
@@ -64,12 +71,17 @@ def run_seeds(W, y, sigma, seeds, estimators=("ols", "wls"), context=None):
     """
     context = dict({"model": None, "base": None, "settings": None, "prior": None},
                    **(context or {}))
-    design = W if isinstance(W, FixedDesign) else FixedDesign(W)
-    out = np.empty((len(seeds), len(estimators), design.shape[2]))
+    fixed = isinstance(W, FixedDesign)
+    p, rows = W.shape[2], W.shape[1]
+    out = np.empty((len(seeds), len(estimators), p))
     with one_blas_thread():
         for i, seed in enumerate(seeds):
             noise = sigma * np.random.default_rng(int(seed)).standard_normal(y.shape)
-            neq = design.equations(y + noise)   # NormalEquations.add(W, y + noise)
+            if fixed:                       # the same sums as add(W, y + noise)
+                neq = W.equations(y + noise)
+            else:
+                neq = NormalEquations(p, rows)
+                neq.add(W, y + noise)
             for j, name in enumerate(estimators):
                 out[i, j] = _estimate(name, neq, sigma, context).values
     return out
@@ -226,9 +238,13 @@ def monte_carlo(W, y, sigma, runs, *, seed=0, estimators=("ols", "wls"), true=No
         context = {"model": model, "base": base, "settings": model.config.identification,
                    "prior": load_prior(model, prior)}
     crlb = cramer_rao_bound(W, sigma)
-    design = FixedDesign(W)         # W's Gram matrices once, not per run (issue #29)
+    # W's Gram matrices once, not per run (issue #29): the design keeps a copy of W's
+    # per-joint blocks, so above FIXED_DESIGN_BYTES each run adds its own as before
+    design = FixedDesign(W) if W.nbytes <= FIXED_DESIGN_BYTES else W
     if true is None:
-        true = ols(design.equations(y)).values
+        neq = NormalEquations(W.shape[2], W.shape[1])
+        neq.add(W, y)
+        true = ols(neq).values
     seeds = seed + np.arange(runs)
     estimators = tuple(estimators)
     batches = np.array_split(seeds, min(runs, max(10, 4 * workers)))
