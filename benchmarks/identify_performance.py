@@ -36,7 +36,9 @@ plain script.
   external ``dask scheduler`` + 2 ``dask worker`` processes: speed-up (wall) target >= 1.6x,
   estimates bit-identical.
 - ``montecarlo``: ``montecarlo --robot szabo_3dof --runs 100`` with 1 and 2 workers:
-  speed-up (wall) target >= 1.6x, identical output.
+  speed-up (wall) target >= 1.6x, identical output. Per-process CPU, the CPU critical path,
+  a case whose runs carry the work (puma560, the physical estimate per run) and the
+  break-even run count: ``benchmarks/dask_scaling.py --only montecarlo``.
 """
 from __future__ import annotations
 
