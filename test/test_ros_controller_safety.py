@@ -350,6 +350,7 @@ def test_a_command_held_open_loop_stays_within_the_velocity_limits(context):
     ctrl = PDController(context=context, parameter_overrides=[
         Parameter("robot", value="puma560"), Parameter("lockstep", value=False),
         Parameter("rate_hz", value=rate), Parameter("watchdog_timeout", value=1.0),
+        Parameter("feedforward", value=True),
         Parameter("joint_states_topic", value="openloop/joint_states"),
         Parameter("reference_topic", value="openloop/reference"),
         Parameter("command_topic", value="openloop/commands")])
@@ -398,7 +399,7 @@ def test_a_command_held_open_loop_stays_within_the_velocity_limits(context):
     idx = np.asarray(model.velocity_indices)
     pm.armature[idx] = [j.drive["rotor_inertia"] * r ** 2
                         for j, r in zip(model.config.joints, model.gear_ratios)]
-    # + the feed-forward (default on): the reference's inverse dynamics without gravity
+    # + the feed-forward (on here): the reference's inverse dynamics without gravity
     # (pinocchio rnea, zero reference acceleration) and the simulator's friction at dq_ref
     from robot_identification.simulation import FrictionModel
     v = np.zeros(pm.nv)

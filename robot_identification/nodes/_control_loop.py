@@ -146,8 +146,9 @@ class ControlLoop:
     #: takes to drive a joint to its velocity limit (:meth:`command_deadline`)
     velocity_deadline = True
     #: real time, rigid arms: the nominal inverse dynamics of the reference added to the
-    #: tracking command (module docstring, :meth:`feedforward_torque`)
-    feedforward = True
+    #: tracking command (module docstring, :meth:`feedforward_torque`; the node's parameter
+    #: ``feedforward``, default false: docs/ros.md)
+    feedforward = False
 
     def init_loop(self):
         lim = [j.limits for j in self.model.config.joints]
