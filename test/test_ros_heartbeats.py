@@ -2,6 +2,7 @@
 controller goes silent is stopped with an ERROR naming it once the silence reaches
 ``heartbeat_timeout`` (PeerWatchdogs: a timer per peer, reset by its messages), and the run
 ends with its last reference point at rest, so that the controller holds the arm at once."""
+import time
 from functools import partial
 
 import pytest
@@ -307,3 +308,37 @@ def test_trajectory_controller_is_told_to_hold_when_a_run_stops(context):
         ex.shutdown()
         arm.destroy_node()
         excitation.destroy_node()
+
+
+def test_a_starved_node_hears_queued_beats_before_it_judges_silence(context):
+    """rclpy's Python executors run a node's ready timers before its ready subscriptions: a
+    node starved for longer than the timeout wakes with its watchdog timer expired and the
+    peer's beat queued. The check must see that beat (a false 'silent' stopped recordings
+    under load, docs/ros.md), and a peer that stays silent is still reported."""
+    from std_msgs.msg import Empty
+
+    from robot_identification.nodes._common import PeerWatchdogs
+    from robot_identification.nodes._heartbeat import HeartbeatMonitor
+    node = rclpy.create_node("watchdog_test_node", context=context)
+    peer = rclpy.create_node("watchdog_test_peer", context=context)
+    monitor, checks = HeartbeatMonitor(0.2), []
+    watchdogs = PeerWatchdogs(node, monitor,
+                              lambda: checks.append(monitor.newly_lost(time.monotonic())))
+    node.create_subscription(Empty, "watchdog_beat", lambda _: watchdogs.beat("peer"), 10)
+    pub = peer.create_publisher(Empty, "watchdog_beat", 10)
+    ex = SingleThreadedExecutor(context=context)
+    ex.add_node(node)
+    try:
+        wait_until(ex, lambda: pub.get_subscription_count() > 0, "discovery")
+        pub.publish(Empty())
+        wait_until(ex, lambda: "peer" in monitor.last, "the first beat")
+        pub.publish(Empty())        # the peer beats while this node is starved:
+        time.sleep(0.35)            # the starvation itself (longer than the timeout)
+        wait_until(ex, lambda: checks, "the watchdog's check")
+        assert checks[0] == [], "a beat queued during the starvation was not counted"
+        wait_until(ex, lambda: any(checks), "the silent peer reported")
+        assert [p for p, _ in next(c for c in checks if c)] == ["peer"]
+    finally:
+        ex.shutdown()
+        node.destroy_node()
+        peer.destroy_node()

@@ -18,7 +18,8 @@ from rcl_interfaces.msg import (
 from rclpy.clock import Clock as RosClock
 from rclpy.clock import ClockType
 from rclpy.exceptions import ParameterUninitializedException
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import (ExternalShutdownException, MultiThreadedExecutor,
+                             SingleThreadedExecutor)
 from rclpy.experimental import EventsExecutor
 from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.parameter import Parameter
@@ -254,7 +255,17 @@ class PeerWatchdogs:
 
     def _fire(self, peer):
         self.timers[peer].cancel()      # until the peer is heard of again
-        self.on_silent()
+        executor = self.node.executor
+        if isinstance(executor, (SingleThreadedExecutor, MultiThreadedExecutor)):
+            # A starved node wakes with this timer expired and the peer's queued messages
+            # ready in the same wait; rclpy's Python executors run a node's ready timers
+            # before its subscriptions, so deciding here would miss those messages and
+            # report a live peer lost. As a task, the check runs once this wake-up's
+            # callbacks are done (executors yield pending tasks before waiting again). The
+            # EventsExecutor runs events in the order they happened: no such case.
+            executor.create_task(self.on_silent)
+        else:
+            self.on_silent()
 
 
 def to_sec(stamp) -> float:
