@@ -174,7 +174,9 @@ def test_no_run_starts_that_the_recording_would_not_begin_at(context, tmp_path):
         Parameter("data_directory", value=str(tmp_path)),
         Parameter("joint_states_topic", value="early_test/joint_states"),
         Parameter("motor_states_topic", value=""), Parameter("command_topic", value=""),
-        Parameter("reference_topic", value="early_test/not_published"),
+        # the reference topic not recorded ('': a recorded reference topic nobody publishes
+        # would now refuse the run - "has not matched a publisher of the reference topic")
+        Parameter("reference_topic", value=""),
         Parameter("expected_rate_hz", value=rate), Parameter("controller_status", value=""),
         Parameter("heartbeat_timeout", value=0.0),
         Parameter("excitation_discovery", value=0.3)])
