@@ -242,12 +242,9 @@ def section_identify(args, tmp):
             a1 = fits[lo]["1 process"][k] - b1 * lo
             b2 = (fits[hi][name][k] - fits[lo][name][k]) / (hi - lo)
             a2 = fits[lo][name][k] - b2 * lo
-            if b1 > b2 and a2 > a1:
-                be = f"{(a2 - a1) / (b1 - b2) * 4:,.0f} samples in all (4 recordings)"
-            elif a2 <= a1 and b2 <= b1:
-                be = "none: 2 workers are faster at both sizes"
-            else:
-                be = "none: 2 workers are not faster per sample"
+            x, none = _crossing(a1, b1, a2, b2)
+            be = (f"{x * 4:,.0f} samples in all (4 recordings)" if none is None
+                  else f"none: 2 workers are {none} (sizes / sample)")
             print(f"break-even, {name} vs 1 process ({what}, lines through 4 x {lo} and "
                   f"4 x {hi}): {be}", flush=True)
 
@@ -300,16 +297,22 @@ def section_montecarlo(args, tmp):
             a1 = fits[lo][0][k] - b1 * lo
             b2 = (fits[hi][1][k] - fits[lo][1][k]) / (hi - lo)
             a2 = fits[lo][1][k] - b2 * lo
-            if b1 > b2 and a2 > a1:
-                n = (a2 - a1) / (b1 - b2)
-                be = (f"{n:,.0f} runs ({n * samples:,.0f} runs x samples; 1.6x from "
-                      f"{_runs_for(1.6, a1, b1, a2, b2)})")
-            elif a2 <= a1 and b2 <= b1:
-                be = "none: 2 workers are faster at both counts"
-            else:
-                be = "none: 2 workers are not faster per run"
+            n, none = _crossing(a1, b1, a2, b2)
+            be = (f"{n:,.0f} runs ({n * samples:,.0f} runs x samples; 1.6x from "
+                  f"{_runs_for(1.6, a1, b1, a2, b2)})" if none is None
+                  else f"none: 2 workers are {none} (counts / run)")
             print(f"break-even, montecarlo {case} ({samples} samples), 2 vs 1 worker "
                   f"({what}, lines through {lo} and {hi} runs): {be}", flush=True)
+
+
+def _crossing(a1, b1, a2, b2):
+    """Where the cost lines a1 + b1 x (one process) and a2 + b2 x (2 workers) cross:
+    ``(x, None)``, or ``(None, reason)`` when 2 workers never catch up or always lead."""
+    if b1 > b2 and a2 > a1:
+        return (a2 - a1) / (b1 - b2), None
+    if a2 <= a1 and b2 <= b1:
+        return None, "faster at both"
+    return None, "not faster per unit"
 
 
 def _runs_for(ratio, a1, b1, a2, b2):
