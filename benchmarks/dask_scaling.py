@@ -9,16 +9,16 @@ made once and reused with ``--keep``), ``identify --robot puma560_elastic`` (the
 fresh process each) with 1 process, a local cluster of 2 workers (``--workers 2``) and an
 external ``dask scheduler`` + ``dask worker --nworkers 2 --nthreads 1`` (``--scheduler``;
 the same command twice on one cluster: the first job on fresh workers, and the second, as a
-long-lived cluster serves it), at two recording sizes (1 M and 100 k samples;
-``--quick``: 200 k and 20 k). Printed per run: wall time, the speed-up against 1 process (wall), the CPU time of every process of
-the run (the client, each worker; sampled from ``/proc`` by psutil until it ends, so
-per-worker figures are exact up to the last 0.1 s) and the **CPU critical path**
-(client CPU + the busiest worker's CPU: the wall time the run needs when each process has
-a core of its own) with its speed-up ``1-process CPU / critical path`` -- the figure that
-does not depend on what else runs on a shared machine -- and whether the estimates are
-the same bit for bit (results.yaml, every base parameter). The **break-even size** is
-where the 2-worker and the 1-process lines (wall = a + b * samples, fitted through the two
-sizes) cross, in wall time and in the CPU critical path.
+long-lived cluster serves it), at two recording sizes (1 M and 100 k samples; ``--quick``:
+200 k and 20 k). Printed per run: wall time, the speed-up against 1 process (wall), the CPU
+time of every process of the run (the client, each worker; sampled from ``/proc`` by psutil
+until it ends, so per-worker figures are exact up to the last 0.1 s) and the **CPU critical
+path** (client CPU + the busiest worker's CPU: the wall time the run needs when each process
+has a core of its own) with its speed-up ``1-process CPU / critical path`` -- the figure
+that does not depend on what else runs on a shared machine -- and whether the estimates are
+the same bit for bit (results.yaml, every base parameter). The **break-even size** is where
+the 2-worker and the 1-process lines (wall = a + b * samples, fitted through the two sizes)
+cross, in wall time and in the CPU critical path.
 
 ``montecarlo`` (``--only montecarlo``; ``--montecarlo CASE ...`` picks the cases of
 :data:`MC_CASES`, ``--mc-runs`` the run counts, default 25 and 100): each case with 1 worker
