@@ -47,9 +47,31 @@ def test_same_numbers_in_process_and_on_two_dask_workers():
     W, y, beta = _linear_model(1)
     sigma = np.array([0.3, 0.3])
     one = monte_carlo(W, y, sigma, 12, seed=5, true=beta)
-    two = monte_carlo(W, y, sigma, 12, seed=5, true=beta, workers=2, processes=False)
+    two = monte_carlo(W, y, sigma, 12, seed=5, true=beta, workers=2, processes=False,
+                      adaptive=False)
+    assert one.ran_on == "this process" and two.ran_on == "2 local workers"
     for name in one.estimates:
         np.testing.assert_array_equal(one.estimates[name], two.estimates[name])
+
+
+def test_a_study_too_small_for_workers_runs_here_and_a_large_one_starts_them(monkeypatch):
+    # 12 runs of a 150-sample model cost well under a millisecond each: starting workers
+    # would cost more than they save, so the runs stay in this process and say why
+    from robot_identification.identification import _montecarlo
+    W, y, beta = _linear_model(1)
+    sigma = np.array([0.3, 0.3])
+    one = monte_carlo(W, y, sigma, 12, seed=5, true=beta)
+    small = monte_carlo(W, y, sigma, 12, seed=5, true=beta, workers=2, processes=False)
+    assert small.ran_on.startswith("this process: the 12 runs cost")
+    # a cluster that costs nothing to start pays from the first run on: one run here, the
+    # other 11 on the workers, the same numbers
+    monkeypatch.setattr(_montecarlo, "LOCAL_CLUSTER_START_S",
+                        dict.fromkeys(_montecarlo.LOCAL_CLUSTER_START_S, 0.0))
+    spread = monte_carlo(W, y, sigma, 12, seed=5, true=beta, workers=2, processes=False)
+    assert spread.ran_on == "2 local workers"
+    for name in one.estimates:
+        np.testing.assert_array_equal(one.estimates[name], small.estimates[name])
+        np.testing.assert_array_equal(one.estimates[name], spread.estimates[name])
 
 
 def test_run_ols_is_the_stacked_least_squares_of_its_noise_draw():

@@ -113,11 +113,9 @@ def run(args):
                              true=true, names=base.names, expressions=base.expressions(),
                              workers=args.workers, scheduler=args.scheduler, progress=pbar,
                              model=model, base=base, prior=args.prior)
-    where = (f"scheduler {args.scheduler}" if args.scheduler else
-             f"{args.workers} local worker{'s' if args.workers > 1 else ''}")
     print(f"{model.config.name}: {args.runs} Monte-Carlo runs (seeds {args.seed}.."
-          f"{args.seed + args.runs - 1}) on {where}; {W.shape[0]} samples x {model.n} joints "
-          f"of the noise-free simulated excitation, {how}")
+          f"{args.seed + args.runs - 1}) on {result.ran_on}; {W.shape[0]} samples x "
+          f"{model.n} joints of the noise-free simulated excitation, {how}")
     print(format_report(result, estimators))
     if args.output:
         doc = result.to_dict()

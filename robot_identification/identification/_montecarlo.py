@@ -9,11 +9,12 @@ depend on how the runs are spread over Dask workers.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from robot_identification._dask import dask_client, on_worker
+from robot_identification._dask import dask_client, on_worker, start_method
 from robot_identification._threads import one_blas_thread
 from robot_identification.choices import MONTE_CARLO_ESTIMATORS
 from robot_identification.errors import ConfigError, DataError
@@ -131,6 +132,9 @@ class MonteCarloResult:
     estimates: dict
     crlb: np.ndarray
     info: dict = field(default_factory=dict)
+    #: Where the runs ran (text for the command's output; not in :meth:`to_dict`: the
+    #: numbers do not depend on it).
+    ran_on: str = ""
 
     @property
     def runs(self) -> int:
@@ -169,9 +173,18 @@ class MonteCarloResult:
                 "base_parameters": params}
 
 
+#: CPU seconds a local cluster costs before its workers run a task, by how it starts them
+#: (:func:`~robot_identification._dask.start_method`): measured with ``montecarlo --robot
+#: szabo_3dof --runs 100`` (runs of ~3 ms) on the 2-core machine, quiet: 2 forked workers
+#: 2.0-2.2 s wall against 1.6-1.8 s in one process (the cluster, the scatter of the design
+#: and the gather: ~0.4-0.5 s); a spawned worker imports Dask and the engine first (~2.3 s
+#: of wall time before the first task, docs/performance.md); threads start in ~0.3 s.
+LOCAL_CLUSTER_START_S = {"fork": 0.5, "spawn": 2.5, "forkserver": 2.5, "threads": 0.3}
+
+
 def monte_carlo(W, y, sigma, runs, *, seed=0, estimators=("ols", "wls"), true=None,
                 names=None, expressions=None, workers=1, scheduler=None, processes=True,
-                progress=None, model=None, base=None, prior="nominal"):
+                progress=None, model=None, base=None, prior="nominal", adaptive=True):
     """Monte-Carlo study: ``runs`` noise draws on (W, y), each estimated by ``estimators``.
 
     Parameters
@@ -202,6 +215,13 @@ def monte_carlo(W, y, sigma, runs, *, seed=0, estimators=("ols", "wls"), true=No
         The robot model, its base parameters (of ``W``) and the prior (``nominal`` | ``none``
         | standard parameters (P,)) for the engine's estimators that need them (mrls,
         bounded, physical).
+    adaptive : bool
+        With a local cluster (``workers`` > 1, no ``scheduler``): run the first runs here,
+        one at a time, and start the cluster only once the remaining runs' CPU time (the
+        runs so far extrapolated) would save more than starting it costs
+        (:data:`LOCAL_CLUSTER_START_S`); a study too small to pay for workers runs here
+        entirely (``ran_on`` says so). The estimates are the same either way (each run
+        depends on its seed only).
 
     Returns
     -------
@@ -247,8 +267,32 @@ def monte_carlo(W, y, sigma, runs, *, seed=0, estimators=("ols", "wls"), true=No
         true = ols(neq).values
     seeds = seed + np.arange(runs)
     estimators = tuple(estimators)
-    batches = np.array_split(seeds, min(runs, max(10, 4 * workers)))
     parts = []
+    here = 0                 # runs done in this process before any cluster starts
+    ran_on = (f"scheduler {scheduler}" if scheduler else
+              f"{workers} local workers" if workers > 1 else "this process")
+    if adaptive and scheduler is None and workers > 1:
+        start = None          # the cluster's start cost; Dask imported only to look it up
+        t0 = time.thread_time()
+        while here < runs:
+            parts.append(run_seeds(design, y, sigma, seeds[here:here + 1], estimators,
+                                   context))
+            here += 1
+            if progress is not None:
+                progress.update(1)
+            gain = (time.thread_time() - t0) / here * (runs - here) * (1.0 - 1.0 / workers)
+            if gain > min(LOCAL_CLUSTER_START_S.values()):
+                if start is None:
+                    start = LOCAL_CLUSTER_START_S[start_method() if processes else "threads"]
+                if gain > start:
+                    break
+        if here == runs:
+            ran_on = (f"this process: the {runs} runs cost {time.thread_time() - t0:.2g} s "
+                      f"of CPU, less than starting {workers} local workers "
+                      f"(~{start or min(LOCAL_CLUSTER_START_S.values()):g} s) would save")
+            workers = 1
+    batches = np.array_split(seeds[here:], min(runs - here, max(10, 4 * workers))) \
+        if here < runs else []
     with dask_client(workers, scheduler, processes) as client:
         if client is None:
             for b in batches:
@@ -266,14 +310,15 @@ def monte_carlo(W, y, sigma, runs, *, seed=0, estimators=("ols", "wls"), true=No
             for fut in as_completed(futures):
                 if progress is not None:
                     progress.update(len(batches[futures.index(fut)]))
-            parts = client.gather(futures)
+            parts += client.gather(futures)
     x = np.concatenate(parts, axis=0)
     p = W.shape[2]
     return MonteCarloResult(
         names=list(names or [f"beta{i + 1}" for i in range(p)]),
         expressions=list(expressions or names or [f"beta{i + 1}" for i in range(p)]),
         true=np.asarray(true, dtype=float), sigma=sigma, seeds=seeds,
-        estimates={e: x[:, j, :] for j, e in enumerate(estimators)}, crlb=crlb)
+        estimates={e: x[:, j, :] for j, e in enumerate(estimators)}, crlb=crlb,
+        ran_on=ran_on)
 
 
 def torque_noise_sigma(y, snr_db):
