@@ -218,3 +218,34 @@ def test_least_squares_through_dgeqrf_equals_lstsq(cond, rows):
             # the fitted values agree to rounding x the condition number
             tol = (1e-9 + 1e-15 * min(cond, 1e10)) * np.abs(pref).max()
             np.testing.assert_allclose(pred, pref, rtol=0, atol=tol)
+
+
+@pytest.mark.parametrize("cond", [1e0, 1e2, 1e4, 1e6, 1e9, 1e13])
+@pytest.mark.parametrize("scaled", [False, True])
+def test_normal_equations_only_where_well_conditioned(cond, scaled):
+    """_fit_solve (the Jacobi-scaled normal equations with one refinement step) gives the
+    fitted values of lstsq with rcond=RCOND, and takes the normal equations only where the
+    scaled condition number is at most GRAM_COND (else _least_squares): badly scaled but
+    well conditioned columns (``scaled``: columns multiplied by 1e-3..1e3) keep them where
+    the unscaled condition number is also clearly below the cut-off."""
+    rng = np.random.default_rng(int(np.log10(cond)) + 100 * scaled)
+    rows, r = 300, 20
+    u, _ = np.linalg.qr(rng.standard_normal((rows, r)))
+    v, _ = np.linalg.qr(rng.standard_normal((r, r)))
+    A = (u * np.geomspace(1.0, 1.0 / cond, r)) @ v.T
+    if scaled:
+        A = A * np.geomspace(1e-3, 1e3, r)
+    X = np.concatenate([A, A @ rng.standard_normal((r, 2)) + rng.standard_normal((rows, 2))],
+                       axis=1)
+    factor = _refit._gram_factor(X[:, :r].T @ X[:, :r])
+    scaled_cond = np.linalg.cond(A / np.linalg.norm(A, axis=0))
+    if factor is not None:
+        assert scaled_cond <= _refit.GRAM_COND
+        assert np.linalg.cond(A) < 0.25 / _refit.RCOND
+    if scaled_cond <= 1e2 and np.linalg.cond(A) <= 1e8:
+        assert factor is not None          # the bound is not overly strict
+    got = _refit._fit_solve(X, r)
+    ref = np.linalg.lstsq(X[:, :r], X[:, r:], rcond=_refit.RCOND)[0]
+    pred, pref = X[:, :r] @ got, X[:, :r] @ ref
+    tol = (1e-12 + 1e-15 * min(np.linalg.cond(A), 1e10)) * np.abs(pref).max()
+    np.testing.assert_allclose(pred, pref, rtol=0, atol=tol)
