@@ -187,6 +187,22 @@ def test_the_structural_basis_reaches_every_regressor_row():
         assert np.linalg.norm(Y - (Y @ V) @ V.T) <= 1e-12 * np.linalg.norm(Y)
 
 
+def test_the_column_subset_spans_the_basis():
+    """Y[..., S] M = Y V on states far from the random ones S was found on (the fast path's
+    fits run on the regressor's S columns, computed alone), with M well conditioned, and
+    _reduced gives exactly the regressor's S columns."""
+    for arm in ARMS:
+        model = _model(arm)
+        S, M = _refit._columns(model)
+        V = _refit._basis(model)
+        assert len(S) == V.shape[1] and np.linalg.cond(M) <= _refit.SUBSET_COND
+        ds = _data(arm)
+        Y = rigid_regressor(model, ds.q, 3 * ds.dq, 5 * ds.ddq).reshape(-1, model.n_parameters)
+        assert np.linalg.norm(Y[:, S] @ M - Y @ V) <= 1e-12 * np.linalg.norm(Y)
+        got = _refit._reduced(model, ds.q, 3 * ds.dq, 5 * ds.ddq).reshape(-1, len(S))
+        np.testing.assert_array_equal(got, Y[:, S])
+
+
 @pytest.mark.parametrize("cond", [1e0, 1e4, 1e8, 1e9, 3e9, 1e10, 1e13])
 @pytest.mark.parametrize("rows", [0, 40, 64, 300])
 def test_least_squares_through_dgeqrf_equals_lstsq(cond, rows):
@@ -248,4 +264,23 @@ def test_normal_equations_only_where_well_conditioned(cond, scaled):
     ref = np.linalg.lstsq(X[:, :r], X[:, r:], rcond=_refit.RCOND)[0]
     pred, pref = X[:, :r] @ got, X[:, :r] @ ref
     tol = (1e-12 + 1e-15 * min(np.linalg.cond(A), 1e10)) * np.abs(pref).max()
+    np.testing.assert_allclose(pred, pref, rtol=0, atol=tol)
+
+
+@pytest.mark.parametrize("cond", [1e0, 1e4, 1e9, 1e13])
+def test_fits_on_the_column_subset_are_those_in_the_basis(cond):
+    """_fit_solve with the map M of _columns (X[:, :r] M: the coordinates of _basis) gives
+    the fitted values of lstsq in those coordinates, on the normal equations or, past their
+    bound (which includes cond(M)), by _least_squares on X[:, :r] M."""
+    rng = np.random.default_rng(int(np.log10(cond)) + 7)
+    rows, r = 300, 20
+    u, _ = np.linalg.qr(rng.standard_normal((rows, r)))
+    v, _ = np.linalg.qr(rng.standard_normal((r, r)))
+    A = (u * np.geomspace(1.0, 1.0 / cond, r)) @ v.T
+    M = np.eye(r) + 0.3 * rng.standard_normal((r, r)) / np.sqrt(r)
+    X = np.concatenate([A, rng.standard_normal((rows, 2))], axis=1)
+    got = _refit._fit_solve(X, r, M)
+    ref = np.linalg.lstsq(A @ M, X[:, r:], rcond=_refit.RCOND)[0]
+    pred, pref = A @ got, A @ M @ ref
+    tol = (1e-12 + 1e-15 * min(cond, 1e10)) * np.abs(pref).max()
     np.testing.assert_allclose(pred, pref, rtol=0, atol=tol)

@@ -22,9 +22,10 @@ The scores are those of one ``np.linalg.lstsq(A, b, rcond=1e-10)`` per reading a
 weighted regressor of every standard parameter on the fitted rows), computed with shared
 factorisations (issue #29; test/test_refit_fast.py holds that reference): the fits run in an
 orthonormal basis of the directions the regressor reaches (:func:`_basis`: the structural
-zeros left out, the same singular values), by the Jacobi-scaled normal equations with one
-refinement step where they are clearly well conditioned (:func:`_gram_factor`; the real UR10e
-runs: scaled condition number ~500, scores within 1e-14 relative of the QR solve), else
+zeros left out, the same singular values), or where clearly well conditioned on the columns
+of a subset that spans it (:func:`_columns`: computed alone, no projection), by the
+Jacobi-scaled normal equations with one refinement step (:func:`_gram_factor`; the real UR10e
+runs: scaled condition number ~500, scores within 2e-14 relative of the QR solve), else
 through the triangular factor of [A | b]; the readings of the recorded regressor (torque
 signs, torque columns swapped) share each joint's Gram matrix (or triangular factor) and
 differ only in the joints' weights and right-hand sides, those with the same weights (the
@@ -115,11 +116,62 @@ def _basis(model):
     return V
 
 
+#: Largest condition number of the map M between the column subset of :func:`_columns` and
+#: the orthonormal basis of :func:`_basis` (Y V = Y_S M).
+SUBSET_COND = 10.0
+
+_COLUMNS = weakref.WeakKeyDictionary()
+
+
+def _columns(model):
+    """(S, M): r columns S (int array) of the standard parameters whose regressor columns
+    span those of the whole regressor (pivoted QR on random states), and the (r, r) map M
+    with Y V = Y[..., S] M (:func:`_basis`'s V; M = T V with Y = Y_S T by least squares),
+    or None. Checked like :func:`_basis` (Y = Y_S T within 1e-11 relative on other random
+    states with 10 x the velocities and accelerations) and cond(M) <= :data:`SUBSET_COND`.
+
+    The fits then run on Y_S: the same column space as Y V, so where a fit is clearly well
+    conditioned (:func:`_gram_factor`, which bounds cond(Y_S M) by cond(Y_S) cond(M)) the
+    same fitted and held-out values up to rounding, with the regressor's S columns computed
+    alone (no projection: ur10e 64 of 90 columns; issue #29). Elsewhere the fit is made on
+    Y_S M, the coordinates of :func:`_basis`."""
+    if model in _COLUMNS:
+        return _COLUMNS[model]
+    from scipy.linalg import qr
+    V, got = _basis(model), None
+    if V is not None:
+        P, r = model.n_parameters, V.shape[1]
+        rng = np.random.default_rng(1)
+        samples = max(200, 4 * P // model.n)
+        W = rigid_regressor(model, **random_states(model, samples, rng)).reshape(-1, P)
+        S = np.sort(qr(W, mode="r", pivoting=True)[1][:r])
+        T = np.linalg.lstsq(W[:, S], W, rcond=None)[0]
+        other = random_states(model, samples, rng)
+        W = rigid_regressor(model, other["q"], 10 * other["dq"], 10 * other["ddq"])
+        W = W.reshape(-1, P)
+        M = T @ V
+        if (np.linalg.norm(W - W[:, S] @ T) <= 1e-11 * np.linalg.norm(W)
+                and np.linalg.cond(M) <= SUBSET_COND):
+            got = (S, M)
+    _COLUMNS[model] = got
+    return got
+
+
 def _reduced(model, q, dq, ddq):
-    """The rigid regressor (N, n, r) in the coordinates of :func:`_basis`."""
+    """The rigid regressor (N, n, r) in the coordinates of the fits: the columns S of
+    :func:`_columns`, else projected on :func:`_basis`, else whole."""
+    cols = _columns(model)
+    if cols is not None:
+        return rigid_regressor(model, q, dq, ddq, columns=tuple(int(i) for i in cols[0]))
     Y = rigid_regressor(model, q, dq, ddq)
     V = _basis(model)
     return Y if V is None else (Y.reshape(-1, Y.shape[2]) @ V).reshape(*Y.shape[:2], -1)
+
+
+def _to_basis(model):
+    """M of :func:`_columns` (the fits' coordinates -> :func:`_basis`'s), or None."""
+    cols = _columns(model)
+    return None if cols is None else cols[1]
 
 
 def _triangle(X, r):
@@ -177,14 +229,15 @@ def _well_conditioned(A):
 GRAM_COND = 1e4
 
 
-def _gram_factor(G):
+def _gram_factor(G, extra=1.0):
     """Jacobi-scaled Cholesky factor (R, d) of the Gram matrix G = A^T A (r, r) of a fit:
     D G D = R^T R with D = diag(d) = diag(G)^-1/2, or None where A is not clearly well
     conditioned. None where the bound of the scaled condition number exceeds
     :data:`GRAM_COND` or, unscaled (times max d / min d), half the ratio
     :func:`_least_squares` allows (then every singular value is above its cut-off and it
-    solves by the triangular factor: the same unique solution), or where G is not
-    positive definite in floating point (issue #29)."""
+    solves by the triangular factor: the same unique solution; ``extra``: a factor on that
+    bound, cond(M) of :func:`_columns`), or where G is not positive definite in floating
+    point (issue #29)."""
     diag = np.diag(G)
     if not np.all(diag > 0):
         return None
@@ -197,7 +250,7 @@ def _gram_factor(G):
     if info != 0:
         return None
     bound = np.linalg.norm(R) * np.linalg.norm(inv)
-    if not (bound <= GRAM_COND and bound * (d.max() / d.min()) < 0.25 / RCOND):
+    if not (bound <= GRAM_COND and bound * (d.max() / d.min()) * extra < 0.25 / RCOND):
         return None
     return R, d
 
@@ -208,25 +261,41 @@ def _gram_solve(factor, rhs):
     return d[:, None] * cho_solve((R, False), d[:, None] * rhs, check_finite=False)
 
 
-def _fit_solve(X, r):
+def _fit_solve(X, r, M=None):
     """``_least_squares(X, r)`` (r, k): least squares of X[:, :r] c = X[:, r:]; by the
     normal equations X[:, :r]^T X[:, :r] (one product instead of a QR factorisation: a third
     of the CPU on the ~1500 x 65 fits here) with one refinement step on the residual where
-    :func:`_gram_factor` finds them well conditioned, else :func:`_least_squares`."""
+    :func:`_gram_factor` finds them well conditioned, else :func:`_least_squares`. ``M``
+    (r, r): X[:, :r] M are the coordinates of :func:`_basis` (:func:`_columns`): the bound
+    includes cond(M), and :func:`_least_squares` fits in those coordinates (the solution
+    mapped back by M)."""
     G = X.T @ X
-    factor = _gram_factor(G[:r, :r])
+    factor = _gram_factor(G[:r, :r], 1.0 if M is None else _cond(M))
     if factor is None:
-        return _least_squares(X, r)
+        if M is None:
+            return _least_squares(X, r)
+        return M @ _least_squares(np.concatenate([X[:, :r] @ M, X[:, r:]], axis=1), r)
     A = X[:, :r]
     coef = _gram_solve(factor, G[:r, r:])
     return coef + _gram_solve(factor, A.T @ (X[:, r:] - A @ coef))
+
+
+def _cond(M):
+    """Condition number of M (cached on the array's identity for the model's M)."""
+    key = id(M)
+    if key not in _CONDS or _CONDS[key][0] is not M:
+        _CONDS[key] = (M, float(np.linalg.cond(M)))
+    return _CONDS[key][1]
+
+
+_CONDS = {}
 
 
 def _weights(tau):
     return 1.0 / np.maximum(np.std(tau, axis=0), 1e-12)
 
 
-def _score(Yr, tau, keep, P, half):
+def _score(Yr, tau, keep, P, half, M=None):
     """Held-out score sum_k e_k^2 of the free least-squares fit tau ~ Y pi (``Yr`` (N, n, r):
     the regressor in the coordinates of :func:`_basis`, P the number of standard
     parameters); per half: the triangular factor of the fitted rows [Y w | tau w] and a
@@ -240,7 +309,7 @@ def _score(Yr, tau, keep, P, half):
             return np.nan
         X = np.concatenate([Yr[fit], tau[fit][:, None]], axis=1)
         X *= np.broadcast_to(w, (N, n))[fit][:, None]
-        coef = _fit_solve(X, r)[:, 0]
+        coef = _fit_solve(X, r, M)[:, 0]
         e = (tau - Yr @ coef) * w
         m = keep & test[:, None]
         res += np.sum(np.where(m, e, 0.0) ** 2, axis=0)
@@ -248,7 +317,7 @@ def _score(Yr, tau, keep, P, half):
     return float(np.sum(res / np.maximum(cnt, 1)))
 
 
-def _scores_shared(Yr, tau, keep, P, half, readings):
+def _scores_shared(Yr, tau, keep, P, half, readings, M=None):
     """Held-out scores of readings of the recorded regressor: ``readings`` a list of (p, s),
     the reading's torque tau[:, p] * s (p a permutation of the joints, s (n,) of +-1; the
     fitted and held-out rows ``keep`` those of the recording). Per half and joint j the Gram
@@ -279,7 +348,8 @@ def _scores_shared(Yr, tau, keep, P, half, readings):
         coef = np.empty((r, len(readings)))
         for idx in groups.values():
             w2 = ws[idx[0]] ** 2
-            factor = _gram_factor(sum(w2[j] * G[:r, :r] for j, G in enumerate(grams)))
+            factor = _gram_factor(sum(w2[j] * G[:r, :r] for j, G in enumerate(grams)),
+                                  1.0 if M is None else _cond(M))
             if factor is not None:      # the normal equations, one refinement step
                 cols = [[r + readings[i][0][j] for i in idx] for j in range(n)]
                 sgn = [np.array([readings[i][1][j] for i in idx]) for j in range(n)]
@@ -290,14 +360,16 @@ def _scores_shared(Yr, tau, keep, P, half, readings):
                     for j, Z in enumerate(rows)))
                 coef[:, idx] = c
                 continue
-            if blocks is None:
-                blocks = [_triangle(Z, r) for Z in rows]
+            if blocks is None:        # in the coordinates of _basis (M of _columns)
+                blocks = [_triangle(Z if M is None else np.concatenate(
+                    [Z[:, :r] @ M, Z[:, r:]], axis=1), r) for Z in rows]
             w = ws[idx[0]]
-            M = np.concatenate([w[j] * B[:, :r] for j, B in enumerate(blocks)])
+            A = np.concatenate([w[j] * B[:, :r] for j, B in enumerate(blocks)])
             rhs = np.column_stack([
                 np.concatenate([w[j] * readings[i][1][j] * B[:, r + readings[i][0][j]]
                                 for j, B in enumerate(blocks)]) for i in idx])
-            coef[:, idx] = _least_squares(np.concatenate([M, rhs], axis=1), r)
+            c = _least_squares(np.concatenate([A, rhs], axis=1), r)
+            coef[:, idx] = c if M is None else M @ c
         pred = Yr @ coef                                        # (N, n, readings)
         m = keep & test[:, None]
         for i, (t, w) in enumerate(zip(taus, ws)):
@@ -337,6 +409,7 @@ def free_readings(model, st, live=None):
     if keep.sum() < 2 * P:
         return None
     half = (np.arange(N) * BLOCKS // max(N, 1)) % 2 == 1
+    M = _to_basis(model)
     ident = np.arange(n)
     out, shared = [], [(ident, np.ones(n))]        # shared: readings of the recorded Y
     for k in range(n):
@@ -344,8 +417,8 @@ def free_readings(model, st, live=None):
             continue
         s = np.ones(n)
         s[k] = -1.0
-        out.append((_score(_reduced(model, q * s, dq * s, ddq * s), tau * s, keep, P, half),
-                    "direction", (k,)))
+        out.append((_score(_reduced(model, q * s, dq * s, ddq * s), tau * s, keep, P, half,
+                           M), "direction", (k,)))
         out.append((len(shared), "torque sign", (k,)))
         shared.append((ident, s))
     for k in range(n):
@@ -355,10 +428,10 @@ def free_readings(model, st, live=None):
             p = np.arange(n)
             p[[k, m]] = p[[m, k]]
             out.append((_score(_reduced(model, q[:, p], dq[:, p], ddq[:, p]), tau[:, p],
-                               keep[:, p], P, half), "columns swapped", (k, m)))
+                               keep[:, p], P, half, M), "columns swapped", (k, m)))
             out.append((len(shared), "torque columns swapped", (k, m)))
             shared.append((p, np.ones(n)))
-    scores = _scores_shared(_reduced(model, q, dq, ddq), tau, keep, P, half, shared)
+    scores = _scores_shared(_reduced(model, q, dq, ddq), tau, keep, P, half, shared, M)
     rec = scores[0]
     out = [(scores[sc] if "torque" in kind else sc, kind, g) for sc, kind, g in out]
     out = [r for r in out if np.isfinite(r[0])]
