@@ -24,6 +24,16 @@ measures, from a client node in this process:
   the kill; ERRORs stamped before it (a node starved by the load) are listed apart
   (``errors_stamped_before_kill``).
 
+Every session keeps its node logs in its own folder under ``--out`` (default: a new temporary
+folder, printed first): ``launch.log`` (the launch's output: every node's stdout/stderr, the
+nodes run with ``output=screen``) and ``ros_log/`` (``ROS_LOG_DIR``: rcl's log files of each
+node). Each session's line says why a run or a recording stopped early (``stops``: the
+recorder's "recording stopped: ..." and the excitation publisher's "excitation stopped: ..."
+log lines) and, from the ``/diagnostics`` header stamps this client received, the largest gap
+between two consecutive statuses of each node while the run played (``beat_gap_s``: a node
+whose gap exceeds ``heartbeat_timeout`` did not run - starved or dead; one whose gap stayed
+short was alive, whatever a watcher said).
+
 Usage (from the checkout, with the ROS launch tools installed; OPENBLAS_NUM_THREADS=1):
 
     PYTHONPATH=$PWD python benchmarks/hardware_robot_study.py --runs 10 --busy 0 2 \
@@ -121,9 +131,12 @@ class Client:
         self.v_max = np.array([j.limits.velocity or np.inf for j in model.config.joints])
         self.names = list(model.joint_names)
         self.errors, self.active, self.status = [], [], {}
+        self.stamps = {}            # status name -> header stamps [s] received (its beats)
         self.max_ratio, self.last_dq, self.last_dq_time = 0.0, None, None
         self.last_dq_stamp = None
-        self.node.create_subscription(DiagnosticArray, "/diagnostics", self.on_diag, 100)
+        # every status kept (its stamps: beat_gap_s), however long this client is starved
+        self.node.create_subscription(DiagnosticArray, "/diagnostics", self.on_diag,
+                                      QoSProfile(depth=100000))
         any_publisher = QoSProfile(depth=100, reliability=ReliabilityPolicy.BEST_EFFORT)
         self.node.create_subscription(JointState, "/joint_states", self.on_state,
                                       any_publisher)
@@ -135,6 +148,8 @@ class Client:
         for st in msg.status:
             level = st.level[0] if isinstance(st.level, bytes) else int(st.level)
             self.status[st.name] = (level, st.message, {kv.key: kv.value for kv in st.values})
+            self.stamps.setdefault(st.name, []).append(
+                msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec)
             if level >= 2:
                 self.errors.append((time.monotonic(), st.name, st.message,
                                     msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec))
@@ -176,8 +191,10 @@ class Client:
 def run_session(robot="puma560", rate=1000.0, scenario="normal", domain=60, busy=0,
                 reliability="reliable", depth=10, folder=None, log=print,
                 heartbeat_timeout=HEARTBEAT_TIMEOUT, nice=0, feedforward=None):
-    """One session (module docstring); returns a dict of its measurements."""
+    """One session (module docstring); returns a dict of its measurements. Its node logs
+    stay in ``folder`` (default: a new temporary folder)."""
     folder = Path(folder or tempfile.mkdtemp(prefix="ri_hw_study_"))
+    folder.mkdir(parents=True, exist_ok=True)
     path, traj = trajectory(robot, folder)
     q0 = [float(x) + START_OFFSET for x in traj.evaluate(0.0)[0][0]]
     params = folder / "params.yaml"
@@ -191,7 +208,8 @@ def run_session(robot="puma560", rate=1000.0, scenario="normal", domain=60, busy
            {"pd_controller": {"ros__parameters": {"feedforward": feedforward}}})}))
     data = folder / "data"
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
-               PYTHONUNBUFFERED="1", OPENBLAS_NUM_THREADS="1")
+               PYTHONUNBUFFERED="1", OPENBLAS_NUM_THREADS="1",
+               ROS_LOG_DIR=str(folder / "ros_log"))
     ros2 = Path(sys.executable).with_name("ros2")
     # nice < 0: the whole graph at a higher CPU priority than the busy loops (as a robot PC
     # gives its control processes; needs CAP_SYS_NICE)
@@ -206,8 +224,10 @@ def run_session(robot="puma560", rate=1000.0, scenario="normal", domain=60, busy
     loads = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
     out = {"robot": robot, "rate": rate, "scenario": scenario, "busy": busy, "nice": nice,
            "feedforward": "default" if feedforward is None else feedforward,
-           "qos": f"{reliability}/{depth}", "load": round(os.getloadavg()[0], 1)}
+           "qos": f"{reliability}/{depth}", "load": round(os.getloadavg()[0], 1),
+           "logs": str(folder)}
     c = None
+    run_span = [None, None]         # [s] system times the run was seen active / ended
     try:
         c = Client(domain, robot)
         c.spin_until(lambda: c.call("/pd_controller/status").success, 120.0, "controller")
@@ -225,6 +245,7 @@ def run_session(robot="puma560", rate=1000.0, scenario="normal", domain=60, busy
         if refused:
             out["start_refused"] = refused
         c.spin_until(lambda: c.active and c.active[-1], 30.0, "excitation active")
+        run_span[0] = time.time()
         cpu0, wall0 = graph_cpu(launch.pid), time.monotonic()
         if scenario in KILLED:
             t_on = time.monotonic()
@@ -262,6 +283,7 @@ def run_session(robot="puma560", rate=1000.0, scenario="normal", domain=60, busy
             out["runaway_ratio"] = round(c.max_ratio, 3)
             return out
         c.spin_until(lambda: not c.active[-1], 60.0 + 20 * traj.duration, "finished")
+        run_span[1] = time.time()
         # CPU the graph's processes used per second of the run [cores]
         out["graph_cpu_cores"] = round((graph_cpu(launch.pid) - cpu0)
                                        / (time.monotonic() - wall0), 3)
@@ -293,6 +315,8 @@ def run_session(robot="puma560", rate=1000.0, scenario="normal", domain=60, busy
         for p in loads:
             p.kill()
         if c is not None:
+            if run_span[0] is not None:
+                out["beat_gap_s"] = beat_gaps(c.stamps, *run_span)
             c.close()
         os.killpg(launch.pid, signal.SIGINT)
         try:
@@ -300,7 +324,39 @@ def run_session(robot="puma560", rate=1000.0, scenario="normal", domain=60, busy
         except subprocess.TimeoutExpired:
             os.killpg(launch.pid, signal.SIGKILL)
             launch.wait()
+        out.update(stop_reasons(folder / "launch.log"))
         log(json.dumps(out))
+
+
+def beat_gaps(stamps, since, until=None):
+    """{node: largest gap [s] between consecutive /diagnostics header stamps of its
+    entries stamped while the run played: from 1 s before ``since`` to ``until`` (default:
+    all) [s, system time; as the client saw the run start / end]} (its status timer's period
+    when it ran; longer when it did not)."""
+    per_node = {}
+    for name, st in stamps.items():
+        per_node.setdefault(name.split(":")[0], []).extend(st)
+    gaps = {}
+    for node, st in per_node.items():
+        st = np.unique([t for t in st if t >= since - 1.0 and (until is None or t <= until)])
+        if len(st) > 1:
+            gaps[node] = round(float(np.max(np.diff(st))), 3)
+    return gaps
+
+
+#: log lines saying why a run or a recording stopped before its end
+STOP_MARKS = ("recording stopped:", "excitation stopped:")
+
+
+def stop_reasons(launch_log):
+    """{'stops': [the log lines of the nodes that stopped a recording or a run early]} (the
+    node logs of the session, module docstring); {} when none did."""
+    try:
+        lines = Path(launch_log).read_text(errors="replace").splitlines()
+    except OSError:
+        return {}
+    stops = [ln.strip()[:300] for ln in lines if any(m in ln for m in STOP_MARKS)]
+    return {"stops": stops} if stops else {}
 
 
 def bag_and_losses(bag, rate):
@@ -402,6 +458,10 @@ def summary(rows):
                          f"{HEARTBEAT_TIMEOUT:g} s in {sum(x <= HEARTBEAT_TIMEOUT for x in st)},"
                          f" within {WATCHDOG_TIMEOUT:g} s in "
                          f"{sum(x <= WATCHDOG_TIMEOUT for x in st)}")
+        stops = [r for r in rs if r.get("stops")]
+        if stops:       # why (the nodes' own log lines, first of each session)
+            line += f"; stopped early in {len(stops)}: " + " | ".join(
+                r["stops"][0].split("] ", 1)[-1][:160] for r in stops)
         loads = [r["load"] for r in rs if "load" in r]
         line += f"; load average {min(loads, default=np.nan):g}-{max(loads, default=np.nan):g}"
         print(line, flush=True)
@@ -419,6 +479,8 @@ def main(argv=None):
     p.add_argument("--domain", type=int, default=61)
     p.add_argument("--nice", type=int, default=0, help="run the launch (every node) under "
                    "`nice -n NICE` (negative: above the busy loops; needs CAP_SYS_NICE)")
+    p.add_argument("--out", type=Path, default=None, help="folder of the sessions' node logs "
+                   "(one sub-folder per session; default: a new temporary folder)")
     p.add_argument("--feedforward", nargs="+", default=["default"],
                    choices=["default", "true", "false"],
                    help="pd_controller feedforward (sessions alternate between the values)")
@@ -426,17 +488,21 @@ def main(argv=None):
     # SIGTERM: end like Ctrl-C, so that each session's launch and busy loops are ended
     signal.signal(signal.SIGTERM, lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
     ament_prefix()
+    out = args.out or Path(tempfile.mkdtemp(prefix="ri_hw_study_"))
+    print(f"node logs under {out}", flush=True)
     rows = []
     for rate in args.rates:
         for busy in args.busy:
             for scenario in args.scenarios:
                 for qos in args.qos:
                     rel, depth = qos.split("/")
-                    for _ in range(args.runs):
+                    for i in range(args.runs):
                         for ff in args.feedforward:     # alternating: the same load
+                            session = (f"{rate:g}Hz_busy{busy}_{scenario}_{rel}{depth}_"
+                                       f"ff-{ff}_{i:02d}")
                             rows.append(run_session(
                                 args.robot, rate, scenario, args.domain, busy, rel,
-                                int(depth), nice=args.nice,
+                                int(depth), nice=args.nice, folder=out / session,
                                 feedforward=None if ff == "default" else ff == "true"))
     summary(rows)
 
