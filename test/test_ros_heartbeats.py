@@ -344,3 +344,44 @@ def test_a_starved_node_hears_queued_beats_before_it_judges_silence(context):
         ex.shutdown()
         node.destroy_node()
         peer.destroy_node()
+
+
+def test_a_starved_node_hears_a_beat_queued_behind_other_nodes_statuses(context):
+    """The peers' beats share /diagnostics with every other node's status (about 60 a second
+    in the launch graph): a node starved for longer than the timeout wakes with its watchdog
+    expired and other nodes' statuses queued BEFORE the peer's beat. The executor takes one
+    message per subscription per wait, so the check must first take what DDS already holds
+    for the subscriptions that carry beats (a live controller was reported silent and a
+    recording stopped, docs/ros.md, "Heartbeats")."""
+    from std_msgs.msg import String
+
+    from robot_identification.nodes._common import PeerWatchdogs
+    from robot_identification.nodes._heartbeat import HeartbeatMonitor
+    node = rclpy.create_node("watchdog_queue_node", context=context)
+    peer = rclpy.create_node("watchdog_queue_peer", context=context)
+    monitor, checks = HeartbeatMonitor(0.2), []
+    watchdogs = PeerWatchdogs(node, monitor,
+                              lambda: checks.append(monitor.newly_lost(time.monotonic())))
+    sub = node.create_subscription(
+        String, "watchdog_statuses",
+        lambda m: watchdogs.beat("peer") if m.data == "peer" else None, 100)
+    watchdogs.carriers.append(sub)
+    pub = peer.create_publisher(String, "watchdog_statuses", 100)
+    ex = SingleThreadedExecutor(context=context)
+    ex.add_node(node)
+    try:
+        wait_until(ex, lambda: pub.get_subscription_count() > 0, "discovery")
+        pub.publish(String(data="peer"))
+        wait_until(ex, lambda: "peer" in monitor.last, "the first beat")
+        for _ in range(5):          # other nodes' statuses, then the peer's beat, while
+            pub.publish(String(data="other"))   # this node is starved
+        pub.publish(String(data="peer"))
+        time.sleep(0.35)            # the starvation itself (longer than the timeout)
+        wait_until(ex, lambda: checks, "the watchdog's check")
+        assert checks[0] == [], "a beat queued behind other statuses was not counted"
+        wait_until(ex, lambda: any(checks), "the silent peer reported")
+        assert [p for p, _ in next(c for c in checks if c)] == ["peer"]
+    finally:
+        ex.shutdown()
+        node.destroy_node()
+        peer.destroy_node()

@@ -17,7 +17,7 @@ from rcl_interfaces.msg import (
     FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult)
 from rclpy.clock import Clock as RosClock
 from rclpy.clock import ClockType
-from rclpy.exceptions import ParameterUninitializedException
+from rclpy.exceptions import InvalidHandle, ParameterUninitializedException
 from rclpy.executors import (ExternalShutdownException, MultiThreadedExecutor,
                              SingleThreadedExecutor)
 from rclpy.experimental import EventsExecutor
@@ -234,11 +234,16 @@ class PeerWatchdogs:
         Its ``timeout`` [s] (0: no timers).
     on_silent : callable
         Called without arguments when a peer's timer fires.
+    carriers : list of rclpy.subscription.Subscription
+        Subscriptions whose messages carry beats among other messages (``/diagnostics``: every
+        node's status) and whose callbacks take the message only: before ``on_silent``, what
+        DDS already holds for them is taken and handled (appendable after construction).
     """
 
-    def __init__(self, node, monitor, on_silent):
+    def __init__(self, node, monitor, on_silent, carriers=()):
         self.node, self.monitor, self.on_silent = node, monitor, on_silent
         self.timers = {}
+        self.carriers = list(carriers)
         self.clock = RosClock(clock_type=ClockType.STEADY_TIME)
 
     def beat(self, peer, now=None):
@@ -261,11 +266,35 @@ class PeerWatchdogs:
             # ready in the same wait; rclpy's Python executors run a node's ready timers
             # before its subscriptions, so deciding here would miss those messages and
             # report a live peer lost. As a task, the check runs once this wake-up's
-            # callbacks are done (executors yield pending tasks before waiting again). The
+            # callbacks are done (executors yield pending tasks before waiting again). That
+            # wake-up took ONE message per ready subscription: a beat queued behind other
+            # nodes' statuses on /diagnostics (about 60 a second in the launch graph) is
+            # still in DDS, so the check first takes what the carriers hold. The
             # EventsExecutor runs events in the order they happened: no such case.
-            executor.create_task(self.on_silent)
+            executor.create_task(self._judge)
         else:
             self.on_silent()
+
+    def _judge(self):
+        if isinstance(self.node.executor, SingleThreadedExecutor):
+            # (a MultiThreadedExecutor could run those callbacks in another thread meanwhile)
+            for sub in self.carriers:
+                self._take_queued(sub)
+        self.on_silent()
+
+    @staticmethod
+    def _take_queued(sub):
+        """Handle the messages DDS holds for ``sub`` now (at most its history depth, or
+        1000 for keep-all: bounded, while a fast publisher keeps sending)."""
+        for _ in range(sub.qos_profile.depth or 1000):
+            try:
+                with sub.handle:
+                    taken = sub.handle.take_message(sub.msg_type, sub.raw)
+            except InvalidHandle:       # destroyed meanwhile
+                return
+            if taken is None:
+                return
+            sub.callback(taken[0])
 
 
 def to_sec(stamp) -> float:

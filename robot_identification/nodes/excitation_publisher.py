@@ -163,7 +163,10 @@ class ExcitationPublisher(Managed, LifecycleNode):
         self.create_subscription(JointState, declare(
             self, "joint_states_topic", "joint_states", "link side (readiness, move to start)"),
             self.on_joint, QOS if self.lockstep else LATEST)
-        self.create_subscription(DiagnosticArray, "/diagnostics", self.on_diagnostics, 10)
+        # every node's status (about 60 a second in the launch graph): a history that holds
+        # more than a heartbeat_timeout of them, for the watchdogs' check (PeerWatchdogs)
+        self.diag_sub = self.create_subscription(DiagnosticArray, "/diagnostics",
+                                                 self.on_diagnostics, 100)
         self.t_start = None
         self.run = ExcitationRun(self.traj, hold=self.hold)    # what the latest run plays
         self.last, self.last_msg = None, None
@@ -198,7 +201,8 @@ class ExcitationPublisher(Managed, LifecycleNode):
         self.create_timer(declare(self, "diagnostics_period", 0.1, "[s] status (heartbeat) "
                                   "period on /diagnostics", low=0.01, high=60.0),
                           self.publish_status, clock=steady)
-        self.watchdogs = PeerWatchdogs(self, self.monitor, self.check_peers)
+        self.watchdogs = PeerWatchdogs(self, self.monitor, self.check_peers,
+                                       carriers=[self.diag_sub])
         self.pub_active.publish(Bool(data=False))
         self.publish_status()
         self.get_logger().info(f"excitation {self.traj!r}, {self.traj.duration:.3g} s")

@@ -217,7 +217,8 @@ class Recorder(Managed, LifecycleNode):
             "controller's entry or the joint states silent this long stop the recording "
             "(0: never)", low=0.0, high=1e4))
         self.watchdogs = PeerWatchdogs(self, self.monitor, lambda: self.writer is not None
-                                       and self.check_peers(time.monotonic()))
+                                       and self.check_peers(time.monotonic()),
+                                       carriers=[self.diag_sub])
         self.heartbeat, self.aborted = 0, ""
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         steady = RosClock(clock_type=ClockType.STEADY_TIME)
