@@ -244,11 +244,16 @@ class PeerWatchdogs:
         self.node, self.monitor, self.on_silent = node, monitor, on_silent
         self.timers = {}
         self.carriers = list(carriers)
+        self.stamps = {}            # peer -> header stamp [s, system time] of its latest beat
+        self.taken = 0              # messages taken from the carriers by the latest check
         self.clock = RosClock(clock_type=ClockType.STEADY_TIME)
 
-    def beat(self, peer, now=None):
-        """``peer`` was heard of at ``now`` (default: now, ``time.monotonic()`` [s])."""
+    def beat(self, peer, now=None, stamp=None):
+        """``peer`` was heard of at ``now`` (default: now, ``time.monotonic()`` [s]), by a
+        message with header ``stamp`` [s, system time] if given (:meth:`evidence`)."""
         self.monitor.beat(peer, time.monotonic() if now is None else now)
+        if stamp is not None:
+            self.stamps[peer] = stamp
         if self.monitor.timeout <= 0:
             return
         timer = self.timers.get(peer)
@@ -276,25 +281,39 @@ class PeerWatchdogs:
             self.on_silent()
 
     def _judge(self):
+        self.taken = 0
         if isinstance(self.node.executor, SingleThreadedExecutor):
             # (a MultiThreadedExecutor could run those callbacks in another thread meanwhile)
             for sub in self.carriers:
-                self._take_queued(sub)
+                self.taken += self._take_queued(sub)
         self.on_silent()
 
+    def evidence(self, peer) -> str:
+        """What tells a silent watcher from a silent peer, for a lost peer's ERROR: how old
+        the peer's latest beat heard of was by its header stamp (a peer that published on
+        time but was not heard shows it: its stamp is younger than the silence), and how
+        many queued messages the check took first."""
+        out = f"; {self.taken} queued status(es) taken before judging"
+        if peer in self.stamps:
+            out = (f"; its latest beat heard of stamped {time.time() - self.stamps[peer]:.3f} s "
+                   f"ago{out}")
+        return out
+
     @staticmethod
-    def _take_queued(sub):
+    def _take_queued(sub) -> int:
         """Handle the messages DDS holds for ``sub`` now (at most its history depth, or
-        1000 for keep-all: bounded, while a fast publisher keeps sending)."""
-        for _ in range(sub.qos_profile.depth or 1000):
+        1000 for keep-all: bounded, while a fast publisher keeps sending); returns how
+        many."""
+        for n in range(sub.qos_profile.depth or 1000):
             try:
                 with sub.handle:
                     taken = sub.handle.take_message(sub.msg_type, sub.raw)
             except InvalidHandle:       # destroyed meanwhile
-                return
+                return n
             if taken is None:
-                return
+                return n
             sub.callback(taken[0])
+        return sub.qos_profile.depth or 1000
 
 
 def to_sec(stamp) -> float:

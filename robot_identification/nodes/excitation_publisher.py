@@ -227,7 +227,8 @@ class ExcitationPublisher(Managed, LifecycleNode):
         lost = self.monitor.newly_lost(time.monotonic(), peers)
         if lost:
             reason = "; ".join(f"{p} silent for {age:.3f} s (heartbeat_timeout "
-                               f"{self.monitor.timeout:g} s)" for p, age in lost)
+                               f"{self.monitor.timeout:g} s{self.watchdogs.evidence(p)})"
+                               for p, age in lost)
             self.get_logger().error(f"excitation stopped: {reason}")
             self.end("stopped", reason, DiagnosticStatus.ERROR)
 
@@ -281,11 +282,11 @@ class ExcitationPublisher(Managed, LifecycleNode):
                 self.recorder = (int(received) if received.isdigit() else None,
                                  time.monotonic(), values)
                 if recording:
-                    self.watchdogs.beat(st.name)
+                    self.watchdogs.beat(st.name, stamp=to_sec(msg.header.stamp))
                 else:
                     self.monitor.forget(st.name)
             if st.name == self.controller_status:
-                self.watchdogs.beat(st.name)
+                self.watchdogs.beat(st.name, stamp=to_sec(msg.header.stamp))
                 self.status = (st.level, st.message, time.monotonic())
                 if st.level >= DiagnosticStatus.ERROR and self.active:
                     self.get_logger().error(f"excitation stopped: {st.name}: {st.message}")

@@ -99,7 +99,7 @@ from robot_identification.data import BagWriter
 from robot_identification.errors import DataError
 from robot_identification.nodes._common import (Managed, PeerWatchdogs, command_state_ns,
                                                 declare, declare_qos, diagnostic_status,
-                                                main_for)
+                                                main_for, to_sec)
 from robot_identification.nodes._heartbeat import HeartbeatMonitor
 from robot_identification.nodes._recording import (RECORD_QOS, REST_FRAME, QueuedBagWriter,
                                                    StampWindow, TopicCount, WindowedBagWriter,
@@ -317,7 +317,8 @@ class Recorder(Managed, LifecycleNode):
         lost = self.monitor.newly_lost(now, peers)
         if lost:
             self.abort("; ".join(f"{p} silent for {age:.3f} s (heartbeat_timeout "
-                                 f"{self.monitor.timeout:g} s)" for p, age in lost))
+                                 f"{self.monitor.timeout:g} s{self.watchdogs.evidence(p)})"
+                                 for p, age in lost))
 
     def abort(self, reason):
         """Stop the recording at once (the bag closed, judged incomplete) for ``reason``."""
@@ -384,7 +385,7 @@ class Recorder(Managed, LifecycleNode):
     def on_diagnostics(self, msg):
         for st in msg.status:
             if st.name == self.controller_status:
-                self.watchdogs.beat(st.name)
+                self.watchdogs.beat(st.name, stamp=to_sec(msg.header.stamp))
             if st.name.endswith(": excitation"):
                 status = excitation_status(st)
                 self.excitations[st.name] = status
