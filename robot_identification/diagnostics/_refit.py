@@ -36,7 +36,7 @@ from __future__ import annotations
 import weakref
 
 import numpy as np
-from scipy.linalg import cho_solve, cholesky, solve_triangular
+from scipy.linalg import cho_solve, cholesky, qr, solve_triangular
 from scipy.linalg.lapack import dgeqrf, dtrtri
 
 from robot_identification.identifiability import random_states
@@ -137,7 +137,6 @@ def _columns(model):
     Y_S M, the coordinates of :func:`_basis`."""
     if model in _COLUMNS:
         return _COLUMNS[model]
-    from scipy.linalg import qr
     V, got = _basis(model), None
     if V is not None:
         P, r = model.n_parameters, V.shape[1]
