@@ -32,7 +32,8 @@ recorder's "recording stopped: ..." and the excitation publisher's "excitation s
 log lines) and, from the ``/diagnostics`` header stamps this client received, the largest gap
 between two consecutive statuses of each node while the run played (``beat_gap_s``: a node
 whose gap exceeds ``heartbeat_timeout`` did not run - starved or dead; one whose gap stayed
-short was alive, whatever a watcher said).
+short was alive, whatever a watcher said) and the largest delay from a status's stamp to its
+reception by this client (``beat_delay_s``: published on time, delivered late).
 
 Usage (from the checkout, with the ROS launch tools installed; OPENBLAS_NUM_THREADS=1):
 
@@ -132,6 +133,7 @@ class Client:
         self.names = list(model.joint_names)
         self.errors, self.active, self.status = [], [], {}
         self.stamps = {}            # status name -> header stamps [s] received (its beats)
+        self.delays = {}            # status name -> [(stamp, reception - stamp)] [s]
         self.max_ratio, self.last_dq, self.last_dq_time = 0.0, None, None
         self.last_dq_stamp = None
         # every status kept (its stamps: beat_gap_s), however long this client is starved
@@ -148,8 +150,9 @@ class Client:
         for st in msg.status:
             level = st.level[0] if isinstance(st.level, bytes) else int(st.level)
             self.status[st.name] = (level, st.message, {kv.key: kv.value for kv in st.values})
-            self.stamps.setdefault(st.name, []).append(
-                msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec)
+            stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+            self.stamps.setdefault(st.name, []).append(stamp)
+            self.delays.setdefault(st.name, []).append((stamp, time.time() - stamp))
             if level >= 2:
                 self.errors.append((time.monotonic(), st.name, st.message,
                                     msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec))
@@ -317,6 +320,14 @@ def run_session(robot="puma560", rate=1000.0, scenario="normal", domain=60, busy
         if c is not None:
             if run_span[0] is not None:
                 out["beat_gap_s"] = beat_gaps(c.stamps, *run_span)
+                # ... and the largest delay from a status's stamp to its reception here (a
+                # status published on time but delivered late: DDS, or this client starved)
+                out["beat_delay_s"] = {
+                    node: round(max(d for t, d in ds if t >= run_span[0] - 1.0 and (
+                        run_span[1] is None or t <= run_span[1])), 3)
+                    for node, ds in ((n.split(":")[0], v) for n, v in c.delays.items())
+                    if any(t >= run_span[0] - 1.0 and (run_span[1] is None or t <= run_span[1])
+                           for t, _ in ds)}
             c.close()
         os.killpg(launch.pid, signal.SIGINT)
         try:
