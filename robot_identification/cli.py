@@ -25,14 +25,40 @@ _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 def _exit_at_start_up(signum, frame):
     """While the console script imports this module: end quietly (no traceback of a
-    half-done import)."""
-    print("robot-identification: interrupted", file=sys.stderr)
+    half-done import). The signal is also remembered: raised inside a callback of the
+    import machinery (the weakref callback of an import lock), the SystemExit is not
+    propagated - Python reports it as unraisable and the import goes on - so :func:`main`
+    ends with the signal's exit code before running anything (:func:`_quiet_unraisable`)."""
+    first = not _exit_at_start_up.received
+    _exit_at_start_up.received = signum
+    if first:
+        print("robot-identification: interrupted", file=sys.stderr)
     raise SystemExit(EXIT_CODES.get(signum, 128 + signum))
+
+
+_exit_at_start_up.received = 0
+
+
+def _quiet_unraisable(previous):
+    """A ``sys.unraisablehook`` for while the CLI runs: the exit or interrupt of a signal
+    (:func:`_exit_at_start_up`, :func:`_on_signal`) raised where Python cannot propagate it
+    (a weakref or finaliser callback) prints nothing - the signal is remembered and acted
+    on by :func:`main` -; anything else goes to ``previous``."""
+    def hook(unraisable):
+        if (issubclass(unraisable.exc_type, (SystemExit, KeyboardInterrupt))
+                and (_exit_at_start_up.received or _on_signal.received)):
+            outputs = sys.modules.get("robot_identification.outputs")
+            if outputs is not None and _on_signal.received:
+                outputs.swallowed_signal(_on_signal.received)   # nothing is put in place
+            return
+        previous(unraisable)
+    return hook
 
 
 if os.path.basename(sys.argv[0] if sys.argv else "") == "robot-identification":
     for _sig in _SIGNALS:           # the console script is importing us: nothing to clean up
         signal.signal(_sig, _exit_at_start_up)
+    sys.unraisablehook = _quiet_unraisable(sys.unraisablehook)
 
 import argparse  # noqa: E402 - after the start-up handlers
 import importlib  # noqa: E402
@@ -154,6 +180,9 @@ def _install_signal_handlers() -> dict:
     if threading.current_thread() is not threading.main_thread():
         return {}
     _on_signal.received = 0
+    outputs = sys.modules.get("robot_identification.outputs")
+    if outputs is not None:
+        outputs.swallowed_signal(None)
     return {s: signal.signal(s, _on_signal) for s in _SIGNALS}
 
 
@@ -184,16 +213,25 @@ def _keep_freed_memory():
 def main(argv=None) -> int:
     """Run the command line; returns the exit code (0 success, 1 no command, 2 bad input,
     3 a result with an error-severity diagnostic, 130 Ctrl-C, 143 SIGTERM)."""
+    if _exit_at_start_up.received:     # a start-up signal whose SystemExit Python swallowed
+        return EXIT_CODES.get(_exit_at_start_up.received, 128 + _exit_at_start_up.received)
     _keep_freed_memory()
     previous = _install_signal_handlers()
+    hook = sys.unraisablehook
+    sys.unraisablehook = _quiet_unraisable(hook)
     try:
-        return _main(argv)
+        code = _main(argv)
+        if _on_signal.received and code not in EXIT_CODES.values():
+            # its interrupt was raised where Python swallows it (a weakref callback)
+            raise Terminated() if _on_signal.received == signal.SIGTERM else KeyboardInterrupt()
+        return code
     except KeyboardInterrupt as exc:          # also while importing and parsing
-        terminated = isinstance(exc, Terminated)
+        terminated = isinstance(exc, Terminated) or _on_signal.received == signal.SIGTERM
         print("robot-identification: " + ("terminated" if terminated else "interrupted"),
               file=sys.stderr)
         return EXIT_CODES[signal.SIGTERM if terminated else signal.SIGINT]
     finally:
+        sys.unraisablehook = hook
         for s, handler in previous.items():
             signal.signal(s, handler)
 

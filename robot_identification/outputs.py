@@ -197,6 +197,7 @@ def atomic_output(path, inputs=(), what="output", dataset=False, overwrite=True)
             tmp = folder / f"output{p.suffix}"
             with _naming(p, what, scratch=folder):
                 yield tmp
+            _stop_if_swallowed()
             with _naming(p, what, always=True):
                 with open(tmp, "rb") as src, open(p, "wb") as dst:
                     shutil.copyfileobj(src, dst)
@@ -212,6 +213,7 @@ def atomic_output(path, inputs=(), what="output", dataset=False, overwrite=True)
     try:
         with _naming(p, what):
             yield tmp
+        _stop_if_swallowed()
         with _naming(p, what, always=True):
             if overwrite:
                 os.replace(tmp, p)
@@ -334,6 +336,19 @@ def defer_signal(signum) -> bool:
         _HOLD["pending"] = signum
         return True
     return False
+
+
+def swallowed_signal(signum):
+    """Record a signal whose interrupt Python swallowed (raised in a weakref callback: the
+    CLI's ``sys.unraisablehook`` calls this), or clear the record (``None``): the next
+    output about to be put in place is then not put in place (:func:`_stop_if_swallowed`),
+    so an interrupted run writes nothing."""
+    _HOLD["swallowed"] = signum
+
+
+def _stop_if_swallowed():
+    if _HOLD.get("swallowed"):
+        raise KeyboardInterrupt()
 
 
 def remove_pending():

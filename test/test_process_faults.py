@@ -413,6 +413,51 @@ def test_signal_during_start_up(run, tmp_path, signum, module):
     assert not (tmp_path / "results.yaml").exists() and not _leftovers(tmp_path)
 
 
+@pytest.mark.parametrize("when", ["start-up", "run"])
+def test_a_signal_python_swallows_still_ends_the_run(tmp_path, when):
+    """A signal whose handler runs inside a weakref callback (as the import machinery's lock
+    callback can: Python then reports the exception as unraisable and goes on) once let a
+    run exit 0 after printing the ignored exception's traceback (a full-suite run of
+    test_signal_during_start_up). Here the signal is raised in such a callback on purpose:
+    before ``main`` (the start-up handler) or while the command runs (the CLI's handler)."""
+    script = f"""
+import signal, sys, weakref
+sys.argv[0] = 'robot-identification'
+import robot_identification.cli as cli
+
+class Obj:
+    pass
+
+def swallowed():
+    obj = Obj()
+    ref = weakref.ref(obj, lambda r: signal.raise_signal(signal.SIGINT))
+    del obj
+    return ref
+
+if {when == "start-up"!r}:
+    swallowed()
+else:
+    import robot_identification.commands._common as common
+    real = common.robot_from_args
+    def patched(*a, **k):
+        swallowed()
+        return real(*a, **k)
+    common.robot_from_args = patched
+sys.exit(cli.main(sys.argv[1:]))
+"""
+    out = tmp_path / "sim.npz"
+    proc = subprocess.run([sys.executable, "-c", script, "simulate", "--robot", "szabo_3dof",
+                           "--duration", "1", "--output", str(out)], capture_output=True,
+                          text=True, env=dict(os.environ, PYTHONPATH=str(REPO),
+                                              OPENBLAS_NUM_THREADS="1"), timeout=300)
+    assert proc.returncode == 130, proc.stderr
+    assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr, \
+        proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == "robot-identification: interrupted", \
+        proc.stderr
+    assert not out.exists() and not _leftovers(tmp_path)     # nothing put in place
+
+
 # ------------------------------------------------------------------------------ working dir
 def test_deleted_working_directory_is_named(run, tmp_path, capsys):
     gone = tmp_path / "gone"
