@@ -178,8 +178,10 @@ class MonteCarloResult:
 #: szabo_3dof --runs 100`` (runs of ~3 ms) on the 2-core machine, quiet: 2 forked workers
 #: 2.0-2.2 s wall against 1.6-1.8 s in one process (the cluster, the scatter of the design
 #: and the gather: ~0.4-0.5 s); a spawned worker imports Dask and the engine first (~2.3 s
-#: of wall time before the first task, docs/performance.md); threads start in ~0.3 s.
-LOCAL_CLUSTER_START_S = {"fork": 0.5, "spawn": 2.5, "forkserver": 2.5, "threads": 0.3}
+#: of wall time before the first task, docs/performance.md); a cluster of 2 threads, Dask
+#: already imported: 0.04 s of wall time over the in-process runs (12 runs of a 150-sample
+#: model, 3 repeats, quiet machine).
+LOCAL_CLUSTER_START_S = {"fork": 0.5, "spawn": 2.5, "forkserver": 2.5, "threads": 0.05}
 
 
 def monte_carlo(W, y, sigma, runs, *, seed=0, estimators=("ols", "wls"), true=None,
@@ -273,21 +275,23 @@ def monte_carlo(W, y, sigma, runs, *, seed=0, estimators=("ols", "wls"), true=No
               f"{workers} local workers" if workers > 1 else "this process")
     if adaptive and scheduler is None and workers > 1:
         start = None          # the cluster's start cost; Dask imported only to look it up
-        t0 = time.thread_time()
+        spent = 0.0           # CPU of the runs alone (not of that lookup's imports)
         while here < runs:
+            t0 = time.thread_time()
             parts.append(run_seeds(design, y, sigma, seeds[here:here + 1], estimators,
                                    context))
+            spent += time.thread_time() - t0
             here += 1
             if progress is not None:
                 progress.update(1)
-            gain = (time.thread_time() - t0) / here * (runs - here) * (1.0 - 1.0 / workers)
+            gain = spent / here * (runs - here) * (1.0 - 1.0 / workers)
             if gain > min(LOCAL_CLUSTER_START_S.values()):
                 if start is None:
                     start = LOCAL_CLUSTER_START_S[start_method() if processes else "threads"]
                 if gain > start:
                     break
         if here == runs:
-            ran_on = (f"this process: the {runs} runs cost {time.thread_time() - t0:.2g} s "
+            ran_on = (f"this process: the {runs} runs cost {spent:.2g} s "
                       f"of CPU, less than starting {workers} local workers "
                       f"(~{start or min(LOCAL_CLUSTER_START_S.values()):g} s) would save")
             workers = 1
