@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import glob
 import os
 import shutil
 import stat
@@ -59,7 +58,18 @@ def is_bag_directory(path) -> bool:
                     return True
         except OSError:
             pass
-    return any(next(path.glob(f"{glob.escape(path.name)}*{s}"), None) is not None
+    # the entries matching ``<dir>*.mcap`` or ``<dir>*.db3`` (as ``Path.glob`` of those
+    # patterns matches them: any entry, case-sensitive, an unreadable directory matches
+    # nothing), from one listing of the directory instead of one glob per suffix, each
+    # matching every name with a regular expression (a results file under /tmp with 10 k
+    # entries: ~12 ms per output check; issue #29)
+    name = path.name
+    try:
+        names = os.listdir(path)
+    except PermissionError:
+        return False
+    return any(len(entry) >= len(name) + len(s) and entry.endswith(s)
+               for entry in names if entry.startswith(name) and entry.endswith(RECORDING_SUFFIXES)
                for s in RECORDING_SUFFIXES)
 
 

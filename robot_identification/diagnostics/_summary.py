@@ -62,10 +62,11 @@ def recording_summary(model, dataset, label=None):
     if model.config.elastic and ds.theta is not None:
         diags += check_deflection(model.joint_names, ds.q, ds.theta, src)
     band = excitation_band(ds.t, ds.q)
+    torque_noise = noise_std(ds.tau)
     checked = False
     if not model.config.elastic:
         found, info = check_against_nominal(model, ds.t, ds.q, ds.tau, ds.dq, band, src,
-                                            noise_std(ds.tau))
+                                            torque_noise)
         diags += found
         checked = bool(info)
     # the signals the regressor differentiates: measured velocities when recorded, else
@@ -78,6 +79,6 @@ def recording_summary(model, dataset, label=None):
             "signal_hz": signal_hz,
             "velocity_noise": noise_std(vel), "velocity_measured": measured is not None,
             "velocity_rms": np.sqrt(np.mean(vel ** 2, axis=0)),
-            "torque_noise": noise_std(ds.tau), "torque_noise_floor": noise_floor(ds.tau),
+            "torque_noise": torque_noise, "torque_noise_floor": noise_floor(ds.tau),
             "torque_rms": np.sqrt(np.mean(ds.tau ** 2, axis=0)), "diagnostics": diags,
             "nominal_checked": checked}
