@@ -92,25 +92,33 @@ def filtered_coulomb(model, dataset, settings, width, direction=None):
     return filtered_torques(model, dataset, settings, [column])[1][0]
 
 
-def coulomb_column(model, dataset, settings, width, direction=None):
+def coulomb_column(model, dataset, settings, width, direction=None, deltas=None):
     """The Coulomb column of :func:`filtered_coulomb` before the pre-processing, on the
     dataset's own samples, shape (N, n): the ramp ``coulomb_sign(v, width)`` of the recorded
     velocity, or the pre-sliding state (:func:`presliding_state`) where ``settings`` hold a
-    pre-sliding displacement. ``dataset``'s joints in the model's order."""
+    pre-sliding displacement. ``dataset``'s joints in the model's order.
+
+    ``deltas`` (K, n) [rad]: instead, the pre-sliding states of K displacements (with
+    ``settings``' position jitter), shape (K, N, n), each the column of ``settings`` with
+    that ``friction_presliding`` (:func:`presliding_states`: one pass over the motion's
+    segments for all K)."""
     elastic = model.config.elastic
     x = dataset.theta if elastic else dataset.q
-    v = dataset.dtheta if elastic else dataset.dq
-    if v is None:
-        v = central_difference(x, dataset.t)
-    column = coulomb_sign(v, width)
-    delta = presliding_of(model, settings)
-    if delta is not None:
-        if direction is None:
-            direction = motion_direction(model, dataset, settings)
-        jitter = np.broadcast_to(np.asarray(getattr(settings, "position_jitter", None)
-                                            or 0.0, dtype=float), (model.n,))
-        column = presliding_state(x, direction, delta, jitter)
-    return column
+    if deltas is None:
+        v = dataset.dtheta if elastic else dataset.dq
+        if v is None:
+            v = central_difference(x, dataset.t)
+        column = coulomb_sign(v, width)
+        delta = presliding_of(model, settings)
+        if delta is None:
+            return column
+    if direction is None:
+        direction = motion_direction(model, dataset, settings)
+    jitter = np.broadcast_to(np.asarray(getattr(settings, "position_jitter", None)
+                                        or 0.0, dtype=float), (model.n,))
+    if deltas is not None:
+        return presliding_states(x, direction, deltas, jitter)
+    return presliding_state(x, direction, delta, jitter)
 
 
 def filtered_torques(model, dataset, settings, columns):
@@ -260,28 +268,41 @@ def presliding_state(x, direction, delta, jitter=0.0):
     ndarray (N, n)
     """
     x = np.asarray(x, dtype=float)
+    delta = np.broadcast_to(np.asarray(delta, dtype=float), (x.shape[1],))
+    return presliding_states(x, direction, delta[None, :], jitter)[0]
+
+
+def presliding_states(x, direction, deltas, jitter=0.0):
+    """:func:`presliding_state` of several pre-sliding displacements at once: ``deltas``
+    (K, n) [rad] -> (K, N, n), row k the state of ``deltas[k]``. Each joint's segments
+    (moving, at rest) are found and its displacements computed once for all K; every state
+    takes the same floating-point operations as alone (the candidates of
+    :func:`select_presliding`, issue #29)."""
+    x = np.asarray(x, dtype=float)
     N, n = x.shape
-    delta = np.broadcast_to(np.asarray(delta, dtype=float), (n,))
+    deltas = np.asarray(deltas, dtype=float).reshape(-1, n)
+    K = deltas.shape[0]
     jitter = np.broadcast_to(np.asarray(jitter, dtype=float), (n,))
-    z = np.zeros((N, n))
+    z = np.zeros((K, N, n))
     for j in range(n):
         d = np.asarray(direction[:, j])
         edges = np.flatnonzero(np.diff(d)) + 1
         starts = np.r_[0, edges]
         ends = np.r_[edges, N]
-        last = 0.0
+        dj = deltas[:, j, None]                  # (K, 1)
+        last = np.zeros((K, 1))
         for a, b in zip(starts, ends):
             s = float(d[a])
             if s == 0:                   # at rest: reset, creep beyond the jitter
                 u = x[a:b, j] - x[a, j]
                 u = np.sign(u) * np.maximum(np.abs(u) - jitter[j], 0.0)
-                seg = np.sign(u) * (1.0 - np.exp(-np.abs(u) / delta[j]))
+                seg = np.sign(u) * (1.0 - np.exp(-np.abs(u) / dj))
             else:                        # sliding: Dahl from the previous sample's state
                 u = x[a:b, j] - x[max(a - 1, 0), j]
                 travel = np.maximum.accumulate(np.maximum(s * u, 0.0))
-                seg = s + (last - s) * np.exp(-travel / delta[j])
-            z[a:b, j] = seg
-            last = float(seg[-1])
+                seg = s + (last - s) * np.exp(-travel / dj)
+            z[:, a:b, j] = seg
+            last = seg[:, -1:].copy()
     return z
 
 
@@ -355,10 +376,14 @@ def candidate_errors(model, ds, base, beta, settings, jitter, width, grid, direc
     # the measured torque, the ramp and every candidate's Coulomb column through the
     # pre-processing together (rigid models: one pass, :func:`filtered_torques`)
     columns = [coulomb_column(model, ds, replace(settings, friction_presliding=None), width)]
-    for c in grid:
-        s = replace(settings, friction_presliding=tuple(np.maximum(c, jitter)),
-                    position_jitter=tuple(jitter))
-        columns.append(coulomb_column(model, ds, s, width, direction=direction))
+    cands = [replace(settings, friction_presliding=tuple(np.maximum(c, jitter)),
+                     position_jitter=tuple(jitter)) for c in grid]
+    deltas = [presliding_of(model, s) for s in cands]
+    if cands and all(d is not None for d in deltas):    # the candidates' states in one pass
+        columns += list(coulomb_column(model, ds, cands[0], width, direction=direction,
+                                       deltas=np.stack(deltas)))
+    else:
+        columns += [coulomb_column(model, ds, s, width, direction=direction) for s in cands]
     states, filtered = filtered_torques(model, ds, settings, [ds.tau, *columns])
     filtered = filtered[1:]
     ramp = filtered[0]
