@@ -231,6 +231,28 @@ def _fit(tau, nominal, dq):
     return e, coef[:, 0].copy()
 
 
+def _fit_of(st, key, tau, nominal, dq, heldout=False):
+    """:func:`_fit` (``heldout``: :func:`_heldout_fit`) of a reading of the recording's
+    states ``st``, computed once per recording: ``key`` names the reading (``"recorded"``,
+    ``("direction", joints)``: those joints reversed, ``("torque sign", joints)``: their
+    torques negated; the checks that score the same reading share its numbers, issue #29),
+    None where the arrays are not a reading of ``st``'s torque and URDF torque (computed
+    every time)."""
+    if key is None:
+        return _heldout_fit(tau, nominal, dq) if heldout else _fit(tau, nominal, dq)
+    cache = st.setdefault("fits", {})
+    if (key, heldout) not in cache:
+        cache[key, heldout] = (_heldout_fit(tau, nominal, dq) if heldout
+                               else _fit(tau, nominal, dq))
+    return cache[key, heldout]
+
+
+def _readings_of(st, meas, nom):
+    """Whether ``meas`` and ``nom`` are the recording's own torque and URDF torque (its
+    readings' fits can then be shared, :func:`_fit_of`)."""
+    return meas is st["tau"] and nom is st.get("nominal", {}).get("recorded")
+
+
 def _design(tau, nominal, dq):
     """The per-joint least-squares problems of :func:`_fit`: columns [nominal_k, sign(dq_k),
     dq_k, 1] of every joint k, shape (n, N, 4), and the torques, shape (n, N)."""
@@ -306,7 +328,7 @@ def _check(model, t, q, tau, dq, band_hz, source, torque_noise):
     n = len(names)
     nom = _nominal_of(model, st, "recorded", st["q"], st["dq"], st["ddq"])
     meas = st["tau"]
-    e, c = _fit(meas, nom, st["dq"])
+    e, c = _fit_of(st, "recorded", meas, nom, st["dq"])
     info = {"fit": e.tolist(), "scale": c.tolist()}
     src = f"{source}: " if source else ""
     moving = np.sqrt(np.mean(st["dq"] ** 2, axis=0)) > 1e-3
@@ -374,7 +396,7 @@ def _check(model, t, q, tau, dq, band_hz, source, torque_noise):
         s, code, text, e_alt, c_alt, data = found
         severity = "warning"
         if data is not None:       # swapped columns, an encoder offset: scored held out
-            e_rec = _heldout_fit(meas, nom, st["dq"])
+            e_rec = _fit_of(st, "recorded", meas, nom, st["dq"], heldout=True)
             e_ho = _heldout_fit(*data)
             rec_ho, alt_ho = _heldout_score(e_rec, use, c), _heldout_score(e_ho, use, c_alt)
             # a swap is a discrete reading: an error where it explains the held-out half
@@ -551,11 +573,15 @@ def _reversal(model, st, meas, nom, use, names, src, candidates, explain, scales
     if candidates is None:
         candidates = [(k,) for k in range(n)]
 
-    def score(tau, nominal, v):
-        e = _heldout_fit(tau, nominal, v)
-        return _heldout_score(e, use, _fit(tau, nominal, v)[1] if scales else None), e
+    shared = _readings_of(st, meas, nom)
 
-    rec, e_rec = score(meas, nom, dq)
+    def score(key, tau, nominal, v):
+        key = key if shared else None
+        e = _fit_of(st, key, tau, nominal, v, heldout=True)
+        return _heldout_score(e, use, _fit_of(st, key, tau, nominal, v)[1] if scales
+                              else None), e
+
+    rec, e_rec = score("recorded", meas, nom, dq)
     if not rec > 1e-3:          # the recorded reading explains the data (no misfit to halve)
         return None, np.inf, rec
     scored = []
@@ -563,9 +589,9 @@ def _reversal(model, st, meas, nom, use, names, src, candidates, explain, scales
         s = np.ones(n)
         s[list(group)] = -1.0
         nom_dir = _nominal_of(model, st, ("direction", tuple(group)), q * s, dq * s, ddq * s)
-        sc, e_dir = score(meas * s, nom_dir, dq * s)
+        sc, e_dir = score(("direction", tuple(group)), meas * s, nom_dir, dq * s)
         scored.append((sc, "direction", group, e_dir))
-        sc, e_tau = score(meas * s, nom, dq)
+        sc, e_tau = score(("torque sign", tuple(group)), meas * s, nom, dq)
         scored.append((sc, "torque sign", group, e_tau))
     scored.sort(key=lambda x: x[0])
     best, kind, group, e_best = scored[0]
@@ -614,7 +640,8 @@ def _alternatives(model, st, meas, use, names):
         s = np.ones(n)
         s[k] = -1.0
         nom_k = _nominal_of(model, st, ("direction", (k,)), q * s, dq * s, ddq * s)
-        e_alt, c_alt = _fit(meas * s, nom_k, dq * s)
+        e_alt, c_alt = _fit_of(st, ("direction", (k,)) if _readings_of(st, meas, nom) else None,
+                               meas * s, nom_k, dq * s)
         out.append(("torque_sign", f"joint {names[k]}: direction reversed (encoder or torque "
                     f"sign against the URDF axis)?", e_alt, c_alt, None))
     # two joints' columns swapped
