@@ -143,16 +143,29 @@ def signal_band(t, x, noise, band_hz=0.0, ratio=SIGNAL_NOISE_RATIO):
     if spectra is None:
         return 0.0
     f, w, columns = spectra
+    if not columns:
+        return 0.0
     fs = 1.0 / np.median(np.diff(np.asarray(t, dtype=float)))
     edges = np.unique(np.round(np.geomspace(1, f.size - 1, 201)).astype(int))
+    # median / ln 2: the mean of periodogram ordinates (exponentially distributed); bin by
+    # bin for all columns at once (np.median along the rows: each value that of
+    # np.median(P[a:b]), the same middle order statistics and their mean), until every
+    # column has found its end (issue #29)
+    P = np.stack([P for _, P in columns])
+    floors = [ratio * float(noise[j]) ** 2 * np.sum(w ** 2) for j, _ in columns]
+    ends = [fs / 2] * len(columns)
+    open_ = list(range(len(columns)))
+    for a, b in zip(edges[:-1], edges[1:]):
+        if not open_:
+            break
+        if not f[b] > band_hz:
+            continue
+        level = np.median(P[open_, a:b], axis=-1) / np.log(2.0)
+        found = [i for i, x in zip(open_, level) if x < floors[i]]
+        for i in found:
+            ends[i] = float(f[a])
+        open_ = [i for i in open_ if i not in found]
     best = None
-    for j, P in columns:
-        floor = ratio * float(noise[j]) ** 2 * np.sum(w ** 2)
-        end = fs / 2
-        for a, b in zip(edges[:-1], edges[1:]):
-            # median / ln 2: the mean of periodogram ordinates (exponentially distributed)
-            if f[b] > band_hz and np.median(P[a:b]) / np.log(2.0) < floor:
-                end = float(f[a])
-                break
+    for end in ends:
         best = end if best is None else min(best, end)
     return 0.0 if best is None else max(best, 0.0)
