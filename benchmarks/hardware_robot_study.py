@@ -22,7 +22,14 @@ measures, from a client node in this process:
   messages' header stamps (``error_stamped_after_s``, ``held_stamped_after_s``: when the node
   published them; the same system clock). The ERROR counted is the first one stamped after
   the kill; ERRORs stamped before it (a node starved by the load) are listed apart
-  (``errors_stamped_before_kill``).
+  (``errors_stamped_before_kill``). The first ERROR stamped after the kill may be another
+  (the robot's brakes on a late command of a controller starved at that moment, when the
+  recorder was killed): ``loss_error_*`` is the first one whose message names the loss (its
+  watchers' "... silent for", the robot's "command deadline passed" for the controller);
+  ``run_stopped``: the excitation publisher ended the run; ``held_max_dq_after``: the largest
+  |dq| [rad/s] on the joint states from the first hold to ``HOLD_WATCH`` s after the later of
+  that hold and 1 s after the kill; ``settled_stamped_after_s``: from the kill to the first
+  state after which every |dq| stays below 0.05 rad/s in that window (None: not settled).
 
 Every session keeps its node logs in its own folder under ``--out`` (default: a new temporary
 folder, printed first): ``launch.log`` (the launch's output: every node's stdout/stderr, the
@@ -67,6 +74,13 @@ HELD = 0.05             # rad/s: the arm counts as held below this on every join
 WATCHDOG_TIMEOUT, HEARTBEAT_TIMEOUT = 1.0, 0.5
 KILLED = {"kill_controller": "pd_controller", "kill_recorder": "recorder",
           "kill_robot": "hardware_robot"}
+#: words of an ERROR message that name the loss of the killed node: its watchers' "<its
+#: status> silent for ..." (the joint states for the robot) and, for the controller, the
+#: robot's brakes on a passed command deadline (the robot's own watchdog on the commands)
+NAMES_LOSS = {"kill_controller": ("pd_controller", "deadline passed"),
+              "kill_recorder": ("recorder",), "kill_robot": ("joint_states", "joint states")}
+#: [s] after the arm is first held, how long the study watches that it stays held
+HOLD_WATCH = 1.0
 
 
 def ament_prefix():
@@ -136,6 +150,7 @@ class Client:
         self.delays = {}            # status name -> [(stamp, reception - stamp)] [s]
         self.max_ratio, self.last_dq, self.last_dq_time = 0.0, None, None
         self.last_dq_stamp = None
+        self.dq_after = None        # [(stamp [s], dq)] collected while not None
         # every status kept (its stamps: beat_gap_s), however long this client is starved
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self.on_diag,
                                       QoSProfile(depth=100000))
@@ -162,6 +177,8 @@ class Client:
         dq = np.array([d.get(j, np.nan) for j in self.names])
         self.last_dq, self.last_dq_time = dq, time.monotonic()
         self.last_dq_stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+        if self.dq_after is not None:
+            self.dq_after.append((self.last_dq_stamp, dq))
         if np.all(np.isfinite(dq)):
             self.max_ratio = max(self.max_ratio, float(np.max(np.abs(dq) / self.v_max)))
         else:
@@ -235,7 +252,8 @@ def run_session(robot="puma560", rate=1000.0, scenario="normal", domain=60, busy
         c = Client(domain, robot)
         c.spin_until(lambda: c.call("/pd_controller/status").success, 120.0, "controller")
         c.call("/excitation_publisher/stop")    # (idle: refused) the publisher is up
-        assert c.call("/recorder/start").success
+        # refused until the lifecycle manager has activated the recorder ("node inactive")
+        c.spin_until(lambda: c.call("/recorder/start").success, 60.0, "recorder start")
         # refused (with the reason) until the arm is ready and the recorder receives the
         # joint states (its subscription matched: discovery); retried as a user would
         answers = []
@@ -258,6 +276,7 @@ def run_session(robot="puma560", rate=1000.0, scenario="normal", domain=60, busy
                       or f"nodes.{KILLED[scenario]}" in a]
             assert victim, KILLED[scenario]
             n_err = len(c.errors)
+            c.dq_after = []
             t_kill, t_kill_stamp = time.monotonic(), time.time()
             for p in victim:
                 os.kill(p, signal.SIGKILL)
@@ -281,8 +300,53 @@ def run_session(robot="puma560", rate=1000.0, scenario="normal", domain=60, busy
                         np.abs(c.last_dq) < HELD), 10.0, "held")
                     out["held_after_s"] = round(c.last_dq_time - t_kill, 4)
                     out["held_stamped_after_s"] = round(c.last_dq_stamp - t_kill_stamp, 4)
-                except TimeoutError:
-                    out["held_after_s"] = None
+                    # ... and stays held: the states stamped up to HOLD_WATCH s after the
+                    # later of the first hold and 1 s after the kill (a brake released, a
+                    # hold that oscillates); settled: from the first state after the last
+                    # one with a |dq| >= HELD on
+                    held_stamp = c.last_dq_stamp
+                    until = max(held_stamp, t_kill_stamp + 1.0) + HOLD_WATCH
+                    c.spin_until(lambda: c.last_dq_stamp > until, 10.0 + until - time.time(),
+                                 "held on")
+                    seen = [(t, float(np.max(np.abs(dq)))) for t, dq in c.dq_after
+                            if t_kill_stamp <= t <= until]
+                    out["held_max_dq_after"] = round(max(v for t, v in seen
+                                                         if t >= held_stamp), 4)
+                    moving = [i for i, (t, v) in enumerate(seen) if not v < HELD]
+                    if not moving:
+                        out["settled_stamped_after_s"] = round(seen[0][0] - t_kill_stamp, 4)
+                    elif moving[-1] + 1 < len(seen):
+                        out["settled_stamped_after_s"] = round(
+                            seen[moving[-1] + 1][0] - t_kill_stamp, 4)
+                    else:
+                        out["settled_stamped_after_s"] = None
+                except TimeoutError as exc:
+                    out.setdefault("held_after_s", None)
+                    out["held_timeout"] = str(exc)
+            # the first ERROR stamped after the kill that names the loss (the first ERROR
+            # may be another: a brake on a late command of a controller starved meanwhile)
+            # and the run's end (the excitation publisher stops a run whose peer is lost)
+            words = NAMES_LOSS[scenario]
+
+            def naming():
+                return next((e for e in c.errors[n_err:] if e[3] >= t_kill_stamp
+                             and any(w in e[2] for w in words)), None)
+            try:
+                c.spin_until(lambda: naming() is not None and not c.active[-1], 10.0,
+                             "an ERROR naming the loss, the run stopped")
+            except TimeoutError as exc:
+                out["loss_timeout"] = str(exc)
+            e = naming()
+            if e is not None:
+                out.update(loss_error_after_s=round(e[0] - t_kill, 4), loss_error_from=e[1],
+                           loss_error_stamped_after_s=round(e[3] - t_kill_stamp, 4),
+                           loss_error=e[2][:160])
+            out["run_stopped"] = not c.active[-1]
+            # ... how: "stopped after ... : <the lost peer> silent ..." - or "finished", when
+            # this client, starved behind its queue, saw the run start so late that it killed
+            # after the run's end (no run left to stop: not a measurement of the kill)
+            out["run_end"] = c.status.get("excitation_publisher: excitation",
+                                          (0, "", {}))[1][:160]
             out["runaway_ratio"] = round(c.max_ratio, 3)
             return out
         c.spin_until(lambda: not c.active[-1], 60.0 + 20 * traj.duration, "finished")
@@ -469,6 +533,26 @@ def summary(rows):
                          f"{HEARTBEAT_TIMEOUT:g} s in {sum(x <= HEARTBEAT_TIMEOUT for x in st)},"
                          f" within {WATCHDOG_TIMEOUT:g} s in "
                          f"{sum(x <= WATCHDOG_TIMEOUT for x in st)}")
+            ls = [r["loss_error_stamped_after_s"] for r in rs
+                  if "loss_error_stamped_after_s" in r]
+            line += (f"; an ERROR naming the loss in {len(ls)}, stamped "
+                     f"{min(ls, default=np.nan):.3f}-{max(ls, default=np.nan):.3f} s after the "
+                     f"kill, within {HEARTBEAT_TIMEOUT:g} s in "
+                     f"{sum(x <= HEARTBEAT_TIMEOUT for x in ls)}, within {WATCHDOG_TIMEOUT:g}"
+                     f" s in {sum(x <= WATCHDOG_TIMEOUT for x in ls)}; run stopped in "
+                     f"{sum(1 for r in rs if r.get('run_stopped'))}")
+            hs = [r["held_stamped_after_s"] for r in rs if r.get("held_stamped_after_s")
+                  is not None]
+            if hs:
+                after = max((r["held_max_dq_after"] for r in rs if "held_max_dq_after" in r),
+                            default=np.nan)
+                settled = [r.get("settled_stamped_after_s") for r in rs
+                           if "held_max_dq_after" in r]
+                line += (f"; held by stamp after at most {max(hs):.3f} s, then |dq| at most "
+                         f"{after:.4f} rad/s; settled below {HELD:g} rad/s (by stamp) within"
+                         f" 1 s in {sum(x is not None and x <= 1.0 for x in settled)} of "
+                         f"{len(settled)}, after at most "
+                         f"{max((x for x in settled if x is not None), default=np.nan):.3f} s")
         stops = [r for r in rs if r.get("stops")]
         if stops:       # why (the nodes' own log lines, first of each session)
             line += f"; stopped early in {len(stops)}: " + " | ".join(
