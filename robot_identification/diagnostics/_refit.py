@@ -161,7 +161,7 @@ def _reduced(model, q, dq, ddq):
     :func:`_columns`, else projected on :func:`_basis`, else whole."""
     cols = _columns(model)
     if cols is not None:
-        return rigid_regressor(model, q, dq, ddq, columns=tuple(int(i) for i in cols[0]))
+        return rigid_regressor(model, q, dq, ddq, columns=cols[0])
     Y = rigid_regressor(model, q, dq, ddq)
     V = _basis(model)
     return Y if V is None else (Y.reshape(-1, Y.shape[2]) @ V).reshape(*Y.shape[:2], -1)

@@ -526,7 +526,12 @@ def regressor_structure(model, columns=None):
 
 def _columns(columns):
     """``columns`` as a hashable tuple of column indices (the kernel is cached by it)."""
-    return None if columns is None else tuple(int(c) for c in np.asarray(columns).ravel())
+    if columns is None:
+        return None
+    a = np.asarray(columns).ravel()
+    if a.dtype.kind in "iu":        # the same ints, converted in one call
+        return tuple(a.tolist())
+    return tuple(int(c) for c in a)
 
 
 def _nominal_load_parameters(model):
