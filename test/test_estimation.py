@@ -54,6 +54,47 @@ def test_wls_estimates_group_variances():
     assert np.all(np.abs(est.values - x) < 5 * est.std)
 
 
+def _joints_of_unequal_torque(seed=0, N=2000, p=4):
+    """Two row groups sharing parameters: a large joint whose rows carry an error of std 1
+    (model error) and a small one (torques 1e-3 of it) measured to 1e-5; the last
+    parameter (a wrist's own) is seen by the large joint 1e-3 as strongly as the others."""
+    rng = np.random.default_rng(seed)
+    W = rng.normal(size=(N, 2, p))
+    W[:, 1] *= 1e-3
+    W[:, 0, -1] *= 1e-3
+    x = rng.normal(size=p)
+    y = W @ x + rng.normal(size=(N, 2)) * np.array([1.0, 1e-5])
+    neq = NormalEquations(p, 2)
+    neq.add(W, y)
+    return neq, W, y, x
+
+
+def test_iterated_wls_is_the_likelihood_optimum_with_unknown_group_variances():
+    # independent reference: scipy minimises sum_j dof_j log RSS_j (Gaussian likelihood
+    # with one unknown variance per group, the variances profiled out) from the OLS start
+    from scipy.optimize import minimize
+    neq, W, y, x = _joints_of_unequal_torque()
+    dof = neq.count - neq.p / neq.groups
+
+    def nll(beta):
+        r = y - W @ beta
+        rss = np.sum(r ** 2, axis=0)
+        grad = -2.0 * np.einsum("j,nj,njk->k", dof / rss, r, W)
+        return float(dof @ np.log(rss)), grad
+
+    est = wls(neq)
+    assert est.details["wls_converged"] and est.details["wls_iterations"] > 2
+    ref = minimize(nll, ols(neq).values, jac=True, method="BFGS",
+                   options={"gtol": 1e-10, "maxiter": 10000}).x
+    assert nll(est.values)[0] <= nll(ref)[0] + 1e-6
+    np.testing.assert_allclose(est.values, ref, atol=1e-7)
+    # the small joint's own rows decide: its residual at its noise (1e-5), not at the large
+    # joint's error leaking through the shared parameters (as one-step WLS leaves it)
+    small = lambda beta: np.sqrt(np.mean((y[:, 1] - W[:, 1] @ beta) ** 2))  # noqa: E731
+    assert small(est.values) < 2e-5
+    assert small(wls(neq, iterations=1).values) > 2 * small(est.values)   # 2.75e-5
+
+
 def test_row_mask_excludes_rows():
     W, y, _, _ = _system(3)
     mask = np.ones((400, 3), bool)
