@@ -60,7 +60,8 @@ START_OFFSET = 0.05     # rad: the robot stands this far from the first point (m
 #: identify the same trajectory at the same rate, no ROS), per robot and rate [Hz]. Measured
 #: (docs/ros.md, "Overload"): since the reference follows the robot's stamps, independent of
 #: the load: puma560 1 kHz 0.0770-0.0773 (core 0.0774), 250 Hz 0.084-0.086 (core 0.083);
-#: ur10e 0.0047-0.0049 (core 0.0070-0.0115). Before, with the reference on the wall clock,
+#: ur10e 0.0047-0.0049 (core 0.0070-0.0115; 0.0047 since WLS's iterated weights, docs/ros.md:
+#: with feed-forward on 0.0055). Before, with the reference on the wall clock,
 #: a robot clock at 0.4 x real time gave up to 1.87 (puma560) and 0.189 (ur10e)
 NRMSE_BOUND = {"puma560": {1000.0: 0.15, 250.0: 0.15}, "ur10e": {1000.0: 0.05, 250.0: 0.05},
                "zollo_planar": {1000.0: 0.05}}
