@@ -46,8 +46,12 @@ def bar(total=None, desc: str = "", unit: str = "it", **kw):
     Returns
     -------
     tqdm.tqdm
-        Use as a context manager; ``update(n)`` advances it.
+        Use as a context manager; ``update(n)`` advances it. When disabled a stand-in with
+        the calls of a disabled tqdm (``update``, ``set_postfix_str``, ``close``, ``n``,
+        ``total``) that does not import tqdm.
     """
+    if not _enabled:        # nothing to draw: no tqdm import (identify --quiet: ~5 ms)
+        return _Silent(total)
     # tqdm.std, not tqdm.auto: in a Jupyter kernel without ipywidgets tqdm.auto warns
     # (TqdmExperimentalWarning) when imported, and the bars are for terminals only anyway
     from tqdm.std import tqdm  # optional: progress bars only on a terminal
@@ -57,5 +61,31 @@ def bar(total=None, desc: str = "", unit: str = "it", **kw):
     kw.setdefault("delay", DELAY)
     kw.setdefault("leave", False)
     kw.setdefault("dynamic_ncols", True)
-    return tqdm(total=total, desc=desc, unit=unit,
-                disable=None if _enabled else True, **kw)
+    return tqdm(total=total, desc=desc, unit=unit, disable=None, **kw)
+
+
+class _Silent:
+    """What a disabled ``tqdm`` bar does, without importing tqdm: ``update``,
+    ``set_postfix_str``, ``close`` do nothing, ``n`` stays 0 (a disabled tqdm does not
+    count either), ``total`` is kept; a context manager."""
+
+    disable = True
+
+    def __init__(self, total=None):
+        self.total = total
+        self.n = 0
+
+    def update(self, n=1):
+        return None
+
+    def set_postfix_str(self, s="", refresh=True):
+        return None
+
+    def close(self):
+        return None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
