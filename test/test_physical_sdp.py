@@ -208,3 +208,27 @@ def test_without_a_prior_a_feasible_least_squares_estimate_is_kept_in_every_dire
     deviation = np.abs(phys.base - est.values) / std
     worst = int(np.argmax(deviation))
     assert deviation[worst] < 1.0, (base.names[worst], deviation[worst])
+
+
+def test_a_failed_rescaled_solve_keeps_the_first_one(ur10e, monkeypatch):
+    # the second, rescaled stage-1 solve only refines: when the solvers fail on it, the
+    # estimate of the first solve is returned instead of an error
+    import robot_identification.estimation._physical as ph
+    model, base = ur10e
+    pi = _true_parameters(model)
+    neq, _, _ = _normal_equations(model, base, pi, noise=1e-3, n=2000)
+    est = ols(neq)
+    info = neq.gram / est.sigma2[0]
+    kw = dict(nominal=np.zeros(model.n_parameters),
+              prior_scales=np.full(model.n_parameters, np.inf), prior="gaussian")
+    real = ph._solve
+
+    def failing(problem, x, solver, what):
+        if "rescaled" in what:
+            raise ph.IdentificationError(f"{what} failed: test")
+        return real(problem, x, solver, what)
+    monkeypatch.setattr(ph, "RESCALE_SCALE", 0.0)
+    monkeypatch.setattr(ph, "RESCALE_BELOW", np.inf)
+    monkeypatch.setattr(ph, "_solve", failing)
+    phys = physically_consistent(model, base, info, est.values, **kw)
+    assert np.all(phys.min_eigenvalues > 0) and np.all(np.isfinite(phys.base))

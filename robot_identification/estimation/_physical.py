@@ -329,8 +329,11 @@ def physically_consistent(model, base, information, beta_ls, *, nominal=None,
         # objective left Clarabel 'optimal_inaccurate' and a body on its LMI margin).
         first = np.array(x.value, dtype=float)
         rescaled = max(1.0, got, RESCALE_STEP * scale)
-        again = _solve(cp.Problem(cp.Minimize((data + reg) / rescaled), cons), x, solver,
-                       "physical-consistency SDP (rescaled)")
+        try:
+            again = _solve(cp.Problem(cp.Minimize((data + reg) / rescaled), cons), x,
+                           solver, "physical-consistency SDP (rescaled)")
+        except IdentificationError:       # both solvers failed there: the first solve stands
+            again = "failed"
         if again == "optimal":
             status = again
         else:
