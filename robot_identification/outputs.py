@@ -58,19 +58,17 @@ def is_bag_directory(path) -> bool:
                     return True
         except OSError:
             pass
-    # the entries matching ``<dir>*.mcap`` or ``<dir>*.db3`` (as ``Path.glob`` of those
-    # patterns matches them: any entry, case-sensitive, an unreadable directory matches
-    # nothing), from one listing of the directory instead of one glob per suffix, each
-    # matching every name with a regular expression (a results file under /tmp with 10 k
-    # entries: ~12 ms per output check; issue #29)
+    # the entries matching ``<dir>*.mcap`` or ``<dir>*.db3`` as ``Path.glob`` of those
+    # patterns matches them (any entry, case-sensitive; a directory that cannot be listed
+    # matches nothing), from one listing instead of one glob per suffix (a results file
+    # under /tmp with 10 k entries: ~12 ms per output check; issue #29)
     name = path.name
     try:
         names = os.listdir(path)
-    except PermissionError:
+    except OSError:           # unreadable, or removed since the check above
         return False
-    return any(len(entry) >= len(name) + len(s) and entry.endswith(s)
-               for entry in names if entry.startswith(name) and entry.endswith(RECORDING_SUFFIXES)
-               for s in RECORDING_SUFFIXES)
+    return any(e.startswith(name) and e.endswith(s) and len(e) >= len(name) + len(s)
+               for e in names for s in RECORDING_SUFFIXES)
 
 
 def _same_file(a: Path, b: Path) -> bool:
