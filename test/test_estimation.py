@@ -162,3 +162,24 @@ def test_fixed_design_equals_adding_each_left_hand_side():
             np.testing.assert_allclose(fixed.b[j], W[:, j].T @ y[:, j], rtol=1e-12, atol=1e-12)
     with pytest.raises(DataError, match="does not match"):
         design.equations(np.zeros((N, 2)))
+
+
+def test_wls_that_did_not_settle_says_so(monkeypatch):
+    """A WLS whose re-weighting stopped before the variances settled carries the warning
+    ``wls_not_converged`` (here forced: one re-weighting allowed on data whose joints'
+    torques differ by orders of magnitude)."""
+    import robot_identification.identification._estimators as est
+    from robot_identification.identification import identify
+    from robot_identification.model import load_robot
+    from robot_identification.simulation import simulate
+    model = load_robot("szabo_3dof")
+    data = simulate(model, seed=0, duration=4.0)
+    real = est.wls
+    monkeypatch.setattr(est, "wls", lambda neq: real(neq, iterations=2, tol=0.0))
+    result = identify(model, data, estimators=("wls",))
+    assert result.estimates["wls"].details["wls_converged"] is False
+    assert "wls_not_converged" in {d.code for d in result.diagnostics}
+    monkeypatch.setattr(est, "wls", real)
+    result = identify(model, data, estimators=("wls",))
+    assert result.estimates["wls"].details["wls_converged"] is True
+    assert "wls_not_converged" not in {d.code for d in result.diagnostics}

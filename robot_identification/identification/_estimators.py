@@ -60,7 +60,15 @@ class EstimationContext:
 
     def wls(self):
         if "wls" not in self.cache:
-            self.cache["wls"] = wls(self.neq)
+            est = self.cache["wls"] = wls(self.neq)
+            if not est.details.get("wls_converged", True):
+                self.diagnostics.append(Diagnostic(
+                    "wls_not_converged", "warning",
+                    f"WLS: the joints' noise variances did not settle within "
+                    f"{est.details.get('wls_iterations')} re-weightings (a variance still "
+                    f"moved by more than 1e-6 of itself): the weights, hence the estimate "
+                    f"and its standard deviations, depend on where the iteration stopped; "
+                    f"compare with ols", "wls"))
         return self.cache["wls"]
 
     def prior_base(self):
