@@ -213,7 +213,33 @@ def build_pinocchio_model(urdf_xml: str, source: str = "the URDF"):
                  if ln.startswith("Error:")][:1]
         raise ModelError(f"cannot parse {source}: {'; '.join(cause + [str(exc)])}") from None
     snap_right_angles(model)
+    _distinct_frame_names(model)
     return model
+
+
+def _distinct_frame_names(model):
+    """Rename (in place) the frames of joints that share their name with a link: URDF names
+    joints and links apart, so a fixed joint ``gripperStator`` whose child link is also
+    ``gripperStator`` (Unitree Z1 of example-robot-data) is valid, but pinocchio then holds
+    two frames of that name, and ``buildReducedModel`` (locking any joint before them) raised
+    "Several frames match the filter" (a traceback of ``init`` / ``identify``). The joint's
+    frame becomes ``<name> (joint)``; link (body) frames, joint names and the dynamics are
+    unchanged. Returns how many were renamed."""
+    bodies = {f.name for f in model.frames if f.type == pin.FrameType.BODY}
+    taken = {f.name for f in model.frames}
+    renamed = 0
+    for i in range(len(model.frames)):
+        frame = model.frames[i]
+        if frame.type == pin.FrameType.BODY or frame.name not in bodies:
+            continue
+        name = f"{frame.name} (joint)"
+        while name in taken:
+            name += "'"
+        taken.add(name)
+        frame.name = name
+        model.frames[i] = frame
+        renamed += 1
+    return renamed
 
 
 #: Largest deviation (rad, matrix entries) of a joint or frame rotation from a rotation by
