@@ -2,8 +2,10 @@
 controller goes silent is stopped with an ERROR naming it once the silence reaches
 ``heartbeat_timeout`` (PeerWatchdogs: a timer per peer, reset by its messages), and the run
 ends with its last reference point at rest, so that the controller holds the arm at once."""
+import threading
 import time
 from functools import partial
+from types import SimpleNamespace
 
 import pytest
 
@@ -37,7 +39,11 @@ def test_heartbeat_monitor_names_silent_peers_once():
     assert HeartbeatMonitor(0.0).silent(100.0) == []    # 0: never
 
 
-def test_silent_controller_stops_the_run_and_the_reference_rests(context):
+def _run_with_a_peer(context, name):
+    """A real-time excitation publisher (no recorder) and a peer node ``name`` standing in for
+    the robot (joint states every 0.01 s) and the controller (its OK status every 0.05 s),
+    which receives the references and the run's statuses. Returns (excitation, peer,
+    controller timer, references, run statuses)."""
     from robot_identification.nodes.excitation_publisher import ExcitationPublisher
     excitation = ExcitationPublisher(context=context, parameter_overrides=[
         Parameter("lockstep", value=False), Parameter("heartbeat_timeout", value=TIMEOUT),
@@ -45,7 +51,7 @@ def test_silent_controller_stops_the_run_and_the_reference_rests(context):
         Parameter("recorder_status", value="")])
     q0 = [float(x) for x in excitation.traj.evaluate(0.0)[0][0]]
     names = list(excitation.model.joint_names)
-    peer = rclpy.create_node("heartbeat_test_peer", context=context)
+    peer = rclpy.create_node(name, context=context)
     pub_state = peer.create_publisher(JointState, "joint_states", 10)
     pub_diag = peer.create_publisher(DiagnosticArray, "/diagnostics", 10)
 
@@ -64,6 +70,12 @@ def test_silent_controller_stops_the_run_and_the_reference_rests(context):
     peer.create_subscription(JointTrajectory, "reference", references.append, 1000)
     peer.create_subscription(DiagnosticArray, "/diagnostics", lambda m: runs.extend(
         s for s in m.status if s.name == "excitation_publisher: excitation"), 100)
+    return excitation, peer, controller, references, runs
+
+
+def test_silent_controller_stops_the_run_and_the_reference_rests(context):
+    excitation, peer, controller, references, runs = _run_with_a_peer(
+        context, "heartbeat_test_peer")
     ex = SingleThreadedExecutor(context=context)
     ex.add_node(excitation)
     ex.add_node(peer)
@@ -316,7 +328,10 @@ def test_a_starved_node_hears_queued_beats_before_it_judges_silence(context):
     """rclpy's Python executors run a node's ready timers before its ready subscriptions: a
     node starved for longer than the timeout wakes with its watchdog timer expired and the
     peer's beat queued. The check must see that beat (a false 'silent' stopped recordings
-    under load, docs/ros.md), and a peer that stays silent is still reported."""
+    under load, docs/ros.md), and a peer that stays silent is still reported. A starved
+    process starves the watchdogs' own thread too: holding its lock for the starvation
+    makes it wake late, so it leaves the verdict to the executor (an executor stopped while
+    that thread runs on time is stuck: the thread judges, the tests below)."""
     from std_msgs.msg import Empty
 
     from robot_identification.nodes._common import PeerWatchdogs
@@ -335,7 +350,8 @@ def test_a_starved_node_hears_queued_beats_before_it_judges_silence(context):
         pub.publish(Empty())
         wait_until(ex, lambda: "peer" in monitor.last, "the first beat")
         pub.publish(Empty())        # the peer beats while this node is starved:
-        time.sleep(0.35)            # the starvation itself (longer than the timeout)
+        with watchdogs.lock:        # the starvation itself (longer than the timeout), of
+            time.sleep(0.35)        # the executor and the watchdogs' thread (the process)
         wait_until(ex, lambda: checks, "the watchdog's check")
         assert checks[0] == [], "a beat queued during the starvation was not counted"
         wait_until(ex, lambda: any(checks), "the silent peer reported")
@@ -376,7 +392,8 @@ def test_a_starved_node_hears_a_beat_queued_behind_other_nodes_statuses(context)
         for _ in range(5):          # other nodes' statuses, then the peer's beat, while
             pub.publish(String(data="other"))   # this node is starved
         pub.publish(String(data="peer"))
-        time.sleep(0.35)            # the starvation itself (longer than the timeout)
+        with watchdogs.lock:        # the starvation itself (longer than the timeout), of
+            time.sleep(0.35)        # the executor and the watchdogs' thread (the process)
         wait_until(ex, lambda: checks, "the watchdog's check")
         assert checks[0] == [], "a beat queued behind other statuses was not counted"
         wait_until(ex, lambda: any(checks), "the silent peer reported")
@@ -385,3 +402,57 @@ def test_a_starved_node_hears_a_beat_queued_behind_other_nodes_statuses(context)
         ex.shutdown()
         node.destroy_node()
         peer.destroy_node()
+
+
+@pytest.mark.parametrize("stall", ["not_spun", "blocked"])
+def test_a_stuck_executor_does_not_keep_the_run_going(context, stall):
+    """The deterministic stand-in for a stuck executor (docs/ros.md, kill matrix: after a
+    peer's SIGKILL, Fast DDS held a reader's lock about 1-3 s and the node's ``rcl_wait``
+    waited for it, so its watchdog timers ran late): the excitation publisher's executor is
+    not spun at all, or blocked in another node's callback, when the controller goes
+    silent. The watchdogs' own thread still stops the run: the ERROR naming the controller
+    reaches /diagnostics and the rest reference goes out, from that thread."""
+    excitation, peer, controller, references, runs = _run_with_a_peer(
+        context, "stuck_executor_peer")
+    stuck = SingleThreadedExecutor(context=context)     # the excitation publisher's
+    stuck.add_node(excitation)
+    ex = SingleThreadedExecutor(context=context)        # the peer's (spun throughout)
+    ex.add_node(peer)
+    both = SimpleNamespace(spin_once=lambda timeout_sec: (stuck.spin_once(timeout_sec=0.0),
+                                                          ex.spin_once(timeout_sec=timeout_sec)))
+    blocked, release, spinner = threading.Event(), threading.Event(), None
+    blocker = rclpy.create_node("stuck_executor_blocker", context=context)
+    try:
+        answers = []
+        wait_until(both, lambda: answers.append(excitation.on_start(
+            Trigger.Request(), Trigger.Response())) or answers[-1].success, "started")
+        wait_until(both, lambda: len(references) > 20, "references flow")
+        if stall == "blocked":      # its executor thread waits in another node's callback
+            blocker.create_timer(0.001, lambda: blocked.set() or release.wait())
+            stuck.add_node(blocker)
+
+            def spin_stuck():
+                while not release.is_set():
+                    stuck.spin_once(timeout_sec=0.01)
+            spinner = threading.Thread(target=spin_stuck, daemon=True)
+            spinner.start()
+            wait_until(ex, blocked.is_set, "the executor blocked")
+        controller.cancel()                             # the controller goes silent
+        wait_until(ex, lambda: runs and "stopped" in runs[-1].message, "stop on /diagnostics")
+        stopped = runs[-1]
+        assert stopped.level == DiagnosticStatus.ERROR, stopped
+        assert "silent for" in stopped.message, stopped.message
+        assert "judged by the watchdogs' thread" in stopped.message, stopped.message
+        assert excitation.watchdogs.thread_verdicts >= 1
+        wait_until(ex, lambda: not any(references[-1].points[0].velocities), "rest reference")
+        assert list(references[-1].points[0].positions) == list(
+            references[-2].points[0].positions)
+    finally:
+        release.set()
+        if spinner is not None:
+            spinner.join()
+        stuck.shutdown()
+        ex.shutdown()
+        blocker.destroy_node()
+        peer.destroy_node()
+        excitation.destroy_node()

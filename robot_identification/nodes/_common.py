@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import faulthandler
+import functools
 import io
 import math
 import os
@@ -219,6 +220,18 @@ class Managed:
         """Called with True on activation, False on deactivation (override)."""
 
 
+def serialized(method):
+    """Run a node's method under the node's ``state_lock`` (a :class:`threading.RLock`): the
+    executor's callbacks that read or change what a :class:`PeerWatchdogs` check changes
+    (a run, a recording) are decorated with it, since that check may run in the watchdogs'
+    own thread."""
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        with self.state_lock:
+            return method(self, *args, **kwargs)
+    return run
+
+
 class PeerWatchdogs:
     """Notice a silent peer at its first missed deadline: one steady-clock timer per peer of
     a :class:`~._heartbeat.HeartbeatMonitor`, with the monitor's timeout as its period and
@@ -227,33 +240,78 @@ class PeerWatchdogs:
     ERROR then came 0.5-0.6 s after a kill with a 0.5 s timeout). ``on_silent()`` (the
     node's check, which asks the monitor who is silent) runs when a timer fires.
 
+    Those timers run on the node's executor. An executor that cannot run misses them: after
+    a peer process was SIGKILLed, Fast DDS's event thread waited about 1 s (up to 3 s) for
+    the dead process's shared-memory port lock while holding a reader's lock, and the
+    executor's ``rcl_wait`` waited for that reader lock (gdb stacks, docs/ros.md, "The kill
+    matrix after the watchdog drain fix"): the verdict on the dead peer came 1-3 s late. So a
+    thread of its own (steady clock, ``time.monotonic()``) also watches: it calls
+    ``on_silent()`` itself when a peer is silent for the timeout while the executor has not
+    run for ``stuck_after`` s (a timer of this class on the executor stamps its runs every
+    ``poll`` s) and the thread itself ran on time meanwhile. A thread that woke late (more
+    than ``poll`` s) was starved with the whole process (or waited for ``lock``, held by one
+    of the node's callbacks: the node was running): it leaves the verdict to the executor,
+    which then runs and judges after taking the queued beats (below), so that a starved node
+    does not report a live peer whose beats wait in DDS. ``on_silent()`` always runs under
+    ``lock``: the node's callbacks that touch what it changes take the same lock
+    (:func:`serialized`).
+
     Parameters
     ----------
     node : rclpy.node.Node
     monitor : HeartbeatMonitor
-        Its ``timeout`` [s] (0: no timers).
+        Its ``timeout`` [s] (0: no timers, no thread).
     on_silent : callable
-        Called without arguments when a peer's timer fires.
+        Called without arguments when a peer's timer fires, or from the thread (above).
     carriers : list of rclpy.subscription.Subscription
         Subscriptions whose messages carry beats among other messages (``/diagnostics``: every
         node's status) and whose callbacks take the message only: before ``on_silent``, what
-        DDS already holds for them is taken and handled (appendable after construction).
+        DDS already holds for them is taken and handled (appendable after construction; not
+        by the thread: a stuck executor's readers are locked).
+    lock : threading.RLock, optional
+        The node's ``state_lock`` (default: a new one).
     """
 
-    def __init__(self, node, monitor, on_silent, carriers=()):
+    def __init__(self, node, monitor, on_silent, carriers=(), lock=None):
         self.node, self.monitor, self.on_silent = node, monitor, on_silent
         self.timers = {}
         self.carriers = list(carriers)
         self.stamps = {}            # peer -> header stamp [s, system time] of its latest beat
         self.taken = 0              # messages taken from the carriers by the latest check
         self.clock = RosClock(clock_type=ClockType.STEADY_TIME)
+        self.lock = threading.RLock() if lock is None else lock
+        self.executor_ran = time.monotonic()    # the executor's latest run (steady [s])
+        self.stuck_for = None       # [s] the executor had not run, at the thread's verdict
+        self.thread_verdicts = 0    # on_silent calls by the thread
+        self._stop = threading.Event()
+        self.thread = None
+        if self.monitor.timeout > 0:
+            #: [s] the thread's check period and the executor's stamp period
+            self.poll = min(max(self.monitor.timeout / 10.0, 0.005), 0.05)
+            #: [s] executor silence (while the thread ran on time) that makes it stuck
+            self.stuck_after = max(self.monitor.timeout / 2.0, 3.0 * self.poll)
+            node.create_timer(self.poll, self._executor_runs, clock=self.clock)
+            self.thread = threading.Thread(target=self._watch, daemon=True,
+                                           name=f"{node.get_name()} peer watchdogs")
+            self.thread.start()
+
+    def close(self):
+        """Stop the thread (it also ends once the node is destroyed)."""
+        self._stop.set()
+
+    def _executor_runs(self):
+        self.executor_ran = time.monotonic()
 
     def beat(self, peer, now=None, stamp=None):
         """``peer`` was heard of at ``now`` (default: now, ``time.monotonic()`` [s]), by a
-        message with header ``stamp`` [s, system time] if given (:meth:`evidence`)."""
-        self.monitor.beat(peer, time.monotonic() if now is None else now)
-        if stamp is not None:
-            self.stamps[peer] = stamp
+        message with header ``stamp`` [s, system time] if given (:meth:`evidence`). Called
+        by the executor's callbacks."""
+        t = time.monotonic()
+        with self.lock:
+            self.executor_ran = t
+            self.monitor.beat(peer, t if now is None else now)
+            if stamp is not None:
+                self.stamps[peer] = stamp
         if self.monitor.timeout <= 0:
             return
         timer = self.timers.get(peer)
@@ -278,22 +336,65 @@ class PeerWatchdogs:
             # EventsExecutor runs events in the order they happened: no such case.
             executor.create_task(self._judge)
         else:
-            self.on_silent()
+            with self.lock:
+                self.stuck_for = None
+                self.on_silent()
 
     def _judge(self):
-        self.taken = 0
-        if isinstance(self.node.executor, SingleThreadedExecutor):
-            # (a MultiThreadedExecutor could run those callbacks in another thread meanwhile)
-            for sub in self.carriers:
-                self.taken += self._take_queued(sub)
-        self.on_silent()
+        with self.lock:
+            self.taken = 0
+            self.stuck_for = None
+            if isinstance(self.node.executor, SingleThreadedExecutor):
+                # (a MultiThreadedExecutor could run those callbacks in another thread)
+                for sub in self.carriers:
+                    self.taken += self._take_queued(sub)
+            self.on_silent()
+
+    def _watch(self):
+        """The thread (see the class docstring): every ``poll`` s, a verdict when the executor
+        is stuck and a peer is silent."""
+        awake_since = due = time.monotonic()
+        while not self._stop.wait(max(0.0, due - time.monotonic())):
+            with self.lock:
+                now = time.monotonic()
+                if now - due > self.poll:       # this thread was late: starved, or the
+                    awake_since = now           # node's callbacks held the lock
+                due = now + self.poll
+                if not self._alive():
+                    return
+                quiet = now - max(self.executor_ran, awake_since)
+                if quiet < self.stuck_after or not any(
+                        p not in self.monitor.reported for p, _ in self.monitor.silent(now)):
+                    continue
+                self.stuck_for, self.taken = now - self.executor_ran, 0
+                reported = set(self.monitor.reported)
+                try:
+                    self.on_silent()
+                except Exception as exc:       # noqa: BLE001 - e.g. destroyed meanwhile
+                    if not self._alive():
+                        return
+                    self.node.get_logger().error(f"peer watchdogs' thread: {exc!r}")
+                if self.monitor.reported != reported:
+                    self.thread_verdicts += 1
+                self.stuck_for = None
+
+    def _alive(self) -> bool:
+        try:
+            with self.node.handle:
+                return self.node.context.ok()
+        except InvalidHandle:
+            return False
 
     def evidence(self, peer) -> str:
         """What tells a silent watcher from a silent peer, for a lost peer's ERROR: how old
         the peer's latest beat heard of was by its header stamp (a peer that published on
         time but was not heard shows it: its stamp is younger than the silence), and how
         many queued messages the check took first."""
-        out = f"; {self.taken} queued status(es) taken before judging"
+        if self.stuck_for is not None:
+            out = (f"; judged by the watchdogs' thread: this node's executor had not run "
+                   f"for {self.stuck_for:.3f} s")
+        else:
+            out = f"; {self.taken} queued status(es) taken before judging"
         if peer in self.stamps:
             out = (f"; its latest beat heard of stamped {time.time() - self.stamps[peer]:.3f} s "
                    f"ago{out}")

@@ -76,6 +76,7 @@ each tied to this node's subscriptions and timers.
 """
 from __future__ import annotations
 
+import threading
 import time
 
 import numpy as np
@@ -95,7 +96,7 @@ from robot_identification.excitation import (ExcitationRun, check_limits, load_t
                                              trajectory_from_config)
 from robot_identification.nodes._common import (LATEST, QOS, Managed, PeerWatchdogs, declare,
                                                 declare_robot, diagnostic_status, main_for,
-                                                to_sec, to_stamp)
+                                                serialized, to_sec, to_stamp)
 from robot_identification.nodes._heartbeat import HeartbeatMonitor
 from robot_identification.nodes._recording import REST_FRAME
 
@@ -103,6 +104,7 @@ from robot_identification.nodes._recording import REST_FRAME
 class ExcitationPublisher(Managed, LifecycleNode):
     def __init__(self, **kwargs):
         super().__init__("excitation_publisher", **kwargs)
+        self.state_lock = threading.RLock()     # the run's state (PeerWatchdogs' thread)
         self.model = declare_robot(self)
         path = declare(self, "trajectory_file", "",
                        "trajectory YAML; '' = the robot config's simulation.excitation",
@@ -202,7 +204,7 @@ class ExcitationPublisher(Managed, LifecycleNode):
                                   "period on /diagnostics", low=0.01, high=60.0),
                           self.publish_status, clock=steady)
         self.watchdogs = PeerWatchdogs(self, self.monitor, self.check_peers,
-                                       carriers=[self.diag_sub])
+                                       carriers=[self.diag_sub], lock=self.state_lock)
         self.pub_active.publish(Bool(data=False))
         self.publish_status()
         self.get_logger().info(f"excitation {self.traj!r}, {self.traj.duration:.3g} s")
@@ -214,11 +216,13 @@ class ExcitationPublisher(Managed, LifecycleNode):
     def active(self) -> bool:
         return self.t_start is not None
 
+    @serialized
     def on_active(self, active):
         if not active and self.active:
             self.get_logger().warning("excitation stopped: node deactivated")
             self.end("stopped", "node deactivated (lifecycle)")
 
+    @serialized
     def check_peers(self):
         """Real time, while a run plays: a peer silent for heartbeat_timeout stops it."""
         if not self.active:
@@ -232,6 +236,7 @@ class ExcitationPublisher(Managed, LifecycleNode):
             self.get_logger().error(f"excitation stopped: {reason}")
             self.end("stopped", reason, DiagnosticStatus.ERROR)
 
+    @serialized
     def on_joint(self, msg):
         self.watchdogs.beat("joint_states")
         d = dict(zip(msg.name, msg.position))
@@ -259,6 +264,7 @@ class ExcitationPublisher(Managed, LifecycleNode):
         if self.last is None or t >= self.last + self.period * (1.0 - 1e-6):
             self.tick(t)
 
+    @serialized
     def tick_on_clock(self, t):
         """Lockstep: one reference per ``/clock`` tick ``t`` [s]. The simulated robot's clock
         only advances (or repeats, its keep-alive): a tick going back stops the excitation
@@ -272,6 +278,7 @@ class ExcitationPublisher(Managed, LifecycleNode):
             return
         self.tick(t)
 
+    @serialized
     def on_diagnostics(self, msg):
         for st in msg.status:
             if st.name == self.recorder_status:
@@ -350,6 +357,7 @@ class ExcitationPublisher(Managed, LifecycleNode):
                     f"states stamped meanwhile would be missing from its bag")
         return ""
 
+    @serialized
     def on_start(self, request, response):
         if self.lifecycle != "active":
             response.success = False
@@ -397,6 +405,7 @@ class ExcitationPublisher(Managed, LifecycleNode):
         """[s] of the whole run: move to start + trajectory + hold."""
         return self.run.planned
 
+    @serialized
     def on_stop(self, request, response):
         response.success, response.message = self.active, "stopped" if self.active else "idle"
         if self.active:
@@ -404,6 +413,7 @@ class ExcitationPublisher(Managed, LifecycleNode):
             self.end("stopped", "stopped by ~/stop")
         return response
 
+    @serialized
     def end(self, state, reason="", level=None):
         """End the run: ``finished`` (its planned end) or ``stopped`` (before it, for
         ``reason``; ``level`` on /diagnostics, default WARN); said on /diagnostics and by
@@ -438,6 +448,7 @@ class ExcitationPublisher(Managed, LifecycleNode):
         msg.header.frame_id = REST_FRAME    # not a reference of the run (a recorder's bounds)
         return msg
 
+    @serialized
     def publish_status(self):
         """The run's state on /diagnostics (see the module docstring)."""
         start = self._start_stamp
@@ -468,6 +479,7 @@ class ExcitationPublisher(Managed, LifecycleNode):
 
     _start_stamp = None                 # [s] first tick of the latest run (kept after its end)
 
+    @serialized
     def tick(self, t):
         if not self.active:
             return

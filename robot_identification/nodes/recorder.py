@@ -78,6 +78,7 @@ from __future__ import annotations
 
 import math
 import struct
+import threading
 import time
 from pathlib import Path
 
@@ -99,7 +100,7 @@ from robot_identification.data import BagWriter
 from robot_identification.errors import DataError
 from robot_identification.nodes._common import (Managed, PeerWatchdogs, command_state_ns,
                                                 declare, declare_qos, diagnostic_status,
-                                                main_for, to_sec)
+                                                main_for, serialized, to_sec)
 from robot_identification.nodes._heartbeat import HeartbeatMonitor
 from robot_identification.nodes._recording import (RECORD_QOS, REST_FRAME, QueuedBagWriter,
                                                    StampWindow, TopicCount, WindowedBagWriter,
@@ -129,6 +130,7 @@ def _rest_point(data) -> bool:
 class Recorder(Managed, LifecycleNode):
     def __init__(self, **kwargs):
         super().__init__("recorder", **kwargs)
+        self.state_lock = threading.RLock()     # the recording's state (PeerWatchdogs' thread)
         self.data_directory = Path(declare(
             self, "data_directory", "robot_identification_data",
             "directory of the recorded bags (relative: to the working directory)")).expanduser()
@@ -218,7 +220,7 @@ class Recorder(Managed, LifecycleNode):
             "(0: never)", low=0.0, high=1e4))
         self.watchdogs = PeerWatchdogs(self, self.monitor, lambda: self.writer is not None
                                        and self.check_peers(time.monotonic()),
-                                       carriers=[self.diag_sub])
+                                       carriers=[self.diag_sub], lock=self.state_lock)
         self.heartbeat, self.aborted = 0, ""
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         steady = RosClock(clock_type=ClockType.STEADY_TIME)
@@ -235,12 +237,14 @@ class Recorder(Managed, LifecycleNode):
             "then: written from the ~/start call on", low=0.0, high=3600.0, read_only=True)
         self.start_lifecycle()
 
+    @serialized
     def on_active(self, active):
         if active and self.autostart and self.writer is None:
             self.on_start(None, Trigger.Response())
         elif not active and self.writer is not None:
             self.abort("node deactivated (lifecycle)")
 
+    @serialized
     def on_incompatible(self, topic, event):
         self.problems[topic] = (
             f"{topic}: QoS incompatible with a publisher ({event.last_policy_kind.name}): "
@@ -249,6 +253,7 @@ class Recorder(Managed, LifecycleNode):
         self.get_logger().error(self.problems[topic])
         self.publish_status()
 
+    @serialized
     def publish_status(self):
         self.heartbeat += 1
         now = time.monotonic()
@@ -307,6 +312,7 @@ class Recorder(Managed, LifecycleNode):
             return "waiting"
         return "from_start" if self.from_start else "run"
 
+    @serialized
     def check_peers(self, now):
         """Recording a real-time excitation run: a silent controller or robot stops it."""
         running = [s for s in self.excitations.values()
@@ -320,6 +326,7 @@ class Recorder(Managed, LifecycleNode):
                                  f"{self.monitor.timeout:g} s{self.watchdogs.evidence(p)})"
                                  for p, age in lost))
 
+    @serialized
     def abort(self, reason):
         """Stop the recording at once (the bag closed, judged incomplete) for ``reason``."""
         self.aborted = f"recording stopped: {reason}"
@@ -327,6 +334,7 @@ class Recorder(Managed, LifecycleNode):
         self.on_stop(None, Trigger.Response(), drain=False)
         self.publish_status()
 
+    @serialized
     def on_message(self, topic, data, info=None):
         self.received[topic] = self.received.get(topic, 0) + 1
         if topic == self.joint_topic:
@@ -382,6 +390,7 @@ class Recorder(Managed, LifecycleNode):
                                None if gid is None else bytes(gid.get("data", b"")), stamp,
                                now * 1e-9)
 
+    @serialized
     def on_diagnostics(self, msg):
         for st in msg.status:
             if st.name == self.controller_status:
@@ -575,6 +584,7 @@ class Recorder(Managed, LifecycleNode):
         return (f"missed samples: {t['missed']}, out of order/duplicate: {t['out_of_order']}, "
                 f"lost messages: {t['lost']}; {per_topic}")
 
+    @serialized
     def on_start(self, request, response):
         if self.writer is not None:
             response.success, response.message = False, f"already recording {self.writer.path}"
@@ -611,6 +621,7 @@ class Recorder(Managed, LifecycleNode):
         response.success, response.message = True, str(path.resolve())
         return response
 
+    @serialized
     def on_stop(self, request, response, drain=True):
         if self.writer is None:
             response.success, response.message = False, "not recording"
@@ -668,6 +679,7 @@ class Recorder(Managed, LifecycleNode):
         response.success, response.message = True, msg
         return response
 
+    @serialized
     def on_status(self, request, response):
         """Whether the recorder is recording, the messages received per topic so far (a
         topic at 0 is not connected yet) and, while recording, the counts."""
@@ -683,6 +695,7 @@ class Recorder(Managed, LifecycleNode):
                 response.message += f"; {self.writer.error}"
         return response
 
+    @serialized
     def shutdown(self):
         if self.writer is not None:
             self.on_stop(None, Trigger.Response(), drain=False)
