@@ -74,6 +74,40 @@ def test_kernel_elastic_spatial_arm(monkeypatch, coupling):
     np.testing.assert_allclose(Y_kernel, Y_python, rtol=0, atol=1e-12 * np.abs(Y_python).max())
 
 
+def _inertial_parameters(model):
+    """The nominal parameters with every friction and offset column 0 (inertials, rotor)."""
+    pi = np.nan_to_num(np.asarray(model.nominal_parameters(), dtype=float))
+    return np.where([k in ("inertial", "rotor_inertia") for k in model.layout.kinds], pi, 0.0)
+
+
+@needs_kernel
+@pytest.mark.parametrize("name", ["spatial", "puma560", "ur10e", "stanford_arm"])
+def test_rigid_torque_matches_rnea(monkeypatch, name):
+    """rigid_torque (Newton-Euler in the kernel, issue #29) = pinocchio rnea + armature on the
+    inertial and rotor parameters (x/y/z/skew revolute and prismatic joints, a locked joint,
+    DH parameter frames of puma560), and = the regressor times them; the pure-Python path
+    (no kernel) gives the regressor's product."""
+    from robot_identification.regressor import rigid_regressor, rigid_torque
+    model = (make_model("rigid", friction="static", gear=[1.0, 20.0, 1.0, 7.0, 0.5])
+             if name == "spatial" else load_robot(name))
+    states = random_states(model, 50, np.random.default_rng(6))
+    pi = _inertial_parameters(model)
+    monkeypatch.setattr(_kernel, "ENABLED", True)
+    got = rigid_torque(model, **states, params=pi)
+    reference = _reference_torque(model, pi, **states)
+    scale = np.abs(reference).max()
+    np.testing.assert_allclose(got, reference, rtol=0, atol=1e-12 * scale)
+    np.testing.assert_allclose(got, rigid_regressor(model, **states) @ pi, rtol=0,
+                               atol=1e-12 * scale)
+    other = np.where(pi != 0, np.random.default_rng(7).normal(size=pi.shape), 0.0)
+    Y = rigid_regressor(model, **states)     # (rnea above reads the URDF's inertias only)
+    np.testing.assert_allclose(rigid_torque(model, **states, params=other), Y @ other,
+                               rtol=0, atol=1e-13 * np.abs(Y).max() * np.abs(other).sum())
+    monkeypatch.setattr(_kernel, "ENABLED", False)
+    np.testing.assert_allclose(rigid_torque(model, **states, params=pi), reference, rtol=0,
+                               atol=1e-12 * scale)
+
+
 @needs_kernel
 def test_unsupported_joint_falls_back():
     """A joint type the kernel does not build (continuous joint, nq != nv): no kernel."""

@@ -2,6 +2,7 @@
 
 - :func:`regressor` -- dispatch on the model type
 - :func:`rigid_regressor` -- pinocchio torque regressor + rotor inertia + friction
+- :func:`rigid_torque` -- Y @ pi of inertial / rotor parameters (Newton-Euler)
 - :func:`elastic_regressor` -- Zollo et al. (2014) elastic-joint regressor, 2n rows per sample
 - :func:`friction_columns` -- Coulomb/viscous/static (Szabó) friction and offset columns
 - :func:`coulomb_sign` -- the Coulomb column: sign(v) with a linear ramp in a deadband
@@ -11,4 +12,4 @@
 """
 from robot_identification.regressor._regressor import (  # noqa: F401
     CHUNK, coulomb_sign, elastic_regressor, friction_columns, iter_regressor_blocks, nominal_load,
-    regressor, regressor_structure, rigid_regressor, torque_vector)
+    regressor, regressor_structure, rigid_regressor, rigid_torque, torque_vector)

@@ -337,4 +337,95 @@ RI_EXPORT int ri_kernel_regressor(void* kernel, long n, const double* q, const d
   }
 }
 
+// The joint torques tau = Y(q, v, a) pi of the inertial parameters alone (issue #29: the URDF's
+// torque of many readings of a recording in the nominal check), by the recursive Newton-Euler
+// algorithm instead of the regressor's entries: per sample the same forward pass, each body's
+// spatial force f = I a + v x* I v (Featherstone, "Rigid Body Dynamics Algorithms", 2008,
+// table 5.1; I from m, h = m c and the inertia about the joint frame's origin, the body
+// regressor's parameters), then one backward pass F_parent += X^* F_j and tau_j = S_j^T F_j.
+// params: (njoints, 10) standard parameters of each body about its JOINT frame (m, m c,
+// Ixx, Ixy, Iyy, Ixz, Iyz, Izz: the column order of bodyRegressor; the caller moves those of a
+// parameter frame, pi_J = A pi_P); tau: n x nv, row-major. Added after version 5 (a library
+// without this symbol is still loaded: the caller then uses the regressor). Returns 0, or 1
+// on error.
+RI_EXPORT int ri_kernel_torque(void* kernel, long n, const double* q, const double* v,
+                               const double* a, const double* params, double* tau) {
+  try {
+    const Kernel& k = *static_cast<Kernel*>(kernel);
+    const int nj = k.nv;
+    std::vector<Motion, Eigen::aligned_allocator<Motion>> vel(nj + 1), acc(nj + 1), F(nj + 1);
+    std::vector<M3, Eigen::aligned_allocator<M3>> rot(nj + 1), inertia(nj + 1);
+    std::vector<V3, Eigen::aligned_allocator<V3>> pos(nj + 1), first(nj + 1);
+    std::vector<double> mass(nj + 1, 0.0);
+    std::vector<char> has(nj + 1, 0);
+    for (int j = 1; j <= nj; ++j) {
+      const double* p = params + 10 * (j - 1);
+      for (int c = 0; c < 10; ++c) has[j] = has[j] || p[c] != 0.0;
+      mass[j] = p[0];
+      first[j] = V3(p[1], p[2], p[3]);
+      inertia[j] << p[4], p[5], p[7], p[5], p[6], p[8], p[7], p[8], p[9];
+    }
+    vel[0].lin.setZero();
+    vel[0].ang.setZero();
+    acc[0].lin = -k.gravity;
+    acc[0].ang.setZero();
+    for (long i = 0; i < n; ++i) {
+      const double* qi = q + i * nj;
+      const double* vi = v + i * nj;
+      const double* ai = a + i * nj;
+      for (int j = 1; j <= nj; ++j) {
+        const Joint& J = k.joints[j];
+        const double qj = qi[j - 1], vj = vi[j - 1], aj = ai[j - 1];
+        if (J.revolute) {
+          rot[j].noalias() = J.R * axis_rotation(J.axis, J.u, qj);
+          pos[j] = J.p;
+        } else {
+          rot[j] = J.R;
+          pos[j].noalias() = J.p + qj * (J.R * J.u);
+        }
+        Motion& V = vel[j];
+        Motion& A = acc[j];
+        act_inv(rot[j], pos[j], vel[J.parent], V);
+        act_inv(rot[j], pos[j], acc[J.parent], A);
+        const V3 su = vj * J.u;
+        if (J.revolute) {
+          V.ang += su;
+          A.lin += V.lin.cross(su);
+          A.ang += aj * J.u + V.ang.cross(su);
+        } else {
+          V.lin += su;
+          A.lin += aj * J.u + V.ang.cross(su);
+        }
+        Motion& f = F[j];
+        if (!has[j]) {
+          f.lin.setZero();
+          f.ang.setZero();
+          continue;
+        }
+        // momentum p = m v - h x w, L = I w + h x v; f = I a + [w x p; w x L + v x p]
+        const V3& h = first[j];
+        const V3 p = mass[j] * V.lin - h.cross(V.ang);
+        const V3 L = inertia[j] * V.ang + h.cross(V.lin);
+        f.lin = mass[j] * A.lin - h.cross(A.ang) + V.ang.cross(p);
+        f.ang = inertia[j] * A.ang + h.cross(A.lin) + V.ang.cross(L) + V.lin.cross(p);
+      }
+      double* ti = tau + i * nj;
+      for (int j = nj; j >= 1; --j) {
+        const Joint& J = k.joints[j];
+        const Motion& f = F[j];
+        ti[j - 1] = J.revolute ? J.u.dot(f.ang) : J.u.dot(f.lin);
+        if (J.parent) {      // F_parent += X^* F_j: the force moved to the parent frame
+          Motion& fp = F[J.parent];
+          const V3 lin = rot[j] * f.lin;
+          fp.lin += lin;
+          fp.ang += rot[j] * f.ang + pos[j].cross(lin);
+        }
+      }
+    }
+    return 0;
+  } catch (const std::exception&) {
+    return 1;
+  }
+}
+
 }  // extern "C"

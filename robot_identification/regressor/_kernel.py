@@ -73,6 +73,11 @@ def _library():
         lib.ri_kernel_regressor.restype = ctypes.c_int
         lib.ri_kernel_regressor.argtypes = [ctypes.c_void_p, ctypes.c_long, _d, _d, _d,
                                             ctypes.c_long, _l, _d, ctypes.c_long, _d]
+        try:        # added after version 5: a library built before has no such entry
+            lib.ri_kernel_torque.restype = ctypes.c_int
+            lib.ri_kernel_torque.argtypes = [ctypes.c_void_p, ctypes.c_long, _d, _d, _d, _d, _d]
+        except AttributeError:
+            pass
         _LIB = lib
     return _LIB
 
@@ -224,3 +229,26 @@ class Kernel:
                                          _ptr(drive, _d), Y.shape[1], _ptr(Y, _d)):
             raise RuntimeError("compiled regressor kernel failed")
         return Y
+
+    def torque(self, q, v, a, params):
+        """Joint torques tau (N, nv) = Y(q, v, a) pi of the bodies' inertial parameters alone,
+        by the recursive Newton-Euler algorithm (``ri_kernel_torque``; the same numbers as the
+        regressor's entries times ``params`` up to rounding), or None where the library has
+        no such entry (built from ``_kernel.cpp`` before it).
+
+        Parameters
+        ----------
+        q : ndarray (N, nq); v, a : ndarray (N, nv) -- pinocchio order.
+        params : ndarray (njoints - 1, 10)
+            Standard parameters of each body about its joint frame (not the parameter frame
+            of :meth:`create`: pi_J = A pi_P): m [kg], m c [kg m], inertia about the frame's
+            origin [kg m^2] (Ixx, Ixy, Iyy, Ixz, Iyz, Izz).
+        """
+        if not hasattr(self._lib, "ri_kernel_torque"):
+            return None
+        q, v, a, params = (np.ascontiguousarray(x, dtype=float) for x in (q, v, a, params))
+        tau = np.empty((q.shape[0], v.shape[1]))
+        if self._lib.ri_kernel_torque(self._handle, q.shape[0], _ptr(q, _d), _ptr(v, _d),
+                                      _ptr(a, _d), _ptr(params, _d), _ptr(tau, _d)):
+            raise RuntimeError("compiled regressor kernel failed")
+        return tau
