@@ -175,6 +175,30 @@ def test_findings_of_the_nominal_check_are_those_of_the_reference(arm, kind, mon
     assert fast == findings()
 
 
+def _kept_rows_by_slices(dq, dt, fc):
+    """_kept_rows as first written: one slice left out per velocity sign change."""
+    win = int(np.ceil(0.6 / (fc * dt)))
+    keep = np.abs(dq) >= _refit.SLOW * np.sqrt(np.mean(dq ** 2, axis=0))
+    for k in range(dq.shape[1]):
+        for i in np.flatnonzero(np.diff(np.sign(dq[:, k])) != 0):
+            keep[max(0, i - win): i + win + 2, k] = False
+    return keep
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 80), st.integers(1, 3), st.floats(0.3, 120.0), st.integers(0, 2 ** 31),
+       st.booleans())
+def test_kept_rows_are_those_of_the_slices(N, n, fc, seed, smooth):
+    """_kept_rows (cumulative counts of the sign changes, issue #29) leaves out exactly the
+    rows the per-change slices left out, at the ends of the recording too."""
+    rng = np.random.default_rng(seed)
+    dq = rng.normal(size=(N, n)) * (rng.random((N, n)) > 0.2)
+    if smooth:
+        dq = np.cumsum(dq, axis=0)
+    np.testing.assert_array_equal(_refit._kept_rows(dq, 0.01, fc),
+                                  _kept_rows_by_slices(dq, 0.01, fc))
+
+
 def test_the_structural_basis_reaches_every_regressor_row():
     """Y = (Y V) V^T on states far from the random ones the basis was found on (the fast
     path's fits live in V's coordinates)."""

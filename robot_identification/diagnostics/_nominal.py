@@ -103,11 +103,17 @@ def _nominal_torque(model, q, dq, ddq, params=None):
 
 def _nominal_parameters(model):
     """The standard parameters (P,) of :func:`_nominal_torque`: the URDF / rotor values, 0 in
-    the friction and offset columns (and where the URDF has none)."""
-    pi0 = np.nan_to_num(np.array(model.nominal_parameters(), dtype=float))
-    keep = np.array([not (nm.endswith((".viscous", ".coulomb", ".offset", ".stiction",
-                                       ".stribeck"))) for nm in model.parameter_names])
-    return np.where(keep, pi0, 0.0)
+    the friction and offset columns (and where the URDF has none); computed once per model
+    (read-only)."""
+    pi0 = model.__dict__.get("_nominal_check_parameters")
+    if pi0 is None:
+        pi0 = np.nan_to_num(np.array(model.nominal_parameters(), dtype=float))
+        keep = np.array([not (nm.endswith((".viscous", ".coulomb", ".offset", ".stiction",
+                                           ".stribeck"))) for nm in model.parameter_names])
+        pi0 = np.where(keep, pi0, 0.0)
+        pi0.flags.writeable = False
+        model.__dict__["_nominal_check_parameters"] = pi0
+    return pi0
 
 
 def _nominal_of(model, st, key, q, dq, ddq):
@@ -265,11 +271,71 @@ def _design(tau, nominal, dq):
 def _lstsq(X, y):
     """Least squares of every problem of a stack at once: X (B, N, p), y (B, N) -> (B, p),
     the minimum-norm solution as ``np.linalg.lstsq(X[b], y[b], rcond=None)`` gives it
-    (singular values below max(N, p) x machine epsilon x the largest are dropped)."""
-    u, sv, vt = np.linalg.svd(X, full_matrices=False)
+    (singular values below max(N, p) x machine epsilon x the largest are dropped).
+
+    Each problem that is clearly well conditioned (:func:`_gram_lstsq`) by its normal
+    equations: the same unique solution to rounding at half the CPU of the SVD (issue #29);
+    the others by the SVD with that cut-off. Either way a problem's solution does not depend
+    on the others of the stack."""
+    coef, ok = _gram_lstsq(X, y)
+    if ok.all():
+        return coef
+    bad = np.flatnonzero(~ok)
+    u, sv, vt = np.linalg.svd(X[bad], full_matrices=False)
     keep = sv > np.finfo(float).eps * max(X.shape[1], X.shape[2]) * sv[:, :1]
     inv = np.where(keep, 1.0 / np.where(keep, sv, 1.0), 0.0)
-    return np.einsum("bqp,bq->bp", vt, inv * np.einsum("bnq,bn->bq", u, y))
+    coef[bad] = np.einsum("bqp,bq->bp", vt, inv * np.einsum("bnq,bn->bq", u, y[bad]))
+    return coef
+
+
+#: The per-joint fits go through their normal equations where the Jacobi-scaled Gram matrix
+#: has condition number at most this (bound ||L||_F ||L^-1||_F of its Cholesky factor), as
+#: :data:`robot_identification.diagnostics._refit.GRAM_COND`.
+GRAM_COND = 1e4
+
+
+def _gram_lstsq(X, y):
+    """:func:`_lstsq` by the normal equations X^T X c = X^T y with one refinement step on the
+    residual (corrected semi-normal equations: the least-squares solution to rounding where
+    X is well conditioned): (coef (B, p), ok (B,) bool), ok False (coef not set) where a
+    problem is not clearly well conditioned: its Jacobi-scaled Gram matrix not positive
+    definite in floating point, its condition bound above :data:`GRAM_COND`, or the unscaled
+    bound not below a quarter of the ratio at which :func:`_lstsq`'s cut-off drops a
+    singular value (then every singular value is kept and the solution is unique)."""
+    B, N, p = X.shape
+    coef = np.zeros((B, p))
+    ok = np.zeros(B, dtype=bool)
+    if B == 0 or N < p:
+        return coef, ok
+    Xt = X.transpose(0, 2, 1)
+    G = Xt @ X
+    diag = np.diagonal(G, axis1=1, axis2=2)
+    ok = np.all(diag > 0, axis=1)
+    d = 1.0 / np.sqrt(np.where(ok[:, None], diag, 1.0))
+    Gs = G * d[:, :, None] * d[:, None, :]
+    Gs[~ok] = np.eye(p)
+    try:
+        L = np.linalg.cholesky(Gs)
+    except np.linalg.LinAlgError:      # some problem not positive definite: find which
+        L = np.empty_like(Gs)
+        for b in range(B):
+            try:
+                L[b] = np.linalg.cholesky(Gs[b])
+            except np.linalg.LinAlgError:
+                ok[b] = False
+                L[b] = np.eye(p)
+                Gs[b] = np.eye(p)
+    Li = np.linalg.inv(L)
+    bound = np.sqrt(np.sum(L * L, axis=(1, 2)) * np.sum(Li * Li, axis=(1, 2)))
+    cut = 0.25 / (np.finfo(float).eps * max(N, p))
+    ok &= (bound <= GRAM_COND) & (bound * d.max(axis=1) / d.min(axis=1) < cut)
+    if not ok.any():
+        return coef, ok
+    c = d * np.linalg.solve(Gs, (d * (Xt @ y[:, :, None])[..., 0])[:, :, None])[..., 0]
+    r = y - (X @ c[:, :, None])[..., 0]
+    c += d * np.linalg.solve(Gs, (d * (Xt @ r[:, :, None])[..., 0])[:, :, None])[..., 0]
+    coef[ok] = c[ok]
+    return coef, ok
 
 
 def _score(e, c, use):
@@ -655,8 +721,9 @@ def _alternatives(model, st, meas, use, names):
             out.append(("joints_swapped", f"joints {names[k]} and {names[m]}: columns "
                         f"swapped (data joint order vs URDF)?", e_alt, c_alt,
                         (meas[:, p], nom_p, dq[:, p])))
-            # ... or only their torque (current) columns
-            e_alt, c_alt = _fit(meas[:, p], nom, dq)
+            # ... or only their torque (current) columns: the other joints' problems are
+            # the recorded ones (a fit does not depend on the other joints', _lstsq)
+            e_alt, c_alt = _swapped_torque_fit(st, meas, nom, dq, k, m, p)
             out.append(("joints_swapped", f"joints {names[k]} and {names[m]}: torque columns "
                         f"swapped (torque or current columns vs joint order)?", e_alt, c_alt,
                         (meas[:, p], nom, dq)))
@@ -695,6 +762,20 @@ def _alternatives(model, st, meas, use, names):
                     f"{np.round(com, 3).tolist()} m in the body's parameter frame)?",
                     e_alt, c_alt, None))
     return out
+
+
+def _swapped_torque_fit(st, meas, nom, dq, k, m, p):
+    """:func:`_fit` of ``meas[:, p]`` (joints k and m's torque columns exchanged, ``p`` that
+    permutation) on the recording's URDF torque ``nom`` and velocity: the recorded fit's
+    numbers for the other joints (the same problems, :func:`_fit_of`), a fit of the two
+    exchanged columns for k and m (issue #29)."""
+    if not _readings_of(st, meas, nom) or dq is not st["dq"]:
+        return _fit(meas[:, p], nom, dq)
+    e, c = _fit_of(st, "recorded", meas, nom, dq)
+    e, c = e.copy(), c.copy()
+    pair = [k, m]
+    e[pair], c[pair] = _fit(meas[:, [m, k]], nom[:, pair], dq[:, pair])
+    return e, c
 
 
 def _payload_fit(model, st, meas):

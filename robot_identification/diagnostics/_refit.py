@@ -75,9 +75,18 @@ def _kept_rows(dq, dt, fc):
     faster than :data:`SLOW` x its velocity RMS."""
     win = int(np.ceil(0.6 / (fc * dt)))
     keep = np.abs(dq) >= SLOW * np.sqrt(np.mean(dq ** 2, axis=0))
-    for k in range(dq.shape[1]):
-        for i in np.flatnonzero(np.diff(np.sign(dq[:, k])) != 0):
-            keep[max(0, i - win): i + win + 2, k] = False
+    # rows i - win .. i + win + 1 of each sign change between rows i and i + 1 left out: a
+    # row is within reach of a change where the changes counted up to its row + win differ
+    # from those up to its row - win - 2 (one cumulative sum per joint instead of a slice
+    # per change, issue #29)
+    N = dq.shape[0]
+    change = np.diff(np.sign(dq), axis=0) != 0                            # (N - 1, n)
+    count = np.concatenate([np.zeros((1, dq.shape[1]), dtype=np.intp),
+                            np.cumsum(change, axis=0)])                    # changes before i
+    rows = np.arange(N)
+    hi = count[np.minimum(rows + win + 1, N - 1)]     # changes at indices <= row + win
+    lo = count[np.clip(rows - win - 1, 0, N - 1)]     # changes at indices < row - win - 1
+    keep &= hi == lo
     return keep
 
 
