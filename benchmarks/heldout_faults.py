@@ -31,7 +31,7 @@ command line run in this process (``robot_identification.cli.main``):
   ``simulate`` + ``identify``: accepted and exit 0, or refused with one line).
 
     PYTHONPATH=$PWD OPENBLAS_NUM_THREADS=1 python benchmarks/heldout_faults.py \\
-        [--draws 20] [--engine mujoco] ARM.urdf [ARM.urdf ...]
+        [--draws 20] [--engine mujoco] [--snr DB] [--torque-noise FRACTION] ARM.urdf ...
 
 Without URDF arguments the panda, kinova and z1 URDFs of the ``example-robot-data`` wheel are
 used where it is installed (``pip install example-robot-data``; a study dependency only).
@@ -110,7 +110,7 @@ def modified(d, q_sign=None, tau_sign=None, tau_perm=None, q_scale=1.0):
     return d
 
 
-def arm_study(urdf, draws, engine, tmp, log=print):
+def arm_study(urdf, draws, engine, tmp, snr=None, torque_noise=0.0, log=print):
     from robot_identification.model import RobotModel, cad_error_urdf, load_robot_config
     tmp = Path(tmp) / Path(urdf).stem
     tmp.mkdir()
@@ -130,12 +130,19 @@ def arm_study(urdf, draws, engine, tmp, log=print):
         drawn.write_text(cad_error_urdf(nominal_xml, np.random.default_rng(draw)))
         data = tmp / f"{arm}_{draw}.npz"
         rc, err = run_cli("simulate", "--config", cfg, "--urdf", drawn, "--engine", engine,
-                          "--seed", draw, "--output", data, "--quiet", "--force")
+                          "--seed", draw, "--output", data, "--quiet", "--force",
+                          *(("--snr", snr) if snr else ()))
         if rc != 0:
             log(f"  {arm} draw {draw}: simulate exit {rc}: {err[-1:]}")
             res["tracebacks"] += [(draw, "simulate", err)] if rc == -1 else []
             continue
         base = load_npz(data)
+        if torque_noise:
+            # white torque noise, std = torque_noise x each joint's torque std (a sensor's)
+            rng = np.random.default_rng(1000 + draw)
+            base["tau"] = base["tau"] + torque_noise * np.std(base["tau"], axis=0) \
+                * rng.standard_normal(base["tau"].shape)
+            save_npz(data, base)
         out = tmp / f"{arm}_{draw}.yaml"
         rc, err, found = identify(cfg, data, out)
         errs = [f[:3] for f in found if f[2] == "error"]
@@ -155,7 +162,7 @@ def arm_study(urdf, draws, engine, tmp, log=print):
                 if v == "named" and kind == "flip":
                     # the reading: a flipped torque named as a reversed direction is half right
                     reading = [f[3] for f in mine if f[2] == "error"]
-                    if not all("torque sign" in m for m in reading):
+                    if not all("torque sign reversed" in m for m in reading):
                         res["flip_as_reversal"] = res.get("flip_as_reversal", 0) + 1
                 if rc == -1:
                     res["tracebacks"].append((draw, f"{kind} {joint}", err))
@@ -370,16 +377,22 @@ def main(argv=None):
                    "of example-robot-data)")
     p.add_argument("--draws", type=int, default=20)
     p.add_argument("--engine", default="mujoco", choices=("mujoco", "builtin"))
+    p.add_argument("--snr", type=float, default=None,
+                   help="simulate --snr: noise on the positions [dB] (default none)")
+    p.add_argument("--torque-noise", type=float, default=0.0,
+                   help="white noise added to each joint's torque, as a fraction of its std "
+                        "(default 0)")
     args = p.parse_args(argv)
     urdfs = args.urdf or default_urdfs()
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for urdf in urdfs:
-            r = arm_study(urdf, args.draws, args.engine, tmp)
+            r = arm_study(urdf, args.draws, args.engine, tmp, args.snr, args.torque_noise)
             if r is not None:
                 results.append(r)
-    print(f"\n{args.draws} CAD-error draws per arm, simulated with --engine {args.engine}, "
-          f"identified with the starter config (nominal URDF)")
+    print(f"\n{args.draws} CAD-error draws per arm, simulated with --engine {args.engine} "
+          f"(--snr {args.snr}, torque noise {args.torque_noise:g} x std), identified with "
+          f"the starter config (nominal URDF)")
     print("| arm | correct data: identify exit != 0 / error torque_sign or joints_swapped | "
           "torque sign flipped: " + " / ".join(KINDS) + " | direction reversed: "
           + " / ".join(KINDS) + " | stops (degrees, swapped, reversed) | bad inputs ok |")
