@@ -404,55 +404,107 @@ def test_a_starved_node_hears_a_beat_queued_behind_other_nodes_statuses(context)
         peer.destroy_node()
 
 
-@pytest.mark.parametrize("stall", ["not_spun", "blocked"])
-def test_a_stuck_executor_does_not_keep_the_run_going(context, stall):
+def _spin_in_a_thread(executor, release, ex, watchdogs):
+    """Spin ``executor`` in a thread of its own until ``release`` is set; returns the thread
+    once the watchdogs know it as their executor's (``ex`` spun meanwhile)."""
+    def spin():
+        while not release.is_set():
+            executor.spin_once(timeout_sec=0.01)
+    spinner = threading.Thread(target=spin, daemon=True)
+    spinner.start()
+    wait_until(ex, lambda: watchdogs.executor_tid == spinner.native_id, "the executor's thread")
+    return spinner
+
+
+def _started_on_its_own_executor(context, name):
+    """:func:`_run_with_a_peer` with the excitation publisher on an executor of its own
+    (``own``) and the peer on ``ex``; returns them once the run's references flow."""
+    excitation, peer, controller, references, runs = _run_with_a_peer(context, name)
+    own = SingleThreadedExecutor(context=context)
+    own.add_node(excitation)
+    ex = SingleThreadedExecutor(context=context)
+    ex.add_node(peer)
+    both = SimpleNamespace(spin_once=lambda timeout_sec: (own.spin_once(timeout_sec=0.0),
+                                                          ex.spin_once(timeout_sec=timeout_sec)))
+    answers = []
+    wait_until(both, lambda: answers.append(excitation.on_start(
+        Trigger.Request(), Trigger.Response())) or answers[-1].success, "started")
+    wait_until(both, lambda: len(references) > 20, "references flow")
+    return SimpleNamespace(excitation=excitation, peer=peer, controller=controller,
+                           references=references, runs=runs, own=own, ex=ex, both=both)
+
+
+def _tear_down(g, release, spinner, *nodes):
+    release.set()
+    if spinner is not None:
+        spinner.join()
+    g.own.shutdown()
+    g.ex.shutdown()
+    for node in (*nodes, g.peer, g.excitation):
+        node.destroy_node()
+
+
+def test_a_stuck_executor_does_not_keep_the_run_going(context):
     """The deterministic stand-in for a stuck executor (docs/ros.md, kill matrix: after a
     peer's SIGKILL, Fast DDS held a reader's lock about 1-3 s and the node's ``rcl_wait``
-    waited for it, so its watchdog timers ran late): the excitation publisher's executor is
-    not spun at all, or blocked in another node's callback, when the controller goes
-    silent. The watchdogs' own thread still stops the run: the ERROR naming the controller
-    reaches /diagnostics and the rest reference goes out, from that thread."""
-    excitation, peer, controller, references, runs = _run_with_a_peer(
-        context, "stuck_executor_peer")
-    stuck = SingleThreadedExecutor(context=context)     # the excitation publisher's
-    stuck.add_node(excitation)
-    ex = SingleThreadedExecutor(context=context)        # the peer's (spun throughout)
-    ex.add_node(peer)
-    both = SimpleNamespace(spin_once=lambda timeout_sec: (stuck.spin_once(timeout_sec=0.0),
-                                                          ex.spin_once(timeout_sec=timeout_sec)))
+    waited for it, so its watchdog timers ran late): the excitation publisher's executor
+    thread is blocked (asleep) in another node's callback when the controller goes silent.
+    The watchdogs' own thread still stops the run: the ERROR naming the controller reaches
+    /diagnostics and the rest reference goes out, from that thread."""
+    g = _started_on_its_own_executor(context, "stuck_executor_peer")
     blocked, release, spinner = threading.Event(), threading.Event(), None
     blocker = rclpy.create_node("stuck_executor_blocker", context=context)
     try:
-        answers = []
-        wait_until(both, lambda: answers.append(excitation.on_start(
-            Trigger.Request(), Trigger.Response())) or answers[-1].success, "started")
-        wait_until(both, lambda: len(references) > 20, "references flow")
-        if stall == "blocked":      # its executor thread waits in another node's callback
-            blocker.create_timer(0.001, lambda: blocked.set() or release.wait())
-            stuck.add_node(blocker)
-
-            def spin_stuck():
-                while not release.is_set():
-                    stuck.spin_once(timeout_sec=0.01)
-            spinner = threading.Thread(target=spin_stuck, daemon=True)
-            spinner.start()
-            wait_until(ex, blocked.is_set, "the executor blocked")
-        controller.cancel()                             # the controller goes silent
-        wait_until(ex, lambda: runs and "stopped" in runs[-1].message, "stop on /diagnostics")
-        stopped = runs[-1]
+        spinner = _spin_in_a_thread(g.own, release, g.ex, g.excitation.watchdogs)
+        # its executor's thread waits in another node's callback
+        blocker.create_timer(0.001, lambda: blocked.set() or release.wait())
+        g.own.add_node(blocker)
+        wait_until(g.ex, blocked.is_set, "the executor blocked")
+        g.controller.cancel()                           # the controller goes silent
+        wait_until(g.ex, lambda: g.runs and "stopped" in g.runs[-1].message,
+                   "stop on /diagnostics")
+        stopped = g.runs[-1]
         assert stopped.level == DiagnosticStatus.ERROR, stopped
         assert "silent for" in stopped.message, stopped.message
         assert "judged by the watchdogs' thread" in stopped.message, stopped.message
-        assert excitation.watchdogs.thread_verdicts >= 1
-        wait_until(ex, lambda: not any(references[-1].points[0].velocities), "rest reference")
-        assert list(references[-1].points[0].positions) == list(
-            references[-2].points[0].positions)
+        assert g.excitation.watchdogs.thread_verdicts >= 1
+        wait_until(g.ex, lambda: not any(g.references[-1].points[0].velocities),
+                   "rest reference")
+        assert list(g.references[-1].points[0].positions) == list(
+            g.references[-2].points[0].positions)
     finally:
+        _tear_down(g, release, spinner, blocker)
+
+
+def test_a_busy_executor_is_starved_not_stuck(context):
+    """The other side: an executor thread that runs (here busy in another node's callback;
+    in the kill matrix, waiting for a CPU at load 13) is not stuck - its queued beats will be
+    taken before the verdict. The watchdogs' thread sees it runnable and leaves the verdict
+    to the executor: a run whose controller keeps beating goes on (it was stopped once when
+    the thread judged on executor silence alone)."""
+    g = _started_on_its_own_executor(context, "busy_executor_peer")
+    working, release, spinner = threading.Event(), threading.Event(), None
+    worker = rclpy.create_node("busy_executor_worker", context=context)
+    watchdogs = g.excitation.watchdogs
+    try:
+        spinner = _spin_in_a_thread(g.own, release, g.ex, watchdogs)
+
+        def work():
+            working.set()
+            while not release.is_set():
+                pass
+        worker.create_timer(0.001, work)
+        g.own.add_node(worker)
+        wait_until(g.ex, working.is_set, "the executor busy")
+        # the thread's checks of the late executor cover the timeout and its stuck_after
+        checks = watchdogs.runnable_checks + int(
+            (TIMEOUT + watchdogs.stuck_after) / watchdogs.poll) + 2
+        wait_until(g.ex, lambda: watchdogs.runnable_checks >= checks, "the thread's checks")
         release.set()
-        if spinner is not None:
-            spinner.join()
-        stuck.shutdown()
-        ex.shutdown()
-        blocker.destroy_node()
-        peer.destroy_node()
-        excitation.destroy_node()
+        spinner.join()
+        seen = len(g.runs)
+        wait_until(g.both, lambda: len(g.runs) > seen + 2, "the excitation publisher runs again")
+        assert watchdogs.thread_verdicts == 0
+        assert g.excitation.run_state == "running", g.runs[-1].message
+    finally:
+        _tear_down(g, release, spinner, worker)

@@ -248,13 +248,18 @@ class PeerWatchdogs:
     thread of its own (steady clock, ``time.monotonic()``) also watches: it calls
     ``on_silent()`` itself when a peer is silent for the timeout while the executor has not
     run for ``stuck_after`` s (a timer of this class on the executor stamps its runs every
-    ``poll`` s) and the thread itself ran on time meanwhile. A thread that woke late (more
-    than ``poll`` s) was starved with the whole process (or waited for ``lock``, held by one
-    of the node's callbacks: the node was running): it leaves the verdict to the executor,
-    which then runs and judges after taking the queued beats (below), so that a starved node
-    does not report a live peer whose beats wait in DDS. ``on_silent()`` always runs under
-    ``lock``: the node's callbacks that touch what it changes take the same lock
-    (:func:`serialized`).
+    ``poll`` s), the executor's thread was asleep (blocked) at every check meanwhile, and the
+    thread itself ran on time. Otherwise it leaves the verdict to the executor, which judges
+    after taking the queued beats (below), so that a starved node does not report a live
+    peer whose beats wait in DDS: a thread that woke more than ``poll`` s late was starved
+    with its process (or blocked: by a call holding Python's GIL, as rclpy's publish and take
+    do, or waiting for ``lock``, held by one of the node's callbacks), and an executor thread
+    seen runnable (Linux ``/proc/self/task/<tid>/stat`` state R; not readable elsewhere:
+    never a verdict from the thread) waits for a CPU - on 2 cores at load 13 a sleeping
+    thread is scheduled at once while a busy one waits: without that check the thread
+    stopped a run whose controller was alive (kill matrix, docs/ros.md). ``on_silent()``
+    always runs under ``lock``: the node's callbacks that touch what it changes take the
+    same lock (:func:`serialized`).
 
     Parameters
     ----------
@@ -283,6 +288,9 @@ class PeerWatchdogs:
         self.executor_ran = time.monotonic()    # the executor's latest run (steady [s])
         self.stuck_for = None       # [s] the executor had not run, at the thread's verdict
         self.thread_verdicts = 0    # on_silent calls by the thread
+        self.late_wakeups = 0       # the thread's wake-ups at least stuck_after s late
+        self.runnable_checks = 0    # checks that found a late executor's thread runnable
+        self.executor_tid = None    # native id of the thread that runs the executor
         self._stop = threading.Event()
         self.thread = None
         if self.monitor.timeout > 0:
@@ -301,6 +309,7 @@ class PeerWatchdogs:
 
     def _executor_runs(self):
         self.executor_ran = time.monotonic()
+        self.executor_tid = threading.get_native_id()
 
     def beat(self, peer, now=None, stamp=None):
         """``peer`` was heard of at ``now`` (default: now, ``time.monotonic()`` [s]), by a
@@ -357,11 +366,20 @@ class PeerWatchdogs:
         while not self._stop.wait(max(0.0, due - time.monotonic())):
             with self.lock:
                 now = time.monotonic()
-                if now - due > self.poll:       # this thread was late: starved, or the
-                    awake_since = now           # node's callbacks held the lock
+                if now - due > self.poll:       # this thread was late: starved, or blocked
+                    awake_since = now           # (GIL, the node's callbacks held the lock)
+                    if now - due >= self.stuck_after:
+                        self.late_wakeups += 1
+                        self.node.get_logger().warning(
+                            f"peer watchdogs' thread ran {now - due:.3f} s late (this process "
+                            f"starved of CPU, or blocked in a call that holds Python's GIL: "
+                            f"rclpy's publish and take do)", throttle_duration_sec=1.0)
                 due = now + self.poll
                 if not self._alive():
                     return
+                if now - self.executor_ran > self.poll and self._runnable(self.executor_tid):
+                    awake_since = now       # the executor's thread waits for a CPU: starved
+                    self.runnable_checks += 1
                 quiet = now - max(self.executor_ran, awake_since)
                 if quiet < self.stuck_after or not any(
                         p not in self.monitor.reported for p, _ in self.monitor.silent(now)):
@@ -377,6 +395,19 @@ class PeerWatchdogs:
                 if self.monitor.reported != reported:
                     self.thread_verdicts += 1
                 self.stuck_for = None
+
+    @staticmethod
+    def _runnable(tid) -> bool:
+        """Whether thread ``tid`` of this process is running or waiting for a CPU (Linux
+        ``/proc/self/task/<tid>/stat`` state R); True where that cannot be read (no verdict
+        from the thread: the executor's own checks decide)."""
+        if tid is None:
+            return True
+        try:
+            with open(f"/proc/self/task/{tid}/stat", "rb") as f:
+                return f.read().rsplit(b")", 1)[1].split()[0] == b"R"
+        except (OSError, IndexError):
+            return True
 
     def _alive(self) -> bool:
         try:
