@@ -109,6 +109,26 @@ def test_rigid_torque_matches_rnea(monkeypatch, name):
 
 
 @needs_kernel
+def test_fast_load_columns_match_rnea():
+    """rigid_regressor(..., fast_load=True) (the load-dependent Coulomb factor |tau_0| by
+    Newton-Euler in the kernel's own pass, issue #29) = the regressor's product, and its load
+    columns = sign(v) |pinocchio rnea of the URDF| (ur10e: load-dependent friction)."""
+    from robot_identification.regressor import coulomb_sign, rigid_regressor
+    model = load_robot("ur10e")
+    states = random_states(model, 40, np.random.default_rng(8))
+    load = [_plan(model).column[(k, "coulomb_load")] for k in range(model.n)]
+    cols = sorted(set(range(0, model.n_parameters, 3)) | set(load))
+    Y = rigid_regressor(model, **states, columns=cols)
+    fast = rigid_regressor(model, **states, columns=cols, fast_load=True)
+    np.testing.assert_allclose(fast, Y, rtol=0, atol=1e-12 * np.abs(Y).max())
+    tau0 = _reference_torque(model, _inertial_parameters(model), **states)
+    for k, c in enumerate(load):
+        np.testing.assert_allclose(fast[:, k, cols.index(c)],
+                                   coulomb_sign(states["dq"])[:, k] * np.abs(tau0[:, k]),
+                                   rtol=0, atol=1e-12 * np.abs(tau0).max())
+
+
+@needs_kernel
 def test_unsupported_joint_falls_back():
     """A joint type the kernel does not build (continuous joint, nq != nv): no kernel."""
     pm = pin.Model()

@@ -169,8 +169,8 @@ def _reduced(model, q, dq, ddq):
     """The rigid regressor (N, n, r) in the coordinates of the fits: the columns S of
     :func:`_columns`, else projected on :func:`_basis`, else whole."""
     cols = _columns(model)
-    if cols is not None:
-        return rigid_regressor(model, q, dq, ddq, columns=cols[0])
+    if cols is not None:       # the load-dependent Coulomb factor by Newton-Euler (issue #29)
+        return rigid_regressor(model, q, dq, ddq, columns=cols[0], fast_load=True)
     Y = rigid_regressor(model, q, dq, ddq)
     V = _basis(model)
     return Y if V is None else (Y.reshape(-1, Y.shape[2]) @ V).reshape(*Y.shape[:2], -1)

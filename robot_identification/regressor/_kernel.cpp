@@ -25,6 +25,7 @@
 //
 // The model is passed as its kinematic tree only (the torque regressor does not depend on
 // the inertias): per joint a type code, parent, placement in the parent frame and axis.
+#include <cmath>
 #include <cstring>
 #include <exception>
 #include <vector>
@@ -225,6 +226,183 @@ RI_EXPORT void ri_kernel_free(void* kernel) { delete static_cast<Kernel*>(kernel
 
 RI_EXPORT int ri_kernel_nv(void* kernel) { return static_cast<Kernel*>(kernel)->nv; }
 
+}  // extern "C"
+
+namespace {
+
+// Joint j's frame in its parent's (rot, pos; `rotate`: false skips the rotation of a
+// spin-only joint), its body's velocity V and acceleration A (gravity included) from the
+// parent's.
+inline void forward_joint(const Joint& J, double qj, double vj, double aj, bool rotate,
+                          M3& rot, V3& pos, const Motion& Vp, const Motion& Ap, Motion& V,
+                          Motion& A) {
+  if (!rotate) {
+    rot = J.R;
+    pos = J.p;
+  } else if (J.revolute) {
+    rot.noalias() = J.R * axis_rotation(J.axis, J.u, qj);
+    pos = J.p;
+  } else {
+    rot = J.R;
+    pos.noalias() = J.p + qj * (J.R * J.u);
+  }
+  act_inv(rot, pos, Vp, V);
+  act_inv(rot, pos, Ap, A);
+  // + S vj, + S aj + V x (S vj)  (S = [0; u] revolute, [u; 0] prismatic)
+  const V3 su = vj * J.u;
+  if (J.revolute) {
+    V.ang += su;
+    A.lin += V.lin.cross(su);
+    A.ang += aj * J.u + V.ang.cross(su);
+  } else {
+    V.lin += su;
+    A.lin += aj * J.u + V.ang.cross(su);
+  }
+}
+
+// Inertial parameters of the bodies about their joint frames, for Newton-Euler.
+struct Bodies {
+  std::vector<double> mass;
+  std::vector<V3, Eigen::aligned_allocator<V3>> first;      // h = m c
+  std::vector<M3, Eigen::aligned_allocator<M3>> inertia;    // about the joint frame's origin
+  std::vector<char> has;
+  Bodies(int nj, const double* params)     // params (nj, 10): m, m c, Ixx Ixy Iyy Ixz Iyz Izz
+      : mass(nj + 1, 0.0), first(nj + 1), inertia(nj + 1), has(nj + 1, 0) {
+    for (int j = 1; j <= nj; ++j) {
+      const double* p = params + 10 * (j - 1);
+      for (int c = 0; c < 10; ++c) has[j] = has[j] || p[c] != 0.0;
+      mass[j] = p[0];
+      first[j] = V3(p[1], p[2], p[3]);
+      inertia[j] << p[4], p[5], p[7], p[5], p[6], p[8], p[7], p[8], p[9];
+    }
+  }
+  // spatial force f = I a + v x* I v of body j (Featherstone 2008, table 5.1): momentum
+  // p = m v - h x w, L = I w + h x v; f = [m a - h x dw + w x p; I dw + h x a + w x L + v x p]
+  void force(int j, const Motion& V, const Motion& A, Motion& f) const {
+    if (!has[j]) {
+      f.lin.setZero();
+      f.ang.setZero();
+      return;
+    }
+    const V3& h = first[j];
+    const V3 p = mass[j] * V.lin - h.cross(V.ang);
+    const V3 L = inertia[j] * V.ang + h.cross(V.lin);
+    f.lin = mass[j] * A.lin - h.cross(A.ang) + V.ang.cross(p);
+    f.ang = inertia[j] * A.ang + h.cross(A.lin) + V.ang.cross(L) + V.lin.cross(p);
+  }
+};
+
+// Newton-Euler's backward pass: tau_j = S_j^T F_j, F_parent += X^* F_j (F: the bodies'
+// forces on entry, the subtrees' on return).
+inline void backward(const Kernel& k, const M3* rot, const V3* pos, Motion* F, double* tau) {
+  for (int j = k.nv; j >= 1; --j) {
+    const Joint& J = k.joints[j];
+    const Motion& f = F[j];
+    tau[j - 1] = J.revolute ? J.u.dot(f.ang) : J.u.dot(f.lin);
+    if (J.parent) {
+      Motion& fp = F[J.parent];
+      const V3 lin = rot[j] * f.lin;
+      fp.lin += lin;
+      fp.ang += rot[j] * f.ang + pos[j].cross(lin);
+    }
+  }
+}
+
+// ri_kernel_regressor, and with `bodies` the URDF torque tau_0 of each sample by
+// Newton-Euler from the same forward pass: y[load_dst[t]] *= |tau_0[load_row[t]]|.
+int regressor(const Kernel& k, long n, const double* q, const double* v, const double* a,
+              long n_drive, const long* drive_dst, const double* drive, long y_stride,
+              double* Y, const Bodies* bodies, long n_load, const long* load_dst,
+              const long* load_row) {
+  const int nj = k.nv;
+  const long n_map = static_cast<long>(k.dst.size());
+  const long* dst = k.dst.data();
+  const long* src = k.src.data();
+  const double* w = k.weight.data();
+  std::vector<double> R(static_cast<size_t>(nj) * nj * 10, 0.0), tau0(nj);
+  std::vector<Motion, Eigen::aligned_allocator<Motion>> vel(nj + 1), acc(nj + 1), F(nj + 1);
+  std::vector<M3, Eigen::aligned_allocator<M3>> rot(nj + 1);   // joint frame in parent
+  std::vector<V3, Eigen::aligned_allocator<V3>> pos(nj + 1);
+  const long n_S = k.joints[nj].offset + k.joints[nj].depth;
+  std::vector<Motion, Eigen::aligned_allocator<Motion>> S(n_S), SP(nj);
+  BodyRegressor Yb;
+  vel[0].lin.setZero();
+  vel[0].ang.setZero();
+  acc[0].lin = -k.gravity;     // gravity as an upward acceleration of the world
+  acc[0].ang.setZero();
+  for (long i = 0; i < n; ++i) {
+    const double* qi = q + i * nj;
+    const double* vi = v + i * nj;
+    const double* ai = a + i * nj;
+    double* y = Y + i * y_stride;
+    std::memset(y, 0, sizeof(double) * y_stride);
+    for (int j = 1; j <= nj; ++j) {
+      const Joint& J = k.joints[j];
+      Motion& V = vel[j];
+      Motion& A = acc[j];
+      // joint frame in the parent frame: placement * joint motion (a spin-only body's
+      // rotation is skipped, except where its force is needed)
+      forward_joint(J, qi[j - 1], vi[j - 1], ai[j - 1], !J.spin_only || bodies, rot[j],
+                    pos[j], vel[J.parent], acc[J.parent], V, A);
+      if (bodies) bodies->force(j, V, A, F[j]);
+      // S of the supporting joints in this body's frame: the parent's, moved; then S_j
+      Motion* Sj = S.data() + J.offset;
+      if (J.parent) {
+        const Motion* Sp = S.data() + k.joints[J.parent].offset;
+        for (int d = 0; d < J.depth - 1; ++d) act_inv(rot[j], pos[j], Sp[d], Sj[d]);
+      }
+      Motion& own = Sj[J.depth - 1];
+      if (J.revolute) { own.lin.setZero(); own.ang = J.u; }
+      else { own.lin = J.u; own.ang.setZero(); }
+      if (k.blocks[j].empty()) continue;
+      // the body regressor about the parameter frame, and S_j moved into it
+      const Motion* Sb = Sj;
+      if (J.moved) {
+        Motion VP, AP;
+        act_inv(J.RF, J.pF, V, VP);
+        act_inv(J.RF, J.pF, A, AP);
+        pinocchio::bodyRegressor(pinocchio::Motion(VP.lin, VP.ang),
+                                 pinocchio::Motion(AP.lin, AP.ang), Yb);
+        for (int d = 0; d < J.depth; ++d) act_inv(J.RF, J.pF, Sj[d], SP[d]);
+        Sb = SP.data();
+      } else {
+        pinocchio::bodyRegressor(pinocchio::Motion(V.lin, V.ang),
+                                 pinocchio::Motion(A.lin, A.ang), Yb);
+      }
+      for (const Block& blk : k.blocks[j]) {
+        // s^T Y_b on its non-zero blocks: column 0 linear rows, columns 4-9 angular rows
+        const Motion& s = Sb[blk.ancestor];
+        Row10 e = Row10::Zero();
+        if (blk.groups & 1) e[0] = s.lin.dot(Yb.block<3, 1>(0, 0));
+        if (blk.groups & 2)
+          e.segment<3>(1).noalias() = s.lin.transpose() * Yb.block<3, 3>(0, 1)
+                                      + s.ang.transpose() * Yb.block<3, 3>(3, 1);
+        if (blk.groups & 4)
+          e.segment<6>(4).noalias() = s.ang.transpose() * Yb.block<3, 6>(3, 4);
+        if (blk.contiguous) {
+          Eigen::Map<Row10>(y + blk.dst[0]) = e;
+        } else if (blk.written) {
+          for (int c = 0; c < 10; ++c) if (blk.dst[c] >= 0) y[blk.dst[c]] = e[c];
+        }
+        if (blk.stored >= 0) Eigen::Map<Row10>(R.data() + blk.stored) = e;
+      }
+    }
+    const double* r = R.data();
+    for (long t = 0; t < n_map; ++t) y[dst[t]] += w[t] * r[src[t]];
+    const double* di = drive + i * n_drive;
+    for (long d = 0; d < n_drive; ++d) y[drive_dst[d]] = di[d];
+    if (bodies) {
+      backward(k, rot.data(), pos.data(), F.data(), tau0.data());
+      for (long t = 0; t < n_load; ++t) y[load_dst[t]] *= std::abs(tau0[load_row[t]]);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+extern "C" {
+
 // For each of n samples (q, v, a: n x nv, row-major): the observation row Y_i (y_stride
 // doubles, row-major) is set to zero, then the blocks and triplets of the regressor entries,
 // then Y_i[drive_dst[d]] = drive[i, d] (drive: n x n_drive, row-major).
@@ -233,105 +411,28 @@ RI_EXPORT int ri_kernel_regressor(void* kernel, long n, const double* q, const d
                         const double* a, long n_drive, const long* drive_dst,
                         const double* drive, long y_stride, double* Y) {
   try {
+    return regressor(*static_cast<Kernel*>(kernel), n, q, v, a, n_drive, drive_dst, drive,
+                     y_stride, Y, nullptr, 0, nullptr, nullptr);
+  } catch (const std::exception&) {
+    return 1;
+  }
+}
+
+// ri_kernel_regressor, then the load-dependent Coulomb entries scaled by the URDF's torque
+// (issue #29: the nominal check's free refit asks few columns, among them these): per sample
+// tau_0 of the bodies' parameters `params` (as ri_kernel_torque) by Newton-Euler from the
+// regressor's own forward pass, y[load_dst[t]] *= |tau_0[load_row[t]]| (load_row: velocity
+// indices). Added after version 5, like ri_kernel_torque. Returns 0, or 1 on error.
+RI_EXPORT int ri_kernel_regressor_load(void* kernel, long n, const double* q, const double* v,
+                                       const double* a, long n_drive, const long* drive_dst,
+                                       const double* drive, long y_stride, double* Y,
+                                       const double* params, long n_load,
+                                       const long* load_dst, const long* load_row) {
+  try {
     const Kernel& k = *static_cast<Kernel*>(kernel);
-    const int nj = k.nv;
-    const long n_map = static_cast<long>(k.dst.size());
-    const long* dst = k.dst.data();
-    const long* src = k.src.data();
-    const double* w = k.weight.data();
-    std::vector<double> R(static_cast<size_t>(nj) * nj * 10, 0.0);
-    std::vector<Motion, Eigen::aligned_allocator<Motion>> vel(nj + 1), acc(nj + 1);
-    std::vector<M3, Eigen::aligned_allocator<M3>> rot(nj + 1);   // joint frame in parent
-    std::vector<V3, Eigen::aligned_allocator<V3>> pos(nj + 1);
-    const long n_S = k.joints[nj].offset + k.joints[nj].depth;
-    std::vector<Motion, Eigen::aligned_allocator<Motion>> S(n_S), SP(nj);
-    BodyRegressor Yb;
-    vel[0].lin.setZero();
-    vel[0].ang.setZero();
-    acc[0].lin = -k.gravity;     // gravity as an upward acceleration of the world
-    acc[0].ang.setZero();
-    for (long i = 0; i < n; ++i) {
-      const double* qi = q + i * nj;
-      const double* vi = v + i * nj;
-      const double* ai = a + i * nj;
-      double* y = Y + i * y_stride;
-      std::memset(y, 0, sizeof(double) * y_stride);
-      for (int j = 1; j <= nj; ++j) {
-        const Joint& J = k.joints[j];
-        const double qj = qi[j - 1], vj = vi[j - 1], aj = ai[j - 1];
-        // joint frame in the parent frame: placement * joint motion
-        if (J.spin_only) {
-          rot[j] = J.R;
-          pos[j] = J.p;
-        } else if (J.revolute) {
-          rot[j].noalias() = J.R * axis_rotation(J.axis, J.u, qj);
-          pos[j] = J.p;
-        } else {
-          rot[j] = J.R;
-          pos[j].noalias() = J.p + qj * (J.R * J.u);
-        }
-        Motion& V = vel[j];
-        Motion& A = acc[j];
-        act_inv(rot[j], pos[j], vel[J.parent], V);
-        act_inv(rot[j], pos[j], acc[J.parent], A);
-        // + S vj, + S aj + V x (S vj)  (S = [0; u] revolute, [u; 0] prismatic)
-        const V3 su = vj * J.u;
-        if (J.revolute) {
-          V.ang += su;
-          A.lin += V.lin.cross(su);
-          A.ang += aj * J.u + V.ang.cross(su);
-        } else {
-          V.lin += su;
-          A.lin += aj * J.u + V.ang.cross(su);
-        }
-        // S of the supporting joints in this body's frame: the parent's, moved; then S_j
-        Motion* Sj = S.data() + J.offset;
-        if (J.parent) {
-          const Motion* Sp = S.data() + k.joints[J.parent].offset;
-          for (int d = 0; d < J.depth - 1; ++d) act_inv(rot[j], pos[j], Sp[d], Sj[d]);
-        }
-        Motion& own = Sj[J.depth - 1];
-        if (J.revolute) { own.lin.setZero(); own.ang = J.u; }
-        else { own.lin = J.u; own.ang.setZero(); }
-        if (k.blocks[j].empty()) continue;
-        // the body regressor about the parameter frame, and S_j moved into it
-        const Motion* Sb = Sj;
-        if (J.moved) {
-          Motion VP, AP;
-          act_inv(J.RF, J.pF, V, VP);
-          act_inv(J.RF, J.pF, A, AP);
-          pinocchio::bodyRegressor(pinocchio::Motion(VP.lin, VP.ang),
-                                   pinocchio::Motion(AP.lin, AP.ang), Yb);
-          for (int d = 0; d < J.depth; ++d) act_inv(J.RF, J.pF, Sj[d], SP[d]);
-          Sb = SP.data();
-        } else {
-          pinocchio::bodyRegressor(pinocchio::Motion(V.lin, V.ang),
-                                   pinocchio::Motion(A.lin, A.ang), Yb);
-        }
-        for (const Block& blk : k.blocks[j]) {
-          // s^T Y_b on its non-zero blocks: column 0 linear rows, columns 4-9 angular rows
-          const Motion& s = Sb[blk.ancestor];
-          Row10 e = Row10::Zero();
-          if (blk.groups & 1) e[0] = s.lin.dot(Yb.block<3, 1>(0, 0));
-          if (blk.groups & 2)
-            e.segment<3>(1).noalias() = s.lin.transpose() * Yb.block<3, 3>(0, 1)
-                                        + s.ang.transpose() * Yb.block<3, 3>(3, 1);
-          if (blk.groups & 4)
-            e.segment<6>(4).noalias() = s.ang.transpose() * Yb.block<3, 6>(3, 4);
-          if (blk.contiguous) {
-            Eigen::Map<Row10>(y + blk.dst[0]) = e;
-          } else if (blk.written) {
-            for (int c = 0; c < 10; ++c) if (blk.dst[c] >= 0) y[blk.dst[c]] = e[c];
-          }
-          if (blk.stored >= 0) Eigen::Map<Row10>(R.data() + blk.stored) = e;
-        }
-      }
-      const double* r = R.data();
-      for (long t = 0; t < n_map; ++t) y[dst[t]] += w[t] * r[src[t]];
-      const double* di = drive + i * n_drive;
-      for (long d = 0; d < n_drive; ++d) y[drive_dst[d]] = di[d];
-    }
-    return 0;
+    const Bodies bodies(k.nv, params);
+    return regressor(k, n, q, v, a, n_drive, drive_dst, drive, y_stride, Y, &bodies, n_load,
+                     load_dst, load_row);
   } catch (const std::exception&) {
     return 1;
   }
@@ -340,31 +441,21 @@ RI_EXPORT int ri_kernel_regressor(void* kernel, long n, const double* q, const d
 // The joint torques tau = Y(q, v, a) pi of the inertial parameters alone (issue #29: the URDF's
 // torque of many readings of a recording in the nominal check), by the recursive Newton-Euler
 // algorithm instead of the regressor's entries: per sample the same forward pass, each body's
-// spatial force f = I a + v x* I v (Featherstone, "Rigid Body Dynamics Algorithms", 2008,
-// table 5.1; I from m, h = m c and the inertia about the joint frame's origin, the body
-// regressor's parameters), then one backward pass F_parent += X^* F_j and tau_j = S_j^T F_j.
-// params: (njoints, 10) standard parameters of each body about its JOINT frame (m, m c,
-// Ixx, Ixy, Iyy, Ixz, Iyz, Izz: the column order of bodyRegressor; the caller moves those of a
-// parameter frame, pi_J = A pi_P); tau: n x nv, row-major. Added after version 5 (a library
-// without this symbol is still loaded: the caller then uses the regressor). Returns 0, or 1
-// on error.
+// spatial force f = I a + v x* I v, then one backward pass F_parent += X^* F_j and tau_j =
+// S_j^T F_j. params: (njoints, 10) standard parameters of each body about its JOINT frame (m,
+// m c, Ixx, Ixy, Iyy, Ixz, Iyz, Izz about the frame's origin: the column order of
+// bodyRegressor; the caller moves those of a parameter frame, pi_J = A pi_P); tau: n x nv,
+// row-major. Added after version 5 (a library without this symbol is still loaded: the
+// caller then uses the regressor). Returns 0, or 1 on error.
 RI_EXPORT int ri_kernel_torque(void* kernel, long n, const double* q, const double* v,
                                const double* a, const double* params, double* tau) {
   try {
     const Kernel& k = *static_cast<Kernel*>(kernel);
     const int nj = k.nv;
+    const Bodies bodies(nj, params);
     std::vector<Motion, Eigen::aligned_allocator<Motion>> vel(nj + 1), acc(nj + 1), F(nj + 1);
-    std::vector<M3, Eigen::aligned_allocator<M3>> rot(nj + 1), inertia(nj + 1);
-    std::vector<V3, Eigen::aligned_allocator<V3>> pos(nj + 1), first(nj + 1);
-    std::vector<double> mass(nj + 1, 0.0);
-    std::vector<char> has(nj + 1, 0);
-    for (int j = 1; j <= nj; ++j) {
-      const double* p = params + 10 * (j - 1);
-      for (int c = 0; c < 10; ++c) has[j] = has[j] || p[c] != 0.0;
-      mass[j] = p[0];
-      first[j] = V3(p[1], p[2], p[3]);
-      inertia[j] << p[4], p[5], p[7], p[5], p[6], p[8], p[7], p[8], p[9];
-    }
+    std::vector<M3, Eigen::aligned_allocator<M3>> rot(nj + 1);
+    std::vector<V3, Eigen::aligned_allocator<V3>> pos(nj + 1);
     vel[0].lin.setZero();
     vel[0].ang.setZero();
     acc[0].lin = -k.gravity;
@@ -375,52 +466,11 @@ RI_EXPORT int ri_kernel_torque(void* kernel, long n, const double* q, const doub
       const double* ai = a + i * nj;
       for (int j = 1; j <= nj; ++j) {
         const Joint& J = k.joints[j];
-        const double qj = qi[j - 1], vj = vi[j - 1], aj = ai[j - 1];
-        if (J.revolute) {
-          rot[j].noalias() = J.R * axis_rotation(J.axis, J.u, qj);
-          pos[j] = J.p;
-        } else {
-          rot[j] = J.R;
-          pos[j].noalias() = J.p + qj * (J.R * J.u);
-        }
-        Motion& V = vel[j];
-        Motion& A = acc[j];
-        act_inv(rot[j], pos[j], vel[J.parent], V);
-        act_inv(rot[j], pos[j], acc[J.parent], A);
-        const V3 su = vj * J.u;
-        if (J.revolute) {
-          V.ang += su;
-          A.lin += V.lin.cross(su);
-          A.ang += aj * J.u + V.ang.cross(su);
-        } else {
-          V.lin += su;
-          A.lin += aj * J.u + V.ang.cross(su);
-        }
-        Motion& f = F[j];
-        if (!has[j]) {
-          f.lin.setZero();
-          f.ang.setZero();
-          continue;
-        }
-        // momentum p = m v - h x w, L = I w + h x v; f = I a + [w x p; w x L + v x p]
-        const V3& h = first[j];
-        const V3 p = mass[j] * V.lin - h.cross(V.ang);
-        const V3 L = inertia[j] * V.ang + h.cross(V.lin);
-        f.lin = mass[j] * A.lin - h.cross(A.ang) + V.ang.cross(p);
-        f.ang = inertia[j] * A.ang + h.cross(A.lin) + V.ang.cross(L) + V.lin.cross(p);
+        forward_joint(J, qi[j - 1], vi[j - 1], ai[j - 1], true, rot[j], pos[j],
+                      vel[J.parent], acc[J.parent], vel[j], acc[j]);
+        bodies.force(j, vel[j], acc[j], F[j]);
       }
-      double* ti = tau + i * nj;
-      for (int j = nj; j >= 1; --j) {
-        const Joint& J = k.joints[j];
-        const Motion& f = F[j];
-        ti[j - 1] = J.revolute ? J.u.dot(f.ang) : J.u.dot(f.lin);
-        if (J.parent) {      // F_parent += X^* F_j: the force moved to the parent frame
-          Motion& fp = F[J.parent];
-          const V3 lin = rot[j] * f.lin;
-          fp.lin += lin;
-          fp.ang += rot[j] * f.ang + pos[j].cross(lin);
-        }
-      }
+      backward(k, rot.data(), pos.data(), F.data(), tau + i * nj);
     }
     return 0;
   } catch (const std::exception&) {

@@ -73,9 +73,13 @@ def _library():
         lib.ri_kernel_regressor.restype = ctypes.c_int
         lib.ri_kernel_regressor.argtypes = [ctypes.c_void_p, ctypes.c_long, _d, _d, _d,
                                             ctypes.c_long, _l, _d, ctypes.c_long, _d]
-        try:        # added after version 5: a library built before has no such entry
+        try:        # added after version 5: a library built before has no such entries
             lib.ri_kernel_torque.restype = ctypes.c_int
             lib.ri_kernel_torque.argtypes = [ctypes.c_void_p, ctypes.c_long, _d, _d, _d, _d, _d]
+            lib.ri_kernel_regressor_load.restype = ctypes.c_int
+            lib.ri_kernel_regressor_load.argtypes = [
+                ctypes.c_void_p, ctypes.c_long, _d, _d, _d, ctypes.c_long, _l, _d,
+                ctypes.c_long, _d, _d, ctypes.c_long, _l, _l]
         except AttributeError:
             pass
         _LIB = lib
@@ -208,7 +212,12 @@ class Kernel:
             return None
         return kernel
 
-    def fill(self, Y, q, v, a, drive_dst, drive):
+    @property
+    def has_load(self):
+        """Whether :meth:`fill` takes ``load`` (a library built before it has no such entry)."""
+        return hasattr(self._lib, "ri_kernel_regressor_load")
+
+    def fill(self, Y, q, v, a, drive_dst, drive, load=None):
         """Every entry of Y: regressor entries, then Y[i, drive_dst] = drive[i] (GIL released).
 
         Parameters
@@ -219,14 +228,26 @@ class Kernel:
             Flat destinations of the drive columns in one sample's Y.
         drive : ndarray (N, D)
             Their values (rotor inertia, stiffness, friction columns).
+        load : (params, dst, rows), optional
+            Then Y[i, dst[t]] *= |tau_0[i, rows[t]]| with tau_0 the torque of the bodies'
+            parameters ``params`` (njoints - 1, 10) as :meth:`torque` takes them, computed
+            by Newton-Euler from the regressor's own forward pass (``rows``: velocity
+            indices); only where :attr:`has_load`.
         """
         q, v, a, drive = (np.ascontiguousarray(x, dtype=float) for x in (q, v, a, drive))
         drive_dst = np.ascontiguousarray(drive_dst, dtype=np.int_)
         assert Y.flags.c_contiguous and Y.dtype == np.float64 and Y.ndim == 2
         assert drive.shape == (Y.shape[0], len(drive_dst))
-        if self._lib.ri_kernel_regressor(self._handle, Y.shape[0], _ptr(q, _d), _ptr(v, _d),
-                                         _ptr(a, _d), len(drive_dst), _ptr(drive_dst, _l),
-                                         _ptr(drive, _d), Y.shape[1], _ptr(Y, _d)):
+        args = (self._handle, Y.shape[0], _ptr(q, _d), _ptr(v, _d), _ptr(a, _d),
+                len(drive_dst), _ptr(drive_dst, _l), _ptr(drive, _d), Y.shape[1], _ptr(Y, _d))
+        if load is None:
+            failed = self._lib.ri_kernel_regressor(*args)
+        else:
+            params, dst, rows = (np.ascontiguousarray(x, dtype=t) for x, t in
+                                 zip(load, (float, np.int_, np.int_)))
+            failed = self._lib.ri_kernel_regressor_load(*args, _ptr(params, _d), len(dst),
+                                                        _ptr(dst, _l), _ptr(rows, _l))
+        if failed:
             raise RuntimeError("compiled regressor kernel failed")
         return Y
 

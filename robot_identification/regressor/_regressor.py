@@ -377,11 +377,12 @@ _RESULTS = _ResultMemory()
 SUB = 256
 
 
-def _fill(plan, N, qa, va, aa, drive_values, columns=None):
+def _fill(plan, N, qa, va, aa, drive_values, columns=None, load=None):
     """Y (N, rows, P): pinocchio loop, frame change, linear rotor columns and drive
     columns, block by block of SUB samples (the scratch buffers stay in the core's cache);
     or the compiled kernel, which writes every entry of each row once. ``columns`` (tuple):
-    only these columns of Y (the kernel writes no other; the Python path takes them)."""
+    only these columns of Y (the kernel writes no other; the Python path takes them).
+    ``load``: :meth:`Kernel.fill`'s (the kernel only)."""
     rows, P = plan.rows, plan.P
     kernel = plan.kernel_for(columns)
     if kernel is not None:      # the same matrix, per-sample loop in C++
@@ -395,7 +396,7 @@ def _fill(plan, N, qa, va, aa, drive_values, columns=None):
             vals.append(np.broadcast_to(values, (N, len(flat)))[:, kept])
         drive_dst = np.concatenate(dsts) if dsts else np.zeros(0, dtype=int)
         drive = np.concatenate(vals, axis=1) if vals else np.zeros((N, 0))
-        kernel.fill(Y.reshape(N, rows * p), qa, va, aa, drive_dst, drive)
+        kernel.fill(Y.reshape(N, rows * p), qa, va, aa, drive_dst, drive, load)
         return Y
     if columns is not None:
         return np.take(_fill(plan, N, qa, va, aa, drive_values), columns, axis=-1)
@@ -440,7 +441,7 @@ def _fill(plan, N, qa, va, aa, drive_values, columns=None):
 
 
 @blas_single_threaded
-def rigid_regressor(model, q, dq, ddq, friction_deadband=0.0, columns=None):
+def rigid_regressor(model, q, dq, ddq, friction_deadband=0.0, columns=None, fast_load=False):
     """Regressor of a rigid arm with rotor inertia and friction.
 
     tau = Y(q, dq, ddq) @ pi for the standard parameters pi of ``model``
@@ -460,6 +461,12 @@ def rigid_regressor(model, q, dq, ddq, friction_deadband=0.0, columns=None):
         Coulomb sign deadband [rad/s] (:func:`coulomb_sign`); 0: sign(dq).
     columns : sequence of int, optional
         Only these columns (see :func:`regressor`).
+    fast_load : bool
+        With load-dependent Coulomb columns among ``columns``: their factor |tau_0| (the
+        URDF's torque, :func:`nominal_load`) by Newton-Euler in the kernel's own pass, the
+        other columns not evaluated (the same numbers to rounding, not to the bit; the
+        nominal check's free refit, issue #29). Off (the regressor's product, every column
+        evaluated) where the kernel lacks it or rotor inertias enter the URDF's torque.
 
     Returns
     -------
@@ -486,14 +493,33 @@ def rigid_regressor(model, q, dq, ddq, friction_deadband=0.0, columns=None):
     load = "coulomb_load" in plan.keys         # needs every column (the URDF's torque)
     if load and columns is not None:           # ... where a load column is asked for
         load = not set(plan.column[(k, "coulomb_load")] for k in range(n)).isdisjoint(columns)
-    Y = _fill(plan, N, model.pin_configuration(q), model.to_pin_v(dq), model.to_pin_v(ddq),
-              drive, None if load else columns)
+    qa, va, aa = model.pin_configuration(q), model.to_pin_v(dq), model.to_pin_v(ddq)
+    if load and fast_load and columns is not None:
+        kernel = plan.kernel_for(columns)
+        pi0 = _nominal_load_parameters(model)
+        if kernel is not None and kernel.has_load and not np.any(pi0[10 * n:]):
+            dst = plan.remap(plan.flat["coulomb_load"][0], columns)
+            kept = dst >= 0
+            return _fill(plan, N, qa, va, aa, drive, columns,
+                         (_joint_frame_bodies(plan, pi0), dst[kept], plan.link_rows[kept]))
+    Y = _fill(plan, N, qa, va, aa, drive, None if load else columns)
     if load:
         cols = [plan.column[(k, "coulomb_load")] for k in range(n)]
         Y[:, np.arange(n), cols] *= np.abs(nominal_load(model, Y))
         if columns is not None:
             Y = np.take(Y, columns, axis=-1)
     return Y
+
+
+def _joint_frame_bodies(plan, params):
+    """(njoints - 1, 10): the link bodies' inertial parameters of the standard parameters
+    ``params`` (P,) about their joint frames (pi_J = A_k pi_P), for the kernel's Newton-Euler
+    (:meth:`Kernel.torque`)."""
+    bodies = np.zeros((plan.pin_model.njoints - 1, 10))
+    for k, A in enumerate(plan.frame_changes):
+        p = params[10 * k: 10 * k + 10]
+        bodies[plan.link_cols[10 * k] // 10] = p if A is None else A @ p
+    return bodies
 
 
 def rigid_torque(model, q, dq, ddq, params):
@@ -540,12 +566,8 @@ def rigid_torque(model, q, dq, ddq, params):
              if "rotor_inertia" in plan.keys}
     if (kernel is not None and params.shape == (plan.P,)
             and all(c < 10 * n or c in rotor for c in cols)):
-        bodies = np.zeros((plan.pin_model.njoints - 1, 10))
-        for k, A in enumerate(plan.frame_changes):     # about the joint frames
-            p = params[10 * k: 10 * k + 10]
-            bodies[plan.link_cols[10 * k] // 10] = p if A is None else A @ p
         tau = kernel.torque(model.pin_configuration(q), model.to_pin_v(dq),
-                            model.to_pin_v(ddq), bodies)
+                            model.to_pin_v(ddq), _joint_frame_bodies(plan, params))
         if tau is not None:
             tau = tau[:, plan.link_rows]
             gains = np.array([j.rotor for j in model.config.joints]) * model.gear_ratios ** 2
