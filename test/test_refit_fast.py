@@ -308,3 +308,52 @@ def test_fits_on_the_column_subset_are_those_in_the_basis(cond):
     pred, pref = A @ got, A @ M @ ref
     tol = (1e-12 + 1e-15 * min(cond, 1e10)) * np.abs(pref).max()
     np.testing.assert_allclose(pred, pref, rtol=0, atol=tol)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 2 ** 31), st.integers(1, 7), st.sampled_from(["random", "one-way",
+                                                                    "dead", "scaled"]))
+def test_per_joint_fits_equal_lstsq(seed, B, kind):
+    """The nominal check's per-joint fits (_nominal._lstsq: the normal equations where
+    clearly well conditioned, else the SVD, per problem; issue #29) give each problem's
+    np.linalg.lstsq(rcond=None) fit: joints moving one way (sign(dq) = the constant column:
+    rank deficient, minimum-norm), a dead torque, columns scaled by 1e6."""
+    rng = np.random.default_rng(seed)
+    N = int(rng.integers(20, 400))
+    dq = np.cumsum(rng.normal(size=(N, B)), axis=0) * 0.1
+    nom = rng.normal(size=(N, B)) * 30
+    tau = 1.2 * nom + np.sign(dq) + 0.3 * dq + rng.normal(size=(N, B))
+    if kind == "one-way":
+        dq = np.abs(dq) + 0.1
+    if kind == "dead":
+        tau[:, 0] = 0.0
+    if kind == "scaled":
+        nom = nom * 1e6
+    X, y = _nominal._design(tau, nom, dq)
+    got = _nominal._lstsq(X, y)
+    for b in range(B):
+        want = np.linalg.lstsq(X[b], y[b], rcond=None)[0]
+        np.testing.assert_allclose(X[b] @ got[b], X[b] @ want, rtol=0,
+                                   atol=1e-9 * max(np.abs(y[b]).max(), 1e-300))
+        if kind != "one-way":
+            np.testing.assert_allclose(got[b], want, rtol=1e-7, atol=1e-12 * np.abs(want).max())
+    e, c = _nominal._fit(tau, nom, dq)
+    # the torque-column swaps refit only the exchanged pair: the same as all joints refitted
+    if B >= 2:
+        st_ = {"tau": tau, "dq": dq, "nominal": {"recorded": nom}}
+        p = np.arange(B)
+        p[[0, B - 1]] = p[[B - 1, 0]]
+        e2, c2 = _nominal._swapped_torque_fit(st_, tau, nom, dq, 0, B - 1, p)
+        e3, c3 = _nominal._fit(tau[:, p], nom, dq)
+        np.testing.assert_allclose(e2, e3, rtol=1e-12, atol=0)
+        np.testing.assert_allclose(c2, c3, rtol=1e-12, atol=1e-300)
+        np.testing.assert_allclose(_nominal._fit_of(st_, "recorded", tau, nom, dq)[0], e)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(-1e3, 1e3), min_size=1, max_size=9), st.booleans())
+def test_median_is_numpys(values, nan):
+    """_nominal._median (no per-call overhead) is np.median, NaN included."""
+    x = np.array(values + ([np.nan] if nan else []))
+    want, got = np.median(x), _nominal._median(x)
+    assert (np.isnan(want) and np.isnan(got)) or want == got

@@ -331,9 +331,13 @@ def _gram_lstsq(X, y):
     ok &= (bound <= GRAM_COND) & (bound * d.max(axis=1) / d.min(axis=1) < cut)
     if not ok.any():
         return coef, ok
-    c = d * np.linalg.solve(Gs, (d * (Xt @ y[:, :, None])[..., 0])[:, :, None])[..., 0]
-    r = y - (X @ c[:, :, None])[..., 0]
-    c += d * np.linalg.solve(Gs, (d * (Xt @ r[:, :, None])[..., 0])[:, :, None])[..., 0]
+    Gs[~ok] = np.eye(p)            # solved too, not used
+    try:
+        c = d * np.linalg.solve(Gs, (d * (Xt @ y[:, :, None])[..., 0])[:, :, None])[..., 0]
+        r = y - (X @ c[:, :, None])[..., 0]
+        c += d * np.linalg.solve(Gs, (d * (Xt @ r[:, :, None])[..., 0])[:, :, None])[..., 0]
+    except np.linalg.LinAlgError:
+        return coef, np.zeros(B, dtype=bool)
     coef[ok] = c[ok]
     return coef, ok
 
@@ -343,8 +347,18 @@ def _score(e, c, use):
     e, c = e[use], np.maximum(c[use], 0.05)
     if not len(e):
         return 0.0
-    common = np.exp(np.median(np.log(c)))
+    common = np.exp(_median(np.log(c)))
     return float(np.nansum(np.minimum(e, 2.0) ** 2) + np.sum(np.log(c / common) ** 2))
+
+
+def _median(x):
+    """``np.median`` of a short 1-d array (the same value: the middle one, or the mean of
+    the middle two; NaN where one is), without its per-call overhead (issue #29)."""
+    s = np.sort(x)
+    n = len(s)
+    if np.isnan(s[-1]):
+        return np.nan
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
 
 
 def check_against_nominal(model, t, q, tau, dq=None, band_hz=1.0, source="",

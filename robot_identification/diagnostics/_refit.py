@@ -311,14 +311,15 @@ def _score(Yr, tau, keep, P, half, M=None):
     N, n, r = Yr.shape
     w = _weights(tau)
     res, cnt = np.zeros(n), np.zeros(n)
+    Xw = np.empty((N, n, r + 1))       # [Y w | tau w] of every row, gathered per half
+    np.multiply(Yr, w[:, None], out=Xw[..., :r])
+    np.multiply(tau, w, out=Xw[..., r])
     for test in (half, ~half):
         fit = keep & ~test[:, None]
         if fit.sum() < P:
             return np.nan
-        X = np.concatenate([Yr[fit], tau[fit][:, None]], axis=1)
-        X *= np.broadcast_to(w, (N, n))[fit][:, None]
-        coef = _fit_solve(X, r, M)[:, 0]
-        e = (tau - Yr @ coef) * w
+        coef = _fit_solve(Xw[fit], r, M)[:, 0]
+        e = (tau - (Yr.reshape(N * n, r) @ coef).reshape(N, n)) * w
         m = keep & test[:, None]
         res += np.sum(np.where(m, e, 0.0) ** 2, axis=0)
         cnt += m.sum(axis=0)
