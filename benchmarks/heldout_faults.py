@@ -71,6 +71,8 @@ def run_cli(*argv):
             import traceback
             return -1, [f"TRACEBACK {type(e).__name__}: {e}",
                         *traceback.format_exc().splitlines()[-4:]]
+    if rc in (130, 143):                # the CLI's Ctrl-C / SIGTERM: end the study too
+        raise SystemExit(rc)
     return rc, err.getvalue().strip().splitlines()
 
 

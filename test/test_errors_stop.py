@@ -113,3 +113,52 @@ def test_real_ur10e_faults_stop_with_the_cause_in_one_line(ur10e_rows, tmp_path,
     assert rc == 3 and not out.exists(), err
     assert err[-1].startswith("robot-identification identify: error: ") and code in err[-1] \
         and needle in err[-1] and "nothing written" in err[-1], err[-1]
+
+
+# the same three faults on an arm the checks were not designed on: the Franka Panda
+# (test/panda/panda.urdf) with the starter config `init` writes, simulated by MuJoCo through
+# the command line (the held-out study over three arms: benchmarks/heldout_faults.py)
+@pytest.fixture(scope="module")
+def panda_run(tmp_path_factory):
+    pytest.importorskip("mujoco")
+    import shutil
+    work = tmp_path_factory.mktemp("panda_stop")
+    shutil.copy(REPO / "test" / "panda" / "panda.urdf", work / "panda.urdf")
+    assert cli.main(["init", "--urdf", str(work / "panda.urdf"), "--output",
+                     str(work / "panda.yaml"), "--quiet"]) == 0
+    assert cli.main(["simulate", "--config", str(work / "panda.yaml"), "--engine", "mujoco",
+                     "--output", str(work / "run.npz"), "--quiet"]) == 0
+    with np.load(work / "run.npz") as d:
+        return work, {k: d[k] for k in d.files}
+
+
+@pytest.mark.parametrize("fault,code,needle", [
+    ("none", None, None),
+    ("degrees", "beyond_joint_limits", "degrees given as radians?"),
+    ("torque columns swapped", "joints_swapped",
+     "panda_joint2 and panda_joint3: torque columns swapped"),
+    ("joint reversed", "torque_sign", "panda_joint2: direction reversed"),
+])
+def test_heldout_arm_faults_stop_with_the_cause_in_one_line(panda_run, tmp_path, capsys,
+                                                            fault, code, needle):
+    work, d = panda_run
+    d = dict(d)
+    if fault == "degrees":
+        d["q"] = np.degrees(d["q"])
+    elif fault == "torque columns swapped":
+        d["tau"] = np.ascontiguousarray(d["tau"][:, [0, 2, 1, 3, 4, 5, 6]])
+    elif fault == "joint reversed":
+        s = np.ones(7)
+        s[1] = -1.0
+        d["q"], d["tau"] = d["q"] * s, d["tau"] * s
+    data, out = tmp_path / "run.npz", tmp_path / "r.yaml"
+    np.savez(data, **d)
+    rc = cli.main(["identify", "--config", str(work / "panda.yaml"), "--data", str(data),
+                   "--output", str(out), "--no-physical", "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    if fault == "none":
+        assert rc == 0 and out.exists(), err
+        return
+    assert rc == 3 and not out.exists(), err
+    assert err[-1].startswith("robot-identification identify: error: ") and code in err[-1] \
+        and needle in err[-1] and "nothing written" in err[-1], err[-1]
