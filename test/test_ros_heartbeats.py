@@ -64,7 +64,7 @@ def _run_with_a_peer(context, name):
         pub_diag.publish(DiagnosticArray(status=[DiagnosticStatus(
             level=DiagnosticStatus.OK, name=CONTROLLER, message="running",
             values=[KeyValue(key="state", value="running")])]))
-    peer.create_timer(0.01, publish_state)
+    peer.states = peer.create_timer(0.01, publish_state)
     controller = peer.create_timer(0.05, publish_controller_ok)
     references, runs = [], []
     peer.create_subscription(JointTrajectory, "reference", references.append, 1000)
@@ -508,3 +508,23 @@ def test_a_busy_executor_is_starved_not_stuck(context):
         assert g.excitation.run_state == "running", g.runs[-1].message
     finally:
         _tear_down(g, release, spinner, worker)
+
+
+def test_a_peer_lost_just_after_the_stop_is_named_too(context):
+    """A killed robot's states stop; the controller, stalled on the dead robot's port (Fast
+    DDS, docs/ros.md), went silent just before: the run stops naming the controller, and the
+    robot's loss, noticed within heartbeat_timeout of that stop, is added to the stop's
+    ERROR (it was named only seconds later, by the controller once it ran again)."""
+    g = _started_on_its_own_executor(context, "lost_after_stop_peer")
+    try:
+        g.peer.states.cancel()                          # the robot is gone
+        g.controller.cancel()                           # and the controller silent
+        wait_until(g.both, lambda: g.runs and "joint_states silent for" in g.runs[-1].message
+                   and f"{CONTROLLER} silent for" in g.runs[-1].message, "both named")
+        assert g.runs[-1].level == DiagnosticStatus.ERROR
+        assert g.excitation.run_state == "stopped"
+    finally:
+        g.own.shutdown()
+        g.ex.shutdown()
+        g.peer.destroy_node()
+        g.excitation.destroy_node()

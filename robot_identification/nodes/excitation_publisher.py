@@ -222,19 +222,35 @@ class ExcitationPublisher(Managed, LifecycleNode):
             self.get_logger().warning("excitation stopped: node deactivated")
             self.end("stopped", "node deactivated (lifecycle)")
 
+    _peer_stop = -1.0                   # [s, steady] a lost peer stopped the latest run then
+
     @serialized
     def check_peers(self):
-        """Real time, while a run plays: a peer silent for heartbeat_timeout stops it."""
-        if not self.active:
+        """Real time, while a run plays: a peer silent for heartbeat_timeout stops it. For
+        heartbeat_timeout after such a stop, the peers lost since are added to the stop's
+        ERROR: a peer that stalled (a starved or blocked process) can stop the run just
+        before the peer that is really gone (a killed robot: the controller stalled 1-3 s
+        on the dead robot's shared-memory port, docs/ros.md) would have been named."""
+        now = time.monotonic()
+        later = (not self.active and self.run_state == "stopped"
+                 and now - self._peer_stop <= self.monitor.timeout)
+        if not self.active and not later:
             return
         peers = [p for p in ("joint_states", self.controller_status, self.recorder_status) if p]
-        lost = self.monitor.newly_lost(time.monotonic(), peers)
-        if lost:
-            reason = "; ".join(f"{p} silent for {age:.3f} s (heartbeat_timeout "
-                               f"{self.monitor.timeout:g} s{self.watchdogs.evidence(p)})"
-                               for p, age in lost)
-            self.get_logger().error(f"excitation stopped: {reason}")
-            self.end("stopped", reason, DiagnosticStatus.ERROR)
+        lost = self.monitor.newly_lost(now, peers)
+        if not lost:
+            return
+        reason = "; ".join(f"{p} silent for {age:.3f} s (heartbeat_timeout "
+                           f"{self.monitor.timeout:g} s{self.watchdogs.evidence(p)})"
+                           for p, age in lost)
+        if later:
+            self.stop_reason += f"; then {reason}"
+            self.get_logger().error(f"after the stop: {reason}")
+            self.publish_status()
+            return
+        self._peer_stop = now
+        self.get_logger().error(f"excitation stopped: {reason}")
+        self.end("stopped", reason, DiagnosticStatus.ERROR)
 
     @serialized
     def on_joint(self, msg):
