@@ -147,7 +147,7 @@ class ControlLoop:
     velocity_deadline = True
     #: real time, rigid arms: the nominal inverse dynamics of the reference added to the
     #: tracking command (module docstring, :meth:`feedforward_torque`; the node's parameter
-    #: ``feedforward``, default false: docs/ros.md)
+    #: ``feedforward`` sets it, default true: docs/ros.md; off for users of the class alone)
     feedforward = False
 
     def init_loop(self):

@@ -45,7 +45,7 @@ them): the loop delay is measured on every state (2 x its age when the command g
 period) and the gains are scaled down (never up) so that their delay margin stays at least
 ``delay_margin_factor`` x the 95 % quantile of the recent delays (:mod:`._control_loop`):
 the hold and the tracking stay stable on a machine slower than the gains were designed for.
-Rigid arms in real time (``feedforward``, default false: docs/ros.md): the command adds the
+Rigid arms in real time (``feedforward``, default true: docs/ros.md): the command adds the
 nominal inverse dynamics of the reference (its acceleration from the reference message), so
 that scaled-down gains still follow the excitation (:meth:`~._control_loop.ControlLoop.
 feedforward_torque`). Each command names the state it answers and carries a deadline, that
@@ -139,7 +139,7 @@ class PDController(Managed, ControlLoop, LifecycleNode):
             "limit (a robot honouring deadlines then brakes instead); rigid arms",
             read_only=True)
         self.feedforward = declare(
-            self, "feedforward", False, "real time, rigid arms: add the nominal model's "
+            self, "feedforward", True, "real time, rigid arms: add the nominal model's "
             "inverse dynamics of the reference (rnea without gravity + rotor inertia x "
             "reference acceleration + nominal friction at the reference velocity) to the "
             "tracking command: the arm follows the excitation when the delay margin scales "
