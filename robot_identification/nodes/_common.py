@@ -416,6 +416,12 @@ class PeerWatchdogs:
         except InvalidHandle:
             return False
 
+    def reason(self, lost) -> str:
+        """The ERROR text for ``lost`` peers, [(peer, seconds silent)]: each with the
+        timeout and its :meth:`evidence`."""
+        return "; ".join(f"{p} silent for {age:.3f} s (heartbeat_timeout "
+                         f"{self.monitor.timeout:g} s{self.evidence(p)})" for p, age in lost)
+
     def evidence(self, peer) -> str:
         """What tells a silent watcher from a silent peer, for a lost peer's ERROR: how old
         the peer's latest beat heard of was by its header stamp (a peer that published on

@@ -240,9 +240,7 @@ class ExcitationPublisher(Managed, LifecycleNode):
         lost = self.monitor.newly_lost(now, peers)
         if not lost:
             return
-        reason = "; ".join(f"{p} silent for {age:.3f} s (heartbeat_timeout "
-                           f"{self.monitor.timeout:g} s{self.watchdogs.evidence(p)})"
-                           for p, age in lost)
+        reason = self.watchdogs.reason(lost)
         if later:
             self.stop_reason += f"; then {reason}"
             self.get_logger().error(f"after the stop: {reason}")

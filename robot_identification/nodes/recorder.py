@@ -67,7 +67,8 @@ first references would never arrive), the counts so far, ERROR on a write failur
 mismatch or a lost peer.
 Heartbeats: while it records a real-time excitation run, the controller's entry
 (``controller_status``) and the joint states silent for ``heartbeat_timeout`` s stop the
-recording (the bag is closed, INCOMPLETE, with the reason).
+recording (the bag is closed, INCOMPLETE, with the reason); those of them lost within
+``heartbeat_timeout`` after that stop are added to its ERROR.
 
 Managed node (:class:`~._common.Managed`): ``~/start`` is refused unless active; deactivation
 stops a recording. Longer than 200 lines: the drain and the completeness judgement of
@@ -218,8 +219,8 @@ class Recorder(Managed, LifecycleNode):
             self, "heartbeat_timeout", 1.0, "[s] while a real-time excitation runs: the "
             "controller's entry or the joint states silent this long stop the recording "
             "(0: never)", low=0.0, high=1e4))
-        self.watchdogs = PeerWatchdogs(self, self.monitor, lambda: self.writer is not None
-                                       and self.check_peers(time.monotonic()),
+        self.watchdogs = PeerWatchdogs(self, self.monitor,
+                                       lambda: self.check_peers(time.monotonic()),
                                        carriers=[self.diag_sub], lock=self.state_lock)
         self.heartbeat, self.aborted = 0, ""
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
@@ -312,19 +313,32 @@ class Recorder(Managed, LifecycleNode):
             return "waiting"
         return "from_start" if self.from_start else "run"
 
+    _peer_stop = -math.inf              # [s, steady] a lost peer stopped the recording then
+
     @serialized
     def check_peers(self, now):
-        """Recording a real-time excitation run: a silent controller or robot stops it."""
-        running = [s for s in self.excitations.values()
-                   if s.get("state") == "running" and s.get("lockstep") == "False"]
-        if not running:
+        """Recording a real-time excitation run: a silent controller or robot stops it. For
+        heartbeat_timeout after such a stop, the peers lost since are added to its ERROR (a
+        controller stalled on a killed robot's port can stop the recording just before the
+        robot would have been named; as the excitation publisher, docs/ros.md)."""
+        later = self.writer is None and 0.0 <= now - self._peer_stop <= self.monitor.timeout
+        if self.writer is None and not later:
+            return
+        if not later and not any(s.get("state") == "running" and s.get("lockstep") == "False"
+                                 for s in self.excitations.values()):
             return
         peers = [p for p in (self.joint_topic, self.controller_status) if p]
         lost = self.monitor.newly_lost(now, peers)
-        if lost:
-            self.abort("; ".join(f"{p} silent for {age:.3f} s (heartbeat_timeout "
-                                 f"{self.monitor.timeout:g} s{self.watchdogs.evidence(p)})"
-                                 for p, age in lost))
+        if not lost:
+            return
+        reason = self.watchdogs.reason(lost)
+        if later:
+            self.aborted += f"; then {reason}"
+            self.get_logger().error(f"after the recording stopped: {reason}")
+            self.publish_status()
+            return
+        self._peer_stop = now
+        self.abort(reason)
 
     @serialized
     def abort(self, reason):
