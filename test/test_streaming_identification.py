@@ -156,6 +156,25 @@ def test_npz_and_npy_dir_readers(rigid, tmp_path):
     np.testing.assert_allclose(r1.estimate.values, r2.estimate.values, rtol=1e-10)
 
 
+def test_fortran_ordered_arrays_are_read(rigid, tmp_path):
+    """np.savez of a column selection (tau[:, [1, 0]]) or a transpose stores the array
+    column-major: read like the C-ordered one (numpy's own loader is the reference)."""
+    ds = rigid_data(rigid, T=1.0)
+    ds.save_npz(tmp_path / "c.npz")
+    with np.load(tmp_path / "c.npz") as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays["q"] = np.asfortranarray(arrays["q"])
+    arrays["tau"] = arrays["tau"][:, [1, 0]][:, [1, 0]]       # a column selection: F order
+    assert arrays["tau"].flags.f_contiguous and not arrays["tau"].flags.c_contiguous
+    for save in (np.savez, np.savez_compressed):
+        save(tmp_path / "f.npz", **arrays)
+        parts = list(iter_npz_chunks(tmp_path / "f.npz", 300))
+        with np.load(tmp_path / "f.npz") as z:
+            np.testing.assert_array_equal(np.concatenate([p.q for p in parts]), z["q"])
+            np.testing.assert_array_equal(np.concatenate([p.tau for p in parts]), z["tau"])
+        assert [p.t.shape[0] for p in parts] == [300, 300, 300, 100]
+
+
 def test_bad_input(rigid, tmp_path):
     ds = rigid_data(rigid, T=1.0)
     bank = PolynomialApproximation(0.02, 1000.0)

@@ -47,13 +47,27 @@ def _npy_member_reader(fp, size=None, name="array"):
     Raises
     ------
     DataError
-        Not a .npy header, non-float dtype, Fortran order, or a size mismatch.
+        Not a .npy header, non-float dtype, or a size mismatch. A Fortran-ordered
+        (column-major) array is read whole, not row by row.
     """
     shape, fortran, dtype = read_npy_header(fp, size, name)
     check_float_dtype(dtype, name)
-    if fortran and len(shape) > 1:
-        raise DataError(f"{name}: Fortran-ordered arrays cannot be streamed; save in C order")
     row = int(np.prod(shape[1:])) if len(shape) > 1 else 1
+    if fortran and len(shape) > 1:
+        # column-major (np.save of a transposed or Fortran array): a row's values lie one
+        # column length apart, so the member is read whole (its size was checked above)
+        total = int(np.prod(shape)) * dtype.itemsize
+        buf = fp.read(total)
+        if len(buf) != total:
+            raise DataError(f"{name}: ends after {len(buf)} of {total} bytes (truncated)")
+        whole = np.frombuffer(buf, dtype=dtype).reshape(tuple(shape)[::-1]).T
+        done = [0]
+
+        def read_whole(n):
+            s = done[0]
+            done[0] = s + n
+            return np.ascontiguousarray(whole[s:s + n], dtype=float)
+        return shape, read_whole
 
     def read(n):
         buf = fp.read(n * row * dtype.itemsize)
