@@ -34,6 +34,12 @@ def _as_samples(name, x, n, N=None):
     return x
 
 
+def _as_motion(q, dq, ddq, n):
+    """(q, dq, ddq) as float arrays (N, n) of the same N (:func:`_as_samples` each)."""
+    q = _as_samples("q", q, n)
+    return q, _as_samples("dq", dq, n, q.shape[0]), _as_samples("ddq", ddq, n, q.shape[0])
+
+
 def coulomb_sign(velocity, deadband=0.0):
     """sign(v) outside a deadband, the linear ramp v / deadband inside it.
 
@@ -479,10 +485,8 @@ def rigid_regressor(model, q, dq, ddq, friction_deadband=0.0, columns=None, fast
         Wrong shapes or non-finite values.
     """
     n = model.n
-    q = _as_samples("q", q, n)
+    q, dq, ddq = _as_motion(q, dq, ddq, n)
     N = q.shape[0]
-    dq = _as_samples("dq", dq, n, N)
-    ddq = _as_samples("ddq", ddq, n, N)
     plan = _plan(model)
     fric = friction_columns(model, dq, friction_deadband)
     rotor = np.array([j.rotor for j in model.config.joints], dtype=float)  # 0: no rotor
@@ -554,10 +558,7 @@ def rigid_torque(model, q, dq, ddq, params):
         Wrong shapes or non-finite values.
     """
     n = model.n
-    q = _as_samples("q", q, n)
-    N = q.shape[0]
-    dq = _as_samples("dq", dq, n, N)
-    ddq = _as_samples("ddq", ddq, n, N)
+    q, dq, ddq = _as_motion(q, dq, ddq, n)
     params = np.asarray(params, dtype=float)
     cols = np.flatnonzero(params)
     plan = _plan(model)
