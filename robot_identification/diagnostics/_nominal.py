@@ -34,7 +34,8 @@ from robot_identification.diagnostics._diagnostic import Diagnostic
 from robot_identification.diagnostics._refit import (
     FREE_BAND, FREE_RATIO, FREE_SEPARATION, FREE_TIE, free_readings)
 from robot_identification.errors import DataError
-from robot_identification.regressor import rigid_regressor, rigid_torque
+from robot_identification.regressor import (
+    nominal_rigid_parameters, rigid_regressor, rigid_torque)
 from robot_identification.signal import lowpass_filtfilt
 
 #: Normalised residual above which a joint counts as unexplained by the nominal model.
@@ -92,28 +93,12 @@ def _states(model, t, q, tau, dq, band_hz, source=None):
             "tau_grid": tf, "idx": idx, "shift": shift, "dt": dt, "fc": fc}
 
 
-def _nominal_torque(model, q, dq, ddq, params=None):
+def _nominal_torque(model, q, dq, ddq):
     """tau_0 (N, n): the URDF inertials and the config's rotor inertia, no friction
-    (``params``: :func:`_nominal_parameters` of the model, where already computed), by
+    (:func:`~robot_identification.regressor.nominal_rigid_parameters`), by
     :func:`robot_identification.regressor.rigid_torque` (Newton-Euler with the compiled
     kernel: the regressor's torque up to rounding at about half its cost, issue #29)."""
-    return rigid_torque(model, q, dq, ddq, _nominal_parameters(model) if params is None
-                        else params)
-
-
-def _nominal_parameters(model):
-    """The standard parameters (P,) of :func:`_nominal_torque`: the URDF / rotor values, 0 in
-    the friction and offset columns (and where the URDF has none); computed once per model
-    (read-only)."""
-    pi0 = model.__dict__.get("_nominal_check_parameters")
-    if pi0 is None:
-        pi0 = np.nan_to_num(np.array(model.nominal_parameters(), dtype=float))
-        keep = np.array([not (nm.endswith((".viscous", ".coulomb", ".offset", ".stiction",
-                                           ".stribeck"))) for nm in model.parameter_names])
-        pi0 = np.where(keep, pi0, 0.0)
-        pi0.flags.writeable = False
-        model.__dict__["_nominal_check_parameters"] = pi0
-    return pi0
+    return rigid_torque(model, q, dq, ddq, nominal_rigid_parameters(model))
 
 
 def _nominal_of(model, st, key, q, dq, ddq):
@@ -122,9 +107,7 @@ def _nominal_of(model, st, key, q, dq, ddq):
     the recording's checks share it (``st["nominal"]``)."""
     cache = st.setdefault("nominal", {})
     if key not in cache:
-        if "nominal_parameters" not in st:
-            st["nominal_parameters"] = _nominal_parameters(model)
-        cache[key] = _nominal_torque(model, q, dq, ddq, st["nominal_parameters"])
+        cache[key] = _nominal_torque(model, q, dq, ddq)
     return cache[key]
 
 

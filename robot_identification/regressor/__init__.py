@@ -9,7 +9,9 @@
 - :func:`torque_vector` -- matching left-hand side rows
 - :func:`iter_regressor_blocks` -- chunked observation system for long recordings
 - :func:`regressor_structure` -- the entries of the rows that can be non-zero
+- :func:`nominal_rigid_parameters` -- the URDF's inertials and rotor inertia (standard)
 """
 from robot_identification.regressor._regressor import (  # noqa: F401
     CHUNK, coulomb_sign, elastic_regressor, friction_columns, iter_regressor_blocks, nominal_load,
-    regressor, regressor_structure, rigid_regressor, rigid_torque, torque_vector)
+    nominal_rigid_parameters, regressor, regressor_structure, rigid_regressor, rigid_torque,
+    torque_vector)

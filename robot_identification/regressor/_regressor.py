@@ -500,7 +500,7 @@ def rigid_regressor(model, q, dq, ddq, friction_deadband=0.0, columns=None, fast
     qa, va, aa = model.pin_configuration(q), model.to_pin_v(dq), model.to_pin_v(ddq)
     if load and fast_load and columns is not None:
         kernel = plan.kernel_for(columns)
-        pi0 = _nominal_load_parameters(model)
+        pi0 = nominal_rigid_parameters(model)
         if kernel is not None and kernel.has_load and not np.any(pi0[10 * n:]):
             dst = plan.remap(plan.flat["coulomb_load"][0], columns)
             kept = dst >= 0
@@ -617,13 +617,19 @@ def _columns(columns):
     return tuple(int(c) for c in a)
 
 
-def _nominal_load_parameters(model):
-    """The URDF's inertial and the config's rotor-inertia parameters (P,), drive terms 0."""
-    pi0 = getattr(model, "_nominal_load_pi", None)
+def nominal_rigid_parameters(model):
+    """The standard parameters (P,) of the URDF's rigid-body model: the URDF's inertials
+    (mass [kg], first moments [kg*m], inertia [kg*m^2] per link, De Luca's standard
+    parameters) and the config's rotor inertia [kg*m^2]; 0 in the friction, offset and
+    other drive columns and where the URDF gives no value. ``Y @`` this vector is the torque
+    :func:`nominal_load` and the nominal check (:mod:`robot_identification.diagnostics`)
+    use. Computed once per model; the array is read-only."""
+    pi0 = getattr(model, "_nominal_rigid_pi", None)
     if pi0 is None:
         pi0 = np.nan_to_num(np.asarray(model.nominal_parameters(), dtype=float))
         pi0[[k not in ("inertial", "rotor_inertia") for k in model.layout.kinds]] = 0.0
-        model._nominal_load_pi = pi0
+        pi0.flags.writeable = False
+        model._nominal_rigid_pi = pi0
     return pi0
 
 
@@ -636,7 +642,7 @@ def nominal_load(model, Y):
     2011, with the URDF's torque as the load so that the term stays linear in the
     parameters and is the same function in identification and prediction).
     """
-    return np.asarray(Y) @ _nominal_load_parameters(model)
+    return np.asarray(Y) @ nominal_rigid_parameters(model)
 
 
 @blas_single_threaded
