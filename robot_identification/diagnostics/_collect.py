@@ -9,7 +9,7 @@ from robot_identification.diagnostics._checks import (
     check_torque_against_nominal, check_truth, check_velocity_threshold,
     scaled_condition_number)
 from robot_identification.diagnostics._diagnostic import Diagnostic
-from robot_identification.estimation import default_prior_scales
+from robot_identification.estimation import default_prior_scales, leave_block_out
 
 
 #: Codes of the per-recording check against the URDF's model
@@ -31,6 +31,29 @@ def _sign_scales(model, names):
     physical estimate's prior std (:func:`default_prior_scales`), NaN for the others."""
     prior = dict(zip(model.parameter_names, default_prior_scales(model)))
     return [float(prior.get(nm, np.nan)) for nm in names]
+
+
+def sign_left_out(result, estimate=None):
+    """The result's estimate refitted without each of K consecutive stretches of its data
+    (:func:`~robot_identification.estimation.leave_block_out` over the time blocks of its
+    normal equations, with the estimate's row-group weights): ``(values, std)``, each
+    (K, p), the evidence of the sign checks that a sign does not rest on one stretch.
+    None where the equations carry no time blocks (plain sums, equations whose columns
+    differ from the result's, e.g. with joint stiffness appended), the blocks do not add
+    up to the sums, or there are too few of them."""
+    est = result.estimate if estimate is None else estimate
+    neq = result.normal_equations
+    blocks = neq.time_blocks() if hasattr(neq, "time_blocks") else None
+    if (not blocks or getattr(neq, "base", None) is not None or neq.p != len(est.values)
+            or not np.allclose(sum(bl[0] for bl in blocks), neq.G, rtol=1e-9,
+                               atol=1e-12 * max(float(np.abs(neq.G).max()), 1.0))):
+        return None
+    w = getattr(est, "weights", None)
+    refits = leave_block_out(blocks, None if w is None or np.shape(w) != (neq.groups,)
+                             else w)
+    if refits is None:
+        return None
+    return refits[0], refits[1] * np.asarray(est.std, dtype=float)
 
 
 def collect_diagnostics(model, result, recordings=()):
@@ -57,7 +80,8 @@ def collect_diagnostics(model, result, recordings=()):
     out += check_condition(est.condition_number if neq is None
                            else scaled_condition_number(neq.gram))
     out += check_signs(result.names, result.expressions, est.values, est.std, result.units,
-                       _sign_scales(model, result.names))
+                       _sign_scales(model, result.names),
+                       left_out=sign_left_out(result))
     if neq is not None and getattr(result, "base", None) is not None:
         nominal = np.array(model.nominal_parameters(), dtype=float)
         said = {(d.code, d.subject) for d in out if d.code in NOMINAL_CODES}

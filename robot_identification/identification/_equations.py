@@ -5,6 +5,14 @@ import numpy as np
 
 from robot_identification.estimation import NormalEquations
 
+#: Samples (regressor samples, after decimation) per time block of
+#: :meth:`RecordingEquations.time_blocks` at the start of a recording ...
+TIME_BLOCK_SAMPLES = 64
+#: ... and the fewest blocks kept: at twice this many (in one recording, or over the summed
+#: recordings), adjacent pairs merge (the block length doubles), so the memory stays bounded
+#: however long the recording and however many recordings.
+MAX_TIME_BLOCKS = 16
+
 
 class RecordingEquations(NormalEquations):
     """:class:`~robot_identification.estimation.NormalEquations` of one or more recordings
@@ -42,6 +50,12 @@ class RecordingEquations(NormalEquations):
         stiffness identified outside them and appended); None: the result's.
 
     All of them add up with ``+=``, so the equations of many recordings are a sum.
+
+    :meth:`time_blocks` gives the same sums split into consecutive time blocks (of the rows
+    added through :meth:`add`, in their order; the blocks of summed recordings one after the
+    other): what refits without a stretch of the data need
+    (:func:`~robot_identification.estimation.leave_block_out`), at ``MAX_TIME_BLOCKS``
+    to twice as many copies of the sums per recording.
     """
 
     def __init__(self, n_parameters: int, n_groups: int, structure=None):
@@ -56,6 +70,53 @@ class RecordingEquations(NormalEquations):
         self.preprocessing = None
         self.spring = None
         self.base = None
+        self._blocks = []            # closed time blocks: (G, b, c, count) each
+        self._block_len = TIME_BLOCK_SAMPLES
+        self._open = 0               # samples in the open block
+        self._mark = None            # the sums where the open block began
+        self._blocks_valid = True    # False once sums without blocks were added
+
+    def _sums(self):
+        return self.G.copy(), self.b.copy(), self.c.copy(), self.count.copy()
+
+    def add(self, W, y, mask=None, weights=None):
+        """:meth:`NormalEquations.add`, the block's rows split at the time-block
+        boundaries (the same sums)."""
+        W = np.asarray(W, dtype=float)
+        n = W.shape[0] if W.ndim == 3 else 0
+        if n == 0:
+            return super().add(W, y, mask, weights)
+        i = 0
+        while i < n:
+            if self._mark is None:
+                self._mark = self._sums()
+            k = min(n - i, self._block_len - self._open)
+            sl = slice(i, i + k)
+            super().add(W[sl], np.asarray(y)[sl], None if mask is None else np.asarray(mask)[sl],
+                        None if weights is None else np.asarray(weights)[sl])
+            self._open += k
+            i += k
+            if self._open >= self._block_len:
+                self._blocks.append(self._open_block())
+                self._mark, self._open = None, 0
+                if len(self._blocks) >= 2 * MAX_TIME_BLOCKS:
+                    self._blocks = _merge_pairs(self._blocks)
+                    self._block_len *= 2
+
+    def _open_block(self):
+        return tuple(now - then for now, then in zip(self._sums(), self._mark))
+
+    def time_blocks(self):
+        """The sums split into consecutive time blocks: list of ``(G, b, c, count)``
+        (shapes as the attributes), the last one possibly shorter; they add up to the
+        sums. None when the split is not known (sums added without blocks, e.g. a plain
+        :class:`NormalEquations`)."""
+        if not self._blocks_valid:
+            return None
+        out = list(self._blocks)
+        if self._mark is not None and self._open:
+            out.append(self._open_block())
+        return out
 
     @classmethod
     def of(cls, neq):
@@ -68,7 +129,16 @@ class RecordingEquations(NormalEquations):
         return out
 
     def __iadd__(self, other):
+        mine = self.time_blocks()
         super().__iadd__(other)
+        theirs = other.time_blocks() if isinstance(other, RecordingEquations) else None
+        if mine is None or (theirs is None and np.any(other.count)):
+            self._blocks_valid, self._blocks = False, []
+        else:
+            self._blocks = mine + (theirs or [])
+            while len(self._blocks) >= 2 * MAX_TIME_BLOCKS:
+                self._blocks = _merge_pairs(self._blocks)
+        self._mark, self._open = None, 0
         if not isinstance(other, RecordingEquations):
             return self
         self.n_samples += other.n_samples
@@ -86,3 +156,9 @@ class RecordingEquations(NormalEquations):
         if self.base is None:
             self.base = other.base
         return self
+
+
+def _merge_pairs(blocks):
+    """Adjacent time blocks summed pairwise (an odd last one kept)."""
+    out = [tuple(a + b for a, b in zip(x, y)) for x, y in zip(blocks[0::2], blocks[1::2])]
+    return out + list(blocks[len(out) * 2:])
