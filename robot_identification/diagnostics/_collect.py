@@ -37,7 +37,9 @@ def sign_left_out(result, estimate=None):
     """The result's estimate refitted without each of K consecutive stretches of its data
     (:func:`~robot_identification.estimation.leave_block_out` over the time blocks of its
     normal equations, with the estimate's row-group weights): ``(values, std)``, each
-    (K, p), the evidence of the sign checks that a sign does not rest on one stretch.
+    (K, p), the evidence of the sign checks that a sign does not rest on one stretch (for
+    an estimate that is not a least-squares one, e.g. ``mrls``, the least-squares refits
+    with its weights stand in for it).
     None where the equations carry no time blocks (plain sums, equations whose columns
     differ from the result's, e.g. with joint stiffness appended), the blocks do not add
     up to the sums, or there are too few of them."""

@@ -16,8 +16,9 @@ was green). :func:`parameter_trust` combines three things:
   wrong there or the estimate is biased (excitation, friction model, filter, sensor);
 - **physical plausibility**: a mass, rotor inertia, stiffness, damping, viscous or Coulomb
   coefficient that stands alone (expression = name) and lies below 0 by more than
-  :data:`PRIOR_SIGMAS` std and more than 1e-4 x its scale is ``implausible`` (the same rule
-  as the sign checks, ``check_signs``).
+  :data:`PRIOR_SIGMAS` std and more than 1e-4 x its scale is ``implausible`` (the rule of
+  the sign checks, ``check_signs``, without their refits that leave out one stretch of the
+  data: a label, it stops nothing).
 
 Order: implausible, unidentified, check, poor, fair, good (the first that applies).
 :func:`model_verdict` reads the held-out comparison with the nominal URDF that the
