@@ -381,7 +381,6 @@ def wls(neq: NormalEquations, sigma=None, floor=1e-12, iterations=WLS_ITERATIONS
     return est
 
 
-
 #: Stretches of :func:`leave_block_out`: consecutive time blocks are merged into this many
 #: groups of about equal row counts ...
 LEAVE_OUT_GROUPS = 10
