@@ -418,7 +418,7 @@ def leave_block_out(blocks, weights=None, groups=LEAVE_OUT_GROUPS,
     groups : int
         Consecutive blocks are merged into about this many stretches of equal row counts.
     min_groups : int
-        Fewer stretches (too few blocks): None.
+        Fewer stretches (too few blocks), or a column zero in all of them: None.
 
     Returns
     -------
@@ -443,7 +443,10 @@ def leave_block_out(blocks, weights=None, groups=LEAVE_OUT_GROUPS,
     if K < max(int(min_groups), 2):
         return None
     A, r = sum(A_k), sum(r_k)
-    d0 = np.diag(_solve(A, r)[1])
+    try:
+        d0 = np.diag(_solve(A, r)[1])
+    except DataError:             # a parameter not excited at all (e.g. mrls): no refits
+        return None
     refits, ratio = np.empty((K, len(r))), np.empty((K, len(r)))
     for k in range(K):
         try:
