@@ -32,7 +32,7 @@ import numpy as np
 from robot_identification.data import uniform_grid
 from robot_identification.diagnostics._diagnostic import Diagnostic
 from robot_identification.diagnostics._refit import (
-    FREE_BAND, FREE_RATIO, FREE_SEPARATION, FREE_TIE, free_readings)
+    FREE_BAND, FREE_RATIO, FREE_SAMPLES, FREE_SEPARATION, FREE_TIE, free_readings)
 from robot_identification.errors import DataError
 from robot_identification.regressor import (
     nominal_rigid_parameters, rigid_regressor, rigid_torque)
@@ -52,7 +52,8 @@ MAX_DELAY = 0.05
 #: A delay is said when it lowers the summed squared misfit by this fraction and spans at
 #: least DELAY_SAMPLES samples.
 DELAY_GAIN, DELAY_SAMPLES = 0.02, 2
-#: Fewest / most grid samples used.
+#: Fewest grid samples used / the URDF-based check's cap (:func:`_states`; the free refit's:
+#: :data:`robot_identification.diagnostics._refit.FREE_SAMPLES`).
 MIN_SAMPLES, MAX_SAMPLES = 200, 600
 
 
@@ -60,8 +61,12 @@ def _diag(code, severity, message, subject=""):
     return Diagnostic(code, severity, message, subject)
 
 
-def _states(model, t, q, tau, dq, band_hz, source=None):
-    """Uniform grid, zero-phase low-pass of q (or dq) and tau alike, derivatives."""
+def _states(model, t, q, tau, dq, band_hz, source=None, samples=MAX_SAMPLES):
+    """Uniform grid, zero-phase low-pass of q (or dq) and tau alike, derivatives; of the
+    grid's samples outside the filter's end transients every k-th is kept, k the largest
+    step that keeps at least ``samples`` of them (so fewer than 2 x ``samples``; all where
+    there are fewer): an evenly spaced subsample of the whole recording (None where it has
+    fewer than :data:`MIN_SAMPLES`)."""
     dt = float(np.median(np.diff(t)))
     fs = 1.0 / dt
     fc = float(np.clip(5.0 * band_hz, 1.0, 0.1 * fs))
@@ -81,12 +86,12 @@ def _states(model, t, q, tau, dq, band_hz, source=None):
         dqf = np.gradient(qf, dt, axis=0)
     ddq = np.gradient(dqf, dt, axis=0)
     # leave out the filter's end transients and room for the delay search, keep at most
-    # MAX_SAMPLES rows
+    # 2 x samples rows
     shift = int(round(MAX_DELAY / dt))
     edge = min(max(int(np.ceil(1.0 / (fc * dt))), shift), grid.shape[0] // 10)
     shift = min(shift, edge)
     idx = np.arange(edge, grid.shape[0] - edge)
-    idx = idx[:: max(1, idx.shape[0] // MAX_SAMPLES)]
+    idx = idx[:: max(1, idx.shape[0] // samples)]
     if idx.shape[0] < MIN_SAMPLES:
         return None
     return {"q": qf[idx], "dq": dqf[idx], "ddq": ddq[idx], "tau": tf[idx],
@@ -355,7 +360,7 @@ def check_against_nominal(model, t, q, tau, dq=None, band_hz=1.0, source="",
             return out, info
         st = _states(model, np.asarray(t, float), np.asarray(q, float),
                      np.asarray(tau, float), None if dq is None else np.asarray(dq, float),
-                     FREE_BAND * band_hz, source)
+                     FREE_BAND * band_hz, source, FREE_SAMPLES)
         return _decide(model, st, out, info, f"{source}: " if source else ""), info
     except (ValueError, ArithmeticError, np.linalg.LinAlgError, DataError):
         return [], {}
