@@ -84,6 +84,21 @@ def ur10e_rows():
     return rows[(rows[:, 0] - rows[0, 0]) < 20.0]
 
 
+def _assert_identify_stops(robot_args, data, out, capsys, fault, code, needle):
+    """``identify --no-physical`` of ``data``: correct data (``fault`` "none") exit 0 and
+    write ``out``; a fault exits 3, writes nothing, and its last stderr line names the
+    error ``code`` with ``needle``."""
+    rc = cli.main(["identify", *robot_args, "--data", str(data), "--output", str(out),
+                   "--no-physical", "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    if fault == "none":
+        assert rc == 0 and out.exists(), err
+        return
+    assert rc == 3 and not out.exists(), err
+    assert err[-1].startswith("robot-identification identify: error: ") and code in err[-1] \
+        and needle in err[-1] and "nothing written" in err[-1], err[-1]
+
+
 @pytest.mark.parametrize("fault,code,needle", [
     ("none", None, None),
     ("degrees", "beyond_joint_limits", "degrees given as radians?"),
@@ -104,15 +119,7 @@ def test_real_ur10e_faults_stop_with_the_cause_in_one_line(ur10e_rows, tmp_path,
             rows[:, c] *= -1
     data, out = tmp_path / "run.csv", tmp_path / "r.yaml"
     np.savetxt(data, rows, delimiter=",", fmt="%.10g")
-    rc = cli.main(["identify", "--robot", "ur10e", "--data", str(data), "--output", str(out),
-                   "--no-physical", "--quiet"])
-    err = capsys.readouterr().err.strip().splitlines()
-    if fault == "none":
-        assert rc == 0 and out.exists(), err
-        return
-    assert rc == 3 and not out.exists(), err
-    assert err[-1].startswith("robot-identification identify: error: ") and code in err[-1] \
-        and needle in err[-1] and "nothing written" in err[-1], err[-1]
+    _assert_identify_stops(["--robot", "ur10e"], data, out, capsys, fault, code, needle)
 
 
 # the same three faults on an arm the checks were not designed on: the Franka Panda
@@ -153,12 +160,5 @@ def test_heldout_arm_faults_stop_with_the_cause_in_one_line(panda_run, tmp_path,
         d["q"], d["tau"] = d["q"] * s, d["tau"] * s
     data, out = tmp_path / "run.npz", tmp_path / "r.yaml"
     np.savez(data, **d)
-    rc = cli.main(["identify", "--config", str(work / "panda.yaml"), "--data", str(data),
-                   "--output", str(out), "--no-physical", "--quiet"])
-    err = capsys.readouterr().err.strip().splitlines()
-    if fault == "none":
-        assert rc == 0 and out.exists(), err
-        return
-    assert rc == 3 and not out.exists(), err
-    assert err[-1].startswith("robot-identification identify: error: ") and code in err[-1] \
-        and needle in err[-1] and "nothing written" in err[-1], err[-1]
+    _assert_identify_stops(["--config", str(work / "panda.yaml")], data, out, capsys, fault,
+                           code, needle)
