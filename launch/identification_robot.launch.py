@@ -35,6 +35,7 @@ from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
+from robot_identification._launch_signals import use_watcher_safe_signals
 from robot_identification.model import share_directory
 
 PACKAGE = "robot_identification"
@@ -189,6 +190,7 @@ def nodes(context):
 
 
 def generate_launch_description():
+    use_watcher_safe_signals()      # Ctrl-C: no 'process has died, exit code 255' (gh-87744)
     return LaunchDescription([
         *[DeclareLaunchArgument(k, default_value=d, description=text,
                                 **({"choices": list(CHOICES[k])} if k in CHOICES else {}))

@@ -19,6 +19,7 @@ from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
+from robot_identification._launch_signals import use_watcher_safe_signals
 from robot_identification.model import share_directory
 
 PACKAGE = "robot_identification"
@@ -44,6 +45,7 @@ def recorder(context, data, lockstep):
 
 
 def generate_launch_description():
+    use_watcher_safe_signals()      # Ctrl-C: no 'process has died, exit code 255' (gh-87744)
     robot = {"robot": LaunchConfiguration("robot"),
              "robot_config": LaunchConfiguration("robot_config")}
     data = LaunchConfiguration("data_directory")
