@@ -146,3 +146,45 @@ def test_friction_model_per_joint():
         bad = spatial_arm_config()
         bad["joints"][0]["friction_model"] = "stribeck"
         parse_robot_config(bad)
+
+
+def test_deadband_of_a_velocity_differentiated_from_the_positions():
+    """A recorded velocity that is the positions' derivative (np.gradient, as a driver or a
+    user computes it) has the positions' noise differentiated (spectrum ~ f^2), not white
+    noise: after the low-pass far less of it is left, and the automatic deadband is that of
+    the positions' path; a velocity with white noise of its own keeps the white-noise share.
+    Reference: the noise actually left in the filtered velocity (filtered noise alone)."""
+    from robot_identification.diagnostics import recording_summary
+    from robot_identification.signal import lowpass_filtfilt
+    model = make_model("rigid")
+    n, fs, fc = model.n, 1000.0, 5.0
+    t = np.arange(20000) / fs
+    rng = np.random.default_rng(0)
+    w = 2 * np.pi * np.array([0.1, 0.3, 0.5])
+    amp = rng.uniform(0.2, 0.5, (3, n))
+    q0, dq0 = np.sin(np.outer(t, w)) @ amp, (np.cos(np.outer(t, w)) * w) @ amp
+    q = q0 + 1e-4 * rng.standard_normal(q0.shape)
+    tau = 0.1 * rng.standard_normal(q0.shape)
+    settings = replace(model.config.identification, cutoff_hz=fc)
+
+    def resolved(dq):
+        ds = Dataset(t=t, q=q, dq=dq, tau=tau, joint_names=list(model.joint_names))
+        summary = recording_summary(model, ds)
+        return summary, np.asarray(resolve_settings(model, settings, [summary]).friction_deadband)
+
+    def left(noise):                       # std of the noise left after the low-pass
+        return np.std(lowpass_filtfilt(noise, fs, fc, 4)[2000:-2000], axis=0)
+
+    gradient = np.gradient(q, t, axis=0)
+    summary, dead = resolved(gradient)
+    assert not summary["velocity_noise_white"].any()
+    _, from_positions = resolved(None)
+    np.testing.assert_allclose(dead, from_positions, rtol=0.05)
+    # the f^2 share (2 f_c / f_s)^1.5 of the raw noise std: 0.3-0.45 x the noise left here;
+    # with the white-noise share it was fs / (2 fc) = 100 x larger
+    ratio = dead / 3 / left(gradient - np.gradient(q0, t, axis=0))
+    assert np.all((ratio > 0.2) & (ratio < 1.5)), ratio
+    white = 1e-3 * rng.standard_normal(q0.shape)
+    summary, dead = resolved(dq0 + white)
+    assert summary["velocity_noise_white"].all()
+    np.testing.assert_allclose(dead / 3, left(white), rtol=0.2)

@@ -10,7 +10,8 @@ from robot_identification.diagnostics._checks import (
     check_recording_counts, check_samples_dropped, check_saturation, check_stamp_order,
     check_time_jumps, check_unclosed, check_velocity_limits)
 from robot_identification.diagnostics._nominal import check_against_nominal
-from robot_identification.signal import excitation_band, noise_floor, noise_std, signal_band
+from robot_identification.signal import (excitation_band, noise_floor, noise_std, signal_band,
+                                         velocity_noise_from_positions)
 
 
 def recording_summary(model, dataset, label=None):
@@ -22,7 +23,10 @@ def recording_summary(model, dataset, label=None):
         ``source`` (label), ``sample_rate`` [Hz], ``band_hz`` (:func:`excitation_band` of
         q), ``signal_hz`` (:func:`signal_band` of the signals the regressor differentiates:
         measured velocities when recorded, else positions), ``velocity_noise``,
-        ``velocity_rms`` (n,) (of the motor velocity for elastic joints), ``torque_noise``
+        ``velocity_rms`` (n,) (of the motor velocity for elastic joints),
+        ``velocity_measured`` (bool), ``velocity_noise_white`` (n,) of bool (a measured
+        velocity whose noise is its own, not the positions' differentiated:
+        :func:`~robot_identification.signal.velocity_noise_from_positions`), ``torque_noise``
         (n,) (:func:`noise_std` of the measured torque), ``torque_noise_floor`` (n,)
         (:func:`noise_floor`: NaN where the torque is smoother than white noise) and
         ``diagnostics`` (joint limits, torque outliers, malformed rows of this recording).
@@ -78,6 +82,11 @@ def recording_summary(model, dataset, label=None):
     return {"source": src, "sample_rate": ds.sample_rate, "band_hz": band,
             "signal_hz": signal_hz,
             "velocity_noise": noise_std(vel), "velocity_measured": measured is not None,
+            # per joint: the measured velocity's noise is white (its own), not the positions'
+            # differentiated (a velocity computed from the encoder: filtered, a much smaller
+            # share of it is left, resolve_settings)
+            "velocity_noise_white": (np.zeros(vel.shape[1], dtype=bool) if measured is None
+                                     else ~velocity_noise_from_positions(measured, pos, ds.t)),
             "velocity_rms": np.sqrt(np.mean(vel ** 2, axis=0)),
             "torque_noise": torque_noise, "torque_noise_floor": noise_floor(ds.tau),
             "torque_rms": np.sqrt(np.mean(ds.tau ** 2, axis=0)), "diagnostics": diags,

@@ -45,8 +45,12 @@ def resolve_settings(model, settings, recordings):
     - ``friction_deadband: auto`` -> per joint :data:`DEADBAND_NOISE_FACTOR` x the std of
       the velocity noise left after the low-pass filter: the raw noise std
       (:func:`~robot_identification.signal.noise_std`) x sqrt(2 f_c / f_s) for a
-      measured velocity (white noise) or x (2 f_c / f_s)^1.5 for differentiated positions
-      (noise spectrum ~ f^2); median over recordings, at least 1e-6 rad/s and at most
+      measured velocity with noise of its own (white noise) or x (2 f_c / f_s)^1.5 for
+      differentiated positions (noise spectrum ~ f^2), also where the recorded velocity
+      is itself a derivative of the recorded positions
+      (:func:`~robot_identification.signal.velocity_noise_from_positions`: with the
+      white-noise share its deadband was f_s / (2 f_c) x too wide, e.g. 170 x at 3 Hz and
+      1 kHz); median over recordings, at least 1e-6 rad/s and at most
       0.1 x the velocity RMS (the Coulomb term must stay distinguishable from viscous);
     - ``stop_velocity: auto`` -> per joint :data:`STOP_VELOCITY_FRACTION` x the velocity RMS
       (median over recordings), at least the deadband: below it the joint stops or sticks,
@@ -88,7 +92,8 @@ def resolve_settings(model, settings, recordings):
             share = 1.0
             if s.cutoff_hz is not None:
                 ratio = min(2.0 * s.cutoff_hz / r["sample_rate"], 1.0)
-                share = ratio ** (0.5 if r["velocity_measured"] else 1.5)
+                white = r.get("velocity_noise_white", r["velocity_measured"])
+                share = ratio ** np.where(white, 0.5, 1.5)
             left.append(share * r["velocity_noise"])
         dead = DEADBAND_NOISE_FACTOR * np.median(np.stack(left), axis=0)
         vrms = np.median(np.stack([r["velocity_rms"] for r in recordings]), axis=0)

@@ -9,7 +9,9 @@
 - :class:`PolynomialApproximation`, :class:`SavitzkyGolay` -- causal FIR differentiator banks
 - :func:`noise_std`, :func:`noise_floor` (NaN where the signal is smoother than white
   noise: unknown), :func:`robust_std`, :func:`excitation_band`, :func:`signal_band` --
-  noise levels and spectra of recorded signals (the automatic settings and the diagnostics)
+  noise levels and spectra of recorded signals (the automatic settings and the diagnostics);
+  :func:`velocity_noise_from_positions` -- whether a measured velocity's noise is that of
+  the positions differentiated
 """
 from robot_identification.signal._filters import (  # noqa: F401
     butter_sos, central_difference, lowpass_filtfilt, near_reversal, savgol_derivative,
@@ -17,5 +19,5 @@ from robot_identification.signal._filters import (  # noqa: F401
 from robot_identification.signal._polynomial import (  # noqa: F401,E402
     PolynomialApproximation, SavitzkyGolay, jacobi_orthonormal)
 from robot_identification.signal._spectra import (  # noqa: F401,E402
-    SIGNAL_NOISE_RATIO, WHITE_NOISE_RATIO, excitation_band, noise_floor, noise_std, robust_std,
-    signal_band)
+    DIFFERENTIATED_NOISE_CORRELATION, SIGNAL_NOISE_RATIO, WHITE_NOISE_RATIO, excitation_band,
+    noise_floor, noise_std, robust_std, signal_band, velocity_noise_from_positions)
