@@ -46,8 +46,9 @@ def _reference_score(Y, tau, keep):
     return float(np.sum(res / np.maximum(cnt, 1)))
 
 
-def reference_free_readings(model, st, live=None):
-    """free_readings as first written (c8c1fef): one full least squares per reading."""
+def reference_free_readings(model, st, live=None, decided=None):
+    """free_readings as first written (c8c1fef): one full least squares per reading (every
+    reading scored whatever ``decided`` says)."""
     q, dq, ddq, tau = st["q"], st["dq"], st["ddq"], st["tau"]
     N, n = q.shape
     live = np.ones(n, dtype=bool) if live is None else np.asarray(live, dtype=bool)
@@ -173,6 +174,57 @@ def test_findings_of_the_nominal_check_are_those_of_the_reference(arm, kind, mon
     fast = findings()
     monkeypatch.setattr(_nominal, "free_readings", reference_free_readings)
     assert fast == findings()
+
+
+@settings(max_examples=8, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(arm=st.sampled_from(sorted(ARMS)),
+       kind=st.sampled_from(["recorded", "reversed", "torque sign", "swapped"]),
+       joint=st.integers(0, 6), ratio=st.sampled_from([0.0, 0.5, 4.0, 50.0]))
+def test_column_swaps_left_out_only_above_the_decided_ratio(arm, kind, joint, ratio):
+    """free_readings(decided=(x, groups)) (issue #29) scores every reading the reference
+    scores except column swaps whose reference score is above x times the recorded one (and
+    above the FREE_EXPLAINED limit where the recorded score is not below it), never a pair
+    of ``groups``; the scored ones equal the reference's to rounding, and the lower bound
+    that left a swap out is below its reference score."""
+    model = _model(arm)
+    n = model.n
+    k = joint % n
+    m = k + 1 if k < n - 1 else k - 1
+    state = _states(model, _variant(_data(arm), kind, min(k, m), max(k, m)))
+    want = reference_free_readings(model, state)
+    keep_pair = (0, 1)
+    got = _refit.free_readings(model, state, decided=(ratio, {keep_pair}))
+    if want is None:
+        assert got is None
+        return
+    rec, readings = want
+    assert got[0] == pytest.approx(rec, rel=RTOL)
+    gd = {(kd, g): sc for sc, kd, g in got[1]}
+    limit = _refit.FREE_EXPLAINED * n
+    for sc, kd, g in readings:
+        if (kd, g) in gd:
+            assert gd[kd, g] == pytest.approx(sc, rel=RTOL), (kd, g)
+            continue
+        assert kd == "columns swapped" and g != keep_pair, (kd, g)
+        assert sc > ratio * rec and (rec <= limit or sc > limit), (g, sc, rec)
+    # the bounds themselves: below the score of every swap, pruned or not
+    N = state["q"].shape[0]
+    dt = state["dt"] * max(1.0, float(np.median(np.diff(state["idx"]))))
+    keep = _refit._kept_rows(state["dq"], dt, state["fc"])
+    half = (np.arange(N) * _refit.BLOCKS // max(N, 1)) % 2 == 1
+    pairs = [(a, b) for a in range(n) for b in range(a + 1, n)]
+    swaps = []
+    for a, b in pairs:
+        p = np.arange(n)
+        p[[a, b]] = p[[b, a]]
+        swaps.append(tuple(x[:, p] for x in (state["q"], state["dq"], state["ddq"],
+                                              state["tau"], keep)))
+    ref = {(kd, g): sc for sc, kd, g in readings}
+    for g, (bound, slack) in zip(pairs, _refit._score_bounds(model, swaps, half,
+                                                             _refit._to_basis(model))):
+        if ("columns swapped", g) in ref:
+            assert 0 <= bound - slack <= ref["columns swapped", g] * (1 + RTOL), g
 
 
 def _kept_rows_by_slices(dq, dt, fc):

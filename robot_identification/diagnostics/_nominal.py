@@ -877,10 +877,17 @@ def _decide(model, st, out, info, src):
     n = len(names)
     dead = {d.subject for d in out if d.code == "torque_dead"}
     live = np.array([nm not in dead for nm in names])
-    got = free_readings(model, st, live)
+    # a column swap scored above FREE_TIE x FREE_RATIO x the recorded score is neither an
+    # error nor tied with one, and only the swaps an URDF-based finding names are compared
+    # with FREE_SEPARATION: the others are left unscored where a bound shows them above it
+    named = {tuple(sorted(names.index(x) for x in part.split(" and ")))
+             for d in out if d.code == "joints_swapped" for part in d.subject.split(" or ")
+             if all(x in names for x in part.split(" and "))}
+    got = free_readings(model, st, live, decided=(FREE_TIE * FREE_RATIO, named))
     if got is None:
         return out
     rec, readings = got
+    # best: of the readings scored (a swap left out scores above FREE_TIE x FREE_RATIO x rec)
     info["free_refit"] = {"recorded": rec, "best": readings[0][0] if readings else None}
     if not readings or not rec > 1e-9:
         return out

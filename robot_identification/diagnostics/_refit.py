@@ -399,7 +399,55 @@ def _scores_shared(Yr, tau, keep, P, half, readings, M=None):
     return [float(np.sum(x / np.maximum(cnt, 1))) for x in res]
 
 
-def free_readings(model, st, live=None):
+#: The lower bound of a column swap's held-out score (:func:`_score_bounds`) fits every
+#: BOUND_STEP-th sample of each held-out half (a quarter of the regressor rows).
+BOUND_STEP = 4
+
+
+def _score_bounds(model, readings, half, M=None):
+    """Lower bounds of :func:`_score` of several readings, each at a fraction of its cost:
+    ``readings`` a list of (q, dq, ddq, tau, keep) (N, n) of one recording (``half`` its
+    held-out split); per reading, every :data:`BOUND_STEP`-th sample S_h of each held-out
+    half T_h is fitted in-sample (the same weights, kept rows and coordinates,
+    :func:`_fit_solve`), the regressor rows of all readings in one call.
+
+    The score sums per joint k and half h the held-out residual R_hk(c_h) of the fit c_h on
+    the other half, divided by cnt_k, the joint's kept rows (both halves); a residual over
+    fewer rows (S_h within T_h) is not larger, 1 / cnt_k >= 1 / max cnt, and no c gives a
+    smaller residual than the least-squares fit of those rows: score >= sum_h min_c
+    R_{S_h}(c) / max_k cnt_k. The residual is evaluated at the computed fit (above the
+    minimum by rounding only). Returns a list of (bound, slack), slack 1e-8 x the rows'
+    weighted torque energy / max cnt, far above that rounding: the bound proves the score
+    above x where bound - slack > x."""
+    sub = [np.flatnonzero(test)[::BOUND_STEP] for test in (half, ~half)]
+    rows = np.concatenate(sub)
+    if not readings or not len(rows):
+        return [(0.0, 0.0)] * len(readings)
+    Yr = _reduced(model, *(np.concatenate([x[i][rows] for x in readings]) for i in range(3)))
+    Yr = Yr.reshape(len(readings), len(rows), *Yr.shape[1:])
+    r = Yr.shape[3]
+    out = []
+    for Y, (_, _, _, tau, keep) in zip(Yr, readings):
+        w = _weights(tau)
+        cnt = max(int(keep.sum(axis=0).max()), 1)
+        X = np.empty(Y.shape[:2] + (r + 1,))
+        np.multiply(Y, w[:, None], out=X[..., :r])
+        np.multiply(tau[rows], w, out=X[..., r])
+        res = energy = 0.0
+        start = 0
+        for part in sub:
+            Z = X[start: start + len(part)][keep[part]]
+            start += len(part)
+            energy += float(Z[:, r] @ Z[:, r])
+            if Z.shape[0] <= r:        # as many parameters as rows: a fit may be exact
+                continue
+            e = Z[:, r] - Z[:, :r] @ _fit_solve(Z, r, M)[:, 0]
+            res += float(e @ e)
+        out.append((res / cnt, 1e-8 * energy / cnt))
+    return out
+
+
+def free_readings(model, st, live=None, decided=None):
     """Held-out scores of the free refit for the data as recorded and each reading.
 
     Parameters
@@ -411,6 +459,13 @@ def free_readings(model, st, live=None):
         :func:`robot_identification.diagnostics._nominal._states`.
     live : ndarray (n,) of bool, optional
         Joints whose torque is read (a dead channel is left out of every reading).
+    decided : (float, set of tuple of int), optional
+        (x, groups): a column swap (``columns swapped``) whose held-out score a cheap lower
+        bound (:func:`_score_bounds`) shows above x times the recorded one (and above the
+        :data:`FREE_EXPLAINED` limit where the recorded score is not below it) is left out
+        of the list unscored, except the pairs of joints in ``groups`` (issue #29: what
+        :func:`robot_identification.diagnostics._nominal._decide` decides does not depend
+        on such a score). Default: every reading scored.
 
     Returns
     -------
@@ -431,31 +486,46 @@ def free_readings(model, st, live=None):
     half = (np.arange(N) * BLOCKS // max(N, 1)) % 2 == 1
     M = _to_basis(model)
     ident = np.arange(n)
-    out, shared = [], [(ident, np.ones(n))]        # shared: readings of the recorded Y
-    for k in range(n):
-        if not live[k]:
-            continue
+    signs = [k for k in range(n) if live[k]]
+    pairs = [(k, m) for k in range(n) for m in range(k + 1, n) if live[k] and live[m]]
+
+    def swap(k, m):
+        p = np.arange(n)
+        p[[k, m]] = p[[m, k]]
+        return p
+
+    # the readings of the recorded regressor first (the recorded score bounds the others)
+    shared = ([(ident, np.ones(n))] + [(ident, np.where(ident == k, -1.0, 1.0)) for k in signs]
+              + [(swap(k, m), np.ones(n)) for k, m in pairs])
+    scores = _scores_shared(_reduced(model, q, dq, ddq), tau, keep, P, half, shared, M)
+    rec = scores[0]
+    limit = FREE_EXPLAINED * live.sum()
+    out = []
+    for i, k in enumerate(signs):
         s = np.ones(n)
         s[k] = -1.0
         out.append((_score(_reduced(model, q * s, dq * s, ddq * s), tau * s, keep, P, half,
                            M), "direction", (k,)))
-        out.append((len(shared), "torque sign", (k,)))
-        shared.append((ident, s))
-    for k in range(n):
-        for m in range(k + 1, n):
-            if not (live[k] and live[m]):
-                continue
-            p = np.arange(n)
-            p[[k, m]] = p[[m, k]]
-            out.append((_score(_reduced(model, q[:, p], dq[:, p], ddq[:, p]), tau[:, p],
-                               keep[:, p], P, half, M), "columns swapped", (k, m)))
-            out.append((len(shared), "torque columns swapped", (k, m)))
-            shared.append((p, np.ones(n)))
-    scores = _scores_shared(_reduced(model, q, dq, ddq), tau, keep, P, half, shared, M)
-    rec = scores[0]
-    out = [(scores[sc] if "torque" in kind else sc, kind, g) for sc, kind, g in out]
+        out.append((scores[1 + i], "torque sign", (k,)))
+    swaps = []
+    for k, m in pairs:
+        p = swap(k, m)
+        swaps.append((q[:, p], dq[:, p], ddq[:, p], tau[:, p], keep[:, p]))
+    scored = [True] * len(pairs)
+    if decided is not None and np.isfinite(rec):
+        ask = [i for i, g in enumerate(pairs) if g not in decided[1]]
+        for i, (bound, slack) in zip(ask, _score_bounds(model, [swaps[i] for i in ask], half,
+                                                        M)):
+            # scored above anything decided on: left out
+            scored[i] = not (bound - slack > decided[0] * rec
+                             and (rec <= limit or bound - slack > limit))
+    for i, (g, x) in enumerate(zip(pairs, swaps)):
+        if scored[i]:
+            out.append((_score(_reduced(model, *x[:3]), *x[3:], P, half, M),
+                        "columns swapped", g))
+        out.append((scores[1 + len(signs) + i], "torque columns swapped", g))
     out = [r for r in out if np.isfinite(r[0])]
     out.sort(key=lambda r: r[0])
-    if not np.isfinite(rec) or min([rec] + [r[0] for r in out]) > FREE_EXPLAINED * live.sum():
+    if not np.isfinite(rec) or min([rec] + [r[0] for r in out]) > limit:
         return None
     return rec, out
