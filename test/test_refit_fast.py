@@ -402,6 +402,26 @@ def test_per_joint_fits_equal_lstsq(seed, B, kind):
         np.testing.assert_allclose(_nominal._fit_of(st_, "recorded", tau, nom, dq)[0], e)
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 2 ** 31), st.integers(1, 5), st.integers(1, 4))
+def test_stacked_per_joint_fits_are_each_fit_to_the_bit(seed, R, n):
+    """_nominal._fits (the readings of _alternatives in one stack, issue #29) gives every
+    problem's _fit to the bit, also with a joint moving one way (the SVD path for it)."""
+    rng = np.random.default_rng(seed)
+    N = int(rng.integers(20, 300))
+    problems = []
+    for i in range(R):
+        dq = np.cumsum(rng.normal(size=(N, n)), axis=0) * 0.1
+        if i == 1:
+            dq[:, 0] = np.abs(dq[:, 0]) + 0.1
+        nom = rng.normal(size=(N, n)) * 30
+        problems.append((1.2 * nom + np.sign(dq) + rng.normal(size=(N, n)), nom, dq))
+    for (e, c), pr in zip(_nominal._fits(problems), problems):
+        e1, c1 = _nominal._fit(*pr)
+        np.testing.assert_array_equal(e, e1)
+        np.testing.assert_array_equal(c, c1)
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.floats(-1e3, 1e3), min_size=1, max_size=9), st.booleans())
 def test_median_is_numpys(values, nan):

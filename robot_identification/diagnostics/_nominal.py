@@ -216,7 +216,25 @@ def _offset_weights(off):
 def _fit(tau, nominal, dq):
     """Per joint least squares of tau_k on [nominal_k, sign(dq_k), dq_k, 1]: normalised
     residual e (n,) (NaN for a constant torque) and scale c (n,) of the nominal column."""
-    X, y = _design(tau, nominal, dq)
+    return _fit_design(*_design(tau, nominal, dq))
+
+
+def _fits(problems):
+    """:func:`_fit` of each (tau, nominal, dq) of ``problems`` (the same number of samples),
+    in one stack: a problem's numbers do not depend on the others of the stack
+    (:func:`_lstsq`), the same to the bit as one :func:`_fit` each (a per-reading loop of
+    :func:`_alternatives` in one call, issue #29). List of (e, c)."""
+    if not problems:
+        return []
+    X, y = zip(*(_design(*pr) for pr in problems))
+    e, c = _fit_design(np.concatenate(X), np.concatenate(y))
+    cuts = np.cumsum([len(b) for b in y])[:-1]
+    return list(zip(np.split(e, cuts), np.split(c, cuts)))
+
+
+def _fit_design(X, y):
+    """:func:`_fit` of the problems of :func:`_design` (X (B, N, 4), y (B, N)): e (B,),
+    c (B,)."""
     coef = _lstsq(X, y)
     res = y - np.einsum("knp,kp->kn", X, coef)
     sst = np.sum((y - y.mean(axis=1, keepdims=True)) ** 2, axis=1)
@@ -704,44 +722,56 @@ def _alternatives(model, st, meas, use, names):
     q, dq, ddq = st["q"], st["dq"], st["ddq"]
     nom = _nominal_of(model, st, "recorded", q, dq, ddq)
     out = []
+    shared = _readings_of(st, meas, nom)
     # a joint reversed: q, dq, ddq and tau of joint k negated
+    signs = [np.where(np.arange(n) == k, -1.0, 1.0) for k in range(n)]
+    noms = [_nominal_of(model, st, ("direction", (k,)), q * s, dq * s, ddq * s)
+            for k, s in enumerate(signs)]
+    cache = st.setdefault("fits", {})
+    todo = [k for k in range(n) if not shared or (("direction", (k,)), False) not in cache]
+    got = dict(zip(todo, _fits([(meas * signs[k], noms[k], dq * signs[k]) for k in todo])))
     for k in range(n):
-        s = np.ones(n)
-        s[k] = -1.0
-        nom_k = _nominal_of(model, st, ("direction", (k,)), q * s, dq * s, ddq * s)
-        e_alt, c_alt = _fit_of(st, ("direction", (k,)) if _readings_of(st, meas, nom) else None,
-                               meas * s, nom_k, dq * s)
+        if shared:                      # shared with the reversal check (_fit_of)
+            got[k] = cache.setdefault((("direction", (k,)), False), got.get(k))
+        e_alt, c_alt = got[k]
         out.append(("torque_sign", f"joint {names[k]}: direction reversed (encoder or torque "
                     f"sign against the URDF axis)?", e_alt, c_alt, None))
-    # two joints' columns swapped
-    for k in range(n):
-        for m in range(k + 1, n):
-            p = np.arange(n)
-            p[[k, m]] = p[[m, k]]
-            nom_p = _nominal_of(model, st, ("swap", k, m), q[:, p], dq[:, p], ddq[:, p])
-            e_alt, c_alt = _fit(meas[:, p], nom_p, dq[:, p])
-            out.append(("joints_swapped", f"joints {names[k]} and {names[m]}: columns "
-                        f"swapped (data joint order vs URDF)?", e_alt, c_alt,
-                        (meas[:, p], nom_p, dq[:, p])))
-            # ... or only their torque (current) columns: the other joints' problems are
-            # the recorded ones (a fit does not depend on the other joints', _lstsq)
-            e_alt, c_alt = _swapped_torque_fit(st, meas, nom, dq, k, m, p)
-            out.append(("joints_swapped", f"joints {names[k]} and {names[m]}: torque columns "
-                        f"swapped (torque or current columns vs joint order)?", e_alt, c_alt,
-                        (meas[:, p], nom, dq)))
+    # two joints' columns swapped (their fits in one stack)
+    pairs = [(k, m) for k in range(n) for m in range(k + 1, n)]
+    perms = []
+    for k, m in pairs:
+        p = np.arange(n)
+        p[[k, m]] = p[[m, k]]
+        perms.append(p)
+    noms = [_nominal_of(model, st, ("swap", k, m), q[:, p], dq[:, p], ddq[:, p])
+            for (k, m), p in zip(pairs, perms)]
+    fits = _fits([(meas[:, p], nom_p, dq[:, p]) for p, nom_p in zip(perms, noms)])
+    # ... or only their torque (current) columns: the other joints' problems are the
+    # recorded ones (a fit does not depend on the other joints', _lstsq), the exchanged
+    # pairs in one stack
+    torque = (_fits([(meas[:, [m, k]], nom[:, [k, m]], dq[:, [k, m]]) for k, m in pairs])
+              if shared and dq is st["dq"] else [None] * len(pairs))
+    for (k, m), p, nom_p, (e_alt, c_alt), pair in zip(pairs, perms, noms, fits, torque):
+        out.append(("joints_swapped", f"joints {names[k]} and {names[m]}: columns "
+                    f"swapped (data joint order vs URDF)?", e_alt, c_alt,
+                    (meas[:, p], nom_p, dq[:, p])))
+        e_alt, c_alt = _swapped_torque_fit(st, meas, nom, dq, k, m, p, pair)
+        out.append(("joints_swapped", f"joints {names[k]} and {names[m]}: torque columns "
+                    f"swapped (torque or current columns vs joint order)?", e_alt, c_alt,
+                    (meas[:, p], nom, dq)))
     # an encoder zero offset of one joint: the best of a grid of offsets, refined by a
-    # parabola through its neighbours
+    # parabola through its neighbours (the chosen offsets' fits in one stack)
     grid = np.array([-0.8, -0.5, -0.3, -0.2, -0.1, -0.05, 0.05, 0.1, 0.2, 0.3, 0.5, 0.8])
 
     def at(k, off):
-        nom_o = _offset_nominal(model, st, k, off)
-        e_alt, c_alt = _fit(meas, nom_o, dq)
-        return _score(e_alt, c_alt, use), e_alt, c_alt, nom_o
+        e_alt, c_alt = _fit(meas, _offset_nominal(model, st, k, off), dq)
+        return _score(e_alt, c_alt, use)
 
+    offs = []
     for k in range(n):
         fits = _offset_fits(model, st, meas, dq, k, grid)
         scores = ([_score(e_alt, c_alt, use) for e_alt, c_alt in fits] if fits is not None
-                  else [at(k, off)[0] for off in grid])
+                  else [at(k, off) for off in grid])
         i = int(np.argmin(scores))
         off = grid[i]
         if 0 < i < len(grid) - 1:
@@ -749,7 +779,10 @@ def _alternatives(model, st, meas, use, names):
             A = np.polyfit(x, y, 2)
             if A[0] > 0:
                 off = float(np.clip(-A[1] / (2 * A[0]), x[0], x[2]))
-        _, e_alt, c_alt, nom_o = at(k, off)
+        offs.append(off)
+    noms = [_offset_nominal(model, st, k, off) for k, off in enumerate(offs)]
+    for k, (off, nom_o, (e_alt, c_alt)) in enumerate(zip(
+            offs, noms, _fits([(meas, nom_o, dq) for nom_o in noms]))):
         out.append(("encoder_offset", f"joint {names[k]}: encoder zero offset: the recorded "
                     f"position is {-off:+.3g} rad from the URDF's (q_URDF = q_recorded "
                     f"{off:+.3g} rad)?",
@@ -766,17 +799,19 @@ def _alternatives(model, st, meas, use, names):
     return out
 
 
-def _swapped_torque_fit(st, meas, nom, dq, k, m, p):
+def _swapped_torque_fit(st, meas, nom, dq, k, m, p, pair=None):
     """:func:`_fit` of ``meas[:, p]`` (joints k and m's torque columns exchanged, ``p`` that
     permutation) on the recording's URDF torque ``nom`` and velocity: the recorded fit's
     numbers for the other joints (the same problems, :func:`_fit_of`), a fit of the two
-    exchanged columns for k and m (issue #29)."""
+    exchanged columns for k and m (issue #29; ``pair``: that fit's (e, c) where already
+    computed)."""
     if not _readings_of(st, meas, nom) or dq is not st["dq"]:
         return _fit(meas[:, p], nom, dq)
     e, c = _fit_of(st, "recorded", meas, nom, dq)
     e, c = e.copy(), c.copy()
-    pair = [k, m]
-    e[pair], c[pair] = _fit(meas[:, [m, k]], nom[:, pair], dq[:, pair])
+    pair_idx = [k, m]
+    e[pair_idx], c[pair_idx] = (pair if pair is not None else
+                                _fit(meas[:, [m, k]], nom[:, pair_idx], dq[:, pair_idx]))
     return e, c
 
 
