@@ -405,8 +405,9 @@ def test_per_joint_fits_equal_lstsq(seed, B, kind):
 @settings(max_examples=100, deadline=None)
 @given(st.integers(0, 2 ** 31), st.integers(1, 5), st.integers(1, 4))
 def test_stacked_per_joint_fits_are_each_fit_to_the_bit(seed, R, n):
-    """_nominal._fits (the readings of _alternatives in one stack, issue #29) gives every
-    problem's _fit to the bit, also with a joint moving one way (the SVD path for it)."""
+    """_nominal._fits and _heldout_fits (the readings of _alternatives, _reversal and
+    _check_delay in one stack, issue #29) give every problem's _fit and _heldout_fit to the
+    bit, also with a joint moving one way (the SVD path for it)."""
     rng = np.random.default_rng(seed)
     N = int(rng.integers(20, 300))
     problems = []
@@ -420,6 +421,8 @@ def test_stacked_per_joint_fits_are_each_fit_to_the_bit(seed, R, n):
         e1, c1 = _nominal._fit(*pr)
         np.testing.assert_array_equal(e, e1)
         np.testing.assert_array_equal(c, c1)
+    for e, pr in zip(_nominal._heldout_fits(problems), problems):
+        np.testing.assert_array_equal(e, _nominal._heldout_fit(*pr))
 
 
 @settings(max_examples=300, deadline=None)

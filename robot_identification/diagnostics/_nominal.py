@@ -592,11 +592,28 @@ def _heldout_fit(tau, nominal, dq, blocks=HELDOUT_BLOCKS):
     """Normalised residual e (n,) of the per-joint fit of :func:`_fit`, refitted on half of
     the samples (alternating contiguous blocks) and evaluated on the other half, both ways
     (the residuals of the two test halves pooled)."""
-    N, n = tau.shape
+    return _heldout_design(*_design(tau, nominal, dq), blocks)
+
+
+def _heldout_fits(problems, blocks=HELDOUT_BLOCKS):
+    """:func:`_heldout_fit` of each (tau, nominal, dq) of ``problems`` (the same number of
+    samples) in one stack, the same to the bit (as :func:`_fits`): list of e. One joint per
+    problem: one call each (numpy sums a single problem's held-out rows, contiguous, in
+    another order than a stack's, strided: the last bit would differ)."""
+    if not problems or np.shape(problems[0][0])[1] == 1:
+        return [_heldout_fit(*pr) for pr in problems]
+    X, y = zip(*(_design(*pr) for pr in problems))
+    e = _heldout_design(np.concatenate(X), np.concatenate(y), blocks)
+    return np.split(e, np.cumsum([len(b) for b in y])[:-1])
+
+
+def _heldout_design(X, Y, blocks=HELDOUT_BLOCKS):
+    """:func:`_heldout_fit` of the problems of :func:`_design` (X (B, N, 4), Y (B, N)):
+    e (B,)."""
+    B, N = Y.shape
     half = (np.arange(N) * blocks // max(N, 1)) % 2 == 1
-    res = np.zeros(n)
-    sst = np.zeros(n)
-    X, Y = _design(tau, nominal, dq)
+    res = np.zeros(B)
+    sst = np.zeros(B)
     for test in (half, ~half):
         train = ~test
         coef = _lstsq(X[:, train], Y[:, train])
@@ -671,15 +688,25 @@ def _reversal(model, st, meas, nom, use, names, src, candidates, explain, scales
     rec, e_rec = score("recorded", meas, nom, dq)
     if not rec > 1e-3:          # the recorded reading explains the data (no misfit to halve)
         return None, np.inf, rec
-    scored = []
+    readings = []
     for group in candidates:
         s = np.ones(n)
         s[list(group)] = -1.0
         nom_dir = _nominal_of(model, st, ("direction", tuple(group)), q * s, dq * s, ddq * s)
-        sc, e_dir = score(("direction", tuple(group)), meas * s, nom_dir, dq * s)
-        scored.append((sc, "direction", group, e_dir))
-        sc, e_tau = score(("torque sign", tuple(group)), meas * s, nom, dq)
-        scored.append((sc, "torque sign", group, e_tau))
+        readings.append(("direction", group, meas * s, nom_dir, dq * s))
+        readings.append(("torque sign", group, meas * s, nom, dq))
+    if shared:                 # the readings' fits in one stack each (_fit_of's cache)
+        cache = st.setdefault("fits", {})
+        for heldout in (True, False) if scales else (True,):
+            todo = {(kd, tuple(g)): arrays for kd, g, *arrays in readings
+                    if ((kd, tuple(g)), heldout) not in cache}
+            fits = (_heldout_fits if heldout else _fits)(list(todo.values()))
+            for key, got in zip(todo, fits):
+                cache[key, heldout] = got
+    scored = []
+    for kd, group, *arrays in readings:
+        sc, e = score((kd, tuple(group)), *arrays)
+        scored.append((sc, kd, group, e))
     scored.sort(key=lambda x: x[0])
     best, kind, group, e_best = scored[0]
     tied = sorted({g for sc, _, g, _ in scored if sc <= TIE * best + 1e-12})
@@ -854,11 +881,8 @@ def _check_delay(st, nom, use, src):
     # lags only: position noise differentiated into the nominal torque's inertial part
     # makes a small lead fit better (puma560 at 40 dB: 'lead' with nothing delayed)
     shifts = np.arange(0, st["shift"] + 1)
-    score = []
-    for d in shifts:
-        e, _ = _fit(tf[idx + d][:, use], nom[:, use], dq[:, use])
-        score.append(float(np.nansum(np.minimum(e, 2.0) ** 2)))
-    score = np.array(score)
+    fits = _fits([(tf[idx + d][:, use], nom[:, use], dq[:, use]) for d in shifts])
+    score = np.array([float(np.nansum(np.minimum(e, 2.0) ** 2)) for e, _ in fits])
     i = int(np.argmin(score))
     d, zero = int(shifts[i]), float(score[0])
     if d < DELAY_SAMPLES or not zero > 0 or score[i] > (1 - DELAY_GAIN) * zero:
