@@ -9,6 +9,10 @@ assertions): the nodes' clocks and callbacks are driven by the test.
 - simulated_robot: a stall skips periods (one period per tick, never a long step with a stale
   command), counted on /diagnostics; a diverging integration engages the brakes instead of
   ending the node with a traceback;
+- the reference's look-ahead (issue #24): the excitation publisher starved mid-excitation
+  (robot, controller and publisher wired by hand, the references through a CDR round trip):
+  the controller follows the trajectory the last reference carries, then its stop, then holds
+  (counted); the publisher rejoins from where the controller is;
 - the elastic arm's motor loop tolerates no period of command delay (test_command_delay.py):
   the controller acts on the motor state of the link state's stamp, whichever comes first,
   and the robot applies a command for one period only (``command_timeout`` auto), so a
@@ -61,7 +65,7 @@ def test_reference_follows_the_robot_clock(context):
     exc = ExcitationPublisher(context=context, parameter_overrides=[
         Parameter("lockstep", value=False), Parameter("rate_hz", value=250.0),
         Parameter("require_ready", value=False), Parameter("hold_time", value=0.0),
-        Parameter("controller_status", value="")])
+        Parameter("controller_status", value=""), Parameter("lookahead", value=0.0)])
     refs = []
     exc.pub.publish = refs.append
     try:
@@ -75,10 +79,11 @@ def test_reference_follows_the_robot_clock(context):
             exc.on_joint(state(5.0 + 0.001 * k, q1))
         assert [round(stamp_of(r), 6) for r in refs] == [5.001, 5.005, 5.009]
         # the robot stalls or slows down (its stamps advance less than the wall clock, which
-        # this node never reads): the reference stays with the robot's time; a stamp more
-        # than max_reference_step (0.01 s) past the last reference (this node was starved
-        # and missed the states between, or the robot stalled): the trajectory resumes where
-        # it stopped, one period on, instead of jumping 0.587 s ahead
+        # this node never reads): the reference stays with the robot's time; without a
+        # look-ahead (lookahead 0), a stamp more than max_reference_step (0.01 s) past the
+        # last reference (this node was starved and missed the states between, or the robot
+        # stalled): the trajectory resumes where it stopped, one period on, instead of
+        # jumping 0.587 s ahead (with one: test_starved_excitation_publisher_...)
         exc.on_joint(state(5.013, q1))
         exc.on_joint(state(5.6, q1))
         exc.on_joint(state(5.604, q1))
@@ -338,3 +343,165 @@ def test_late_controller_slows_the_elastic_robot_instead_of_destabilising_it(con
     finally:
         sim.destroy_node()
         ctrl.destroy_node()
+
+
+def starved_publisher(context, t0, starved, ticks, **exc_params):
+    """zollo_planar at 1 kHz: simulated robot (real time, waiting for each command),
+    pd_controller and excitation_publisher with their defaults, wired by hand (the test
+    drives every callback; the references go through CDR serialization, the bytes DDS
+    carries); the publisher misses the states stamped in [t0, t0 + starved) s (its process
+    starved) while the robot and the controller run on. Returns the nodes' record: the
+    controller's evaluated reference per state stamp, the peak link speed [rad/s], the
+    references sent, and the nodes (destroyed)."""
+    from rclpy.serialization import deserialize_message, serialize_message
+    from robot_identification.nodes.excitation_publisher import ExcitationPublisher
+    from robot_identification.nodes.simulated_robot import SimulatedRobot
+    exc = ExcitationPublisher(context=context, parameter_overrides=[
+        Parameter("lockstep", value=False), Parameter("rate_hz", value=1000.0),
+        Parameter("require_ready", value=False), Parameter("controller_status", value=""),
+        *[Parameter(k, value=v) for k, v in exc_params.items()]])
+    q0 = [float(x) for x in exc.traj.evaluate(0.0)[0][0]]
+    sim = SimulatedRobot(context=context, parameter_overrides=[
+        Parameter("lockstep", value=False), Parameter("rate_hz", value=1000.0),
+        Parameter("initial_positions", value=q0)])
+    ctrl, clock, sent = make_controller(context, watchdog_timeout=0.05)
+    latest, refs, tracked = {}, [], []
+    sim.pub_motor.publish = lambda m: latest.__setitem__("motor", m)
+    sim.pub_joint.publish = lambda m: latest.__setitem__("joint", m)
+    sim.pub_clock = None
+    ctrl.pub.publish = sim.on_command
+
+    def publish(msg):
+        refs.append(deserialize_message(serialize_message(msg), JointTrajectory))
+        ctrl.on_reference(refs[-1])
+    exc.pub.publish = publish
+    reference = ctrl.reference
+
+    def record(r=None):
+        out = reference(r)
+        tracked.append((ctrl.joint[0], *out))
+        return out
+    ctrl.reference = record
+    peak = 0.0
+    try:
+        sim.on_tick()                                       # brakes on: the first state
+        exc.on_joint(latest["joint"])
+        assert exc.on_start(Trigger.Request(), Trigger.Response()).success
+        for _ in range(ticks):
+            sim.on_tick()
+            clock.t += 0.001
+            if not t0 <= stamp_of(latest["joint"]) < t0 + starved - 1e-9:
+                exc.on_joint(latest["joint"])
+            ctrl.on_motor(latest["motor"])
+            ctrl.on_joint(latest["joint"])
+            ctrl.on_watchdog()
+            peak = max(peak, float(np.max(np.abs(sim.sim.state.dq))))
+            if ctrl.fault is not None:
+                break
+        return {"tracked": tracked, "peak": peak, "refs": refs, "exc": exc, "ctrl": ctrl,
+                "sim": sim}
+    finally:
+        exc.destroy_node()
+        sim.destroy_node()
+        ctrl.destroy_node()
+
+
+@pytest.mark.parametrize("t0, starved", [(1.0, 0.124), (1.5, 0.6), (2.0, 1.0)])
+def test_starved_excitation_publisher_is_covered_by_the_lookahead(context, t0, starved):
+    """The launch test's zollo_planar-1000Hz flake (docs/ros.md, "The reference's
+    look-ahead"): the excitation publisher starved mid-excitation. Each reference carries the
+    trajectory 1 s ahead (lookahead); the controller keeps it and evaluates it at each state's
+    stamp, so while the publisher is silent the arm follows the excitation as planned: no
+    fault, the arm within its velocity limit, the reference at every stamp the analytic one
+    (the run's B-spline; quintic between its knots, which the look-ahead includes: exact),
+    nothing held, and the publisher resumes in step. Before (one point per reference), the
+    controller held the last point at zero velocity after watchdog_timeout while the
+    trajectory paused: a reference unlike the analytic one at those stamps, the arm beyond
+    its velocity limit (the flake's velocity trip)."""
+    ticks = int((t0 + starved + 0.4) * 1000)
+    out = starved_publisher(context, t0, starved, ticks)
+    exc, ctrl, tracked = out["exc"], out["ctrl"], out["tracked"]
+    assert ctrl.fault is None, ctrl.fault
+    assert out["peak"] < 3.0, out["peak"]                  # zollo_planar's velocity limit
+    assert ctrl.stale_reference_commands == 0
+    assert ctrl.lookahead_commands == round((starved - 0.05) * 1000)   # after the timeout
+    start = exc._start_stamp
+    inside = [r for r in tracked if t0 <= r[0] < t0 + starved]
+    assert len(inside) == round(starved * 1000)            # every starved stamp answered
+    for stamp, q_ref, dq_ref, ddq_ref in inside:
+        q, dq, ddq = exc.run.at(stamp - start)
+        np.testing.assert_allclose(q_ref, q, atol=1e-9)
+        np.testing.assert_allclose(dq_ref, dq, atol=1e-7)
+        np.testing.assert_allclose(ddq_ref, ddq, atol=1e-5)
+    assert max(np.max(np.abs(r[2])) for r in inside) > 0.5   # a moving stretch
+    # the publisher resumes in step (1 s starved: its first state after is 1 ms beyond the
+    # look-ahead, on its stop: it resumes there, a few microseconds behind)
+    assert exc.reference_lag < 1e-5
+    # the references carry the look-ahead: points[0] the current reference, then the
+    # trajectory at the message's stamp + time_from_start, 1 s ahead (to the next step of
+    # lookahead_spacing, 0.2 s, of the run's time), then its stop (lookahead_ramp 1 s later,
+    # at rest on the path 0.5 s further in the run's time)
+    for msg in out["refs"][-3:]:
+        first = stamp_of(msg) - exc.t_start
+        afters = [p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec
+                  for p in msg.points]
+        end = afters[-2]
+        assert 1.0 <= end < 1.2 and round((first + end) / 0.2, 6) % 1 == 0
+        for p, after in zip(msg.points[:-1], afters):
+            np.testing.assert_allclose(p.positions, exc.run.at(first + after)[0],
+                                       atol=1e-12)
+        assert afters[-1] == pytest.approx(end + 1.0)
+        np.testing.assert_allclose(msg.points[-1].positions,
+                                   exc.run.at(first + end + 0.5)[0], atol=1e-12)
+        assert not any(msg.points[-1].velocities) and len(msg.points) <= 1 + 6 + 2 + 1
+
+
+def test_publisher_starved_beyond_the_lookahead_stops_and_rejoins(context):
+    """Starved 2.5 s, longer than the look-ahead (1 s) and its stop (lookahead_ramp 1 s):
+    the controller follows the trajectory 1 s, then the message's stop (the quintic from
+    the look-ahead's last point to rest on the path), then holds that rest point (counted:
+    stale_reference_commands); the publisher rejoins the trajectory from there, from rest
+    (one pause). No fault, no runaway: the arm's peak speed is the excitation's own. Before
+    (one point per reference: held after watchdog_timeout, resumed at full speed), the
+    elastic arm swung to 4.28 rad/s (its limit 3, the trip 4.5; docs/ros.md)."""
+    t0, starved = 2.0, 2.5
+    out = starved_publisher(context, t0, starved, int((t0 + starved + 1.2) * 1000))
+    exc, ctrl, tracked = out["exc"], out["ctrl"], out["tracked"]
+    assert ctrl.fault is None, ctrl.fault
+    assert out["peak"] < 3.0, out["peak"]
+    from scipy.interpolate import BPoly
+    start, t_last = exc._start_stamp, t0 - 0.001
+    # the last reference's look-ahead: to the next 0.2 s of run time 1 s ahead; its stop
+    tau_e = np.ceil((t_last - start + 1.0) / 0.2 - 1e-6) * 0.2
+    ahead = tau_e - (t_last - start)
+    q_e, dq_e, ddq_e = exc.run.at(tau_e)
+    q_s = exc.run.at(tau_e + 0.5)[0]
+    followed = [r for r in tracked if t0 <= r[0] <= t_last + ahead + 1e-9]
+    stopping = [r for r in tracked if t_last + ahead + 1e-9 < r[0] <= t_last + ahead + 1.0
+                + 1e-9]
+    held = [r for r in tracked if t_last + ahead + 1.0 + 1e-9 < r[0] < t0 + starved]
+    n = round(ahead * 1000)
+    assert (len(followed), len(stopping), len(held)) == (n, 1000, 1500 - n)
+    for stamp, q_ref, dq_ref, _ in followed:
+        np.testing.assert_allclose(q_ref, exc.run.at(stamp - start)[0], atol=1e-9)
+    for j in range(2):              # the stop: the quintic through both ends (scipy's)
+        stop = BPoly.from_derivatives([0.0, 1.0], [[q_e[j], dq_e[j], ddq_e[j]],
+                                                   [q_s[j], 0.0, 0.0]])
+        for stamp, q_ref, dq_ref, _ in stopping:
+            dt = stamp - t_last - ahead
+            assert q_ref[j] == pytest.approx(float(stop(dt)), abs=1e-9)
+            assert dq_ref[j] == pytest.approx(float(stop(dt, nu=1)), abs=1e-7)
+    for stamp, q_ref, dq_ref, ddq_ref in held:
+        np.testing.assert_allclose(q_ref, q_s, atol=1e-12)
+        assert not np.any(dq_ref) and not np.any(ddq_ref)
+    assert ctrl.stale_reference_commands == 1500 - n
+    assert ctrl.lookahead_commands == 2500 - 50
+    # rejoined from the rest point: behind the robot's clock by the silence after the
+    # look-ahead (2.501 s - ahead; the stop's and the rejoin's half-speed halves cancel)
+    assert exc.reference_pauses == 1
+    assert exc.reference_lag == pytest.approx(2.501 - ahead)
+    after = [r for r in out["refs"] if stamp_of(r) >= t0 + starved - 1e-9]
+    np.testing.assert_allclose(after[0].points[0].positions, q_s, atol=1e-12)
+    assert not any(after[0].points[0].velocities)
+    speeds = [max(abs(v) for v in r.points[0].velocities) for r in after[:1100]]
+    assert speeds[-1] > 0.5 and max(np.diff(speeds)) < 0.05     # ramped up, no step

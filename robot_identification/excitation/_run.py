@@ -62,3 +62,31 @@ class ExcitationRun:
             return q0 + d * s, d * ds, d * dds
         q, dq, ddq = self.traj.evaluate(tau - self.offset)
         return q[0], dq[0], ddq[0]
+
+    def breakpoints(self):
+        """Run times (k,) [s] where its smooth pieces join: the end of the move, the
+        trajectory's knots (B-splines: :attr:`~.BSplineTrajectory.knots`), its end, the end of
+        the hold. Between two of them the reference is one analytic piece (a quintic
+        polynomial: the move, a B-spline span, the hold; a Fourier series)."""
+        knots = np.asarray(getattr(self.traj, "knots", ()), dtype=float)
+        times = [self.offset, *(self.offset + knots), self.offset + self.traj.duration,
+                 self.planned]
+        return np.unique([t for t in times if t > 0])
+
+    def lookahead(self, tau, horizon, spacing):
+        """Run times (k,) [s] of a look-ahead from ``tau`` [s]: every ``spacing`` [s] on the
+        grid of its multiples, the :meth:`breakpoints` and ``tau + horizon`` [s], all in
+        (``tau``, ``tau + horizon``] and at most the planned end; empty when ``horizon`` <= 0.
+        A quintic Hermite interpolation of the positions, velocities and accelerations at
+        these times reproduces a quintic piece exactly (it is one polynomial of degree 5
+        between two of the times); within a Fourier series it errs by at most
+        max|q^(6)| h^6 / 46080 on a step h (the Hermite remainder,
+        f^(6)(xi) / 6! * (t - t0)^3 (t - t1)^3, with |(t - t0)(t - t1)| <= h^2 / 4)."""
+        end = min(tau + horizon, self.planned)
+        if horizon <= 0 or end <= tau:
+            return np.zeros(0)
+        grid = np.arange(np.floor(tau / spacing) + 1, np.floor(end / spacing) + 1) * spacing
+        bp = self.breakpoints()
+        times = np.concatenate([grid, bp[(bp > tau) & (bp < end)], [end]])
+        times = np.unique(np.round(times, 9))           # whole nanoseconds, as sent
+        return times[(times > tau + 1e-6) & (times <= end)]

@@ -199,6 +199,12 @@ class BSplineTrajectory:
     def duration(self) -> float:
         return self._duration
 
+    @property
+    def knots(self):
+        """Interior knots (m,) [s]: where the quintic pieces join (the trajectory is a single
+        polynomial of degree 5 between two of them)."""
+        return np.unique(self._spline.t[(self._spline.t > 0) & (self._spline.t < self._duration)])
+
     def evaluate(self, t):
         """Positions, velocities and accelerations at times ``t``.
 

@@ -5,7 +5,9 @@ watchdog, limit checks, fail-safe, overload counts and the delay margin of its g
 and the outputs: ``now()`` [s], ``send(u, state_ns, deadline_ns)``, ``resend()``,
 ``warn(text)`` / ``error(text)`` (throttled to once a second by the node) and
 ``publish_status()``. Inputs: :meth:`joint_state`, :meth:`motor_state`,
-:meth:`reference_point`, :meth:`watchdog` (every control period), :meth:`enable`.
+:meth:`reference_point`, :meth:`reference_trajectory` (a look-ahead, :class:`ReferenceTrajectory`,
+interpolated by :func:`quintic_hermite`), :meth:`watchdog` (every control period),
+:meth:`enable`.
 
 The delay margin (:func:`delay_margin`): the arm about a held position, per joint an
 inertia m (the smallest effective one, 1 / (M^-1)_ii with the rotor inertia; elastic arms: the
@@ -127,6 +129,70 @@ def margin_scale(kp, kd, inertia, viscous, delay, factor=2.0, upper=1.0):
     return lo
 
 
+def quintic_hermite(t, times, q, dq, ddq):
+    """The trajectory through points with positions, velocities and accelerations, at time
+    ``t`` [s]: between two points the quintic polynomial that matches all three at both
+    (Hermite interpolation; ros2_control's joint_trajectory_controller interpolates
+    position/velocity/acceleration waypoints the same way, a quintic spline). ``times`` (m,)
+    [s] increasing; ``q``, ``dq``, ``ddq`` (m, n) [rad, rad/s, rad/s^2]. Returns (q, dq, ddq)
+    (n,) at ``t``; before the first point the first point, after the last one the last
+    point (as given: the caller decides what holding it means). On one polynomial of degree
+    <= 5 exact; elsewhere the error is at most max|q^(6)| h^6 / 46080 on a step h (the
+    Hermite remainder f^(6)(xi) / 6! (t - t0)^3 (t - t1)^3; e.g. Burden & Faires, *Numerical
+    Analysis*, Sec. 3.4)."""
+    k = int(np.searchsorted(times, t, side="right"))
+    if k == 0:
+        return q[0], dq[0], ddq[0]
+    if k >= len(times):
+        return q[-1], dq[-1], ddq[-1]
+    t0, h = times[k - 1], times[k] - times[k - 1]
+    if h <= 0.0:
+        return q[k], dq[k], ddq[k]
+    p0, v0, a0, p1, v1, a1 = q[k - 1], dq[k - 1], ddq[k - 1], q[k], dq[k], ddq[k]
+    # the polynomial in s = (t - t0) / h in [0, 1]: sum c_i s^i
+    d, hv0, hv1, h2a0, h2a1 = p1 - p0, h * v0, h * v1, h * h * a0, h * h * a1
+    c2 = 0.5 * h2a0
+    c3 = 10 * d - 6 * hv0 - 4 * hv1 - 1.5 * h2a0 + 0.5 * h2a1
+    c4 = -15 * d + 8 * hv0 + 7 * hv1 + 1.5 * h2a0 - h2a1
+    c5 = 6 * d - 3 * hv0 - 3 * hv1 - 0.5 * h2a0 + 0.5 * h2a1
+    s = (t - t0) / h
+    pos = p0 + s * (hv0 + s * (c2 + s * (c3 + s * (c4 + s * c5))))
+    vel = (hv0 + s * (2 * c2 + s * (3 * c3 + s * (4 * c4 + s * 5 * c5)))) / h
+    acc = (2 * c2 + s * (6 * c3 + s * (12 * c4 + s * 20 * c5))) / (h * h)
+    return pos, vel, acc
+
+
+class ReferenceTrajectory:
+    """A reference with a look-ahead (a JointTrajectory of several points): ``stamp`` [s]
+    (its header stamp: the points' times count from it), ``times`` (m,) [s] (their
+    time_from_start), ``q``, ``dq``, ``ddq`` (m, n), ``arrival`` [s] (on the node's clock)."""
+
+    def __init__(self, stamp, times, q, dq, ddq, arrival):
+        self.stamp, self.arrival = float(stamp), float(arrival)
+        self.times = np.asarray(times, dtype=float)
+        self.q, self.dq = np.asarray(q, dtype=float), np.asarray(dq, dtype=float)
+        self.ddq = np.where(np.isfinite(ddq), ddq, 0.0)
+        #: holding its last point is as meant (not counted): it ends at rest and it does not
+        #: start moving (a run's final hold), i.e. no source that went silent mid-motion
+        self.rest_is_meant = bool(np.max(np.abs(self.dq[-1])) <= 1e-6
+                                  and np.max(np.abs(self.dq[0])) <= 1e-6)
+
+    def elapsed(self, state_stamp, now):
+        """[s] of the trajectory at a joint state stamped ``state_stamp`` [s]: the stamps'
+        difference when both are on one clock (within 10 s of each other), else the time
+        since it arrived on the node's clock ``now`` [s] (an unstamped trajectory starts when
+        it arrives, as in ros2_control)."""
+        if self.stamp and abs(state_stamp - self.stamp) < 10.0:
+            return state_stamp - self.stamp
+        return now - self.arrival
+
+    def at(self, elapsed):
+        """(q, dq, ddq) (n,) ``elapsed`` [s] after the stamp (:func:`quintic_hermite`) and
+        whether that is after the last point."""
+        return (*quintic_hermite(elapsed, self.times, self.q, self.dq, self.ddq),
+                elapsed > self.times[-1] + 1e-9)
+
+
 class ControlLoop:
     """The controller's logic (see the module docstring and :mod:`.pd_controller`).
 
@@ -170,6 +236,8 @@ class ControlLoop:
         self.fault = None
         self.faults = 0
         self.joint = self.motor = self.ref = None
+        self.plan = None              # the latest reference trajectory (look-ahead), real time
+        self.lookahead_commands = 0
         self.joint_ns = None
         self.last_usable = None       # last finite measurement (dict of (n,) arrays)
         self.hold_q = None            # [rad] position held by the fail-safe / before a reference
@@ -238,6 +306,9 @@ class ControlLoop:
                 "longest_stall_s": f"{self.longest_stall:.4f}", "state_gaps": self.state_gaps,
                 "longest_state_gap_s": f"{self.longest_state_gap:.4f}",
                 "stale_reference_commands": self.stale_reference_commands,
+                "reference_points": (0 if self.ref is None else 1 if self.plan is None
+                                     else len(self.plan.times)),
+                "lookahead_commands": self.lookahead_commands,
                 "tolerated_delay_periods": ("" if self.tolerated_delay is None
                                             else self.tolerated_delay),
                 "loop_delay_s": f"{self.loop_delay:.4f}",
@@ -300,8 +371,18 @@ class ControlLoop:
                else np.where(np.isfinite(ddq), ddq, 0.0))
         self.ref = (stamp, q, dq, ddq)
         self.ref_time = self.now()
+        self.plan = None
         if self.lockstep:
             self.update()
+
+    def reference_trajectory(self, stamp, times, q, dq, ddq):
+        """A reference with a look-ahead: points at ``stamp`` + ``times`` (m,) [s] with q,
+        dq, ddq (m, n) [rad, rad/s, rad/s^2] (m >= 2; non-finite accelerations: zero). Real
+        time: kept whole, evaluated at each joint state's stamp (:meth:`reference`); lockstep:
+        its first point, as :meth:`reference_point`."""
+        self.reference_point(stamp, q[0], dq[0], ddq[0])
+        if not self.lockstep:
+            self.plan = ReferenceTrajectory(stamp, times, q, dq, ddq, self.ref_time)
 
     # -- control -------------------------------------------------------------------------
     def measurement(self):
@@ -336,15 +417,17 @@ class ControlLoop:
         self.last_stamp = max(t, self.last_stamp)
         meas = self.measurement()
         self.remember(meas)
+        reference = None
         if new:
-            self.check(meas, *(self.ref[1:3] if self.ref is not None else ()))
+            reference = self.reference_now() if self.ref is not None else None
+            self.check(meas, *(reference[:2] if reference is not None else ()))
             self.measure_delay(t)
         if self.fault is not None or not self.enabled:
             self.command(self.fallback(meas), fail_safe=True)
         elif self.ref is None:           # armed: hold the arm until the reference flows
             self.command(self.fallback(meas))
         elif new:
-            q_ref, dq_ref, ddq_ref = self.reference()
+            q_ref, dq_ref, ddq_ref = self.reference(reference)
             u = self.law(q_ref, self.limited(q_ref, dq_ref, meas), meas)
             self.command(self.with_feedforward(u, q_ref, dq_ref, ddq_ref, meas["dq"]))
         elif self.last_u is not None:    # a repeated stamp: nothing new, same command
@@ -387,23 +470,48 @@ class ControlLoop:
                       f"quantile): gains scaled to {s:.3g} (kp * s^2, kd * s) for a delay "
                       f"margin of {self.margin_factor:g} x that delay")
 
-    def reference(self):
-        """(q_ref, dq_ref, ddq_ref) (n,) to track: the latest reference; in real time one
-        that arrived more than ``watchdog_timeout`` s ago (while joint states kept arriving)
-        is held at its position with zero velocity and acceleration (counted, warned)."""
+    def reference(self, reference=None):
+        """(q_ref, dq_ref, ddq_ref) (n,) to track (:meth:`reference_now`, or ``reference``,
+        its result for this state); a held one is counted (``stale_reference_commands``)
+        and warned."""
+        q_ref, dq_ref, ddq_ref, held = reference or self.reference_now()
+        if (self.plan is not None and not self.lockstep
+                and self.plan.elapsed(self.joint[0], self.now()) > self.max_age):
+            self.lookahead_commands += 1     # its source silent: the look-ahead in use
+        if held:
+            self.stale_reference_commands += 1
+            self.warn(f"{held}: holding its position at zero velocity "
+                      f"({self.stale_reference_commands} commands)")
+        return q_ref, dq_ref, ddq_ref
+
+    def reference_now(self):
+        """(q_ref, dq_ref, ddq_ref, held) for the latest joint state: in real time a
+        reference trajectory (several points: a look-ahead) is evaluated at the state's stamp
+        (:class:`ReferenceTrajectory`, quintic Hermite between its points), after its last
+        point that point at zero velocity and acceleration; a single point is taken as it
+        is, and one that arrived more than ``watchdog_timeout`` s ago (while joint states
+        kept arriving) is held at its position with zero velocity and acceleration. ``held``
+        says why a moving reference is held ('' otherwise: also for a rest point, which is
+        meant to be held). Lockstep: the latest point as it is."""
+        if self.plan is not None:
+            plan = self.plan
+            elapsed = plan.elapsed(self.joint[0], self.now())
+            q_ref, dq_ref, ddq_ref, after = plan.at(elapsed)
+            if not after:
+                return q_ref, dq_ref, ddq_ref, ""
+            zero = np.zeros_like(dq_ref)
+            return q_ref, zero, zero, ("" if plan.rest_is_meant else
+                                       f"state {elapsed - plan.times[-1]:.3f} s after the "
+                                       f"last point of a moving reference trajectory")
         q_ref, dq_ref, ddq_ref = self.ref[1], self.ref[2], self.ref[3]
         behind = (0.0 if self.previous_state_time is None
                   else self.previous_state_time - self.ref_time)
         if not self.lockstep and behind > self.max_age:
             zero = np.zeros_like(dq_ref)
-            if np.max(np.abs(dq_ref)) <= 1e-6:
-                return q_ref, zero, zero                # a rest point (the end): as meant
-            self.stale_reference_commands += 1
-            self.warn(f"no reference for {behind:.3f} s while joint states arrived (watchdog "
-                      f"{self.max_age:g} s): holding its position at zero velocity "
-                      f"({self.stale_reference_commands} commands)")
-            return q_ref, zero, zero
-        return q_ref, dq_ref, ddq_ref
+            return q_ref, zero, zero, ("" if np.max(np.abs(dq_ref)) <= 1e-6 else
+                                       f"no reference for {behind:.3f} s while joint states "
+                                       f"arrived (watchdog {self.max_age:g} s)")
+        return q_ref, dq_ref, ddq_ref, ""
 
     def feedforward_torque(self, q_ref, dq_ref, ddq_ref):
         """Nominal inverse dynamics of the reference without gravity (n,) [N*m]:
@@ -585,5 +693,5 @@ class ControlLoop:
         self.fault = None
         self.hold_q = None
         if on and not self.lockstep:
-            self.ref = None             # hold until a new reference arrives
+            self.ref = self.plan = None     # hold until a new reference arrives
         self.publish_status()

@@ -1,7 +1,9 @@
 """excitation_publisher: plays an excitation trajectory as a streamed reference.
 
-The reference (trajectory_msgs/JointTrajectory with one point: positions [rad], velocities
-[rad/s], accelerations [rad/s^2]; header.stamp = the time the point applies to) is published
+The reference (trajectory_msgs/JointTrajectory: positions [rad], velocities [rad/s],
+accelerations [rad/s^2]; header.stamp = the time its first point applies to, each point's
+time_from_start counted from it, as ros2_control's joint_trajectory_controller reads them; its
+first point the current reference) is published
 
 - lockstep (``lockstep: true``): once per ``/clock`` tick of the simulated robot, for that tick
   (a tick going back stops the run: the robot was reset, or another robot's clock shares the
@@ -12,6 +14,16 @@ The reference (trajectory_msgs/JointTrajectory with one point: positions [rad], 
   is driven along the trajectory in its own time, and the reference resumes where it stopped;
 - real time, ``reference_clock: node``: on a timer at ``rate_hz`` of this node's clock (for
   drivers whose joint states carry no advancing stamps).
+
+Look-ahead (real time, ``lookahead`` s, default 1; lockstep: the current point only): each
+reference also carries the trajectory ahead - its points on the run's grid of
+``lookahead_spacing`` s and at the joins of its pieces (move to start, B-spline knots, end),
+to at least ``lookahead`` s ahead, then a stop ``lookahead_ramp`` s later at rest on the
+trajectory's path. pd_controller keeps the latest reference whole and interpolates it
+(quintic Hermite) at each joint state's stamp, so a starved publisher's silence does not stop
+the arm's excitation (issue #24: the zollo_planar 1 kHz launch-test flake). After a silence
+beyond the look-ahead the references rejoin the trajectory, over ``lookahead_ramp`` s, from
+where the controller is (its stop, or the stop's rest point).
 
 Nothing is published before ``~/start``. When the arm is away from the trajectory's first
 point (measured on ``joint_states_topic``), a move-to-start segment comes first: a quintic
@@ -151,12 +163,39 @@ class ExcitationPublisher(Managed, LifecycleNode):
         self.start_tolerance = declare(self, "start_tolerance", 0.005, "[rad] no move to "
                                        "start within this distance", low=0.0, high=10.0)
         self.max_step = declare(
-            self, "max_reference_step", 0.01, "[s] real time: a state stamped more than this "
-            "after the last reference (this node missed the states between: its process was "
-            "starved) advances the trajectory by one period only, so the reference resumes "
-            "where it stopped - the controller held it meanwhile - instead of jumping ahead; "
-            "the trajectory's time then lags the robot's (reference_lag_s on /diagnostics); "
-            "0 = always follow the stamps", low=0.0, high=1e3)
+            self, "max_reference_step", 0.01, "[s] real time, lookahead 0: a state stamped more "
+            "than this after the last reference (this node missed the states between: its "
+            "process was starved) advances the trajectory by one period only, so the "
+            "reference resumes where it stopped - the controller held it meanwhile - instead "
+            "of jumping ahead (with a lookahead: a state after its end rejoins the trajectory "
+            "from where the controller is, lookahead_ramp); the trajectory's time then lags "
+            "the robot's (reference_lag_s on /diagnostics); 0 = always follow the stamps",
+            low=0.0, high=1e3)
+        lookahead = declare(
+            self, "lookahead", 1.0, "[s] real time: each reference also carries the "
+            "trajectory this far ahead (points at time_from_start > 0 after the current one; "
+            "pd_controller interpolates them while no newer reference comes, e.g. while this "
+            "node is starved); 0 = the current point only; lockstep: 0", low=0.0, high=60.0,
+            read_only=True)
+        self.lookahead = 0.0 if self.lockstep else lookahead
+        self.ramp_time = declare(
+            self, "lookahead_ramp", 1.0, "[s] real time, with a lookahead: each reference's "
+            "points end with a stop this long after the look-ahead (at rest on the "
+            "trajectory's path, half of this further in its time): a controller that hears "
+            "nothing more slows down to it instead of stopping at once; after such a silence "
+            "the references rejoin the trajectory from where the controller is over this "
+            "long - never a step of the reference velocity, which an elastic arm's stiff "
+            "motor loop overshoots", low=1e-3, high=60.0, read_only=True)
+        self.lookahead_spacing = declare(
+            self, "lookahead_spacing", 0.2, "[s] step of the look-ahead's points (on the "
+            "run's time grid; the joins of the trajectory's pieces are added): quintic "
+            "interpolation between them is exact on quintic pieces (move to start, B-spline "
+            "spans), within max|q^(6)| h^6 / 46080 on a Fourier series", low=1e-3, high=10.0,
+            read_only=True)
+        self.resume = None              # (robot time [s], from (q, dq, ddq), to (q, dq, ddq))
+        #                                 of the latest rejoin
+        self.stop_at = None             # [s] robot time where the latest reference's stop
+        #                                 begins (None: its look-ahead reaches the run's end)
         self.reference_lag, self.reference_pauses = 0.0, 0     # [s], count (latest run)
         self.q_now, self.state_time = None, None     # latest joint positions, arrival [s]
         self.status = None              # (level, message, steady time) of the controller
@@ -505,21 +544,31 @@ class ExcitationPublisher(Managed, LifecycleNode):
             return
         if self.t_start == "next":
             self.t_start = self._start_stamp = self.last = t
+            self.resume = self.stop_at = None
+            self._points, self._times = {}, ((None, None), None)
             self.reference_lag, self.reference_pauses = 0.0, 0
             self.publish_status()       # the start stamp: a recorder judges its coverage
         elif (not self.lockstep and self.max_step > 0 and self.last is not None
-              and t - self.last > self.max_step * (1.0 + 1e-6)):
-            # this node missed states (starved): resume the trajectory where it stopped, one
-            # period on - a jump would be a step of the reference that a stiff (elastic)
-            # loop turns into a velocity spike (docs/ros.md, "Elastic arms in real time")
-            lag = t - self.last - self.period
+              and (self.stop_at is not None and t > self.stop_at + 1e-9 if self.lookahead
+                   else t - self.last > self.max_step * (1.0 + 1e-6))):
+            # this node missed states (starved) beyond its last reference's look-ahead: the
+            # controller followed that, then its stop: rejoin the trajectory from where the
+            # controller is (lookahead_ramp); without a look-ahead, resume where it stopped,
+            # one period on (the controller held it) - a jump would be a step of the
+            # reference that a stiff (elastic) loop turns into a velocity spike (docs/ros.md,
+            # "Elastic arms in real time")
+            lag = self.rejoin(t) if self.lookahead else t - self.last - self.period
             self.t_start += lag
             self.reference_lag += lag
             self.reference_pauses += 1
             self.get_logger().warning(
                 f"no joint state processed for {t - self.last:.3f} s of robot time (this node "
-                f"was starved): the trajectory resumes where it stopped, {self.reference_lag:.3f}"
-                f" s behind the robot's clock ({self.reference_pauses} pauses)",
+                f"was starved): the trajectory "
+                + ("rejoins from the controller on its stop" if self.lookahead
+                   else "resumes where it stopped")
+                + f", "
+                f"{self.reference_lag:.3f} s behind the robot's clock ({self.reference_pauses} "
+                f"pauses)",
                 throttle_duration_sec=1.0)
         self.last = t
         tau = t - self.t_start
@@ -538,15 +587,114 @@ class ExcitationPublisher(Managed, LifecycleNode):
             if 0 < tenth < 10:
                 self.get_logger().info(f"excitation {10 * tenth} %: {tau:.1f} of {total:.1f} s")
         msg = JointTrajectory(joint_names=list(self.model.joint_names),
-                              points=[self.point(tau)])
+                              points=[self.point_at(t)])
+        if self.lookahead:
+            msg.points += self.lookahead_points(t, tau)
         msg.header.stamp = to_stamp(t, Time)
         self.last_msg = msg
         self.pub.publish(msg)
 
-    def point(self, tau):
-        """Reference at ``tau`` s after the start (move to start, then the trajectory)."""
-        q, dq, ddq = (x.tolist() for x in self.run.at(tau))
-        ns = int(round(tau * 1e9))
+    def lookahead_points(self, t, tau):
+        """The points after the current one (robot time ``t``, run time ``tau`` [s]): while
+        it rejoins the trajectory (:meth:`rejoin`) the rejoin's end; the run at least
+        ``lookahead`` s ahead, to the next step of its grid of ``lookahead_spacing`` (the
+        same points in every message: made once) and at its joins; then, unless that is the
+        run's end, its stop: at rest ``lookahead_ramp`` s later where the run is after half
+        of that (on its path; the controller's quintic between the two is the stop, its
+        speed falling from the run's to zero: 1 - 3x^2 + 2x^3 on a straight path, x the
+        fraction of the stop). Sets :attr:`stop_at` (robot time where the stop begins)."""
+        step, points = self.lookahead_spacing, []
+        start = tau
+        if self.rejoining(t):
+            t_j = self.resume[0] + self.ramp_time
+            points.append(self.make_point(self.resume[2], t_j - t))
+            start = t_j - self.t_start
+        end = min(max(np.ceil((tau + self.lookahead) / step - 1e-6) * step, start),
+                  self.planned)
+        if self._times[0] != (start if self.rejoining(t) else None, end):
+            # the run's times to the look-ahead's end (made anew once per grid step)
+            self._times = ((start if self.rejoining(t) else None, end),
+                           [(int(round(x * 1e9)), x) for x in
+                            self.run.lookahead(start, end - start, step).tolist()])
+        start += 1e-6
+        points += [self.cached(key, x - tau, x) for key, x in self._times[1] if x > start]
+        self.stop_at = None
+        if end < self.planned:
+            self.stop_at = self.t_start + end
+            zero = np.zeros(self.model.n)
+            points.append(self.cached(
+                ("stop", int(round(end * 1e9))), end + self.ramp_time - tau,
+                lambda: (self.run.at(end + self.ramp_time / 2)[0], zero, zero)))
+        return points
+
+    def rejoin(self, t) -> float:
+        """After a silence beyond the last reference's look-ahead (at robot time ``t`` [s],
+        the controller on that reference's stop or at rest after it): the next references
+        rejoin the run over ``lookahead_ramp`` s, a quintic from where the controller is
+        (its reference at ``t``: the last message's points, quintic Hermite, as
+        pd_controller evaluates them) to the run at its full speed, where the run's time
+        has advanced by the stop's rate, from the controller's to 1, over the rejoin (on a
+        straight path: no step of the reference's position, velocity or acceleration).
+        Returns the lag [s] added to the run's time."""
+        from robot_identification.nodes._control_loop import quintic_hermite
+        msg, T = self.last_msg, self.ramp_time
+        times = np.array([to_sec(p.time_from_start) for p in msg.points])
+        q, dq, ddq = (np.array([getattr(p, f) for p in msg.points], dtype=float)
+                      for f in ("positions", "velocities", "accelerations"))
+        elapsed = t - to_sec(msg.header.stamp)
+        now = quintic_hermite(elapsed, times, q, dq, ddq)
+        if elapsed > times[-1]:
+            now = (now[0], np.zeros_like(now[1]), np.zeros_like(now[2]))   # held there
+        x = min(max((t - self.stop_at) / T, 0.0), 1.0)
+        tau = self.stop_at - self.t_start + T * (x - x**3 + x**4 / 2)   # the stop's run time
+        rate = 1 - 3 * x * x + 2 * x**3
+        tau_j = tau + T * (1 + rate) / 2
+        self.resume = (t, now, self.run.at(tau_j))
+        return t + T - tau_j - self.t_start
+
+    def cached(self, key, after, tau):
+        """The point ``key`` (the run at ``tau`` [s], or ``tau()`` the values, made the
+        first time), its time_from_start set to ``after`` [s]; the oldest are forgotten."""
+        point = self._points.get(key)
+        if point is None:
+            if len(self._points) > 200:
+                first = min(k if isinstance(k, int) else k[1] for k in self._points)
+                self._points = {k: v for k, v in self._points.items()
+                                if (k if isinstance(k, int) else k[1]) > first}
+            values = tau() if callable(tau) else self.run.at(tau)
+            point = self._points[key] = self.make_point(values, after)
+        else:
+            ns = int(round(after * 1e9))
+            point.time_from_start.sec, point.time_from_start.nanosec = divmod(ns, 10**9)
+        return point
+
+    _points = {}                        # look-ahead points made (cached), by run time [ns]
+    _times = ((None, None), None)       # (key, run times) of the latest look-ahead
+
+    def rejoining(self, t) -> bool:
+        """Whether robot time ``t`` [s] is within the latest rejoin (:meth:`rejoin`)."""
+        return self.resume is not None and t < self.resume[0] + self.ramp_time - 1e-9
+
+    def point_at(self, t, after=0.0):
+        """The reference at robot time ``t`` [s] (real time; lockstep: run time ``t`` -
+        ``t_start``), its time_from_start ``after`` [s]."""
+        if self.rejoining(t):
+            from robot_identification.nodes._control_loop import quintic_hermite
+            (t_r, c, j), T = self.resume, self.ramp_time
+            values = quintic_hermite(t - t_r, np.array([0.0, T]), *(
+                np.array([c[i], j[i]]) for i in range(3)))
+            return self.make_point(values, after)
+        return self.point(t - self.t_start, after)
+
+    def point(self, tau, after=0.0):
+        """Reference at ``tau`` s after the start (move to start, then the trajectory), its
+        time_from_start ``after`` [s] (after the message's stamp)."""
+        return self.make_point(self.run.at(tau), after)
+
+    @staticmethod
+    def make_point(values, after):
+        q, dq, ddq = (x.tolist() for x in values)
+        ns = int(round(after * 1e9))
         return JointTrajectoryPoint(positions=q, velocities=dq, accelerations=ddq,
                                     time_from_start=Duration(sec=ns // 10**9,
                                                              nanosec=ns % 10**9))

@@ -40,6 +40,17 @@ half the watchdog timeout after the previous one) and ``longest_state_gap_s``; a
 stopped arriving for more than ``watchdog_timeout`` s is held at its last position with zero
 velocity (``stale_reference_commands``) instead of driving on at its last velocity.
 
+Reference trajectories (real time; issue #24): a reference of several points (the excitation
+publisher's look-ahead, or any JointTrajectory whose points' time_from_start count from its
+header stamp, as joint_trajectory_controller reads them) is kept whole until the next one: the
+reference of each joint state is its quintic Hermite interpolation of positions, velocities
+and accelerations at the state's stamp (:func:`~._control_loop.quintic_hermite`; stamps on
+the states' clock, else the time since it arrived), so a silent publisher's trajectory is
+followed as planned (commands counted as ``lookahead_commands`` once it is silent for
+``watchdog_timeout``); after its last point that point is held at zero velocity (counted as
+``stale_reference_commands`` unless the trajectory was at rest: a run's final hold). A single
+point is taken as it comes, as before; lockstep: the first point.
+
 Delay and deadlines (real time, joint state stamps on this node's clock, as drivers stamp
 them): the loop delay is measured on every state (2 x its age when the command goes out + one
 period) and the gains are scaled down (never up) so that their delay margin stays at least
@@ -237,11 +248,38 @@ class PDController(Managed, ControlLoop, LifecycleNode):
                          self._vector(msg.name, msg.velocity))
 
     def on_reference(self, msg):
+        if len(msg.points) > 1:         # a look-ahead: the controller keeps the trajectory
+            self.reference_trajectory(to_sec(msg.header.stamp), *self._points(msg))
+            return
         p = msg.points[0] if msg.points else None
         self.reference_point(to_sec(msg.header.stamp),
                              self._vector(msg.joint_names, p.positions if p else []),
                              self._vector(msg.joint_names, p.velocities if p else []),
                              self._vector(msg.joint_names, p.accelerations if p else []))
+
+    def _points(self, msg):
+        """times (m,) [s] (time_from_start) and q, dq, ddq (m, n) of a trajectory's points
+        in this robot's joint order (a joint or field missing: NaN)."""
+        index = {name: i for i, name in enumerate(msg.joint_names)}
+        cols = [index.get(j, -1) for j in self.model.joint_names]
+        times = np.array([to_sec(p.time_from_start) for p in msg.points])
+
+        def matrix(field):
+            rows = [getattr(p, field) for p in msg.points]
+            width = len(msg.joint_names)
+            if min(cols) >= 0 and all(len(row) == width for row in rows):
+                try:                    # rclpy: array.array('d') rows, read as one buffer
+                    flat = np.frombuffer(b"".join(rows), dtype=float)
+                except TypeError:       # (lists)
+                    flat = np.array(rows, dtype=float)
+                return flat.reshape(len(rows), width)[:, cols]
+            out = np.full((len(rows), len(cols)), np.nan)
+            for k, row in enumerate(rows):
+                for j, c in enumerate(cols):
+                    if 0 <= c < len(row):
+                        out[k, j] = row[c]
+            return out
+        return times, matrix("positions"), matrix("velocities"), matrix("accelerations")
 
     def on_watchdog(self):
         if self.ever_active:
