@@ -109,6 +109,7 @@ from robot_identification.excitation import (ExcitationRun, check_limits, load_t
 from robot_identification.nodes._common import (LATEST, QOS, Managed, PeerWatchdogs, declare,
                                                 declare_robot, diagnostic_status, main_for,
                                                 serialized, to_sec, to_stamp)
+from robot_identification.nodes._control_loop import quintic_hermite
 from robot_identification.nodes._heartbeat import HeartbeatMonitor
 from robot_identification.nodes._recording import REST_FRAME
 
@@ -636,7 +637,6 @@ class ExcitationPublisher(Managed, LifecycleNode):
         has advanced by the stop's rate, from the controller's to 1, over the rejoin (on a
         straight path: no step of the reference's position, velocity or acceleration).
         Returns the lag [s] added to the run's time."""
-        from robot_identification.nodes._control_loop import quintic_hermite
         msg, T = self.last_msg, self.ramp_time
         times = np.array([to_sec(p.time_from_start) for p in msg.points])
         q, dq, ddq = (np.array([getattr(p, f) for p in msg.points], dtype=float)
@@ -679,7 +679,6 @@ class ExcitationPublisher(Managed, LifecycleNode):
         """The reference at robot time ``t`` [s] (real time; lockstep: run time ``t`` -
         ``t_start``), its time_from_start ``after`` [s]."""
         if self.rejoining(t):
-            from robot_identification.nodes._control_loop import quintic_hermite
             (t_r, c, j), T = self.resume, self.ramp_time
             values = quintic_hermite(t - t_r, np.array([0.0, T]), *(
                 np.array([c[i], j[i]]) for i in range(3)))
