@@ -86,7 +86,9 @@ def velocity_noise_from_positions(velocity, positions, t):
     where the velocity is a derivative of the recorded positions (its noise spectrum then
     rises like f^2: after a low-pass at f_c a fraction (2 f_c / f_s)^1.5 of its std is left,
     not the (2 f_c / f_s)^0.5 of white noise) and about 0 for a velocity measured on its own
-    (:data:`DIFFERENTIATED_NOISE_CORRELATION` separates them).
+    (:data:`DIFFERENTIATED_NOISE_CORRELATION` separates them). Only where the velocity
+    has white sample-to-sample noise at all (:func:`noise_floor` finite): an exact or
+    pre-smoothed velocity is the motion's own, whatever the correlation of its differences.
 
     Parameters
     ----------
@@ -108,7 +110,10 @@ def velocity_noise_from_positions(velocity, positions, t):
     den = np.sqrt(np.sum(a * a, axis=0) * np.sum(b * b, axis=0))
     with np.errstate(invalid="ignore", divide="ignore"):
         rho = np.where(den > 0, np.sum(a * b, axis=0) / np.where(den > 0, den, 1.0), 0.0)
-    return rho >= DIFFERENTIATED_NOISE_CORRELATION
+    # a velocity smoother than white noise at the sampling rate (exact, or pre-smoothed by a
+    # drive) is no noise at all: its differences and the positions' derivative's both see
+    # the motion and correlate without telling anything (noise-free simulations)
+    return (rho >= DIFFERENTIATED_NOISE_CORRELATION) & np.isfinite(noise_floor(v))
 
 
 def _periodograms(t, x):
