@@ -491,10 +491,13 @@ def gear_ratio_check(model, base, neq):
     Returns
     -------
     list of dict
-        Per joint whose coupling the data excite: ``joint``, ``configured``, ``fitted``,
-        ``std``, ``rss_drop`` (relative drop of the weighted residual with the free
-        coupling); joints without coupling (a rotor on the base, an axis perpendicular to
-        its parent's rotation) are left out: the data cannot tell their ratio.
+        Per joint whose coupling the data excite: ``joint``, ``configured``, ``fitted``
+        (motor coefficient / coupling coefficient), ``std`` (its delta-method standard
+        deviation: meaningful only where the coupling coefficient is resolved),
+        ``coupling_z`` (the free coupling coefficient a in standard deviations from 0, the
+        value the configured ratio gives: the test); joints without coupling (a rotor on
+        the base, an axis perpendicular to its parent's rotation) are left out: the data
+        cannot tell their ratio.
     """
     p, n = len(base), model.n
     names = list(base.names)
@@ -539,25 +542,32 @@ def gear_ratio_check(model, base, neq):
                           -motor / coupling ** 2])
             C = est.covariance[np.ix_([i, col], [i, col])]
             std = float(np.sqrt(max(g @ C @ g, 0.0)))
+        # the test itself is on a, linear in the data: the configured ratio is a = 0 (the
+        # delta-method std of the ratio motor / coupling is far too small where the coupling
+        # coefficient is not resolved, and a ratio 1 +- 4 then reads 20 std from 100)
+        sd_a = float(np.sqrt(max(est.covariance[col, col], 0.0)))
+        z = float(abs(a) / sd_a) if sd_a > 0 else float("inf")
         out.append({"joint": jn, "configured": float(k[j]), "fitted": float(fitted),
-                    "std": std})
+                    "std": std, "coupling_z": z})
     return out
 
 
 def gear_ratio_diagnostics(checks):
     """``gear_ratio_mismatch`` (warning) for each joint whose data fit another gear ratio
-    clearly better (:func:`gear_ratio_check`; more than :data:`GEAR_TOLERANCE` relative and
-    :data:`GEAR_Z` standard deviations away, or a coupling of the wrong sign)."""
+    clearly better (:func:`gear_ratio_check`): more than :data:`GEAR_TOLERANCE` relative, and
+    the coupling coefficient more than :data:`GEAR_Z` standard deviations from the value of
+    the configured ratio (``coupling_z``)."""
     out = []
     for c in checks:
-        f, s, k = c["fitted"], c["std"], c["configured"]
+        f, k, z = c["fitted"], c["configured"], c["coupling_z"]
         if not np.isfinite(f):
             continue
-        if abs(f / k - 1) > GEAR_TOLERANCE and abs(f - k) > GEAR_Z * s:
+        if abs(f / k - 1) > GEAR_TOLERANCE and z > GEAR_Z:
             out.append(Diagnostic(
                 "gear_ratio_mismatch", "warning",
-                f"joint '{c['joint']}': the data fit gear ratio {f:.3g} +- {s:.2g} (from the "
-                f"rotor-link coupling, complete model), the config says {k:g}: the rotor "
-                f"inertia and the coupling are wrong with a wrong ratio; CHECK gear_ratio "
-                f"(motor angle / joint angle, docs/elastic.md)", c["joint"]))
+                f"joint '{c['joint']}': the data fit gear ratio {f:.3g} (from the rotor-link "
+                f"coupling, complete model; its coefficient is {z:.1f} std from what the "
+                f"config's {k:g} gives): the rotor inertia and the coupling are wrong with a "
+                f"wrong ratio; CHECK gear_ratio (motor angle / joint angle, docs/elastic.md)",
+                c["joint"]))
     return out
