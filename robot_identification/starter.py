@@ -452,7 +452,8 @@ def _text(urdf, output, chosen, info, name, urdf_xml, model, xacro_args, inertia
         "  encoder_counts: 1250000          # counts/rev (prismatic: steps of 2 pi / counts m); "
         "0: none",
         "  # kp, kd: PD gains per joint [N*m/rad, N*m*s/rad]; default: a 5 Hz loop on the",
-        "  # joint inertias at q = 0 (+ gravity compensation)",
+        "  # joint inertias at q = 0 (+ gravity compensation; elastic: below each joint's",
+        "  # resonance, docs/simulation.md)",
         "  excitation: {type: fourier, base_frequency: 0.1, harmonics: 5, seed: 1, "
         "scaling: joint}",
         "  # amplitude (excursion per joint) by default min(1, half the position range) "

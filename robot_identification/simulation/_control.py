@@ -14,6 +14,14 @@ from robot_identification.simulation._simulator import Simulator
 
 #: Bandwidth [Hz] of the default gains when the config gives none.
 DEFAULT_BANDWIDTH_HZ = 5.0
+#: Elastic default gains: the closed loop's bandwidth at most this fraction of each joint's
+#: resonance sqrt(K / M_kk) (the link on its spring).
+ELASTIC_BANDWIDTH_FRACTION = 1.0 / 3.0
+#: Elastic default gains: K_D dt / (link-referred rotor inertia) at most this at the
+#: config's control rate (zero-order hold on the motor loop; docs/simulation.md).
+ELASTIC_KD_DT_MAX = 0.3
+#: Elastic default gains: damping ratio kept when the K_D cap binds (K_P lowered with it).
+ELASTIC_MIN_DAMPING = 0.7
 
 
 def _effort_limits(model):
@@ -65,6 +73,47 @@ def _gains(model, kp, kd, inertia):
     return kp, kd
 
 
+def elastic_default_gains(model, rotor, stiffness):
+    """Default PD gains of :class:`ElasticPDController` when the config gives none.
+
+    A critically damped design on the joint's whole inertia, link and rotor (the rigid
+    approximation of the loop, below the joint's resonance):
+    K_P = J w^2, K_D = 2 J w with J = M_kk(q = 0) + B_k (B: the link-referred rotor
+    inertia), w = min(2 pi :data:`DEFAULT_BANDWIDTH_HZ`, sqrt(K_k / M_kk)
+    :data:`ELASTIC_BANDWIDTH_FRACTION`). K_D is capped at
+    :data:`ELASTIC_KD_DT_MAX` B_k / dt (dt = 1 / ``simulation.rate_hz``: the motor loop under
+    a zero-order hold); where that binds, K_P is lowered to keep the damping ratio
+    :data:`ELASTIC_MIN_DAMPING` of the rigid approximation. A design on the rotor inertia
+    alone (as before) puts the loop's link-side resonance at w sqrt(B / J) with damping ratio
+    sqrt(B / J): 1.1 Hz and 0.22 for the starter's rotor inertia of 5 % of the link's, inside
+    the excitation's band (tracking errors of 50-150 % on five of six arms, docs/simulation.md).
+
+    Parameters
+    ----------
+    model : RobotModel
+        Elastic model.
+    rotor : ndarray (n,)
+        Link-referred rotor inertias [kg*m^2].
+    stiffness : ndarray (n,)
+        Joint stiffness K [N*m/rad].
+
+    Returns
+    -------
+    kp, kd : ndarray (n,)
+        [N*m/rad], [N*m*s/rad].
+    """
+    pm = model.pin_model
+    M = pin.crba(pm, pm.createData(), model.pin_configuration(np.zeros(model.n)))
+    link = np.maximum(np.diag(M)[model.velocity_indices], 1e-9)
+    rotor = np.maximum(np.asarray(rotor, dtype=float), 1e-9)
+    J = link + rotor
+    w = np.minimum(2 * np.pi * DEFAULT_BANDWIDTH_HZ,
+                   ELASTIC_BANDWIDTH_FRACTION * np.sqrt(np.asarray(stiffness) / link))
+    kd = np.minimum(2 * J * w, ELASTIC_KD_DT_MAX * rotor * float(model.config.simulation.rate_hz))
+    kp = np.minimum(J * w ** 2, (kd / (2 * ELASTIC_MIN_DAMPING)) ** 2 / J)
+    return kp, kd
+
+
 class ElasticPDController(_GravityMixin):
     """PD on motor positions with on-line gravity compensation for elastic joints.
 
@@ -85,8 +134,9 @@ class ElasticPDController(_GravityMixin):
     model : RobotModel
         Elastic model (stiffness ``drive.stiffness`` per joint).
     kp, kd : array_like (n,), optional
-        Gains [N*m/rad], [N*m*s/rad]; default the config's ``simulation.kp/kd``, else a
-        5 Hz critically damped design on the link-referred rotor inertia.
+        Gains [N*m/rad], [N*m*s/rad]; default the config's ``simulation.kp/kd``, else
+        :func:`elastic_default_gains` (the link and rotor inertia, below the joint's
+        resonance, K_D within the motor loop's zero-order-hold limit).
     saturate : bool
         Clip u to the joints' effort limits.
     """
@@ -101,6 +151,11 @@ class ElasticPDController(_GravityMixin):
             raise ConfigError(f"robot '{model.config.name}': the elastic PD controller needs "
                               f"a positive stiffness K for every joint")
         rotor = np.array([d.get("rotor_inertia", 0.0) for d in drive]) * model.gear_ratios ** 2
+        sim = model.config.simulation
+        if (kp is None and sim.kp is None) or (kd is None and sim.kd is None):
+            kp_d, kd_d = elastic_default_gains(model, rotor, self.K)
+            kp = kp if kp is not None else (sim.kp if sim.kp is not None else kp_d)
+            kd = kd if kd is not None else (sim.kd if sim.kd is not None else kd_d)
         self.kp, self.kd = _gains(model, kp, kd, np.maximum(rotor, 1e-6))
         self.limits = _effort_limits(model) if saturate else np.full(model.n, np.inf)
 
