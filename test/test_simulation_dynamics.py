@@ -149,6 +149,22 @@ def test_elastic_default_gains_follow_the_excitation(tmp_path, urdf):
     assert tolerated_command_delay(model) >= 1
 
 
+@pytest.mark.parametrize("engine", ["builtin", "mujoco"])
+def test_true_parameters_of_a_run_without_friction(planar, engine):
+    """simulate(friction="none"): the dataset's true parameters hold friction 0 (the
+    simulated arm's), not the config's nominal friction (a false far_from_truth on
+    identify), and every other parameter the config's."""
+    if engine == "mujoco":
+        pytest.importorskip("mujoco")
+    ds = simulate(planar, trajectory=_short_trajectory(planar), friction="none", engine=engine)
+    nominal = dict(zip(planar.parameter_names, planar.nominal_parameters()))
+    friction = {f"{j}.{k}" for j in planar.joint_names
+                for k in ("viscous", "coulomb", "offset", "stiction", "stribeck")}
+    assert any(nominal[p] != 0 for p in friction if p in nominal)
+    for name, value in ds.true_parameters.items():
+        assert value == (0.0 if name in friction else nominal[name]), name
+
+
 def test_rigid_pd_regulation():
     model = _variant("zollo_planar", model="rigid")
     sim = Simulator(model, friction="none", quantise=False)

@@ -12,6 +12,7 @@ from robot_identification.excitation import (
     load_trajectory, trajectory_from_config, trajectory_label)
 from robot_identification.progress import bar
 from robot_identification.simulation._control import make_controller
+from robot_identification.simulation._friction import _FRICTION_KEYS
 from robot_identification.simulation._mujoco import make_simulator, mujoco_module
 
 _NOISY = ("q", "theta", "dq", "ddq", "dtheta", "ddtheta")
@@ -109,6 +110,18 @@ def sensor_readings(dataset, model, seed=0, link_bits=20, motor_bits=14,
         "current_noise": float(current_noise),
         "torque_sensor_noise": float(torque_sensor_noise), "seed": int(seed)})
     return replace(dataset, metadata=meta, **kw)
+
+
+def _true_parameters(model, friction):
+    """{standard parameter name: value} the simulated arm has: the config's nominal values,
+    with the friction parameters of joints simulated without friction (law ``none``) 0."""
+    true = dict(zip(model.parameter_names, map(float, model.nominal_parameters())))
+    for j, law in zip(model.joint_names, friction.laws):
+        if law["model"] == "none":
+            for key in _FRICTION_KEYS + ("coulomb_load",):
+                if f"{j}.{key}" in true:
+                    true[f"{j}.{key}"] = 0.0
+    return true
 
 
 def simulate(model, duration=None, trajectory=None, seed=0, snr_db=None, *,
@@ -291,9 +304,7 @@ def simulate(model, duration=None, trajectory=None, seed=0, snr_db=None, *,
             "kd": np.asarray(getattr(ctrl, "kd", [])).tolist(),
             "trajectory": trajectory.to_dict(), "duration": duration, **engine_meta}
     ds = Dataset(t=t, joint_names=model.joint_names,
-                 true_parameters=dict(zip(model.parameter_names,
-                                          map(float, model.nominal_parameters()))),
-                 metadata=meta, **rec)
+                 true_parameters=_true_parameters(model, sim.friction), metadata=meta, **rec)
     cut = cut_mid_motion(model, trajectory, duration)
     if cut:
         meta["ends_mid_motion"] = cut
