@@ -274,6 +274,7 @@ def test_elastic_deflection_below_noise_is_named(tmp_path):
     (d,) = check_deflection(model.joint_names, noisy.q, noisy.theta, "run.npz")
     assert d.code == "deflection_below_noise" and d.subject == "elbow"
     assert d.severity == "warning" and d.message.startswith("run.npz: the joint deflection")
+    assert "link parameters" in d.message and "rigid model" in d.message
     codes = [x.subject for x in engine_identify(model, Recording.from_dataset(noisy, model))
              .diagnostics if x.code == "deflection_below_noise"]
     assert codes == ["elbow"]
