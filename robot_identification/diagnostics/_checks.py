@@ -699,8 +699,8 @@ def check_deflection(joint_names, q, theta, source=""):
     K (theta - q) (Zollo et al. 2014, eq. 2), has an RMS below :data:`DEFLECTION_NOISE_RATIO`
     times its measurement noise (:func:`noise_std`): K (theta - q) in that joint's link and
     motor equations is then mostly noise (a stiff joint with light torques, coarse or noisy
-    encoders), which biases the stiffness, the motor-side parameters and the link parameters
-    of those equations (errors in variables: a Unitree Z1 from ``init --model elastic`` at
+    encoders), and the stiffness, the motor-side parameters and the link parameters of those
+    equations come out biased (measured on a Unitree Z1 from ``init --model elastic`` at
     60 dB, MuJoCo, the base link's Izz 0.123 for a true 0.518, joint 1's K 1182 for 1990; a
     rigid model on the same data 0.550 for link + rotor inertia 0.557).
 
