@@ -504,9 +504,15 @@ def gear_ratio_check(model, base, neq):
     k = model.gear_ratios
     G = neq.gram
     d = np.diag(G)
+    if not np.all(np.isfinite(G)):
+        return []
     # coupling columns the data excite independently of the others (a rotor on the base,
-    # or an axis perpendicular to its parent's rotation, has none: its ratio is not seen)
-    keep = list(range(p))
+    # or an axis perpendicular to its parent's rotation, has none: its ratio is not seen);
+    # base columns the data leave at 0 (every row of a friction column dropped) carry none
+    keep = [i for i in range(p) if d[i] > 0]
+    if not keep:
+        return []
+    p_kept = len(keep)
     for j in range(n):
         e = p + j
         if not d[e] > 1e-12 * d[:p].max() or f"{model.joint_names[j]}.rotor_inertia" \
@@ -516,7 +522,7 @@ def gear_ratio_check(model, base, neq):
         g = G[keep, e] / np.sqrt(d[keep] * d[e])
         if 1.0 - g @ np.linalg.lstsq(A, g, rcond=None)[0] > 1e-6:
             keep.append(e)
-    if len(keep) == p:
+    if len(keep) == p_kept:
         return []
     sub = NormalEquations(len(keep), neq.groups)
     sub.G, sub.b = neq.G[:, keep][:, :, keep], neq.b[:, keep]
@@ -526,10 +532,13 @@ def gear_ratio_check(model, base, neq):
     except DataError:
         return []
     out = []
-    for col, e in enumerate(keep[p:], start=p):
+    for col, e in enumerate(keep[p_kept:], start=p_kept):
         j = e - p
         jn = model.joint_names[j]
         i = names.index(f"{jn}.rotor_inertia")
+        if i not in keep:               # the rotor inertia's own column left at 0
+            continue
+        i = keep.index(i)
         x, a = est.values[i], est.values[col]
         coupling = x * k[j] + a                 # Upsilon k (coupling coefficient)
         motor = x * k[j] ** 2                   # Upsilon k^2 (motor coefficient)
