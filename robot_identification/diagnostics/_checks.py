@@ -953,21 +953,46 @@ def check_unclosed(metadata, source=""):
                        "be missing (identify it again once the recorder has stopped)", source)]
 
 
+#: A run stopped before this share of its planned duration makes ``recording_incomplete``
+#: an error: too little of the designed excitation to identify from.
+MIN_EXCITATION_SHARE = 0.5
+
+
 def check_excitation_complete(excitation, source=""):
-    """``recording_incomplete`` (warning): the recorder found that the bag does not hold the
-    whole excitation run (``Dataset.metadata['excitation']``, written by the recorder node
-    from the excitation publisher's ``/diagnostics`` status,
+    """``recording_incomplete``: the recorder found that the bag does not hold the whole
+    excitation run (``Dataset.metadata['excitation']``, written by the recorder node from the
+    excitation publisher's ``/diagnostics`` status,
     :func:`robot_identification.nodes._recording.excitation_coverage`): the run was stopped
     before its end (a controller fault, ``~/stop``) or the recording starts after its first
     reference or ends before its planned end. The identification uses what was recorded;
-    the excitation it was designed with was not played in full."""
+    the excitation it was designed with was not played in full: a warning, and an error
+    (nothing written without ``--force``; the Identify action fails) for a run stopped
+    before :data:`MIN_EXCITATION_SHARE` of its planned duration: the hardware-like robot's
+    controller heartbeat stopped a 5 s PUMA 560 run after 0.82 s, whose identified model
+    predicted the held-out torque with mean NRMSE 13.3 against 0.077 for the whole run
+    (docs/ros.md)."""
     if not isinstance(excitation, dict):
         return []
-    return [Diagnostic("recording_incomplete", "warning",
-                       f"{name}: {c.get('why') or 'incomplete'}: the identification data hold "
-                       f"only part of the designed excitation", source)
-            for name, c in sorted(excitation.items())
-            if isinstance(c, dict) and c.get("complete") is False]
+    out = []
+    for name, c in sorted(excitation.items()):
+        if not isinstance(c, dict) or c.get("complete") is not False:
+            continue
+        played, planned = c.get("played_s"), c.get("planned_s")
+        share = (played / planned if c.get("state") == "stopped"
+                 and isinstance(played, (int, float)) and isinstance(planned, (int, float))
+                 and planned > 0 else None)
+        if share is not None and share < MIN_EXCITATION_SHARE:
+            out.append(Diagnostic(
+                "recording_incomplete", "error",
+                f"{name}: {c.get('why') or 'incomplete'}: the identification data hold "
+                f"{100 * share:.0f} % of the designed excitation, too little to identify "
+                f"from (below {100 * MIN_EXCITATION_SHARE:.0f} %): run it again", source))
+        else:
+            out.append(Diagnostic(
+                "recording_incomplete", "warning",
+                f"{name}: {c.get('why') or 'incomplete'}: the identification data hold "
+                f"only part of the designed excitation", source))
+    return out
 
 
 #: |correlation| above which the measured torque is compared with the nominal prediction.
