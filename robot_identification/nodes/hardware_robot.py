@@ -38,7 +38,8 @@ from robot_identification.errors import DataError, IdentificationError
 from robot_identification.excitation import trajectory_from_config
 from robot_identification.nodes._common import (QOS, command_deadline_ns, command_state_ns,
                                                 declare, declare_qos, declare_robot,
-                                                diagnostic_status, main_for, to_stamp)
+                                                diagnostic_status, main_for, publish_live,
+                                                to_stamp)
 from robot_identification.nodes._hardware import HardwareArm, make_physics
 
 
@@ -135,13 +136,13 @@ class HardwareRobot(Node):
                 m = JointState(name=names, position=s["theta"].tolist(),
                                velocity=s["dtheta"].tolist(), effort=s["effort"].tolist())
                 m.header.stamp = stamp
-                self.pub_motor.publish(m)
+                publish_live(self, self.pub_motor, m)
             m = JointState(name=names, position=s["q"].tolist(), velocity=s["dq"].tolist(),
                            effort=[] if self.pub_motor is not None else s["effort"].tolist())
             m.header.stamp = stamp
-            self.pub_joint.publish(m)
+            publish_live(self, self.pub_joint, m)
         if states and self.pub_clock is not None:
-            self.pub_clock.publish(Clock(clock=stamp))
+            publish_live(self, self.pub_clock, Clock(clock=stamp))
 
     def publish_status(self):
         now = time.monotonic()

@@ -87,7 +87,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from robot_identification.nodes._common import (LATEST, QOS, Managed, command_msg, declare,
                                                 declare_optional, declare_robot, main_for,
-                                                stamp_ns, to_sec)
+                                                publish_live, stamp_ns, to_sec)
 from robot_identification.nodes._control_loop import ControlLoop
 from robot_identification.simulation import make_controller, tolerated_command_delay
 
@@ -198,10 +198,10 @@ class PDController(Managed, ControlLoop, LifecycleNode):
 
     def send(self, u, state_ns, deadline_ns):
         self.last_msg = command_msg(u, state_ns, deadline_ns)
-        self.pub.publish(self.last_msg)
+        publish_live(self, self.pub, self.last_msg)
 
     def resend(self):
-        self.pub.publish(self.last_msg)
+        publish_live(self, self.pub, self.last_msg)
 
     def update(self):
         if self.ever_active:            # before the first activation: nothing is published

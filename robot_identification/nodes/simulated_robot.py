@@ -49,7 +49,7 @@ from std_srvs.srv import Trigger
 
 from robot_identification.nodes._common import (LATEST, QOS, command_state_ns, declare,
                                                 declare_robot, diagnostic_status, finite,
-                                                main_for, stamp_ns, to_stamp)
+                                                main_for, publish_live, stamp_ns, to_stamp)
 from robot_identification.errors import DataError, IdentificationError
 from robot_identification.excitation import load_trajectory, trajectory_from_config
 from robot_identification.simulation import (ENGINES, make_simulator,
@@ -288,16 +288,16 @@ class SimulatedRobot(Node):
         self.state_ns = stamp_ns(stamp)
         names = list(self.model.joint_names)
         if self.pub_clock is not None:
-            self.pub_clock.publish(Clock(clock=stamp))
+            publish_live(self, self.pub_clock, Clock(clock=stamp))
         if self.pub_motor is not None:
             msg = JointState(name=names, position=m["theta"].tolist(),
                              velocity=m["dtheta"].tolist(), effort=u.tolist())
             msg.header.stamp = stamp
-            self.pub_motor.publish(msg)
+            publish_live(self, self.pub_motor, msg)
         msg = JointState(name=names, position=m["q"].tolist(), velocity=m["dq"].tolist(),
                          effort=([] if self.pub_motor is not None else u.tolist()))
         msg.header.stamp = stamp
-        self.pub_joint.publish(msg)
+        publish_live(self, self.pub_joint, msg)
 
 
 def main(args=None):
