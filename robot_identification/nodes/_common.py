@@ -465,7 +465,7 @@ def publish_live(node, publisher, msg):
     Ctrl-C: rclpy's SIGINT handler shuts the context down between two bytecodes of the
     callback running on the main thread; that callback's next ``publish`` then fails with
     'publisher's context is invalid', which rclpy's executor logs as "[FATAL] Exception in
-    'timers' callback" with the stack before :func:`main_for` ends the loop quietly (in 31 of
+    'timers' callback" with the stack before :func:`main_for` ends the loop quietly (in 24 of
     40 sessions of the hardware-like robot study: the 1 kHz hardware_robot and pd_controller
     callbacks). An error while the context is still up is raised."""
     try:
