@@ -73,6 +73,14 @@ def _gains(model, kp, kd, inertia):
     return kp, kd
 
 
+def _inertia_diagonal_at_zero(model):
+    """Diagonal (n,) [kg*m^2] of the joint-space inertia matrix M(q = 0) (pinocchio
+    ``crba``), config order: the inertia each default gain design works on."""
+    pm = model.pin_model
+    M = pin.crba(pm, pm.createData(), model.pin_configuration(np.zeros(model.n)))
+    return np.diag(M)[model.velocity_indices]
+
+
 def elastic_default_gains(model, rotor, stiffness):
     """Default PD gains of :class:`ElasticPDController` when the config gives none.
 
@@ -102,9 +110,7 @@ def elastic_default_gains(model, rotor, stiffness):
     kp, kd : ndarray (n,)
         [N*m/rad], [N*m*s/rad].
     """
-    pm = model.pin_model
-    M = pin.crba(pm, pm.createData(), model.pin_configuration(np.zeros(model.n)))
-    link = np.maximum(np.diag(M)[model.velocity_indices], 1e-9)
+    link = np.maximum(_inertia_diagonal_at_zero(model), 1e-9)
     rotor = np.maximum(np.asarray(rotor, dtype=float), 1e-9)
     J = link + rotor
     w = np.minimum(2 * np.pi * DEFAULT_BANDWIDTH_HZ,
@@ -214,9 +220,8 @@ class RigidPDController(_GravityMixin):
 
     def __init__(self, model, kp=None, kd=None, saturate=True):
         self._init_gravity(model)
-        M = pin.crba(self._pm, self._data, model.pin_configuration(np.zeros(model.n)))
         rotor = np.array([j.drive.get("rotor_inertia", 0.0) for j in model.config.joints])
-        inertia = np.diag(M)[model.velocity_indices] + rotor * model.gear_ratios ** 2
+        inertia = _inertia_diagonal_at_zero(model) + rotor * model.gear_ratios ** 2
         self.kp, self.kd = _gains(model, kp, kd, np.maximum(inertia, 1e-6))
         self.limits = _effort_limits(model) if saturate else np.full(model.n, np.inf)
 
