@@ -10,13 +10,25 @@ crafted URDF:
 - a joint that stands still: "the data do not excite base parameter(s) [...]" named neither
   the joint nor the file;
 - a URDF link of mass 0 between two joints: a traceback of ``simulate --engine mujoco``;
-- a config naming a joint the URDF lacks: the message named neither file;
-- ``validate`` / ``report`` scored any held-out data: positions in degrees gave NRMSE 431 with
-  exit 0.
+- a config naming a joint the URDF lacks: the message named neither file.
 """
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
+
+import mujoco
+import numpy as np
+import pinocchio as pin
+import pytest
+import yaml
+
+from conftest import run_cli
+from test_heldout_structures import _arm
+from robot_identification import cli
+from robot_identification.diagnostics import NOMINAL_CODES, recording_summary
+from robot_identification.model import load_robot
+from robot_identification.simulation import build_mujoco, simulate
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -26,3 +38,117 @@ def test_python_dash_m_runs_the_command_line():
                          capture_output=True, text=True, cwd=REPO, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "ur10e" in out.stdout
+
+
+@pytest.fixture(scope="module")
+def szabo():
+    model = load_robot("szabo_3dof")
+    return model, simulate(model, seed=0, duration=5.0)
+
+
+def _nominal(model, ds):
+    return [(d.code, d.severity, d.subject) for d in recording_summary(model, ds)["diagnostics"]
+            if d.code in NOMINAL_CODES]
+
+
+def test_one_torque_column_in_mNm_is_a_scale_error_not_a_sign(szabo):
+    """joint2's torque x 1000: before, torque_sign [joint2] "torque sign reversed" (error)."""
+    model, ds = szabo
+    tau = ds.tau.copy()
+    tau[:, 1] *= 1000
+    assert _nominal(model, replace(ds, tau=tau)) == [("torque_scale", "error", "joint2")]
+
+
+@pytest.mark.parametrize("scale, severity", [(1000.0, "error"), (0.05, "error"),
+                                             (0.4, "warning")])
+def test_every_torque_in_other_units_is_an_error(szabo, scale, severity):
+    """mN*m (or 20 x too small) on every joint: an error (a warning before); 0.4 x (another
+    arm of the same class, a drive gain) stays a warning."""
+    model, ds = szabo
+    assert _nominal(model, replace(ds, tau=ds.tau * scale)) == [("torque_scale", severity, "")]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    d = tmp_path_factory.mktemp("heldout")
+    for seed, name in ((0, "run.npz"), (2, "held_out.npz")):
+        assert cli.main(["simulate", "--robot", "szabo_3dof", "--duration", "4", "--seed",
+                         str(seed), "--output", str(d / name), "--quiet"]) == 0
+    assert cli.main(["identify", "--robot", "szabo_3dof", "--data", str(d / "run.npz"),
+                     "--output", str(d / "results.yaml"), "--quiet"]) == 0
+    return d
+
+
+def _npz(run, path, **change):
+    z = dict(np.load(run / "held_out.npz"))
+    z.update(change)
+    np.savez(path, **z)
+    return path
+
+
+def test_torques_in_mNm_stop_identify(run, tmp_path, capsys):
+    z = np.load(run / "held_out.npz")
+    path = _npz(run, tmp_path / "mNm.npz", tau=z["tau"] * 1000)
+    rc, err = run_cli(["identify", "--robot", "szabo_3dof", "--data", path, "--output",
+                       tmp_path / "r.yaml", "--quiet"], capsys, tmp_path)
+    assert rc == 3 and "torque_scale" in err and "mN*m" in err, err
+    assert not (tmp_path / "r.yaml").exists()
+
+
+def test_a_joint_that_stands_still_is_named_with_the_file(run, tmp_path, capsys):
+    z = np.load(run / "held_out.npz")
+    q = z["q"].copy()
+    q[:, 1] = q[0, 1]
+    path = _npz(run, tmp_path / "still.npz", q=q)
+    rc, err = run_cli(["identify", "--robot", "szabo_3dof", "--data", path, "--output",
+                       tmp_path / "r.yaml", "--quiet"], capsys, tmp_path)
+    assert rc == 2 and len(err.strip().splitlines()) == 1, err
+    assert "joint(s) joint2 stand still" in err and str(path) in err, err
+
+
+def _massless_arm():
+    """test_heldout_structures' 3-joint arm with link1 (between joint1 and joint2) of mass 0
+    and inertia 0."""
+    urdf = _arm(collide=False)
+    for old, new in (('<mass value="2"/>', '<mass value="0"/>'),
+                     ('ixx="0.02" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.01"',
+                      'ixx="0" ixy="0" ixz="0" iyy="0" iyz="0" izz="0"')):
+        assert urdf.count(old) == 1
+        urdf = urdf.replace(old, new)
+    return urdf
+
+
+def test_massless_link_builds_in_mujoco_and_matches_pinocchio(tmp_path, capsys):
+    """Before: build_mujoco raised LinAlgError ("Eigenvalues did not converge": the centre of
+    mass of a massless body is 0 / 0). mj_inverse of the built model == pinocchio's rnea
+    with the config's rotor inertia as armature and its viscous friction, on random states."""
+    (tmp_path / "arm.urdf").write_text(_massless_arm())
+    rc, err = run_cli(["init", "--urdf", tmp_path / "arm.urdf", "--output",
+                       tmp_path / "arm.yaml", "--quiet"], capsys, tmp_path / "none")
+    assert rc == 0, err
+    model = load_robot(config=tmp_path / "arm.yaml")
+    arm = build_mujoco(model)
+    arm.model.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_FRICTIONLOSS
+                                      | mujoco.mjtDisableBit.mjDSBL_LIMIT)
+    pm = model.pin_model.copy()
+    pm.armature = arm.drives["rotor_inertia"] * model.gear_ratios ** 2
+    data, d = pm.createData(), mujoco.MjData(arm.model)
+    rng = np.random.default_rng(0)
+    for _ in range(8):
+        q, dq, ddq = rng.uniform(-1.5, 1.5, 3), rng.normal(size=3), rng.normal(size=3)
+        ref = pin.rnea(pm, data, q, dq, ddq) + arm.drives["viscous"] * dq
+        d.qpos[arm.joint_qpos], d.qvel[arm.joint_dof], d.qacc[arm.joint_dof] = q, dq, ddq
+        mujoco.mj_inverse(arm.model, d)
+        np.testing.assert_allclose(d.qfrc_inverse[arm.joint_dof], ref, rtol=0, atol=1e-9)
+
+
+def test_config_joint_missing_from_the_urdf_names_both_files(tmp_path, capsys):
+    cfg = yaml.safe_load((REPO / "config" / "robots" / "szabo_3dof.yaml").read_text())
+    cfg["urdf"] = str(REPO / "urdf" / "szabo_3dof.urdf")
+    cfg["joints"][1]["name"] = "joint_2"
+    (tmp_path / "robot.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    rc, err = run_cli(["simulate", "--config", tmp_path / "robot.yaml", "--output",
+                       tmp_path / "x.npz", "--quiet"], capsys, tmp_path)
+    assert rc == 2 and len(err.strip().splitlines()) == 1, err
+    assert "has no joint(s) ['joint_2']" in err and "szabo_3dof.urdf" in err, err
+    assert str(tmp_path / "robot.yaml") in err, err

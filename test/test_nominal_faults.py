@@ -82,12 +82,13 @@ def test_encoder_offset_is_named_with_its_value(szabo):
     assert offset == pytest.approx(-0.3, abs=0.05)
 
 
-@pytest.mark.parametrize("scale", [0.1, 1000.0])
-def test_torque_units_are_named(szabo, scale):
-    """Motor currents with a drive gain of 10, or mN*m: one warning for all joints."""
+@pytest.mark.parametrize("scale, severity", [(0.2, "warning"), (1000.0, "error")])
+def test_torque_units_are_named(szabo, scale, severity):
+    """Motor currents with a drive gain of 5: one warning for all joints; mN*m (beyond
+    10 x, SCALE_ERROR): one error."""
     model, ds = szabo
     _one(_nominal(model, replace(ds, tau=ds.tau * scale)), "torque_scale", "",
-         "what the URDF's model predicts on every joint", "drive gain")
+         "what the URDF's model predicts on every joint", "drive gain", severity=severity)
 
 
 @pytest.mark.parametrize("value", [0.0, 5.0])

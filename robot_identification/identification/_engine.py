@@ -805,6 +805,27 @@ def load_prior(model, prior):
         raise ConfigError(f"{path}: standard_parameters must be numbers ({exc})") from None
 
 
+#: A joint whose velocity RMS stays below this [rad/s; m/s] in every recording stands still.
+STILL_VELOCITY = 1e-3
+
+
+def _still_hint(model, neq) -> str:
+    """The joints that stand still in every recording, with the recordings' files: "the data
+    do not excite base parameter(s) [...]" alone named neither (a UR5 run of
+    example-robot-data with shoulder_lift_joint held constant named eight parameters of
+    upper_arm_link)."""
+    recs = [r for r in neq.recordings or () if r.get("velocity_rms") is not None]
+    if not recs:
+        return ""
+    rms = np.max([np.asarray(r["velocity_rms"], float) for r in recs], axis=0)
+    still = [model.joint_names[k] for k in np.flatnonzero(rms < STILL_VELOCITY)]
+    if not still:
+        return ""
+    files = ", ".join(f"'{r['source']}'" for r in recs if r.get("source"))
+    return (f"; joint(s) {', '.join(still)} stand still (velocity RMS < {STILL_VELOCITY:g} "
+            f"rad/s) in {files or 'the data'}")
+
+
 def _cutoff_hint(neq) -> str:
     """Why data may look unexciting: a low-pass cut-off below the motion's band (the filter
     removed the motion; ``--cutoff 0.001`` read as "move those joints")."""
@@ -904,7 +925,8 @@ def solve(model, neq, settings=None, *, base=None, estimators=None, prior=None,
         try:
             check_excitation(neq.gram, base.names)
         except ExcitationError as exc:
-            raise ExcitationError(f"{exc}{_cutoff_hint(neq)}") from None
+            raise ExcitationError(f"{exc}{_still_hint(model, neq)}{_cutoff_hint(neq)}") \
+                from None
     estimates = {}
     for i, name in enumerate(names):
         try:

@@ -688,8 +688,10 @@ class RobotModel:
         missing = [j for j in config.joint_names if j not in names]
         if missing:
             movable = [full.names[i] for i in range(1, full.njoints)]
-            raise ModelError(f"URDF of '{config.name}' has no joint(s) {missing}; "
-                             f"its movable joints are {movable}")
+            named = f" (named in robot config '{config.source}')" if config.source else ""
+            urdf = f"'{config.urdf_path}'" if config.urdf_path else f"of '{config.name}'"
+            raise ModelError(f"URDF {urdf} has no joint(s) {missing}{named}; its movable "
+                             f"joints are {movable}")
         _check_mimic(urdf_xml, config)
         lock = [i for i in range(1, full.njoints) if full.names[i] not in config.joint_names]
         q_lock = _lock_configuration(full)

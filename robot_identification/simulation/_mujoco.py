@@ -184,8 +184,16 @@ def _representable(mass, d):
 
 def _inertial_of(p10):
     """mass, centre of mass (3,) and inertia about it (3, 3) of standard parameters (10,)
-    about a frame's origin (pinocchio order)."""
-    inert = pin.Inertia.FromDynamicParameters(np.asarray(p10, dtype=float))
+    about a frame's origin (pinocchio order). A massless body (a URDF link of mass 0 between
+    two joints) has its centre of mass at the origin and its rotational inertia about it
+    (pinocchio divides by the mass: NaN, and ``eigh`` of that raised "Eigenvalues did not
+    converge", a traceback of ``simulate --engine mujoco``)."""
+    p10 = np.asarray(p10, dtype=float)
+    if not p10[0] > 0:
+        I = p10[4:]
+        inertia = np.array([[I[0], I[1], I[3]], [I[1], I[2], I[4]], [I[3], I[4], I[5]]])
+        return float(p10[0]), np.zeros(3), inertia
+    inert = pin.Inertia.FromDynamicParameters(p10)
     return float(inert.mass), np.array(inert.lever), np.array(inert.inertia)
 
 
