@@ -10,7 +10,9 @@ crafted URDF:
 - a joint that stands still: "the data do not excite base parameter(s) [...]" named neither
   the joint nor the file;
 - a URDF link of mass 0 between two joints: a traceback of ``simulate --engine mujoco``;
-- a config naming a joint the URDF lacks: the message named neither file.
+- a config naming a joint the URDF lacks: the message named neither file;
+- ``validate`` / ``report`` scored any held-out data: positions in degrees gave NRMSE 431 with
+  exit 0 (and the table's cells ran together).
 """
 import subprocess
 import sys
@@ -104,6 +106,45 @@ def test_a_joint_that_stands_still_is_named_with_the_file(run, tmp_path, capsys)
                        tmp_path / "r.yaml", "--quiet"], capsys, tmp_path)
     assert rc == 2 and len(err.strip().splitlines()) == 1, err
     assert "joint(s) joint2 stand still" in err and str(path) in err, err
+
+
+@pytest.mark.parametrize("command", ["validate", "report"])
+def test_held_out_data_in_degrees_are_refused(run, tmp_path, capsys, command):
+    """Before: validate wrote NRMSE 431 (UR5), exit 0; report plotted it."""
+    z = np.load(run / "held_out.npz")
+    (tmp_path / "in").mkdir()
+    path = _npz(run, tmp_path / "in" / "deg.npz", q=np.degrees(z["q"]))
+    out = tmp_path / ("v.yaml" if command == "validate" else "report")
+    argv = [command, "--robot", "szabo_3dof", "--results", run / "results.yaml", "--data",
+            path, "--output", out, "--quiet"]
+    rc, err = run_cli(argv, capsys, tmp_path / "in")
+    assert rc == 3 and "beyond_joint_limits" in err and "degrees given as radians" in err, err
+    assert "Traceback" not in err and not out.exists()
+    rc, err = run_cli(argv + ["--force"], capsys, tmp_path / "in")
+    assert rc == 3 and out.exists(), err
+    if command == "validate":
+        doc = yaml.safe_load(out.read_text())
+        assert doc["status"] == "error"
+        assert any(d["code"] == "beyond_joint_limits" for d in doc["diagnostics"])
+
+
+def test_correct_held_out_data_validate_cleanly(run, tmp_path, capsys):
+    rc, err = run_cli(["validate", "--robot", "szabo_3dof", "--results", run / "results.yaml",
+                       "--data", run / "held_out.npz", "--output", tmp_path / "v.yaml",
+                       "--quiet"], capsys, run)
+    assert rc == 0, err
+    assert "status" not in yaml.safe_load((tmp_path / "v.yaml").read_text())
+
+
+def test_validation_table_keeps_large_numbers_apart():
+    """Positions in degrees (with --force) gave RMS errors of 1000 N*m and more: the cells
+    ran together ("337.1431498.130")."""
+    from robot_identification.validation import format_validation
+    joints = [{"name": f"j{k}", "rms": r, "nrmse": e}
+              for k, (r, e) in enumerate([(2188.0, 337.14), (1498.13, 27.858), (1.234, 0.036)])]
+    table = format_validation([{"file": "x", "moving": True,
+                                "models": {"wls": {"joints": joints, "nrmse_mean": 1.0}}}])
+    assert "2188.000/337.140 1498.130/27.858  1.234/0.036 " in table, table
 
 
 def _massless_arm():

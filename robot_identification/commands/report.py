@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 from robot_identification.commands._common import (
     add_derivatives_argument, add_effort_lag_argument, add_robot_arguments,
     check_output_argument, input_paths, refuse_existing,
-    load_datasets, robot_from_args)
+    load_datasets, print_result, robot_from_args, write_unless_errors)
 
 NAME = "report"
 HELP = ("write an HTML report: diagnostics, base parameters with unit, nominal, every "
@@ -32,12 +33,17 @@ def add_arguments(p):
                         "or the torques open loop")
     add_effort_lag_argument(p)
     add_derivatives_argument(p)
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing --output, and write the report even when a "
+                        "data check of severity error says the --data are wrong (positions "
+                        "in degrees, a torque sign; the exit code stays 3)")
 
 
 def run(args):
     from robot_identification.data import load_dataset  # start-up: commands/__init__.py
     from robot_identification.report import identification_data, write_report  # start-up
-    from robot_identification.validation import load_estimates, validate  # start-up
+    from robot_identification.validation import (  # start-up: commands/__init__.py
+        check_held_out, load_estimates, validate)
     from robot_identification.identification import settings_from_results  # start-up
     model = robot_from_args(args)
     refuse_existing(args.output, "--output", args, folder_marker="report.html")
@@ -46,6 +52,9 @@ def run(args):
     base, models, doc = load_estimates(args.results, model)
     datasets = load_datasets(args.data, model, args.effort_lag,
                              measured_velocities=not args.numerical_derivatives)
+    # errors in the held-out data (degrees, a torque sign): nothing written unless --force
+    checks = SimpleNamespace(diagnostics=check_held_out(model, datasets, list(args.data)))
+    print_result(checks, SimpleNamespace(quiet=True), "")
     files = validate(model, base, models, datasets, settings_from_results(model, doc),
                      labels=list(args.data), keep_signals=True) if datasets else []
     excitation = []
@@ -59,9 +68,9 @@ def run(args):
     if args.rollout and datasets:
         from robot_identification.commands.validate import rollouts  # start-up
         roll = rollouts(args, model, datasets, keep_signals=True)
-    path = write_report(args.output, model, doc, files, inputs=input_paths(args, model),
-                        base=base, excitation_data=excitation, rollouts=roll)
-    print(f"wrote {Path(path).resolve()}")
+    write_unless_errors(checks, args, lambda: write_report(
+        args.output, model, doc, files, inputs=input_paths(args, model), base=base,
+        excitation_data=excitation, rollouts=roll))
     if args.urdf_out:
         from robot_identification.commands.export_urdf import export_from_results  # start-up
         out = export_from_results(model, args.results, args.urdf_out, input_paths(args, model))

@@ -1,12 +1,12 @@
 """``robot-identification validate``: predicted vs measured torque on held-out data."""
 from __future__ import annotations
 
-from pathlib import Path
+from types import SimpleNamespace
 
 from robot_identification.commands._common import (
     add_derivatives_argument, add_effort_lag_argument, add_robot_arguments,
     check_output_argument, input_paths,
-    load_datasets, robot_from_args)
+    load_datasets, print_result, robot_from_args, write_unless_errors)
 
 NAME = "validate"
 HELP = ("compare the torque predicted by the nominal URDF and each identified estimate "
@@ -43,12 +43,17 @@ def add_arguments(p):
                         "(auto: where the recording's metadata holds them) or replay the "
                         "torques open loop")
     p.add_argument("--quiet", action="store_true", help="do not print the table")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing --output, and write it even when a data check "
+                        "of severity error says the held-out data are wrong (positions in "
+                        "degrees, a torque sign; it then says status: error; the exit code "
+                        "stays 3)")
 
 
 def run(args):
     from robot_identification.errors import DataError  # start-up: commands/__init__.py
     from robot_identification.validation import (  # start-up: commands/__init__.py
-        format_validation, load_estimates, validate, write_validation)
+        check_held_out, format_validation, load_estimates, validate, write_validation)
     from robot_identification.identification import settings_from_results  # start-up
     model = robot_from_args(args)
     check_output_argument(args, model)
@@ -57,20 +62,22 @@ def run(args):
         raise DataError(f"--primary {args.primary}: '{args.results}' has {list(models)}")
     datasets = load_datasets(args.data, model, args.effort_lag,
                              measured_velocities=not args.numerical_derivatives)
+    checks = SimpleNamespace(diagnostics=check_held_out(model, datasets, list(args.data)))
     files = validate(model, base, models, datasets, settings_from_results(model, doc),
                      labels=list(args.data), rest_velocity=args.rest_velocity)
     roll = rollouts(args, model, datasets) if args.rollout else None
     # the results file's primary estimate (its base_parameters) is the one reported
     primary = args.primary or (doc.get("estimator") if doc.get("estimator") in models
                                else None)
-    out = write_validation(args.output, model.config.name, files, primary,
-                           inputs=input_paths(args, model), rollout=roll)
-    if not args.quiet:
-        print(format_validation(files))
-        if roll:
-            from robot_identification.validation import format_rollout  # start-up
-            print(format_rollout(roll))
-    print(f"wrote {Path(out).resolve()}")
+    table = format_validation(files)
+    if roll:
+        from robot_identification.validation import format_rollout  # start-up
+        table += "\n" + format_rollout(roll)
+    print_result(checks, args, table)
+    # errors in the held-out data (degrees, a torque sign): nothing written unless --force
+    write_unless_errors(checks, args, lambda: write_validation(
+        args.output, model.config.name, files, primary, inputs=input_paths(args, model),
+        rollout=roll, diagnostics=checks.diagnostics))
     return 0
 
 

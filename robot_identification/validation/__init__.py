@@ -2,6 +2,7 @@
 model selection by cross-validation on the identification data.
 
 - :func:`load_estimates` -- the models of a results.yaml (and the nominal one)
+- :func:`check_held_out` -- the data checks of ``identify`` on held-out datasets
 - :func:`validate` -- NRMSE per joint, file and model (``_validate``; the prediction and
   its friction model are :func:`robot_identification.identification.predict_torque` and
   :func:`~robot_identification.identification.filtered_coulomb`)
@@ -14,8 +15,8 @@ model selection by cross-validation on the identification data.
   model chosen by cross-validation (``_selection``)
 """
 from robot_identification.validation._validate import (  # noqa: F401
-    PREFERENCE, format_validation, load_estimates, validate, validation_to_dict,
-    write_validation)
+    PREFERENCE, check_held_out, format_validation, load_estimates, validate,
+    validation_to_dict, write_validation)
 from robot_identification.validation._rollout import (  # noqa: F401
     closed_loop_available, format_rollout, rollout, rollout_to_dict, rollout_validate)
 from robot_identification.validation._selection import (  # noqa: F401
