@@ -39,14 +39,41 @@ def test_heartbeat_monitor_names_silent_peers_once():
     assert HeartbeatMonitor(0.0).silent(100.0) == []    # 0: never
 
 
-def _run_with_a_peer(context, name):
-    """A real-time excitation publisher (no recorder) and a peer node ``name`` standing in for
-    the robot (joint states every 0.01 s) and the controller (its OK status every 0.05 s),
-    which receives the references and the run's statuses. Returns (excitation, peer,
-    controller timer, references, run statuses)."""
+def test_heartbeat_monitor_judges_stamped_beats_against_the_newest_stamp_heard():
+    """A stamped peer silent by arrival is lost once the newest stamp heard of (any other
+    source) is more than the timeout past its latest beat's stamp, or once its arrival
+    silence passes the bound (2 x timeout) - not while the watcher has heard of nothing much
+    newer (its reception is behind). Unstamped beats and the arrival_only mode (the
+    watchdogs' thread) go by arrival alone."""
+    from robot_identification.nodes._heartbeat import HeartbeatMonitor
+    m = HeartbeatMonitor(0.5)
+    assert m.bound == 1.0
+    m.beat("ctl", 10.0, stamp=1000.0)
+    m.beat("joints", 10.0)                              # unstamped
+    m.heard(1000.1)                                     # another node, 0.1 s newer
+    assert m.silent(10.7) == [("joints", pytest.approx(0.7))]   # ctl: the watcher is behind
+    assert m.pending(10.7) == ["ctl"]
+    m.arrival_only = True
+    assert [p for p, _ in m.silent(10.7)] == ["ctl", "joints"]
+    m.arrival_only = False
+    m.heard(1000.6)                                     # the graph went on without ctl
+    assert [p for p, _ in m.silent(10.7)] == ["ctl", "joints"]
+    m.beat("ctl", 11.0, stamp=1000.9)                   # heard again: judged afresh
+    m.heard(0.0)                                        # unstamped: no frontier
+    assert m.silent(11.9) == [("joints", pytest.approx(1.9))]
+    assert m.newly_lost(12.01, ["ctl"]) == [("ctl", pytest.approx(1.01))]   # the bound
+    m.forget("ctl")
+    assert m.lag("ctl") is None
+
+
+def _run_with_a_peer(context, name, timeout=TIMEOUT):
+    """A real-time excitation publisher (no recorder, heartbeat_timeout ``timeout`` s) and a
+    peer node ``name`` standing in for the robot (joint states every 0.01 s) and the
+    controller (its OK status every 0.05 s, unstamped), which receives the references and the
+    run's statuses. Returns (excitation, peer, controller timer, references, run statuses)."""
     from robot_identification.nodes.excitation_publisher import ExcitationPublisher
     excitation = ExcitationPublisher(context=context, parameter_overrides=[
-        Parameter("lockstep", value=False), Parameter("heartbeat_timeout", value=TIMEOUT),
+        Parameter("lockstep", value=False), Parameter("heartbeat_timeout", value=timeout),
         Parameter("max_reference_step", value=0.0), Parameter("state_timeout", value=1.0),
         Parameter("recorder_status", value="")])
     q0 = [float(x) for x in excitation.traj.evaluate(0.0)[0][0]]
@@ -73,19 +100,28 @@ def _run_with_a_peer(context, name):
     return excitation, peer, controller, references, runs
 
 
+def _one_executor(*nodes):
+    """(executor spinning ``nodes``, its :func:`wait_until`)."""
+    ex = SingleThreadedExecutor(context=nodes[0].context)
+    for node in nodes:
+        ex.add_node(node)
+    return ex, partial(wait_until, ex)
+
+
+def _start(spin_until, excitation, references):
+    """Start ``excitation``'s run; returns once its references flow."""
+    answers = []
+    spin_until(lambda: answers.append(excitation.on_start(
+        Trigger.Request(), Trigger.Response())) or answers[-1].success, "started")
+    spin_until(lambda: len(references) > 20, "references flow")
+
+
 def test_silent_controller_stops_the_run_and_the_reference_rests(context):
     excitation, peer, controller, references, runs = _run_with_a_peer(
         context, "heartbeat_test_peer")
-    ex = SingleThreadedExecutor(context=context)
-    ex.add_node(excitation)
-    ex.add_node(peer)
-
-    spin_until = partial(wait_until, ex)
+    ex, spin_until = _one_executor(excitation, peer)
     try:
-        answers = []
-        spin_until(lambda: answers.append(excitation.on_start(
-            Trigger.Request(), Trigger.Response())) or answers[-1].success, "started")
-        spin_until(lambda: len(references) > 20, "references flow")
+        _start(spin_until, excitation, references)
         controller.cancel()                             # the controller goes silent
         spin_until(lambda: runs and "stopped" in runs[-1].message, "stop on /diagnostics")
         stopped = runs[-1]
@@ -99,6 +135,56 @@ def test_silent_controller_stops_the_run_and_the_reference_rests(context):
         assert not any(rest.points[0].accelerations)
         stamp = (rest.header.stamp.sec, rest.header.stamp.nanosec)
         assert stamp > (moving.header.stamp.sec, moving.header.stamp.nanosec)
+    finally:
+        ex.shutdown()
+        peer.destroy_node()
+        excitation.destroy_node()
+
+
+def test_a_watcher_behind_on_reception_does_not_stop_a_live_peer(context):
+    """At 1 kHz with busy loops, a recorder received the controller's statuses about 0.7 s
+    late (heartbeat_timeout 0.5 s) and stopped the run of a live controller: silence was timed
+    by arrival at the watcher (docs/ros.md, "Heartbeats"). Here every /diagnostics status
+    reaching the excitation publisher - the controller's and another node's - is held back for
+    1.3 x heartbeat_timeout and then delivered in a burst, each stamped when it was due: the
+    stamps show that the controller beat on time, so the run goes on. Once the controller
+    really goes silent while the other node's statuses keep coming, the run stops naming it."""
+    timeout, held = 1.0, 1.3
+    excitation, peer, controller, references, runs = _run_with_a_peer(
+        context, "behind_watcher_peer", timeout=timeout)
+    controller.cancel()                 # statuses from here on: stamped, and held back below
+    pub_diag = peer.create_publisher(DiagnosticArray, "/diagnostics", 100)
+    delivery = SimpleNamespace(hold_until=None, queue=[], controller=True, bursts=0)
+
+    def statuses():
+        names = ["hardware_robot: robot"] + ([CONTROLLER] if delivery.controller else [])
+        for name in names:
+            msg = DiagnosticArray(status=[DiagnosticStatus(
+                level=DiagnosticStatus.OK, name=name, message="running",
+                values=[KeyValue(key="state", value="running")])])
+            msg.header.stamp = peer.get_clock().now().to_msg()
+            delivery.queue.append(msg)
+        if delivery.hold_until is not None and time.monotonic() < delivery.hold_until:
+            return
+        if delivery.hold_until is not None:
+            delivery.hold_until, delivery.bursts = None, delivery.bursts + 1
+        while delivery.queue:
+            pub_diag.publish(delivery.queue.pop(0))
+    peer.create_timer(0.05, statuses)
+    ex, spin_until = _one_executor(excitation, peer)
+    try:
+        _start(spin_until, excitation, references)
+        assert excitation.traj.duration > 4 * timeout + held
+        delivery.hold_until = time.monotonic() + held       # the watcher falls behind
+        spin_until(lambda: delivery.bursts or excitation.run_state != "running", "the burst")
+        heard = excitation.monitor.last[CONTROLLER]
+        spin_until(lambda: excitation.monitor.last[CONTROLLER] > heard + timeout
+                   or excitation.run_state != "running", "the controller heard on time again")
+        assert excitation.run_state == "running", excitation.stop_reason
+        delivery.controller = False                         # the controller goes silent
+        spin_until(lambda: runs and "stopped" in runs[-1].message, "stop on /diagnostics")
+        assert runs[-1].level == DiagnosticStatus.ERROR, runs[-1]
+        assert f"{CONTROLLER} silent for" in runs[-1].message, runs[-1].message
     finally:
         ex.shutdown()
         peer.destroy_node()

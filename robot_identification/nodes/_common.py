@@ -261,6 +261,16 @@ class PeerWatchdogs:
     always runs under ``lock``: the node's callbacks that touch what it changes take the
     same lock (:func:`serialized`).
 
+    Beats that carry a stamp are also judged by it (:class:`~._heartbeat.HeartbeatMonitor`):
+    the node passes every status it receives to :meth:`heard` (its reception frontier: the
+    newest stamp of another node), and a peer silent by arrival whose latest stamp is within
+    the timeout of that frontier is not reported yet - the watcher itself is behind (a
+    recorder received a live controller's statuses 0.7 s late and stopped its run,
+    docs/ros.md, "Heartbeats"). Its timer keeps its period: it fires again at twice the
+    timeout (the monitor's ``bound``: lost whatever the stamps say), and a newer status that
+    leaves the peer's stamp more than the timeout behind brings the check forward. The
+    thread's verdicts (a stuck executor takes no messages) go by arrival alone.
+
     Parameters
     ----------
     node : rclpy.node.Node
@@ -281,7 +291,8 @@ class PeerWatchdogs:
         self.node, self.monitor, self.on_silent = node, monitor, on_silent
         self.timers = {}
         self.carriers = list(carriers)
-        self.stamps = {}            # peer -> header stamp [s, system time] of its latest beat
+        self.waiting = set()        # peers whose timer fired, not heard of since
+        self._judge_due = False     # a check is queued on the executor
         self.taken = 0              # messages taken from the carriers by the latest check
         self.clock = RosClock(clock_type=ClockType.STEADY_TIME)
         self.lock = threading.RLock() if lock is None else lock
@@ -313,14 +324,13 @@ class PeerWatchdogs:
 
     def beat(self, peer, now=None, stamp=None):
         """``peer`` was heard of at ``now`` (default: now, ``time.monotonic()`` [s]), by a
-        message with header ``stamp`` [s, system time] if given (:meth:`evidence`). Called
-        by the executor's callbacks."""
+        message with header ``stamp`` [s, the publisher's clock] if given (judged against the
+        frontier, :meth:`heard`; :meth:`evidence`). Called by the executor's callbacks."""
         t = time.monotonic()
         with self.lock:
             self.executor_ran = t
-            self.monitor.beat(peer, t if now is None else now)
-            if stamp is not None:
-                self.stamps[peer] = stamp
+            self.monitor.beat(peer, t if now is None else now, stamp)
+            self.waiting.discard(peer)
         if self.monitor.timeout <= 0:
             return
         timer = self.timers.get(peer)
@@ -330,8 +340,30 @@ class PeerWatchdogs:
         else:
             timer.reset()
 
+    def heard(self, msg):
+        """A ``/diagnostics`` message (DiagnosticArray) was received: its header stamp
+        advances the frontier unless all its statuses are this node's own (delivered within
+        the process, they are not behind when the node's reception is). A peer waiting for
+        a verdict that the frontier left more than the timeout behind is judged now."""
+        own = f"{self.node.get_name()}: "
+        if all(st.name.startswith(own) for st in msg.status):
+            return
+        with self.lock:
+            self.monitor.heard(to_sec(msg.header.stamp))
+            if not self.waiting or not any(
+                    p not in self.monitor.reported
+                    for p, _ in self.monitor.silent(time.monotonic(), self.waiting)):
+                return
+        self._check()
+
     def _fire(self, peer):
-        self.timers[peer].cancel()      # until the peer is heard of again
+        if peer in self.monitor.reported:
+            self.timers[peer].cancel()  # until the peer is heard of again
+            return
+        self.waiting.add(peer)          # its timer keeps going: the bound (class docstring)
+        self._check()
+
+    def _check(self):
         executor = self.node.executor
         if isinstance(executor, (SingleThreadedExecutor, MultiThreadedExecutor)):
             # A starved node wakes with this timer expired and the peer's queued messages
@@ -343,7 +375,9 @@ class PeerWatchdogs:
             # nodes' statuses on /diagnostics (about 60 a second in the launch graph) is
             # still in DDS, so the check first takes what the carriers hold. The
             # EventsExecutor runs events in the order they happened: no such case.
-            executor.create_task(self._judge)
+            if not self._judge_due:
+                self._judge_due = True
+                executor.create_task(self._judge)
         else:
             with self.lock:
                 self.stuck_for = None
@@ -351,13 +385,16 @@ class PeerWatchdogs:
 
     def _judge(self):
         with self.lock:
-            self.taken = 0
-            self.stuck_for = None
-            if isinstance(self.node.executor, SingleThreadedExecutor):
-                # (a MultiThreadedExecutor could run those callbacks in another thread)
-                for sub in self.carriers:
-                    self.taken += self._take_queued(sub)
-            self.on_silent()
+            try:
+                self.taken = 0
+                self.stuck_for = None
+                if isinstance(self.node.executor, SingleThreadedExecutor):
+                    # (a MultiThreadedExecutor could run those callbacks in another thread)
+                    for sub in self.carriers:
+                        self.taken += self._take_queued(sub)
+                self.on_silent()
+            finally:
+                self._judge_due = False
 
     def _watch(self):
         """The thread (see the class docstring): every ``poll`` s, a verdict when the executor
@@ -381,20 +418,26 @@ class PeerWatchdogs:
                     awake_since = now       # the executor's thread waits for a CPU: starved
                     self.runnable_checks += 1
                 quiet = now - max(self.executor_ran, awake_since)
-                if quiet < self.stuck_after or not any(
-                        p not in self.monitor.reported for p, _ in self.monitor.silent(now)):
+                if quiet < self.stuck_after:
                     continue
-                self.stuck_for, self.taken = now - self.executor_ran, 0
-                reported = set(self.monitor.reported)
+                self.monitor.arrival_only = True    # a stuck executor takes no messages
                 try:
-                    self.on_silent()
-                except Exception as exc:       # noqa: BLE001 - e.g. destroyed meanwhile
-                    if not self._alive():
-                        return
-                    self.node.get_logger().error(f"peer watchdogs' thread: {exc!r}")
-                if self.monitor.reported != reported:
-                    self.thread_verdicts += 1
-                self.stuck_for = None
+                    if not any(p not in self.monitor.reported
+                               for p, _ in self.monitor.silent(now)):
+                        continue
+                    self.stuck_for, self.taken = now - self.executor_ran, 0
+                    reported = set(self.monitor.reported)
+                    try:
+                        self.on_silent()
+                    except Exception as exc:       # noqa: BLE001 - e.g. destroyed meanwhile
+                        if not self._alive():
+                            return
+                        self.node.get_logger().error(f"peer watchdogs' thread: {exc!r}")
+                    if self.monitor.reported != reported:
+                        self.thread_verdicts += 1
+                    self.stuck_for = None
+                finally:
+                    self.monitor.arrival_only = False
 
     @staticmethod
     def _runnable(tid) -> bool:
@@ -425,16 +468,19 @@ class PeerWatchdogs:
     def evidence(self, peer) -> str:
         """What tells a silent watcher from a silent peer, for a lost peer's ERROR: how old
         the peer's latest beat heard of was by its header stamp (a peer that published on
-        time but was not heard shows it: its stamp is younger than the silence), and how
-        many queued messages the check took first."""
+        time but was not heard shows it: its stamp is younger than the silence), how far the
+        newest stamp heard of from another node is past it, and how many queued messages the
+        check took first."""
         if self.stuck_for is not None:
             out = (f"; judged by the watchdogs' thread: this node's executor had not run "
                    f"for {self.stuck_for:.3f} s")
         else:
             out = f"; {self.taken} queued status(es) taken before judging"
-        if peer in self.stamps:
-            out = (f"; its latest beat heard of stamped {time.time() - self.stamps[peer]:.3f} s "
-                   f"ago{out}")
+        lag = self.monitor.lag(peer)
+        if lag is not None:
+            out = (f"; its latest beat heard of stamped "
+                   f"{time.time() - self.monitor.stamps[peer]:.3f} s ago, the newest status "
+                   f"heard of {lag:.3f} s after it{out}")
         return out
 
     @staticmethod

@@ -72,7 +72,9 @@ Heartbeats (real time, :class:`~._heartbeat.HeartbeatMonitor`): while a run play
 controller's and a recording recorder's ``/diagnostics`` entries (``controller_status``,
 ``recorder_status``) and the joint states must keep coming; one of them silent for
 ``heartbeat_timeout`` s (steady clock) after it was heard of stops the run with an ERROR
-naming it, at that moment (:class:`~._common.PeerWatchdogs`). A real-time run stopped before
+naming it, at that moment (:class:`~._common.PeerWatchdogs`) - for a stamped status once the
+newest status heard of from another node is also stamped more than ``heartbeat_timeout``
+after its latest one (this node's reception may be behind), at most twice the timeout. A real-time run stopped before
 its end (any reason) ends with its last reference point at rest (:meth:`rest_reference`): the
 controller holds the arm there at once. The status is
 re-published every ``diagnostics_period`` s (its heartbeat).
@@ -352,6 +354,7 @@ class ExcitationPublisher(Managed, LifecycleNode):
                 if st.level >= DiagnosticStatus.ERROR and self.active:
                     self.get_logger().error(f"excitation stopped: {st.name}: {st.message}")
                     self.end("stopped", f"{st.name}: {st.message}")
+        self.watchdogs.heard(msg)
 
     def not_ready(self) -> str:
         """Why an excitation may not start now ('' when it may)."""

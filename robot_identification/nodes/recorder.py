@@ -68,7 +68,11 @@ mismatch or a lost peer.
 Heartbeats: while it records a real-time excitation run, the controller's entry
 (``controller_status``) and the joint states silent for ``heartbeat_timeout`` s stop the
 recording (the bag is closed, INCOMPLETE, with the reason); those of them lost within
-``heartbeat_timeout`` after that stop are added to its ERROR.
+``heartbeat_timeout`` after that stop are added to its ERROR. The controller's stamped entry
+counts as silent only once the newest status heard of from another node on ``/diagnostics``
+is also stamped more than ``heartbeat_timeout`` after its latest one (a backlog on this
+node's reception is not the controller's silence), at most twice the timeout
+(:class:`~._heartbeat.HeartbeatMonitor`).
 
 Managed node (:class:`~._common.Managed`): ``~/start`` is refused unless active; deactivation
 stops a recording. Longer than 200 lines: the drain and the completeness judgement of
@@ -416,6 +420,7 @@ class Recorder(Managed, LifecycleNode):
                     self.running_seen.add(st.name)
                 if self.writer is not None:
                     self.bound_window(status)
+        self.watchdogs.heard(msg)
 
     def bound_window(self, status):
         """Open the recording's window at the first reference of a run on the robot's clock
