@@ -74,9 +74,9 @@ controller's and a recording recorder's ``/diagnostics`` entries (``controller_s
 ``heartbeat_timeout`` s (steady clock) after it was heard of stops the run with an ERROR
 naming it, at that moment (:class:`~._common.PeerWatchdogs`) - for a stamped status once the
 newest status heard of from another node is also stamped more than ``heartbeat_timeout``
-after its latest one (this node's reception may be behind), at most twice the timeout. A real-time run stopped before
-its end (any reason) ends with its last reference point at rest (:meth:`rest_reference`): the
-controller holds the arm there at once. The status is
+after its latest one (this node's reception may be behind), at most twice the timeout. A
+real-time run stopped before its end (any reason) ends with its last reference point at rest
+(:meth:`rest_reference`): the controller holds the arm there at once. The status is
 re-published every ``diagnostics_period`` s (its heartbeat).
 
 Managed node (:class:`~._common.Managed`): ``~/start`` is refused unless it is active;
