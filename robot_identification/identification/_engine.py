@@ -35,6 +35,8 @@ from robot_identification.identification._preprocessing import make_preprocessor
 from robot_identification.identification._prior_weight import (
     record_prior_weight, resolve_prior_weight)
 from robot_identification.identification._result import IdentificationResult
+from robot_identification.identification._stop_selection import (
+    SELECTION_DECIMATE, select_stop_velocity, stop_selection_diagnostics, stop_velocity_candidates)
 from robot_identification.identification._sensors import (
     STIFFNESS_BAND_FACTOR, STIFFNESS_ITERATIONS, STIFFNESS_TOLERANCE, GearColumns, SpringSums,
     StiffnessColumns, StiffnessEstimate, common_sensor_set, coupled_joints, gear_ratio_check,
@@ -665,10 +667,12 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
             reversal_window_s=round(max(rev.w, rev.ahead) * s.decimate / fs, 6))
     if also is None:
         return neq
-    for eq, *_ in extra:
+    for eq, _, _, rev2, _ in extra:
         eq.n_input = neq.n_input
         eq.true_parameters = neq.true_parameters
         eq.preprocessing = dict(neq.preprocessing)
+        if rev2 is not None:
+            eq.preprocessing.update(stop_velocity=[float(v) for v in rev2.stop])
     return EquationSet([neq] + [eq for eq, *_ in extra])
 
 
@@ -1041,6 +1045,7 @@ def identify(model, recordings, settings=None, *, estimator=None, estimators=Non
     s = settings or model.config.identification
     if estimator is not None and estimators is None:
         s = replace(s, estimator=estimator)
+    requested = s
     if isinstance(recordings, (Dataset, Recording, str, Path)):
         recordings = [recordings]
     recordings = [as_recording(r, model) for r in recordings]
@@ -1077,6 +1082,8 @@ def identify(model, recordings, settings=None, *, estimator=None, estimators=Non
                            use_measured_derivatives=use_measured_derivatives,
                            log=log if client is None else None)   # map, ordered sum
         stiffness = None
+        stop_record = None
+        auto_s = s            # the settings the prediction uses (automatic stop velocity)
         # the elastic arm's gear-ratio check: accumulated in the identification's pass
         gear = (model.config.elastic and sensors.motor_torque and coupled_joints(model))
         gear_eq = None
@@ -1087,13 +1094,33 @@ def identify(model, recordings, settings=None, *, estimator=None, estimators=Non
             search = _search_settings(s, recording_summaries(model, current[0]))
             stiffness = _stiffness_search(model, current, base, search, equations, log)
             neq = equations()
-        elif (gear and s.preprocessing == "butterworth"
-              and int(whitened.decimate) % int(s.decimate) == 0):
-            neq, gear_eq = equations(also=gear_also)
-            if sensors.joint_torque:
-                stiffness = _spring_estimate(model, neq.spring)
         else:
-            neq = equations()
+            # stop_velocity: auto: candidates accumulated in the same pass, one chosen
+            stops = stop_velocity_candidates(model, requested, s)
+            # on every SELECTION_DECIMATE-th sample: the selection costs a fraction of a
+            # pass; the full equations of a raised stop velocity take a second pass
+            extra = [(None, replace(c, decimate=int(c.decimate) * SELECTION_DECIMATE))
+                     for c in ([s] + stops if stops else [])]
+            if (gear and s.preprocessing == "butterworth"
+                    and int(whitened.decimate) % int(s.decimate) == 0):
+                out = equations(also=gear_also + extra)
+                neq, gear_eq, rest = out[0], out[1], list(out[2:])
+            elif extra:
+                out = equations(also=extra)
+                neq, rest = out[0], list(out[1:])
+            else:
+                neq, rest = equations(), []
+            if rest:   # the fit's rows; the prediction keeps the automatic stop velocity
+                k, stop_record = select_stop_velocity(rest, [s] + stops)
+                if k and any(r.single_use for r in current[0]):
+                    stop_record.update(chosen=0, applied=False)   # cannot be read again
+                elif k:
+                    s = stops[k - 1]
+                    neq = equations()
+                    neq.preprocessing = dict(neq.preprocessing, stop_velocity=[
+                        float(v) for v in np.broadcast_to(auto_s.stop_velocity, (model.n,))],
+                        fit_stop_velocity=[float(v) for v in np.broadcast_to(
+                            s.stop_velocity, (model.n,))])
             if sensors.joint_torque:
                 stiffness = _spring_estimate(model, neq.spring)
         weight, chosen = resolve_prior_weight(model, current[0], s, estimators, prior, base,
@@ -1103,6 +1130,9 @@ def identify(model, recordings, settings=None, *, estimator=None, estimators=Non
         result = solve(model, neq, s, base=base, estimators=estimators, prior=prior,
                        reaccumulate=equations, options=used,
                        log=log, t_start=t0, stiffness=stiffness)
+        if stop_record is not None:
+            result.settings["stop_velocity_selection"] = stop_record
+            result.diagnostics += stop_selection_diagnostics(stop_record)
         if "physical" in result.estimates:      # the weight the physical estimate used
             result.settings["prior_weight"] = float(used["prior_weight"])
         if chosen is not None:
@@ -1125,11 +1155,11 @@ def identify(model, recordings, settings=None, *, estimator=None, estimators=Non
                     result.settings["gear_ratio_check"] = checks
                     result.diagnostics += gear_ratio_diagnostics(checks)
         if client is None:
-            resolve_presliding(model, result, heads, s, log=log)
+            resolve_presliding(model, result, heads, auto_s, log=log)
         else:
             def mapper(fn, recs, model_, *args):
                 return map_list(client, _on_head, recs, fn, shipped, *args)
-            resolve_presliding(model, result, recordings, s, log=log, mapper=mapper)
+            resolve_presliding(model, result, recordings, auto_s, log=log, mapper=mapper)
     return result
 
 
