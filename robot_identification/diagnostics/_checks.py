@@ -27,6 +27,9 @@ RESIDUAL_NOISE_RATIO = 10.0
 CUTOFF_BAND_RATIO = 10.0
 #: Cut-off / sampling rate above which the cut-off is near the Nyquist frequency (0.5).
 CUTOFF_NYQUIST_FRACTION = 0.4
+#: Without a low-pass filter, a velocity noise std above this share of the velocity RMS is
+#: reported (``unfiltered_noise``).
+UNFILTERED_NOISE_RATIO = 0.05
 #: A sample is an outlier when it deviates from its neighbours by more than this many robust
 #: standard deviations (MAD of the second differences).
 OUTLIER_SIGMAS = 50.0
@@ -523,6 +526,45 @@ def check_cutoff(cutoff_hz, sample_rate, band_hz, signal_hz=None):
                               f"{sample_rate / 2:.3g} Hz (sampling {sample_rate:.3g} Hz)",
                               "cutoff_hz"))
     return out
+
+
+def check_unfiltered_noise(cutoff_hz, preprocessing, joint_names, velocity_noise,
+                           velocity_rms, signal_hz=None):
+    """``unfiltered_noise`` (warning): no low-pass filter (``cutoff_hz: null`` with the
+    ``butterworth`` strategy) on recordings whose velocity noise std (measured, or of the
+    differentiated positions) is more than :data:`UNFILTERED_NOISE_RATIO` x the velocity RMS
+    on some joint: the second derivative amplifies it into the accelerations and biases
+    every parameter (szabo_3dof, whose config sets no filter for the paper's analytic
+    derivatives, simulated with 80 dB position noise: torque-weighted parameter error 26,
+    the velocity noise 9-41 % of the RMS; ``cutoff_hz: auto`` filters it).
+
+    Parameters
+    ----------
+    velocity_noise, velocity_rms : array_like, shape (n,)
+        Per joint [rad/s or m/s] (:func:`recording_summary`, median over recordings).
+    signal_hz : float, optional
+        Where the signal meets its noise floor [Hz] (the automatic cut-off's start).
+    """
+    if cutoff_hz is not None or (preprocessing or "butterworth") != "butterworth":
+        return []
+    noise = np.asarray(velocity_noise, dtype=float)
+    rms = np.asarray(velocity_rms, dtype=float)
+    ratio = np.where(rms > 0, noise / np.where(rms > 0, rms, 1.0), 0.0)
+    bad = np.flatnonzero(ratio > UNFILTERED_NOISE_RATIO)
+    if not bad.size:
+        return []
+    where = (f"; the signal meets its noise floor at {signal_hz:.2g} Hz"
+             if signal_hz is not None and np.isfinite(signal_hz) else "")
+    n = len(joint_names)      # elastic arms: link signals, then motor signals
+    label = [str(j) for j in joint_names] + [f"motor {j}" for j in joint_names]
+    names = ", ".join(label[k] if k < 2 * n else str(k) for k in bad[:4]) + (
+        f" and {bad.size - 4} more" if bad.size > 4 else "")
+    return [Diagnostic("unfiltered_noise", "warning",
+                       f"no low-pass filter (cutoff_hz: null) on noisy data: the velocity "
+                       f"noise is {100 * ratio[bad].min():.0f}-{100 * ratio[bad].max():.0f} % "
+                       f"of the velocity RMS on {names}; differentiating it into "
+                       f"accelerations biases every parameter: set cutoff_hz: auto{where}",
+                       "cutoff_hz")]
 
 
 def check_velocity_threshold(velocity_threshold, friction_deadband, parameter_kinds):

@@ -6,8 +6,8 @@ import numpy as np
 from robot_identification.diagnostics._checks import (
     check_bodies, check_condition, check_coulomb_smear, check_cutoff, check_locked_joints,
     check_parameter_std, check_residual_noise, check_samples_dropped, check_signs,
-    check_torque_against_nominal, check_truth, check_velocity_threshold,
-    scaled_condition_number)
+    check_torque_against_nominal, check_truth, check_unfiltered_noise,
+    check_velocity_threshold, scaled_condition_number)
 from robot_identification.diagnostics._diagnostic import Diagnostic
 from robot_identification.estimation import default_prior_scales, leave_block_out
 
@@ -112,6 +112,10 @@ def collect_diagnostics(model, result, recordings=()):
         signal = min(r.get("signal_hz", np.inf) for r in recordings)
         out += check_cutoff(s.get("cutoff_hz"), fs, band,
                             None if not np.isfinite(signal) else signal)
+        out += check_unfiltered_noise(
+            s.get("cutoff_hz"), s.get("preprocessing"), model.joint_names,
+            np.median(np.stack([r["velocity_noise"] for r in recordings]), axis=0),
+            np.median(np.stack([r["velocity_rms"] for r in recordings]), axis=0), signal)
     kinds = set(model.drive_parameter_keys())
     if "reversal_fraction" in s:
         out += check_coulomb_smear(s.get("cutoff_hz"), s.get("velocity_threshold"), kinds,
