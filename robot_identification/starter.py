@@ -123,6 +123,22 @@ def _left_out_kind(full, i, info):
     return None
 
 
+def _why_left_out(urdf_xml, names, info):
+    """``name (reason), ...`` for the 1-dof joints ``names`` that ``urdf_joints(...,
+    grippers=False)`` leaves out (the reasons of its docstring)."""
+    full = build_pinocchio_model(urdf_xml)
+    leaders = {v[5] for v in info.values() if v[5]}
+    reasons = {"immobile": "<limit> lower = upper", "wheel": "a wheel on a mobile base"}
+    out = []
+    for name in names:
+        i = full.getJointId(name)
+        why = _left_out_kind(full, i, info)
+        why = reasons.get(why) or ("mimicked by other joints" if name in leaders
+                                   else "a gripper finger")
+        out.append(f"{name} ({why})")
+    return ", ".join(out)
+
+
 #: URDF length [m] (joint offset, centre of mass, radius of gyration) from which ``init``
 #: asks whether millimetres were given as metres.
 SUSPICIOUS_LENGTH = 10.0
@@ -295,7 +311,9 @@ def starter_config(urdf: str | Path, output: str | Path, joints=None, name=None,
     else:
         chosen = urdf_joints(urdf_xml, grippers=False)
     if not chosen:
-        raise ModelError(f"'{urdf}' has no movable 1-dof joint")
+        raise ModelError(f"'{urdf}' has no movable 1-dof joint" + (
+            f" to identify: {_why_left_out(urdf_xml, movable, info)}; choose joints with "
+            f"--joints or fix the URDF" if movable else ""))
     name = name or re.sub(r"[^A-Za-z0-9_]+", "_", robot_name or urdf.stem) or "robot"
     args = (urdf, Path(output), chosen, info, name, urdf_xml, model, xacro_args)
     inertia = _joint_inertia(_text(*args, None), Path(output), urdf.resolve(), urdf_xml)

@@ -7,6 +7,7 @@ arguments, a URDF in millimetres, duplicate <inertial> elements and an elastic s
 The simulator's true parameters are the URDF inertials and the starter's drive values, so
 noise-free simulated data must identify them to a normalised mean error <= 0.05.
 """
+import re
 from pathlib import Path
 
 import numpy as np
@@ -101,6 +102,20 @@ def test_urdf_limits_zero_huge_and_equal(tmp_path):
     text = starter_config(KINDS / "limits_arm.urdf", cfg, urdf_xml=degrees)
     assert "# note: joint 'joint1' has position limits [-170, 170] rad: degrees given as " \
            "radians?" in text
+
+
+def test_a_urdf_whose_every_joint_is_immobile_says_why(tmp_path):
+    """Every <limit> lower = upper (example-robot-data's double pendulum writes 0 0 for
+    unlimited joints): init names the joints and the reason, and --joints is the way out."""
+    xml = re.sub(r'lower="[^"]*" upper="[^"]*"', 'lower="0" upper="0"',
+                 (KINDS / "limits_arm.urdf").read_text())    # three revolute joints
+    urdf = tmp_path / "immobile.urdf"
+    urdf.write_text(xml)
+    with pytest.raises(ModelError) as err:
+        starter_config(urdf, tmp_path / "x.yaml")
+    msg = str(err.value)
+    assert "has no movable 1-dof joint to identify: joint1 (<limit> lower = upper)" in msg
+    assert "--joints" in msg
 
 
 def test_millimetre_urdf_is_named_by_init_simulate_and_identify(tmp_path, capsys):
