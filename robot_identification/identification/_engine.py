@@ -1116,7 +1116,12 @@ def identify(model, recordings, settings=None, *, estimator=None, estimators=Non
                     stop_record.update(chosen=0, applied=False)   # cannot be read again
                 elif k:
                     s = stops[k - 1]
-                    neq = equations()
+                    if gear_eq is not None:    # the gear check on the same rows as the fit
+                        whitened = _whitened(s, recording_summaries(model, current[0]))
+                        gear_also = [((len(base) + model.n, GearColumns(model)), whitened)]
+                        neq, gear_eq = equations(also=gear_also)
+                    else:
+                        neq = equations()
                     neq.preprocessing = dict(neq.preprocessing, stop_velocity=[
                         float(v) for v in np.broadcast_to(auto_s.stop_velocity, (model.n,))],
                         fit_stop_velocity=[float(v) for v in np.broadcast_to(
