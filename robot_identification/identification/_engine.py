@@ -617,21 +617,24 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
     def take(states):
         if states is not None and extra:
             n_out = states["t"].shape[0]
+            shared = {}     # regressor blocks of the same samples, computed once
             for eq, s2, k, rev2, f in extra:
                 sub = {key: v[(-emitted[0]) % k::k] for key, v in states.items()}
-                _take(sub, eq, s2, rev2, f)
+                _take(sub, eq, s2, rev2, f, shared if f is None else None)
             emitted[0] += n_out
         elif states is None:
+            shared = {}
             for eq, s2, k, rev2, f in extra:
-                _take(None, eq, s2, rev2, f)
+                _take(None, eq, s2, rev2, f, shared if f is None else None)
         _take(states, neq, s, rev, None if columns is None else columns[1])
 
-    def _take(states, eq, st, window, cols):
+    def _take(states, eq, st, window, cols, shared=None):
         if window is not None:
             states = window.push(states) if states is not None else window.finish()
         if states is not None:
             _accumulate(model, base, eq, states, st, block, robust, drop, cols,
-                        instruments=instruments, motor_rows=sensors.motor_torque)
+                        instruments=instruments, motor_rows=sensors.motor_torque,
+                        shared=shared)
 
     try:
         with bar(desc="identify", unit="sample", unit_scale=True) as pbar:
@@ -707,7 +710,11 @@ def accumulate_states(model, base, neq, states, settings, *, block=CHUNK, robust
 
 
 def _accumulate(model, base, neq, states, s, block, robust, drop_reversals=False,
-                columns=None, on_block=None, instruments=None, motor_rows=True):
+                columns=None, on_block=None, instruments=None, motor_rows=True,
+                shared=None):
+    """``shared``: a dict that keeps the base regressor blocks of these states for further
+    calls on the same samples (keyed by their times, the block and the friction deadband;
+    e.g. the stop-velocity candidates, which differ only in the rows they keep)."""
     M = states["q"].shape[0]
     mask = row_mask(model, states, s.velocity_threshold or 0.0)
     if not motor_rows:              # no motor torque recorded (docs/elastic.md, set b)
@@ -736,10 +743,17 @@ def _accumulate(model, base, neq, states, s, block, robust, drop_reversals=False
         sl = slice(i, min(i + block, M))
         extra = {k: states[k][sl] for k in ("theta", "dtheta", "ddtheta")} if elastic else {}
         tr = time.perf_counter()
-        if columns is None and instruments is None:    # only the base columns are needed
+        key = None if shared is None or columns is not None or instruments is not None else (
+            float(states["t"][sl.start]), float(states["t"][sl.stop - 1]), sl.stop - sl.start,
+            str(s.friction_deadband))
+        if key is not None and key in shared:
+            W = shared[key]
+        elif columns is None and instruments is None:    # only the base columns are needed
             W = regressor(model, states["q"][sl], states["dq"][sl], states["ddq"][sl],
                           **extra, friction_deadband=s.friction_deadband,
                           columns=base.independent)
+            if key is not None:
+                shared[key] = W
         else:
             Y = regressor(model, states["q"][sl], states["dq"][sl], states["ddq"][sl],
                           **extra, friction_deadband=s.friction_deadband)
