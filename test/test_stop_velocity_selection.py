@@ -121,3 +121,24 @@ def test_the_gear_check_uses_the_rows_of_the_fit(monkeypatch):
     assert r.settings["stop_velocity_selection"]["chosen"] >= 1
     assert seen["stop"] == r.settings["fit_stop_velocity"]
     assert seen["stop"] != r.settings["stop_velocity"]
+
+
+@pytest.mark.slow
+def test_a_stream_read_once_keeps_the_automatic_stop_velocity_and_says_so():
+    """A recording given as an iterator of chunks cannot be read a second time for the
+    raised stop velocity's equations: the automatic one stays, with an info note."""
+    from robot_identification.identification import identify
+    from robot_identification.identification._sources import Recording
+    from robot_identification.model import load_robot_config, RobotModel
+    from robot_identification.simulation import simulate
+    model = RobotModel(load_robot_config("test/elastic_arm4.yaml"))
+    data = simulate(model, seed=1, engine="mujoco")
+    assert identify(model, data).settings["stop_velocity_selection"]["chosen"] >= 1
+    n = data.t.shape[0]
+    chunks = iter([data.slice(slice(i, i + 4000)) for i in range(0, n, 4000)])
+    r = identify(model, Recording.from_chunks(chunks))
+    record = r.settings["stop_velocity_selection"]
+    assert record["chosen"] == 0 and record["applied"] is False
+    assert "fit_stop_velocity" not in r.settings
+    assert any(d.code == "stop_velocity_raised" and "read once" in d.message
+               for d in r.diagnostics)

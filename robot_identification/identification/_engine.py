@@ -290,6 +290,8 @@ class ReversalWindow:
         self.last_v = None
 
     def _flips(self, v):
+        if v.shape[0] == 0:          # an empty push (a subsample of a short chunk)
+            return np.zeros(v.shape, dtype=np.uint8)
         prev = v[:1] if self.last_v is None else self.last_v
         f = (np.signbit(v) != np.signbit(np.concatenate([prev, v[:-1]])))
         f |= np.abs(v) < self.stop
@@ -1130,9 +1132,10 @@ def identify(model, recordings, settings=None, *, estimator=None, estimators=Non
                     stop_record.update(chosen=0, applied=False)   # cannot be read again
                 elif k:
                     s = stops[k - 1]
-                    if gear_eq is not None:    # the gear check on the same rows as the fit
+                    if gear:                   # the gear check on the same rows as the fit
                         whitened = _whitened(s, recording_summaries(model, current[0]))
                         gear_also = [((len(base) + model.n, GearColumns(model)), whitened)]
+                    if gear_eq is not None:
                         neq, gear_eq = equations(also=gear_also)
                     else:
                         neq = equations()

@@ -189,6 +189,12 @@ def select_stop_velocity(equations, settings):
 def stop_selection_diagnostics(record):
     """An info note when a stop velocity above the automatic one was chosen."""
     k = record["chosen"]
+    if record.get("applied") is False:
+        return [Diagnostic(
+            "stop_velocity_raised", "info",
+            "friction near rest does not look like Coulomb's law on these data, but the stop "
+            "velocity was not raised: a recording read once (a stream) cannot be read again "
+            "for the fit; give files, or set stop_velocity", "stop_velocity")]
     if k == 0:
         return []
     worse = record["scores"][0]
