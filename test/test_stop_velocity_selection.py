@@ -82,7 +82,7 @@ def test_mujoco_creep_does_not_bias_the_estimate(tmp_path):
     """test/panda (7 joints) from `init`, 10 s on MuJoCo without noise: the default
     identification's torque-weighted parameter error against MuJoCo's model. With the stop
     velocity at 2 % of the velocity RMS (main 3755028) it was 0.0033, the rows where MuJoCo's
-    frictionloss lets the joints creep biasing every parameter; with the selection 0.00019."""
+    frictionloss lets the joints creep biasing every parameter; with the selection 0.00028."""
     cfg, data, out = tmp_path / "panda.yaml", tmp_path / "run.npz", tmp_path / "r.yaml"
     assert main(["init", "--urdf", "test/panda/panda.urdf", "--output", str(cfg)]) == 0
     assert main(["simulate", "--config", str(cfg), "--engine", "mujoco", "--seed", "0",

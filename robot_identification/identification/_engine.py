@@ -1130,8 +1130,10 @@ def identify(model, recordings, settings=None, *, estimator=None, estimators=Non
                 k, stop_record = select_stop_velocity(rest, [s] + stops)
                 if k and any(r.single_use for r in current[0]):
                     stop_record.update(chosen=0, applied=False)   # cannot be read again
-                elif k:
-                    s = stops[k - 1]
+                elif k:                        # per joint: its chosen candidate
+                    s = replace(s, stop_velocity=tuple(
+                        float(stop_record["candidates"][c][j])
+                        for j, c in enumerate(stop_record["per_joint"])))
                     if gear:                   # the gear check on the same rows as the fit
                         whitened = _whitened(s, recording_summaries(model, current[0]))
                         gear_also = [((len(base) + model.n, GearColumns(model)), whitened)]

@@ -7,7 +7,7 @@ and MuJoCo's ``frictionloss`` is a soft constraint under which the joint creeps:
 friction torque is anywhere in [-f_c, f_c], and rows fitted with ``f_c sign(v)`` bias every
 parameter (a held-out Kinova Jaco 6-dof arm simulated on MuJoCo, no noise: torque-weighted
 parameter error 0.106 with the stop velocity at 2 % of the velocity RMS, 7e-4 at 0.02 rad/s;
-the selection below: 1.2e-6).
+the selection below: 5e-6).
 How wide that band is depends on the drive (or the engine), not on the motion, so
 ``stop_velocity: auto`` is chosen from the data: the equations of the identification pass
 are accumulated for the automatic stop velocity (:data:`~robot_identification.
@@ -15,10 +15,12 @@ identification._auto.STOP_VELOCITY_FRACTION` x the velocity RMS) and for
 :data:`STOP_VELOCITY_FACTORS` times it, in the identification's pass (on every
 :data:`SELECTION_DECIMATE`-th sample). The row sets are nested (a higher stop velocity drops
 more rows), so every candidate's least-squares estimate can be scored on the rows all of
-them keep, cross-validated over consecutive stretches of the data: the smallest stop
-velocity whose estimate fits those rows within :data:`STOP_SELECTION_TOLERANCE` of the best
-candidate's is chosen. The chosen stop velocity applies to the fit's rows
-(``settings.fit_stop_velocity`` in results.yaml); the prediction's Coulomb ramp keeps the
+them keep, cross-validated over consecutive stretches of the data: the smallest factor
+for all joints whose estimate fits those rows within :data:`STOP_SELECTION_TOLERANCE` of the
+best, then per joint the smallest factor that keeps that (a joint's stop rows are its own
+row group, so a per-joint choice is a sum of the candidates' per-group sums). The chosen
+stop velocity applies to the fit's rows (``settings.fit_stop_velocity`` in results.yaml);
+the prediction's Coulomb ramp keeps the
 automatic one (``settings.stop_velocity``): on the real UR10e a raised ramp predicted the
 other identification run far worse (docs/diagnostics.md). Where Coulomb's law holds down
 to the automatic value the candidates' estimates agree and the automatic value stays;
@@ -144,12 +146,14 @@ def select_stop_velocity(equations, settings):
     Returns
     -------
     index : int
-        The chosen candidate.
+        The largest factor chosen for any joint (0: the automatic stop velocity stays).
     record : dict
-        ``candidates`` (stop velocities per joint [rad/s]), ``scores`` (each candidate's
-        cross-validated weighted mean squared residual on the rows every candidate keeps,
-        relative to the best), ``rows`` (rows each candidate keeps), ``folds``,
-        ``chosen`` (index); only the candidates considered.
+        ``candidates`` (stop velocities per joint [rad/s]), ``scores`` (each factor for all
+        joints: its cross-validated weighted mean squared residual on the rows every
+        candidate keeps, relative to the best), ``rows`` (rows each candidate keeps),
+        ``folds``, ``chosen`` (index), ``per_joint`` (each joint's candidate),
+        ``score_gain`` (the automatic stop velocity's score / the chosen one's); only the
+        candidates considered.
 
     Scoring is cross-validated over :data:`SELECTION_FOLDS` consecutive stretches of the
     data (each candidate fitted without a stretch, scored on the stretch's common rows), so
@@ -166,42 +170,73 @@ def select_stop_velocity(equations, settings):
     ms = np.where(count > 0, last.c / np.maximum(count, 1.0), 0.0)
     weights = np.where(ms > 0, 1.0 / np.where(ms > 0, ms, 1.0), 0.0)
     folds = [_folds(neq, SELECTION_FOLDS) for neq in equations]
-    record = {"candidates": [np.atleast_1d(np.asarray(st.stop_velocity, dtype=float)).tolist()
-                             for st in settings],
+    stops = [np.atleast_1d(np.asarray(st.stop_velocity, dtype=float)) for st in settings]
+    n = max(len(v) for v in stops)
+    stops = [np.broadcast_to(v, (n,)) for v in stops]
+    record = {"candidates": [v.tolist() for v in stops],
               "rows": [int(np.sum(neq.count)) for neq in equations]}
     if len(equations) < 2 or any(f is None or len(f) != len(folds[0]) for f in folds):
-        return 0, dict(record, scores=[1.0] * len(equations), folds=0, chosen=0)
-    scores = np.zeros(len(equations))
-    for f, (Gk, bk, ck, _) in enumerate(folds[-1]):
-        Gw, bw, cw = np.einsum("g,gij->ij", weights, Gk), weights @ bk, float(weights @ ck)
-        for i, neq in enumerate(equations):
-            G, b, *_ = folds[i][f]
-            x = _least_squares(np.einsum("g,gij->ij", weights, neq.G - G),
-                               weights @ (neq.b - b))
-            scores[i] += max(cw - 2.0 * x @ bw + x @ Gw @ x, 0.0)
-    best = scores.min()
-    index = int(np.flatnonzero(scores <= (1.0 + STOP_SELECTION_TOLERANCE) * best)[0])
-    rel = scores / best if best > 0 else np.where(scores > 0, np.inf, 1.0)
+        return 0, dict(record, scores=[1.0] * len(equations), folds=0, chosen=0,
+                       per_joint=[0] * n)
+    groups = len(count)
+    # the row group of joint j whose friction rows the stop velocity drops: rigid arms j,
+    # elastic arms the motor row n + j (their link rows are never dropped)
+    group_of = np.arange(n) + (groups - n)
+
+    def score(choice):
+        """Cross-validated weighted residual with candidate choice[j] for joint j's rows."""
+        src = np.zeros(groups, dtype=int)
+        src[group_of] = choice
+        G = np.stack([equations[src[g]].G[g] for g in range(groups)])
+        b = np.stack([equations[src[g]].b[g] for g in range(groups)])
+        total = 0.0
+        for f, (Gk, bk, ck, _) in enumerate(folds[-1]):
+            Gf = np.stack([folds[src[g]][f][0][g] for g in range(groups)])
+            bf = np.stack([folds[src[g]][f][1][g] for g in range(groups)])
+            x = _least_squares(np.einsum("g,gij->ij", weights, G - Gf),
+                               weights @ (b - bf))
+            total += max(float(weights @ ck) - 2.0 * x @ (weights @ bk)
+                         + x @ np.einsum("g,gij->ij", weights, Gk) @ x, 0.0)
+        return total
+
+    uniform = np.array([score(np.full(n, i)) for i in range(len(equations))])
+    limit = (1.0 + STOP_SELECTION_TOLERANCE) * uniform.min()
+    start = int(np.flatnonzero(uniform <= limit)[0])
+    choice = np.full(n, start)        # the same factor for every joint, then per joint the
+    current = uniform[start]          # smallest that keeps the score within the tolerance
+    for j in range(n):
+        for i in range(choice[j]):
+            c = choice.copy()
+            c[j] = i
+            v = score(c)
+            if v <= limit:
+                choice, current = c, v
+                break
+    best = uniform.min()
+    rel = uniform / best if best > 0 else np.where(uniform > 0, np.inf, 1.0)
+    index = int(choice.max())
     return index, dict(record, scores=[float(v) for v in rel], folds=len(folds[0]),
-                       chosen=index)
+                       chosen=index, per_joint=[int(c) for c in choice],
+                       score_gain=float(uniform[0] / current) if current > 0 else 1.0)
 
 
 def stop_selection_diagnostics(record):
     """An info note when a stop velocity above the automatic one was chosen."""
-    k = record["chosen"]
     if record.get("applied") is False:
         return [Diagnostic(
             "stop_velocity_raised", "info",
             "friction near rest does not look like Coulomb's law on these data, but the stop "
             "velocity was not raised: a recording read once (a stream) cannot be read again "
             "for the fit; give files, or set stop_velocity", "stop_velocity")]
-    if k == 0:
+    per = record.get("per_joint") or []
+    raised = [j for j, c in enumerate(per) if c]
+    if not raised:
         return []
-    worse = record["scores"][0]
+    auto, cand = record["candidates"][0], record["candidates"]
+    parts = ", ".join(f"joint {j + 1}: {auto[j]:.3g} -> {cand[per[j]][j]:.3g}" for j in raised)
     return [Diagnostic(
         "stop_velocity_raised", "info",
         f"friction near rest does not follow Coulomb's law (sticking, creep or pre-sliding): "
-        f"stop_velocity raised from the automatic {max(record['candidates'][0]):.3g} to "
-        f"{max(record['candidates'][k]):.3g} rad/s (largest joint); the estimate that kept "
-        f"those rows fits the sliding rows {worse:.3g}x worse (docs/diagnostics.md)",
-        "stop_velocity")]
+        f"stop_velocity raised for the fit on {len(raised)} joint(s) ({parts} rad/s); with "
+        f"the automatic one the fit predicted the sliding rows "
+        f"{record.get('score_gain', 1.0):.3g}x worse (docs/diagnostics.md)", "stop_velocity")]
