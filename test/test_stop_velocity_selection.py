@@ -94,7 +94,8 @@ def test_mujoco_creep_does_not_bias_the_estimate(tmp_path):
     assert selection["chosen"] >= 1
     assert res["settings"]["fit_stop_velocity"] != res["settings"]["stop_velocity"]
     assert res["metrics"]["torque_weighted_error"] < 1e-3
-    assert any(d["code"] == "stop_velocity_raised" for d in res["diagnostics"])
+    note = [d for d in res["diagnostics"] if d["code"] == "stop_velocity_raised"]
+    assert len(note) == 1 and "panda_joint1: " in note[0]["message"]
 
 
 @pytest.mark.slow

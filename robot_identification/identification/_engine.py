@@ -1156,7 +1156,7 @@ def identify(model, recordings, settings=None, *, estimator=None, estimators=Non
                        log=log, t_start=t0, stiffness=stiffness)
         if stop_record is not None:
             result.settings["stop_velocity_selection"] = stop_record
-            result.diagnostics += stop_selection_diagnostics(stop_record)
+            result.diagnostics += stop_selection_diagnostics(stop_record, model.joint_names)
         if "physical" in result.estimates:      # the weight the physical estimate used
             result.settings["prior_weight"] = float(used["prior_weight"])
         if chosen is not None:

@@ -220,8 +220,9 @@ def select_stop_velocity(equations, settings):
                        score_gain=float(uniform[0] / current) if current > 0 else 1.0)
 
 
-def stop_selection_diagnostics(record):
-    """An info note when a stop velocity above the automatic one was chosen."""
+def stop_selection_diagnostics(record, joint_names=None):
+    """An info note when a stop velocity above the automatic one was chosen (naming the
+    joints by ``joint_names`` when given), or when it could not be applied."""
     if record.get("applied") is False:
         return [Diagnostic(
             "stop_velocity_raised", "info",
@@ -233,7 +234,9 @@ def stop_selection_diagnostics(record):
     if not raised:
         return []
     auto, cand = record["candidates"][0], record["candidates"]
-    parts = ", ".join(f"joint {j + 1}: {auto[j]:.3g} -> {cand[per[j]][j]:.3g}" for j in raised)
+    name = (lambda j: str(joint_names[j])) if joint_names is not None else (
+        lambda j: f"joint {j + 1}")
+    parts = ", ".join(f"{name(j)}: {auto[j]:.3g} -> {cand[per[j]][j]:.3g}" for j in raised)
     return [Diagnostic(
         "stop_velocity_raised", "info",
         f"friction near rest does not follow Coulomb's law (sticking, creep or pre-sliding): "
