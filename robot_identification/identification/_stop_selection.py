@@ -84,7 +84,12 @@ def stop_velocity_candidates(model, requested, resolved):
 
 
 def _least_squares(G, b):
-    """Minimum-norm solution of G x = b on column-equilibrated normal equations."""
+    """Minimum-norm solution of G x = b on column-equilibrated normal equations. Not
+    :func:`~robot_identification.estimation.solve_gram`, which refuses a zero column: the
+    row groups are weighted by their inverse mean squared torque, so an elastic arm's link
+    rows (left-hand side 0) weigh 0 and the columns only they hold are zero here (36 of 60
+    on the elastic Kinova of docs/diagnostics.md). The score then judges the motor rows,
+    the ones the stop velocity acts on; those columns stay 0."""
     d = np.sqrt(np.clip(np.diag(G), 0.0, None))
     d[d == 0] = 1.0
     x, *_ = np.linalg.lstsq(G / d[:, None] / d[None, :], b / d, rcond=1e-10)
