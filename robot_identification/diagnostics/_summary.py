@@ -8,7 +8,7 @@ import numpy as np
 from robot_identification.diagnostics._checks import (
     check_deflection, check_excitation_complete, check_joint_limits, check_outliers,
     check_recording_counts, check_samples_dropped, check_saturation, check_stamp_order,
-    check_time_jumps, check_unclosed, check_velocity_limits)
+    check_time_jumps, check_unclosed, check_velocity_limits, span_velocity)
 from robot_identification.diagnostics._nominal import check_against_nominal
 from robot_identification.signal import (excitation_band, noise_floor, noise_std, signal_band,
                                          velocity_noise_from_positions)
@@ -59,13 +59,11 @@ def recording_summary(model, dataset, label=None):
     measured = ds.dtheta if model.config.elastic else ds.dq
     pos = ds.theta if model.config.elastic else ds.q
     vel = measured if measured is not None else np.gradient(pos, ds.t, axis=0)
-    link_vel = ds.dq if ds.dq is not None else (
-        vel if not model.config.elastic else np.gradient(ds.q, ds.t, axis=0))
-    diags += check_velocity_limits(model.joint_names, link_vel,
+    band = excitation_band(ds.t, ds.q)
+    diags += check_velocity_limits(model.joint_names, span_velocity(ds.t, ds.q, ds.dq, band),
                                    [j.limits.velocity for j in model.config.joints], src)
     if model.config.elastic and ds.theta is not None:
         diags += check_deflection(model.joint_names, ds.q, ds.theta, src)
-    band = excitation_band(ds.t, ds.q)
     torque_noise = noise_std(ds.tau)
     checked = False
     if not model.config.elastic:
