@@ -130,6 +130,17 @@ def test_cutoff_against_excitation_and_nyquist():
     assert dg.check_cutoff(None, 1000.0, band) == []
 
 
+def test_excitation_band_is_the_motion_not_its_noise():
+    """White position noise spreads its power to the Nyquist frequency: counted as motion it
+    set the 99 % band there (a Kinova Jaco 2 at 0.6 Hz with 40 dB noise read 416 Hz). The
+    reference is the sine's own frequency, 0.5 Hz."""
+    t = np.arange(0, 20, 1e-3)
+    rng = np.random.default_rng(0)
+    q = (3.3 + 0.16 * np.sin(2 * np.pi * 0.5 * t)[:, None]
+         + 0.033 * rng.standard_normal((len(t), 2)))
+    assert 0.4 <= sig.excitation_band(t, q) <= 0.7
+
+
 def test_velocity_threshold_with_sign_friction():
     d = dg.check_velocity_threshold(0.0, None, {"fv", "fc"})
     assert codes(d) == ["no_velocity_threshold"]
