@@ -10,7 +10,8 @@
   model, rigid arm with armature) and friction (:class:`FrictionModel`, :func:`zollo_stribeck`)
 - :class:`ElasticPDController`, :class:`RigidPDController`, :func:`make_controller` -- PD with
   gravity compensation (De Luca, Siciliano & Zollo 2005); :func:`tolerated_command_delay` --
-  the command delay [periods] their linearised closed loop tolerates
+  the command delay [periods] their linearised closed loop tolerates;
+  :func:`delay_tolerant_gains` -- gains scaled down until it tolerates a given delay
 - :func:`simulate` -- closed-loop run along an excitation trajectory -> Dataset
 - :func:`add_measurement_noise` -- Gaussian noise at an SNR [dB]
 - :func:`sensor_readings` -- an elastic run as its encoders, current and joint torque sensors
@@ -20,7 +21,8 @@ Monte-Carlo studies of the estimators on simulated runs are
 :func:`robot_identification.identification.monte_carlo`.
 """
 from robot_identification.simulation._control import (  # noqa: F401
-    ElasticPDController, RigidPDController, make_controller, tolerated_command_delay)
+    ElasticPDController, GainChoice, RigidPDController, delay_tolerant_gains, make_controller,
+    tolerated_command_delay)
 from robot_identification.simulation._friction import FrictionModel, zollo_stribeck  # noqa: F401
 from robot_identification.simulation._run import (  # noqa: F401
     add_measurement_noise, sensor_readings, simulate)

@@ -5,6 +5,8 @@ node wraps them.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pinocchio as pin
 
@@ -22,6 +24,9 @@ ELASTIC_BANDWIDTH_FRACTION = 1.0 / 3.0
 ELASTIC_KD_DT_MAX = 0.3
 #: Elastic default gains: damping ratio kept when the K_D cap binds (K_P lowered with it).
 ELASTIC_MIN_DAMPING = 0.7
+#: :func:`delay_tolerant_gains`: the bandwidth scales tried, 1, 0.8, 0.64, ... down to
+#: :data:`MIN_GAIN_SCALE`.
+GAIN_SCALE_STEP, MIN_GAIN_SCALE = 0.8, 1e-3
 
 
 def _effort_limits(model):
@@ -282,41 +287,65 @@ def tolerated_command_delay(model, controller=None, rate_hz=None, q=None, max_pe
     Source: the discrete-time delay augmentation, e.g. Franklin, Powell & Workman,
     *Digital Control of Dynamic Systems* (1998), Sec. 4.3.4.
     """
-    n = model.n
     law = controller if controller is not None else make_controller(model, saturate=False)
-    sim = Simulator(model, rate_hz=rate_hz, quantise=False, friction="regressor",
-                    integrator="rk4")
-    # the viscous terms only (linear in velocity)
-    sim.dynamics.friction = sim.friction = sim.dynamics.friction.viscous_only()
-    if q is None:
-        q = trajectory_from_config(model).evaluate(0.0)[0][0]
-    q = np.asarray(q, dtype=float).reshape(n)
-    sim.reset(q)
-    x0 = sim._x.copy()
-    nx = x0.size
-    zero = np.zeros(n)
+    loop = _LinearLoop(model, law, rate_hz, q)
+    C = loop.feedback(law)
+    for d in range(max_periods + 1):
+        if not loop.stable(C, d):
+            return d - 1
+    return max_periods
 
-    def measurement(x):
-        if sim.elastic:
+
+class _LinearLoop:
+    """The arm of :func:`tolerated_command_delay` linearised at rest (A, B: one control
+    period under a zero-order hold, central differences) with the command ``law`` holds it
+    with; :meth:`feedback` C of any law with the same equilibrium command (e.g. the same
+    gains scaled), :meth:`stable` with d periods of delay."""
+
+    def __init__(self, model, law, rate_hz, q):
+        n = self.n = model.n
+        sim = Simulator(model, rate_hz=rate_hz, quantise=False, friction="regressor",
+                        integrator="rk4")
+        # the viscous terms only (linear in velocity)
+        sim.dynamics.friction = sim.friction = sim.dynamics.friction.viscous_only()
+        if q is None:
+            q = trajectory_from_config(model).evaluate(0.0)[0][0]
+        self.q = q = np.asarray(q, dtype=float).reshape(n)
+        sim.reset(q)
+        self.x0 = x0 = sim._x.copy()
+        self.nx = nx = x0.size
+        self.elastic = sim.elastic
+
+        def step(x, u):
+            sim._x, sim.t = x.copy(), 0.0
+            sim.step(u)
+            return sim._x.copy()
+
+        u0 = law(q, np.zeros(n), self.measurement(x0))
+        self.A = self._jac(lambda x: step(x, u0), x0, nx)
+        self.B = self._jac(lambda u: step(x0, u), u0, n)
+
+    @staticmethod
+    def _jac(f, x, m, eps=1e-6):
+        return np.column_stack([(f(x + eps * e) - f(x - eps * e)) / (2 * eps)
+                                for e in np.eye(m)])
+
+    def measurement(self, x):
+        n = self.n
+        if self.elastic:
             return {"q": x[:n], "theta": x[n:2 * n], "dq": x[2 * n:3 * n],
                     "dtheta": x[3 * n:]}
         return {"q": x[:n], "dq": x[n:]}
 
-    def step(x, u):
-        sim._x, sim.t = x.copy(), 0.0
-        sim.step(u)
-        return sim._x.copy()
+    def feedback(self, law):
+        """C (n, nx): the law's command about the rest state, u_k = C x_k."""
+        zero = np.zeros(self.n)
+        return self._jac(lambda x: law(self.q, zero, self.measurement(x)), self.x0, self.nx)
 
-    u0 = law(q, zero, measurement(x0))
-    eps = 1e-6
-
-    def jac(f, x, m):
-        return np.column_stack([(f(x + eps * e) - f(x - eps * e)) / (2 * eps)
-                                for e in np.eye(m)])
-    A = jac(lambda x: step(x, u0), x0, nx)
-    B = jac(lambda u: step(x0, u), u0, n)
-    C = jac(lambda x: law(q, zero, measurement(x)), x0, nx)
-    for d in range(max_periods + 1):
+    def stable(self, C, d):
+        """Spectral radius <= 1 (+1e-7) of the loop with d periods of command delay (the
+        map on (x_k, u_{k-1}, ..., u_{k-d}))."""
+        n, nx, A, B = self.n, self.nx, self.A, self.B
         m = nx + d * n
         M = np.zeros((m, m))
         if d == 0:
@@ -327,6 +356,124 @@ def tolerated_command_delay(model, controller=None, rate_hz=None, q=None, max_pe
             M[nx:nx + n, :nx] = C                 # u_k becomes u_{k-1} of the next period
             for i in range(1, d):
                 M[nx + i * n:nx + (i + 1) * n, nx + (i - 1) * n:nx + i * n] = np.eye(n)
-        if np.max(np.abs(np.linalg.eigvals(M))) > 1.0 + 1e-7:
-            return d - 1
-    return max_periods
+        return bool(np.max(np.abs(np.linalg.eigvals(M))) <= 1.0 + 1e-7)
+
+
+@dataclass(frozen=True)
+class GainChoice:
+    """Gains chosen by :func:`delay_tolerant_gains`.
+
+    ``kp``, ``kd`` (n,) [N*m/rad, N*m*s/rad]: the gains to use (``given_kp``, ``given_kd``
+    scaled by ``scale``: kp s^2, kd s); ``tolerated``, ``given_tolerated``: the command
+    delay [periods] their linearised loop tolerates (:func:`tolerated_command_delay`; -1:
+    unstable even without delay); ``required``: the delay asked for; ``rate_hz`` [Hz];
+    ``ok``: ``tolerated >= required``; ``changed``: ``scale < 1``.
+    """
+
+    kp: np.ndarray
+    kd: np.ndarray
+    scale: float
+    tolerated: int
+    given_kp: np.ndarray
+    given_kd: np.ndarray
+    given_tolerated: int
+    required: int
+    rate_hz: float
+
+    @property
+    def ok(self) -> bool:
+        return self.tolerated >= self.required
+
+    @property
+    def changed(self) -> bool:
+        return self.scale < 1.0
+
+    def describe(self, robot="", source="the gains") -> str:
+        """One line: which gains, why, the margin (for a log or a warning)."""
+        def fmt(x):
+            return "[" + ", ".join(f"{v:.4g}" for v in x) + "]"
+        given = (f"{source} kp={fmt(self.given_kp)} kd={fmt(self.given_kd)}"
+                 + (f" of robot '{robot}'" if robot else ""))
+        if not self.changed:
+            return (f"{given} tolerate {'at least ' if self.ok else ''}{self.tolerated} "
+                    f"period(s) of command delay at {self.rate_hz:g} Hz (required "
+                    f"{self.required})")
+        why = (f"tolerate {self.given_tolerated} period(s) of command delay at "
+               f"{self.rate_hz:g} Hz" + (" (unstable even without delay)"
+                                         if self.given_tolerated < 0 else "")
+               + f", {self.required} required")
+        if self.ok:
+            return (f"{given} {why}: using kp={fmt(self.kp)} kd={fmt(self.kd)} (bandwidth "
+                    f"scale {self.scale:.3g}: kp s^2, kd s), which tolerate at least "
+                    f"{self.tolerated}")
+        return (f"{given} {why}; no bandwidth scale down to {MIN_GAIN_SCALE:g} tolerates it: "
+                f"the most tolerant, kp={fmt(self.kp)} kd={fmt(self.kd)} (scale "
+                f"{self.scale:.3g}), tolerate {self.tolerated}")
+
+
+def delay_tolerant_gains(model, kp=None, kd=None, rate_hz=None, periods=0, q=None):
+    """PD gains whose loop tolerates ``periods`` of command delay at ``rate_hz``.
+
+    The given gains (default: the config's, else the default design of
+    :func:`make_controller`) when :func:`tolerated_command_delay` of their loop is at least
+    ``periods``; otherwise the same gains at the largest bandwidth scale s (kp s^2, kd s)
+    that is: scales 1, :data:`GAIN_SCALE_STEP`, its square, ... down to
+    :data:`MIN_GAIN_SCALE` are tried and the first one that tolerates the delay is taken
+    (up to 1 / :data:`GAIN_SCALE_STEP` below the edge of stability, which the loop at the
+    edge would sit on: a margin, not a refinement). A scale keeps the ratio
+    kp / kd^2 (the damping ratio of the PD on a pure inertia) and divides the loop's
+    bandwidth by 1 / s: the motor loop of an elastic arm, whose stiff motor-side modes
+    (the rotor on its spring) a control period of delay destabilises, slows below them.
+    When no scale tolerates the delay, the most tolerant one tried (the largest scale of
+    the largest tolerated delay) is returned with ``ok`` false: the caller decides (e.g.
+    a fast mode above the Nyquist frequency, which no PD at that rate damps).
+
+    Parameters
+    ----------
+    model : RobotModel
+    kp, kd : array_like (n,), optional
+        Gains [N*m/rad], [N*m*s/rad], as for :func:`make_controller`.
+    rate_hz : float, optional
+        Control rate [Hz]; default the config's ``simulation.rate_hz``.
+    periods : int
+        Command delay [control periods] to tolerate: 0 for a command applied over the
+        period of the state it answers (a lockstep simulation), at least 1 on a robot that
+        runs free of its controller (the command answering a state is applied from the next
+        period on).
+    q : array_like (n,), optional
+        Link positions [rad] of the linearisation (:func:`tolerated_command_delay`).
+
+    Returns
+    -------
+    GainChoice
+        (``ok`` false: no scale tolerates ``periods``.)
+    """
+    base = make_controller(model, kp, kd, saturate=False)
+    rate = float(rate_hz if rate_hz is not None else model.config.simulation.rate_hz)
+    periods = int(periods)
+    loop = _LinearLoop(model, base, rate, q)
+
+    def tolerated(s):
+        C = loop.feedback(make_controller(model, base.kp * s * s, base.kd * s,
+                                          saturate=False))
+        for d in range(periods + 1):
+            if not loop.stable(C, d):
+                return d - 1
+        return periods
+
+    def choice(s, d):
+        return GainChoice(base.kp * s * s, base.kd * s, float(s), int(d), base.kp.copy(),
+                          base.kd.copy(), given, periods, rate)
+
+    given = tolerated(1.0)
+    if given >= periods:
+        return choice(1.0, given)
+    best, s = (1.0, given), 1.0
+    while s * GAIN_SCALE_STEP >= MIN_GAIN_SCALE * (1 - 1e-9):
+        s *= GAIN_SCALE_STEP
+        d = tolerated(s)
+        if d >= periods:
+            return choice(s, d)
+        if d > best[1]:
+            best = (s, d)
+    return choice(*best)

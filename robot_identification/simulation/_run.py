@@ -11,7 +11,7 @@ from robot_identification.errors import DataError, ExcitationError
 from robot_identification.excitation import (
     load_trajectory, trajectory_from_config, trajectory_label)
 from robot_identification.progress import bar
-from robot_identification.simulation._control import make_controller
+from robot_identification.simulation._control import delay_tolerant_gains, make_controller
 from robot_identification.simulation._friction import _FRICTION_KEYS
 from robot_identification.simulation._mujoco import make_simulator, mujoco_module
 
@@ -122,6 +122,20 @@ def _true_parameters(model, friction):
                 if f"{j}.{key}" in true:
                     true[f"{j}.{key}"] = 0.0
     return true
+
+
+def _controller(model, kp, kd, rate_hz, q0):
+    """The PD controller of a run at ``rate_hz``: elastic arms whose gains are unstable at
+    that rate even without delay (:func:`delay_tolerant_gains`, 0 periods; e.g.
+    zollo_planar's 1 kHz gains at 250 Hz) get the largest bandwidth scale that is stable,
+    with a warning naming both."""
+    if model.config.elastic:
+        choice = delay_tolerant_gains(model, kp, kd, rate_hz, 0, q=q0)
+        if choice.changed or not choice.ok:
+            warnings.warn(f"simulate: {choice.describe(model.config.name)}", UserWarning,
+                          stacklevel=3)
+            kp, kd = choice.kp, choice.kd
+    return make_controller(model, kp, kd)
 
 
 def simulate(model, duration=None, trajectory=None, seed=0, snr_db=None, *,
@@ -240,7 +254,8 @@ def simulate(model, duration=None, trajectory=None, seed=0, snr_db=None, *,
                         f"{duration * sim.rate_hz:.3g} samples, above the in-memory limit "
                         f"{MAX_SAMPLES:.2g}: simulate shorter runs (at most "
                         f"{MAX_SAMPLES / sim.rate_hz:.3g} s)")
-    ctrl = controller or make_controller(model, kp, kd)
+    ctrl = controller or _controller(model, kp, kd, sim.rate_hz,
+                                     trajectory.evaluate(0.0)[0][0])
     N = int(round(duration * sim.rate_hz)) + 1
     if N < max(min_samples, MIN_SAMPLES):
         rate = ("" if rate_hz is not None or model.config.source is None else
