@@ -72,7 +72,10 @@ def generate_launch_description():
         # watchdog does not take it for lost states, and the reference follows its stamps
         node("excitation_publisher", **robot, lockstep=lockstep, use_sim_time=True,
              trajectory_file=trajectory),
-        node("pd_controller", **robot, lockstep=lockstep, use_sim_time=True),
+        # command_delay_periods 0: this simulated robot steps an elastic arm only once its
+        # command came (command_timeout auto, docs/ros.md "Elastic arms in real time")
+        node("pd_controller", **robot, lockstep=lockstep, use_sim_time=True,
+             command_delay_periods=0),
         OpaqueFunction(function=recorder, args=[data, lockstep]),
         node("identifier", **robot, data_directory=data, compare_with_nominal=True,
              effort_lag_periods=0.5),

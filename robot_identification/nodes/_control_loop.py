@@ -38,12 +38,13 @@ simulator's law, PD + g(q)) nor for elastic arms, not in the hold / fail-safe.
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 import pinocchio as pin
 
 from robot_identification.errors import ConfigError
-from robot_identification.simulation import FrictionModel
+from robot_identification.simulation import FrictionModel, delay_tolerant_gains
 
 
 def rotor_inertia(model):
@@ -314,6 +315,9 @@ class ControlLoop:
                 "loop_delay_s": f"{self.loop_delay:.4f}",
                 "loop_delay_max_s": f"{self.loop_delay_max:.4f}",
                 "delay_margin_s": f"{margin:.4f}", "gain_scale": f"{self.gain_scale:.4g}",
+                "kp": " ".join(f"{v:.4g}" for v in self.law.kp),
+                "kd": " ".join(f"{v:.4g}" for v in self.law.kd),
+                **self.gain_choice_values(),
                 "gain_changes": self.gain_changes,
                 "velocity_limited_commands": self.limited_commands,
                 "shortened_deadlines": self.shortened_deadlines,
@@ -321,6 +325,21 @@ class ControlLoop:
                 "shortest_deadline_s": ("" if not np.isfinite(self.shortest_deadline)
                                         else f"{self.shortest_deadline:.4f}"),
                 "heartbeat": self.heartbeat}
+
+    def gain_choice_values(self) -> dict:
+        """``/diagnostics`` values of the gain choice (``gain_choice``, a
+        :class:`~robot_identification.simulation.GainChoice`, when the owner made one at
+        start-up; elastic arms: the latest made on a measured loop delay,
+        :meth:`elastic_delay`): ``required_delay_periods``, ``gains_stabilised`` (true: the
+        given gains were scaled, ``stabilising_scale``) and ``gain_choice`` (the line the
+        log said, ``gain_choice_text``)."""
+        c = getattr(self, "gain_choice", None)
+        if c is None:
+            return {}
+        return {"required_delay_periods": c.required,
+                "gains_stabilised": str(c.changed).lower(),
+                "stabilising_scale": f"{c.scale:.4g}",
+                "gain_choice": getattr(self, "gain_choice_text", "")}
 
     # -- inputs --------------------------------------------------------------------------
     def joint_state(self, stamp, stamp_ns, q, dq):
@@ -446,6 +465,7 @@ class ControlLoop:
         delay margin (never up)."""
         if self.lockstep or not self.stamps_on_clock:
             return
+        self.apply_elastic_choice()
         delay = 2.0 * max(self.now() - stamp, 0.0) + self.period
         self.loop_delay = delay
         if not hasattr(self, "_delays"):
@@ -459,6 +479,9 @@ class ControlLoop:
         if recent <= self.loop_delay_max:
             return
         self.loop_delay_max = recent
+        if self.model.config.elastic and getattr(self, "gain_choice", None) is not None:
+            self.elastic_delay(recent)
+            return
         kp, kd = self.base_law.kp, self.base_law.kd
         s = margin_scale(kp, kd, self.inertia, self.viscous, recent, self.margin_factor,
                          upper=self.scale)
@@ -469,6 +492,73 @@ class ControlLoop:
             self.warn(f"loop delay {1e3 * recent:.1f} ms ({100 * self.DELAY_QUANTILE:g} % "
                       f"quantile): gains scaled to {s:.3g} (kp * s^2, kd * s) for a delay "
                       f"margin of {self.margin_factor:g} x that delay")
+
+    #: elastic arms: the longest loop delay [control periods] :meth:`elastic_delay` checks
+    #: gains for (the eigenvalue problems grow with it); a longer one is a fault
+    MAX_DELAY_PERIODS = 40
+
+    def elastic_delay(self, recent):
+        """Elastic arms: a loop delay quantile ``recent`` [s] in control periods, d =
+        ceil((recent - period) / period) (at least ``required_delay``): gains that tolerate
+        d periods in the discretised loop (:func:`~robot_identification.simulation.
+        delay_tolerant_gains`, from the start-up gains down) are chosen in a worker thread
+        (0.1 s for a 2-joint arm, 0.6 s for a 6-joint one at 40 periods; the loop runs on
+        meanwhile) and applied by :meth:`apply_elastic_choice`; d beyond
+        :attr:`MAX_DELAY_PERIODS` is a fault (held with gains that tolerate that many). Not
+        the delay margin of the rigid arms: on the rotor inertia alone it leaves out the
+        spring, whose stiff motor-side modes a few periods of delay destabilise
+        (zollo_planar at 250 Hz on the hardware-like robot: a 49 ms loop delay scaled the
+        gains to 0.036 by that margin, where the linearised loop tolerates 1 period, and the
+        arm ran away to 4.2 x its velocity limit; docs/ros.md, "Elastic arms at 250 Hz")."""
+        d = max(int(self.required_delay),
+                int(math.ceil((recent - self.period) / self.period - 1e-9)))
+        if d <= max(self.tolerated_delay or 0, getattr(self, "_elastic_asked", -1)):
+            return
+        self._elastic_asked, self._elastic_latest = d, recent
+        job = getattr(self, "_elastic_job", None)
+        if job is not None and job.is_alive():
+            return                  # asked again once this one is done
+
+        base, upper, rate = self.base_law, self.scale, 1.0 / self.period
+
+        def work():
+            c = delay_tolerant_gains(self.model, base.kp * upper ** 2, base.kd * upper,
+                                     rate_hz=rate, periods=min(d, self.MAX_DELAY_PERIODS))
+            self._elastic_result = (c, recent, d)
+        self._elastic_job = threading.Thread(target=work, daemon=True,
+                                             name="elastic delay gains")
+        self._elastic_job.start()
+
+    def apply_elastic_choice(self):
+        """The gains :meth:`elastic_delay` chose, once its thread is done: scaled down (never
+        up) with a warning; when no scale tolerates the delay, a fault (the excitation
+        stops) whose hold uses the most tolerant gains found (at the smallest scales little
+        more than the gravity compensation: the arm floats, damped by its friction)."""
+        result = getattr(self, "_elastic_result", None)
+        if result is None:
+            return
+        self._elastic_result = None
+        c, recent, d = result
+        s = self.scale * c.scale
+        self.tolerated_delay = c.tolerated
+        self.gain_choice = c
+        self.gain_choice_text = (f"loop delay {1e3 * recent:.1f} ms "
+                                 f"({100 * self.DELAY_QUANTILE:g} % quantile): "
+                                 + c.describe(self.model.config.name, "the start-up gains"))
+        if d > c.required:
+            self.gain_choice_text += (f"; the delay is {d} control periods, beyond the "
+                                      f"{self.MAX_DELAY_PERIODS} checked")
+        if s < self.gain_scale * 0.97:
+            self.gain_scale = s
+            self.law = self.law_for(s)
+            self.gain_changes += 1
+        if c.ok and d <= c.required:
+            self.warn(self.gain_choice_text)
+        else:
+            self.trip(self.gain_choice_text)
+        if self._elastic_latest > recent:       # the delay grew while the thread ran
+            self._elastic_asked = d
+            self.elastic_delay(self._elastic_latest)
 
     def reference(self, reference=None):
         """(q_ref, dq_ref, ddq_ref) (n,) to track (:meth:`reference_now`, or ``reference``,

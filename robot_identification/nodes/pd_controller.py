@@ -51,6 +51,17 @@ followed as planned (commands counted as ``lookahead_commands`` once it is silen
 ``stale_reference_commands`` unless the trajectory was at rest: a run's final hold). A single
 point is taken as it comes, as before; lockstep: the first point.
 
+Gains (issue #24): at start-up the gains (``kp``/``kd``, else the robot config's, else the
+default design, x ``bandwidth_scale``) are checked against the command delay they must
+tolerate (``command_delay_periods``; auto: 0 in lockstep, 1 in real time), by
+:func:`~robot_identification.simulation.tolerated_command_delay` of the linearised loop at
+``rate_hz``; gains that do not are scaled down (kp s^2, kd s) until they do
+(:func:`~robot_identification.simulation.delay_tolerant_gains`), with a warning naming the
+given gains, the chosen ones and the delay, on ``/diagnostics`` too (``gain_choice``,
+``gains_stabilised``, ``stabilising_scale``, ``kp``, ``kd``); ``stabilise_gains: false``
+refuses them instead (the node exits with that line). E.g. zollo_planar's config gains are
+unstable at 250 Hz even without delay.
+
 Delay and deadlines (real time, joint state stamps on this node's clock, as drivers stamp
 them): the loop delay is measured on every state (2 x its age when the command goes out + one
 period) and the gains are scaled down (never up) so that their delay margin stays at least
@@ -85,14 +96,43 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
+from robot_identification.errors import ConfigError
 from robot_identification.nodes._common import (LATEST, QOS, Managed, command_msg, declare,
                                                 declare_optional, declare_robot, main_for,
                                                 publish_live, stamp_ns, to_sec)
 from robot_identification.nodes._control_loop import ControlLoop
-from robot_identification.simulation import make_controller, tolerated_command_delay
+from robot_identification.simulation import (delay_tolerant_gains, make_controller,
+                                             tolerated_command_delay)
 
 #: name of this controller's entry in /diagnostics (``<node name>: control loop``)
 STATUS_SUFFIX = ": control loop"
+
+
+def choose_gains(node, model, base, rate, source, stabilise):
+    """The gains' :class:`~robot_identification.simulation.GainChoice` at ``rate`` [Hz]
+    for the node's ``required_delay`` and ``scale`` (bandwidth_scale) of ``base``'s gains
+    (:func:`~robot_identification.simulation.delay_tolerant_gains`), said in the log: info
+    when they tolerate the delay as given, a warning naming the given and the chosen gains
+    when they are scaled, an error when no scale tolerates it (the most tolerant are used,
+    the velocity trip guards the arm); ``stabilise`` false and gains that do not tolerate
+    it: :class:`~robot_identification.errors.ConfigError` (the node exits with that line)."""
+    s = node.scale
+    choice = delay_tolerant_gains(model, base.kp * s * s, base.kd * s, rate_hz=rate,
+                                  periods=node.required_delay)
+    text = choice.describe(model.config.name, f"{source} gains"
+                           + (f" x bandwidth_scale {s:g}" if s != 1.0 else ""))
+    node.gain_choice_text = text
+    if not choice.changed and choice.ok:
+        node.get_logger().info(text)
+    elif not stabilise:
+        raise ConfigError(f"{text} - refused (stabilise_gains: false): give gains that "
+                          f"tolerate command_delay_periods {node.required_delay}, or let the "
+                          f"node scale them")
+    elif choice.ok:
+        node.get_logger().warning(text)
+    else:
+        node.get_logger().error(text)
+    return choice
 
 
 class PDController(Managed, ControlLoop, LifecycleNode):
@@ -116,12 +156,26 @@ class PDController(Managed, ControlLoop, LifecycleNode):
         base = make_controller(model, None if kp is None else list(kp),
                                None if kd is None else list(kd))
         self.law_for = lambda s: make_controller(model, base.kp * s * s, base.kd * s)
+        self.lockstep = declare(self, "lockstep", True, "one command per state stamp",
+                                read_only=True)
+        delay = declare(self, "command_delay_periods", -1, "command delay [control periods] "
+                        "the gains must tolerate (simulation.tolerated_command_delay of the "
+                        "linearised loop); -1: 0 in lockstep, 1 in real time (a robot that "
+                        "runs free of this node applies a command from the period after the "
+                        "state it answers)", low=-1, high=40, read_only=True)
+        self.required_delay = (0 if self.lockstep else 1) if delay < 0 else delay
+        stabilise = declare(self, "stabilise_gains", True, "gains whose loop does not "
+                            "tolerate command_delay_periods: true - scaled down (kp s^2, kd "
+                            "s) until it does, with a warning naming both; false - refused "
+                            "(the node exits naming them)", read_only=True)
+        source = ("the parameters'" if kp is not None or kd is not None else
+                  "the robot config's" if sim.kp is not None or sim.kd is not None
+                  else "the default design's")
+        self.gain_choice = choose_gains(self, model, base, rate, source, stabilise)
         self.margin_factor = declare(
             self, "delay_margin_factor", 2.0, "real time: gains scaled so that their delay "
             "margin is at least this times the largest loop delay measured (0: never scaled)",
             low=0.0, high=100.0, read_only=True)
-        self.lockstep = declare(self, "lockstep", True, "one command per state stamp",
-                                read_only=True)
         self.max_age = declare(self, "watchdog_timeout", 0.05,
                                "[s] states older than this (arrival) or with a stamp frozen "
                                "this long -> fail-safe", low=1e-4, high=1e4)
@@ -155,6 +209,7 @@ class PDController(Managed, ControlLoop, LifecycleNode):
             "reference acceleration + nominal friction at the reference velocity) to the "
             "tracking command: the arm follows the excitation when the delay margin scales "
             "the gains down", read_only=True)
+        self.scale *= self.gain_choice.scale      # the stable gains: scaled from there on
         self.enabled = False            # until activated
         self.stamps_on_clock = None     # judged from the first state
         self.init_loop()
