@@ -304,6 +304,24 @@ def test_far_from_truth_on_parameters_that_are_numerically_zero_says_so():
     assert "mean error 0.005" in far.message and "excite" not in far.message
 
 
+def test_far_from_truth_weighs_parameters_by_their_torque():
+    """Products of inertia of ~1e-8 kg m^2 of a small arm (example-robot-data's SO-100,
+    noise-free MuJoCo run) are above NUMERICAL_ZERO x its largest parameter, yet no torque
+    shows them: given as negligible (their torque share), they no longer make the NME a
+    warning; the others' error still does."""
+    true, std, names = [0.05, 0.02, 1e-6], [1e-3, 1e-3, 1e-6], ["m", "Izz", "Ixz"]
+    d = dg.check_truth(0.4, [0.05, 0.02, 2.2e-6], true, std, names, [2.0, 5.0, 100.0])
+    assert [x.severity for x in d if x.code == "far_from_truth"] == ["warning"]
+    d = dg.check_truth(0.4, [0.05, 0.02, 2.2e-6], true, std, names, [2.0, 5.0, 100.0],
+                       negligible=[False, False, True])
+    (far,) = [x for x in d if x.code == "far_from_truth"]
+    assert far.severity == "info" and "negligible share of the torque" in far.message
+    d = dg.check_truth(0.9, [0.1, 0.02, 2.2e-6], true, std, names, [2.0, 5.0, 100.0],
+                       negligible=[False, False, True])
+    (far,) = [x for x in d if x.code == "far_from_truth"]
+    assert far.severity == "warning" and "mean error 0.5" in far.message
+
+
 def test_noise_of_a_quantised_signal_is_not_zero():
     rng = np.random.default_rng(2)
     t = np.arange(0, 10, 1e-2)

@@ -130,7 +130,8 @@ def collect_diagnostics(model, result, recordings=()):
         out += check_samples_dropped(int(neq.count.sum()), total, s["velocity_threshold"])
     if result.true_values is not None:
         out += check_truth(result.normalised_mean_error(), est.values, result.true_values,
-                           est.std, result.names, est.relative_std)
+                           est.std, result.names, est.relative_std,
+                           result.negligible_parameters())
     return out
 
 

@@ -115,17 +115,14 @@ class IdentificationResult:
         -------
         dict or None (no true values or no normal equations)
         """
-        neq = getattr(self, "normal_equations", None)
-        if self.true_values is None or neq is None:
+        scales = self._truth_scales()
+        if scales is None:
             return None
+        norm, ynorm = scales
         est = self.estimate if estimator is None else self.estimates[estimator]
         known = ~np.isnan(self.true_values)
         if not known.any():
             return None
-        norm = np.sqrt(np.maximum(np.einsum("jkk->k", np.asarray(neq.G)), 0.0))
-        if norm.shape != self.true_values.shape:     # equations of other columns (elastic)
-            return None
-        ynorm = float(np.sqrt(max(float(np.sum(neq.c)), 1e-300)))
         tru, val = self.true_values[known], est.values[known]
         err = np.abs(val - tru)
         out = {"torque_weighted_error": float(np.sum(err * norm[known]) / ynorm)}
@@ -139,6 +136,29 @@ class IdentificationResult:
             out["normalised_mean_error_significant"] = float(np.mean(err[big]
                                                                      / np.abs(tru[big])))
         return out
+
+    def _truth_scales(self):
+        """(||W_k|| (p,), ||y||) from the normal equations, or None (no true values, no
+        equations, or equations of other columns: elastic)."""
+        neq = getattr(self, "normal_equations", None)
+        if self.true_values is None or neq is None:
+            return None
+        norm = np.sqrt(np.maximum(np.einsum("jkk->k", np.asarray(neq.G)), 0.0))
+        if norm.shape != self.true_values.shape:
+            return None
+        return norm, float(np.sqrt(max(float(np.sum(neq.c)), 1e-300)))
+
+    def negligible_parameters(self):
+        """Simulated data: per base parameter, whether its true value's torque contribution
+        |true_k| ||W_k|| / ||y|| is below :data:`NEGLIGIBLE_CONTRIBUTION` (bool (p,); an
+        unknown (NaN) true value counts as not negligible), or None where
+        :meth:`truth_errors` has no scales (no true values or equations; elastic)."""
+        scales = self._truth_scales()
+        if scales is None:
+            return None
+        norm, ynorm = scales
+        tru = np.nan_to_num(np.asarray(self.true_values, dtype=float), nan=np.inf)
+        return np.abs(tru) * norm / ynorm < self.NEGLIGIBLE_CONTRIBUTION
 
     def with_primary(self, estimator, model):
         """This result with ``estimator`` (one of :attr:`estimates`) as the primary estimate:
