@@ -1,13 +1,20 @@
-"""beyond_velocity_limits judges the arm's speed, not its measurement noise
-(diagnostics._checks.span_velocity): found on example-robot-data's UR3, whose held-out run
-with 40 dB position noise failed `validate` with "moves at 22.94 ... 10.6 x its velocity
-limit" although the arm stayed within it. Reference: the velocities of the noise-free run."""
+"""Noisy positions, read for what they are (found on example-robot-data's arms):
+
+- beyond_velocity_limits judges the arm's speed, not its measurement noise
+  (diagnostics._checks.span_velocity): the UR3's held-out run with 40 dB position noise
+  failed `validate` with "moves at 22.94 ... 10.6 x its velocity limit" although the arm
+  stayed within it. Reference: the velocities of the noise-free run;
+- friction parameters left unexcited because most friction rows were dropped at the
+  velocity reversals a noisy velocity crosses everywhere: the error says so (the Kinova
+  Jaco 2 at 40 dB read only "use a richer excitation trajectory")."""
 from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from robot_identification.diagnostics import recording_summary
+from robot_identification.errors import ExcitationError
+from robot_identification.identification import identify
 from robot_identification.diagnostics._checks import VELOCITY_LIMIT_FACTOR
 from robot_identification.model import load_robot
 from robot_identification.simulation import add_measurement_noise, simulate
@@ -42,3 +49,13 @@ def test_degrees_and_minutes_are_still_errors(puma):
     assert found and all(sev == "error" for _, sev, _ in found), found
     found = _codes(model, replace(noisy, t=noisy.t / 60.0))
     assert found and all(sev == "error" for _, sev, _ in found), found
+
+
+def test_friction_rows_dropped_at_noisy_reversals_are_named(puma):
+    model, clean, _ = puma
+    noisy = add_measurement_noise(replace(clean, dq=None, ddq=None), 20.0, seed=1)
+    with pytest.raises(ExcitationError) as info:
+        identify(model, noisy)
+    text = str(info.value)
+    assert ".coulomb'" in text or ".viscous'" in text
+    assert "were dropped (drop_reversals)" in text and "position noise" in text
