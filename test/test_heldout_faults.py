@@ -12,7 +12,9 @@ crafted URDF:
 - a URDF link of mass 0 between two joints: a traceback of ``simulate --engine mujoco``;
 - a config naming a joint the URDF lacks: the message named neither file;
 - ``validate`` / ``report`` scored any held-out data: positions in degrees gave NRMSE 431 with
-  exit 0 (and the table's cells ran together).
+  exit 0 (and the table's cells ran together);
+- ``simulate --output run.csv`` with init's starter config: exit 2, its ``csv:`` layout maps
+  velocities and the run had none without ``--derivatives``.
 """
 import subprocess
 import sys
@@ -28,6 +30,7 @@ import yaml
 from conftest import run_cli
 from test_heldout_structures import _arm
 from robot_identification import cli
+from robot_identification.data import read_csv
 from robot_identification.diagnostics import NOMINAL_CODES, recording_summary
 from robot_identification.model import load_robot
 from robot_identification.simulation import build_mujoco, simulate
@@ -193,3 +196,23 @@ def test_config_joint_missing_from_the_urdf_names_both_files(tmp_path, capsys):
     assert rc == 2 and len(err.strip().splitlines()) == 1, err
     assert "has no joint(s) ['joint_2']" in err and "szabo_3dof.urdf" in err, err
     assert str(tmp_path / "robot.yaml") in err, err
+
+
+def test_simulate_csv_with_the_starter_config(tmp_path, capsys):
+    """init's starter config maps velocities in its csv: layout; before, ``simulate --output
+    run.csv`` stopped (exit 2, "the dataset holds no dq") unless --derivatives was given.
+    The velocities written are the motion's: they match the derivative of the written
+    positions (central differences, 1 kHz)."""
+    rc, err = run_cli(["init", "--urdf", REPO / "urdf" / "szabo_3dof.urdf", "--output",
+                       tmp_path / "arm.yaml", "--quiet"], capsys, REPO / "urdf")
+    assert rc == 0, err
+    assert "velocity:" in (tmp_path / "arm.yaml").read_text()
+    rc, err = run_cli(["simulate", "--config", tmp_path / "arm.yaml", "--duration", "2",
+                       "--output", tmp_path / "run.csv", "--quiet"], capsys, REPO / "urdf")
+    assert rc == 0, err
+    ds = read_csv(tmp_path / "run.csv", time=1, position=2, velocity=5, torque=8,
+                  n_joints=3)
+    assert ds.dq is not None and np.abs(ds.dq).max() > 0.1
+    numeric = np.gradient(ds.q, ds.t, axis=0)
+    np.testing.assert_allclose(ds.dq[5:-5], numeric[5:-5], rtol=0,
+                               atol=0.02 * np.abs(ds.dq).max())

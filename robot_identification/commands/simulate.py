@@ -24,7 +24,8 @@ def add_arguments(p):
     p.add_argument("--friction", choices=("config", "regressor", "none"), default="config",
                    help="simulation friction law (default: each joint's simulation_friction)")
     p.add_argument("--derivatives", action="store_true",
-                   help="also store the exact velocities and accelerations")
+                   help="also store the exact velocities and accelerations (a .csv --output "
+                        "whose csv: layout maps velocities gets them without it)")
     p.add_argument("--no-quantise", action="store_true", help="no encoder quantisation")
     p.add_argument("--joint-torque", action="store_true",
                    help="elastic arms: also record joint torque sensors (tau_joint, "
@@ -59,7 +60,8 @@ def run(args):
         from robot_identification.excitation import trajectory_from_config  # start-up
         traj = trajectory_from_config(model)
     ds = simulate(model, duration=args.duration, trajectory=traj, seed=args.seed,
-                  snr_db=args.snr, derivatives=args.derivatives,
+                  snr_db=args.snr,
+                  derivatives=args.derivatives or csv_maps_velocities(model, out),
                   quantise=not args.no_quantise,
                   friction=None if args.friction == "config" else args.friction,
                   log=None if progress.enabled() else print, min_samples=20,
@@ -91,6 +93,20 @@ def run(args):
     for line in tracking_warnings(model, ds, traj):
         print(f"warning: {line}")
     return 0
+
+
+def csv_maps_velocities(model, out) -> bool:
+    """A CSV ``--output`` whose layout (the config's ``csv:`` section, init's starter one
+    among them) has velocity columns: the run records the velocities its encoders read
+    (the exact ones of ``--derivatives``, which the CSV then holds: it has no acceleration
+    column); without them ``write_csv`` stopped init's starter config's ``simulate
+    --output run.csv`` ("the layout maps 'velocity' but the dataset holds no dq")."""
+    if out.suffix.lower() != ".csv" or not model.config.extra.get("csv"):
+        return False
+    from robot_identification.data import CSV_PRESETS, csv_options  # start-up
+    opts = csv_options(model)
+    opts = {**CSV_PRESETS.get(opts.get("preset"), {}), **opts}
+    return any(opts.get(k) is not None for k in ("velocity", "motor_velocity"))
 
 
 #: Tracking error (RMS of q - q_ref over the RMS excursion of q_ref about its mean) above
