@@ -13,6 +13,11 @@ crafted URDF:
 - a config naming a joint the URDF lacks: the message named neither file;
 - ``validate`` / ``report`` scored any held-out data: positions in degrees gave NRMSE 431 with
   exit 0 (and the table's cells ran together);
+- a recording of 1 s: exit 0 with ``ill_conditioned`` only (SO-101, double pendulum) or exit 3
+  with ``negative_rotor_inertia`` (UR5, xArm7), the cause (too short) not named; a Panda's
+  rank-deficient second named parameters only;
+- held-out data with a joint that stands still: ``validate`` said "direction reversed or
+  torque sign reversed" (UR5) instead of naming the still joint;
 - ``simulate --output run.csv`` with init's starter config: exit 2, its ``csv:`` layout maps
   velocities and the run had none without ``--derivatives``.
 """
@@ -31,7 +36,8 @@ from conftest import run_cli
 from test_heldout_structures import _arm
 from robot_identification import cli
 from robot_identification.data import read_csv
-from robot_identification.diagnostics import NOMINAL_CODES, recording_summary
+from robot_identification.diagnostics import (
+    NOMINAL_CODES, direction_reversals, recording_summary)
 from robot_identification.model import load_robot
 from robot_identification.simulation import build_mujoco, simulate
 
@@ -196,6 +202,75 @@ def test_config_joint_missing_from_the_urdf_names_both_files(tmp_path, capsys):
     assert rc == 2 and len(err.strip().splitlines()) == 1, err
     assert "has no joint(s) ['joint_2']" in err and "szabo_3dof.urdf" in err, err
     assert str(tmp_path / "robot.yaml") in err, err
+
+
+def test_held_out_joint_that_stands_still_is_named_not_a_sign(run, tmp_path, capsys):
+    """Before: validate found no still joint; on the UR5 (example-robot-data) the URDF-based
+    check read the constant shoulder_lift_joint as "direction reversed or torque sign
+    reversed". Now: ``joint_still`` names the joint and the file, and no sign finding names
+    a joint that does not move."""
+    model = load_robot("szabo_3dof")
+    z = np.load(run / "held_out.npz")
+    q = z["q"].copy()
+    q[:, 1] = q[0, 1]
+    (tmp_path / "in").mkdir()
+    path = _npz(run, tmp_path / "in" / "still.npz", q=q)
+    rc, err = run_cli(["validate", "--robot", "szabo_3dof", "--results", run / "results.yaml",
+                       "--data", path, "--output", tmp_path / "v.yaml", "--quiet"], capsys,
+                      tmp_path / "in")
+    assert rc == 3 and "joint_still" in err, err
+    assert "joint(s) joint2 stand still" in err and str(path) in err, err
+    assert not (tmp_path / "v.yaml").exists()
+    from robot_identification.data import Dataset
+    found = recording_summary(model, Dataset.load_npz(path))["diagnostics"]
+    signs = ("torque_sign", "joints_swapped", "encoder_offset", "direction_undetermined")
+    assert not [d for d in found if d.code in signs and "joint2" in d.subject], found
+
+
+def test_direction_reversals_count_the_turns_of_a_noisy_sine():
+    """Reference: sin(2 pi 0.3 t) on [0, 10] s has its extrema at t = (0.25 + k / 2) / 0.3,
+    k = 0..5: 6 turns; a quarter period (0.8 s) has none; encoder noise (1e-4 of the travel)
+    adds none."""
+    rng = np.random.default_rng(0)
+    t = np.arange(0, 10.0001, 1e-3)
+    q = np.column_stack([np.sin(2 * np.pi * 0.3 * t), 0.5 * np.sin(2 * np.pi * 0.3 * t + 3)])
+    q = q + 1e-4 * rng.standard_normal(q.shape)
+    np.testing.assert_array_equal(direction_reversals(t, q, 0.3), [6, 6])
+    short = t < 0.8
+    assert direction_reversals(t[short], q[short, :1], 0.3).tolist() == [0]
+
+
+def _identify_one_second(robot, tmp_path, capsys):
+    """The file, exit code and stderr of ``identify`` of the robot's first simulated second."""
+    path = tmp_path / "in" / "s1.npz"
+    path.parent.mkdir()
+    assert cli.main(["simulate", "--robot", robot, "--duration", "1", "--output", str(path),
+                     "--quiet"]) == 0
+    capsys.readouterr()
+    return (path, *run_cli(["identify", "--robot", robot, "--data", path, "--output",
+                            tmp_path / "r.yaml", "--quiet"], capsys, path.parent))
+
+
+def test_a_recording_of_one_second_says_too_short(tmp_path, capsys):
+    """Before: exit 0 with the ill_conditioned warning only (SO-101, double pendulum; the
+    Szabo arm here: condition number 4.2e3); UR5 and xArm7 exit 3 with negative rotor
+    inertias. Now an error naming the file, its length, the joints that move one way only
+    and what would be enough; the 4 s run of this module still identifies with exit 0
+    (``run``)."""
+    path, rc, err = _identify_one_second("szabo_3dof", tmp_path, capsys)
+    assert rc == 3 and "recording_too_short" in err, err
+    assert f"'{path}' (1 s)" in err and "move one way only" in err, err
+    assert "record >= " in err and "24 base parameters" in err, err
+    assert not (tmp_path / "r.yaml").exists()
+
+
+def test_rank_deficient_second_names_the_length(tmp_path, capsys):
+    """The UR10e's first second (as a Panda's): "the data do not excite base parameter(s)
+    [...]" named the parameters only; now also the joints that move one way only and the
+    file."""
+    path, rc, err = _identify_one_second("ur10e", tmp_path, capsys)
+    assert rc == 2 and len(err.strip().splitlines()) == 1, err
+    assert "do not excite" in err and "move one way only" in err and str(path) in err, err
 
 
 def test_simulate_csv_with_the_starter_config(tmp_path, capsys):

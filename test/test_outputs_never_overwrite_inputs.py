@@ -35,7 +35,7 @@ def inputs(tmp_path_factory):
     cfg["csv"] = {"time": 1, "position": 2, "torque": 5, "n_joints": 3}
     (d / "szabo.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     run = d / "run.npz"
-    assert cli.main(["simulate", "--config", str(d / "szabo.yaml"), "--duration", "1.5",
+    assert cli.main(["simulate", "--config", str(d / "szabo.yaml"), "--duration", "2",
                      "--output", str(run)]) == 0
     assert cli.main(["simulate", "--config", str(d / "szabo.yaml"), "--duration", "0.5",
                      "--output", str(d / "bag")]) == 0

@@ -25,17 +25,19 @@ from robot_identification.diagnostics._diagnostic import (  # noqa: F401
     SEVERITIES, Diagnostic, worst)
 from robot_identification.diagnostics._checks import (  # noqa: F401
     BIAS_STD_RATIO, CONDITION_LIMIT, CUTOFF_BAND_RATIO, CUTOFF_NYQUIST_FRACTION,
-    DEFLECTION_NOISE_RATIO, DROPPED_FRICTION_LIMIT, NOMINAL_CORRELATION, NOMINAL_SCALE,
-    NUMERICAL_ZERO, OUTLIER_SIGMAS, POORLY_IDENTIFIED_PERCENT, RECORDING_GAP_ERROR_PERIODS,
-    RECORDING_GAP_LIMIT_S, RECORDING_LOSS_ERROR, RECORDING_LOSS_LIMIT, RESIDUAL_NOISE_RATIO,
-    TIME_JUMP_STEPS, TRUTH_NME_LIMIT, TRUTH_NME_TARGET, UNIDENTIFIABLE_PERCENT,
+    DEFLECTION_NOISE_RATIO, DROPPED_FRICTION_LIMIT, GOOD_CONDITION, NOMINAL_CORRELATION,
+    NOMINAL_SCALE, NUMERICAL_ZERO, OUTLIER_SIGMAS, POORLY_IDENTIFIED_PERCENT,
+    RECORDING_GAP_ERROR_PERIODS, RECORDING_GAP_LIMIT_S, RECORDING_LOSS_ERROR,
+    RECORDING_LOSS_LIMIT, RESIDUAL_NOISE_RATIO, STILL_VELOCITY, TIME_JUMP_STEPS,
+    TRUTH_NME_LIMIT, TRUTH_NME_TARGET, TURN_SHARE, UNIDENTIFIABLE_PERCENT,
     VELOCITY_LIMIT_FACTOR, check_bodies, check_condition, check_coulomb_smear, check_cutoff,
     check_deflection, check_excitation_complete, check_joint_limits, check_locked_joints,
     check_outliers, check_parameter_std, check_prior_bodies, check_recording_counts,
-    check_residual_noise, check_samples_dropped, check_saturation, check_signs,
-    check_stamp_order, check_time_jumps, check_torque_against_nominal, check_truth,
-    check_truth_coverage, check_unclosed, check_velocity_limits, check_velocity_threshold,
-    count_outliers, recording_losses, scaled_condition_number)
+    check_recording_length, check_residual_noise, check_samples_dropped, check_saturation,
+    check_signs, check_stamp_order, check_still_joints, check_time_jumps,
+    check_torque_against_nominal, check_truth, check_truth_coverage, check_unclosed,
+    check_velocity_limits, check_velocity_threshold, count_outliers, direction_reversals,
+    one_way_hint, one_way_joints, recording_losses, scaled_condition_number)
 from robot_identification.diagnostics._nominal import check_against_nominal  # noqa: F401
 from robot_identification.diagnostics._summary import recording_summary  # noqa: F401
 from robot_identification.diagnostics._collect import (  # noqa: F401

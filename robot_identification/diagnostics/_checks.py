@@ -6,7 +6,7 @@ from scipy.ndimage import median_filter
 
 from robot_identification.diagnostics._diagnostic import Diagnostic
 from robot_identification.estimation import pseudo_inertia
-from robot_identification.signal import noise_std, robust_std
+from robot_identification.signal import lowpass_filtfilt, noise_std, robust_std
 
 
 # --------------------------------------------------------------------------------------------
@@ -222,6 +222,162 @@ def check_condition(condition_number):
                            f"{CONDITION_LIMIT:.0f}: noise is amplified up to {c:.3g}x; excite "
                            f"more (robot-identification excite)")]
     return []
+
+
+#: Share of a joint's travel (peak to peak of its low-passed position) by which it must move
+#: back from an extreme to count as a reversal of direction (:func:`direction_reversals`):
+#: well above encoder noise, below the excitation's smaller swings.
+TURN_SHARE = 0.05
+
+
+def direction_reversals(t, q, band_hz):
+    """Reversals of direction per joint: how often each joint turns back by at least
+    :data:`TURN_SHARE` of its travel, on its position low-passed at 5 x the motion's
+    band (1 Hz at least; :func:`~robot_identification.signal.excitation_band`).
+
+    Parameters
+    ----------
+    t : ndarray (N,) [s]
+    q : ndarray (N, n) [rad; m]
+    band_hz : float
+
+    Returns
+    -------
+    ndarray (n,) of int
+        0: the joint moved one way only (a recording shorter than half a period of its
+        motion). The starter excitation (10 s Fourier, 0.1 Hz base) reverses each joint
+        3-8 times over 10 s and 0-1 times in its first second (UR5, xArm7, SO-101, Panda,
+        PUMA 560, Stanford arm; docs/diagnostics.md).
+    """
+    t, q = np.asarray(t, dtype=float), np.asarray(q, dtype=float)
+    n = q.shape[1]
+    fs = (len(t) - 1) / (t[-1] - t[0]) if len(t) > 1 and t[-1] > t[0] else 0.0
+    fc = max(5.0 * float(band_hz or 0.0), 1.0)
+    if len(t) > 30 and fc < 0.4 * fs:
+        q = lowpass_filtfilt(q, fs, fc, order=2)
+        q = q[::max(1, int(fs / (20 * fc)))]         # 20 samples per cut-off period
+    out = np.zeros(n, dtype=int)
+    for j in range(n):
+        x = q[:, j]
+        h = TURN_SHARE * float(np.ptp(x))
+        if not h > 0:
+            continue
+        lo = hi = x[0]
+        way, turns = 0, 0
+        for v in x[1:]:
+            if way == 0:
+                lo, hi = min(lo, v), max(hi, v)
+                way = 1 if v - lo >= h else -1 if hi - v >= h else 0
+                ext = v
+            elif way * (v - ext) > 0:
+                ext = v
+            elif way * (ext - v) >= h:
+                turns, way, ext = turns + 1, -way, v
+        out[j] = turns
+    return out
+
+
+def one_way_joints(recordings):
+    """Indices of the joints that move one way only (no reversal of direction,
+    :func:`direction_reversals`, in any recording) where they are most of the joints that
+    move (velocity RMS at least :data:`STILL_VELOCITY`), else [] (also where a recording
+    has no summary).
+
+    Parameters
+    ----------
+    recordings : list of dict
+        :func:`~robot_identification.diagnostics.recording_summary` of each recording.
+    """
+    recordings = list(recordings or ())
+    recs = [r for r in recordings if r is not None and "reversals" in r]
+    if not recs or len(recs) < len(recordings):
+        return []
+    moving = np.max([np.asarray(r["velocity_rms"], float) for r in recs], axis=0) \
+        >= STILL_VELOCITY
+    turns = np.sum([np.asarray(r["reversals"], int) for r in recs], axis=0)
+    one_way = [int(k) for k in np.flatnonzero(moving) if turns[k] == 0]
+    return one_way if 2 * len(one_way) > int(moving.sum()) else []
+
+
+def one_way_hint(joint_names, recordings):
+    """"; joint(s) ... move one way only ... in 'FILE' (1 s): too short ..." where
+    :func:`one_way_joints` finds them, else "": the cause beside "the data do not excite
+    base parameter(s) [...]" (a Panda's and a UR10e's first second of the starter
+    excitation)."""
+    one_way = one_way_joints(recordings)
+    if not one_way:
+        return ""
+    files = ", ".join(f"'{r['source']}' ({r['duration_s']:.3g} s)" if r.get("source")
+                      else f"{r['duration_s']:.3g} s" for r in recordings)
+    return (f"; joint(s) {', '.join(joint_names[k] for k in one_way)} move one way only (no "
+            f"reversal of direction) in {files}: a recording too short, a fraction of one "
+            f"period of the motion: record longer (whole periods of the excitation)")
+
+
+#: Condition number of well-excited recordings: the starter excitation's 10 s runs of the
+#: arms of :func:`check_recording_length` have 9-200 (PUMA 560: 1.6e4).
+GOOD_CONDITION = 100.0
+
+
+def check_recording_length(joint_names, condition_number, n_base, recordings):
+    """``recording_too_short`` (error): the recordings are too short to identify ``n_base``
+    base parameters: the observation matrix is ill-conditioned (scaled condition number
+    above :data:`CONDITION_LIMIT`) and most joints that move, move one way only (no reversal
+    of direction, :func:`direction_reversals`, in any recording): the data hold a fraction
+    of one period of the motion, whose smooth stretch the parameters fit in many ways.
+
+    Measured (docs/diagnostics.md): the starter excitation of UR5, xArm7, SO-101, Panda,
+    double pendulum (example-robot-data) and the shipped PUMA 560, Stanford arm, Szabo arm
+    and UR10e, simulated 10 s and cut to 1 s: condition numbers 4.2e3-3.1e6 (or a
+    rank-deficient matrix), 5 of 6 joints or more moving one way, estimates 11-38 std from
+    0 with negative rotor inertias or exit 0 with a warning only; cut to 2 s at most 2 of 6
+    joints move one way (condition 88-6.1e5: the ``ill_conditioned`` warning); the whole
+    10 s: every joint reverses 3-8 times (condition 9-1.6e4).
+
+    Parameters
+    ----------
+    joint_names : list of str
+    condition_number : float
+        Of the base observation matrix with unit-norm columns
+        (:func:`scaled_condition_number`).
+    n_base : int
+        Base parameters identified.
+    recordings : list of dict
+        :func:`~robot_identification.diagnostics.recording_summary` of each recording
+        (``reversals``, ``velocity_rms``, ``duration_s``, ``range_share``, ``source``).
+
+    Returns
+    -------
+    list of Diagnostic
+        One error naming the files, their length, the joints that move one way and what
+        would be enough, or nothing.
+    """
+    c = float(condition_number)
+    one_way = one_way_joints(recordings) if c > CONDITION_LIMIT else []
+    if not one_way:
+        return []
+    recs = recordings
+    total = float(sum(r["duration_s"] for r in recs))
+    share = np.nanmax([np.asarray(r["range_share"], float) for r in recs], axis=0)
+    share = share[one_way][np.isfinite(share[one_way])]
+    ranges = (f", over {100 * share.min():.2g}-{100 * share.max():.2g} % of their ranges"
+              if share.size else "")
+    files = ", ".join(f"'{r['source']}' ({r['duration_s']:.3g} s)" if r.get("source")
+                      else f"{r['duration_s']:.3g} s" for r in recs)
+    # the condition number of a stretch of a smooth motion falls about as its length to the
+    # 2.6-5.2th power (1 -> 3 s of the starter excitation, measured): the length at which it
+    # would reach GOOD_CONDITION at the 4th power, and 3 x at least
+    enough = total * max(3.0, (c / GOOD_CONDITION) ** 0.25 if np.isfinite(c) else 3.0)
+    names = ", ".join(joint_names[k] for k in one_way)
+    return [Diagnostic(
+        "recording_too_short", "error",
+        f"{files}: too short to identify {n_base} base parameters: joint(s) {names} move "
+        f"one way only (no reversal of direction){ranges}, a fraction of one period of the "
+        f"motion (condition number {c:.3g} > {CONDITION_LIMIT:.0f}); the estimate is not "
+        f"determined by the data: record >= {enough:.2g} s (its condition number would be "
+        f"~{GOOD_CONDITION:.0f} then, falling about as the 4th power of the length), better "
+        f"whole periods of an excitation that moves every joint back and forth",
+        ", ".join(str(r.get("source", "")) for r in recs))]
 
 
 def check_residual_noise(labels, residual_rms, noise, signal_rms=None, measured=None):
@@ -709,6 +865,43 @@ def check_velocity_limits(joint_names, velocity, limits, source=""):
                 f"its velocity limit {lim:.4g}: time stamps in minutes or positions in "
                 f"degrees?", f"{source}:{nm}" if source else nm))
     return out
+
+
+#: A joint whose velocity RMS stays below this [rad/s; m/s] in a recording stands still
+#: (``identify`` names such joints when the data do not excite their parameters;
+#: :func:`check_still_joints` on held-out data).
+STILL_VELOCITY = 1e-3
+
+
+def check_still_joints(joint_names, velocity_rms, source=""):
+    """``joint_still`` (error): joints that stand still in a held-out recording (velocity
+    RMS below :data:`STILL_VELOCITY`), while ``validate`` scores their torque. A joint that
+    does not move tests none of its parameters (inertia, friction), and a position column
+    that is constant while the arm moves is not that joint's (a frozen encoder, a column
+    mapped twice): the URDF-based check read such a UR5 recording (example-robot-data,
+    shoulder_lift_joint held constant) as "direction reversed or torque sign reversed".
+    ``identify`` stops on such data already (the data do not excite the joint's
+    parameters).
+
+    Parameters
+    ----------
+    joint_names : list of str
+    velocity_rms : array (n,)
+        RMS velocity per joint [rad/s; m/s] (measured, or differentiated positions).
+    source : str
+        The recording's file (named in the message and the subject).
+    """
+    rms = np.asarray(velocity_rms, dtype=float)
+    still = [nm for nm, v in zip(joint_names, rms) if v < STILL_VELOCITY]
+    if not still:
+        return []
+    where = f"'{source}'" if source else "the held-out data"
+    return [Diagnostic("joint_still", "error",
+                       f"joint(s) {', '.join(still)} stand still (velocity RMS < "
+                       f"{STILL_VELOCITY:g} rad/s) in {where}: held-out data that do not move "
+                       f"a joint do not test its parameters (a frozen or constant position "
+                       f"column?); record held-out data that move every joint",
+                       f"{source}:{','.join(still)}" if source else ",".join(still))]
 
 
 def count_outliers(x, sigmas=OUTLIER_SIGMAS):

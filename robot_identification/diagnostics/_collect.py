@@ -5,8 +5,8 @@ import numpy as np
 
 from robot_identification.diagnostics._checks import (
     check_bodies, check_condition, check_coulomb_smear, check_cutoff, check_locked_joints,
-    check_parameter_std, check_residual_noise, check_samples_dropped, check_signs,
-    check_torque_against_nominal, check_truth, check_unfiltered_noise,
+    check_parameter_std, check_recording_length, check_residual_noise, check_samples_dropped,
+    check_signs, check_torque_against_nominal, check_truth, check_unfiltered_noise,
     check_velocity_threshold, scaled_condition_number)
 from robot_identification.diagnostics._diagnostic import Diagnostic
 from robot_identification.estimation import default_prior_scales, leave_block_out
@@ -79,8 +79,14 @@ def collect_diagnostics(model, result, recordings=()):
     for rec in recordings:
         out += rec["diagnostics"]
     neq = result.normal_equations
-    out += check_condition(est.condition_number if neq is None
-                           else scaled_condition_number(neq.gram))
+    cond = est.condition_number if neq is None else scaled_condition_number(neq.gram)
+    # the recordings' length where the summaries cover all of their samples (a streamed
+    # recording is summarised on its first chunks only)
+    covered = bool(recordings) and sum(r.get("n_samples", 0) for r in recordings) >= 0.9 * int(
+        getattr(result, "n_samples", 0) or 0)
+    short = (check_recording_length(model.joint_names, cond, len(result.names), recordings)
+             if covered else [])
+    out += short or check_condition(cond)
     out += check_signs(result.names, result.expressions, est.values, est.std, result.units,
                        _sign_scales(model, result.names),
                        left_out=sign_left_out(result))

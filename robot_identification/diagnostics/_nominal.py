@@ -30,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from robot_identification.data import uniform_grid
+from robot_identification.diagnostics._checks import STILL_VELOCITY
 from robot_identification.diagnostics._diagnostic import Diagnostic
 from robot_identification.diagnostics._refit import (
     FREE_BAND, FREE_RATIO, FREE_SAMPLES, FREE_SEPARATION, FREE_TIE, free_readings)
@@ -445,7 +446,7 @@ def _check(model, t, q, tau, dq, band_hz, source, torque_noise):
     e, c = _fit_of(st, "recorded", meas, nom, st["dq"])
     info = {"fit": e.tolist(), "scale": c.tolist()}
     src = f"{source}: " if source else ""
-    moving = np.sqrt(np.mean(st["dq"] ** 2, axis=0)) > 1e-3
+    moving = _moving(st)
     nom_rms = np.sqrt(np.mean((nom - nom.mean(axis=0)) ** 2, axis=0))
     meas_rms = np.sqrt(np.mean((meas - meas.mean(axis=0)) ** 2, axis=0))
     # joints where the nominal or the measured torque varies by more than 2 % of the
@@ -565,7 +566,8 @@ def _check(model, t, q, tau, dq, band_hz, source, torque_noise):
                 f"a URDF far from this arm, or a column of another quantity?", names[k]))
     # a sign reversal visible on the scale alone (no single reading explains everything):
     # the joints whose URDF torque enters with a negative scale, reversed together
-    sign = [k for k in range(n) if use[k] and c[k] < -0.3 and e[k] <= UNEXPLAINED]
+    sign = [k for k in range(n) if use[k] and moving[k] and c[k] < -0.3
+            and e[k] <= UNEXPLAINED]
     if sign:
         got = _verify_reversal(model, st, meas, nom, live & reversal_use, names, src,
                                candidates=[tuple(sign)], explain=use)
@@ -698,12 +700,24 @@ def _verify_reversal(model, st, meas, nom, use, names, src, candidates=None, exp
     return (diag, best, rec) if scores else diag
 
 
+def _moving(st):
+    """(n,) of bool: the joints that move in the recording's states (velocity RMS at least
+    :data:`STILL_VELOCITY`). A joint that stands still has no direction to reverse: its
+    position negated is another static pose, which may fit a torque column that is not
+    this joint's (a UR5 with a constant shoulder_lift_joint position read as "direction
+    reversed or torque sign reversed")."""
+    return np.sqrt(np.mean(st["dq"] ** 2, axis=0)) >= STILL_VELOCITY
+
+
 def _reversal(model, st, meas, nom, use, names, src, candidates, explain, scales):
-    """:func:`_verify_reversal` with its scores."""
+    """:func:`_verify_reversal` with its scores (the default candidates: each joint that
+    moves, :func:`_moving`)."""
     n = len(names)
     q, dq, ddq = st["q"], st["dq"], st["ddq"]
     if candidates is None:
-        candidates = [(k,) for k in range(n)]
+        candidates = [(k,) for k in np.flatnonzero(_moving(st))]
+    if not candidates:
+        return None, np.inf, np.inf
 
     shared = _readings_of(st, meas, nom)
 
@@ -785,9 +799,12 @@ def _alternatives(model, st, meas, use, names):
     cache = st.setdefault("fits", {})
     todo = [k for k in range(n) if not shared or (("direction", (k,)), False) not in cache]
     got = dict(zip(todo, _fits([(meas * signs[k], noms[k], dq * signs[k]) for k in todo])))
+    moving = _moving(st)
     for k in range(n):
         if shared:                      # shared with the reversal check (_fit_of)
             got[k] = cache.setdefault((("direction", (k,)), False), got.get(k))
+        if not moving[k]:               # no direction to reverse
+            continue
         e_alt, c_alt = got[k]
         out.append(("torque_sign", f"joint {names[k]}: direction reversed (encoder or torque "
                     f"sign against the URDF axis)?", e_alt, c_alt, None))
@@ -963,7 +980,7 @@ def _decide(model, st, out, info, src):
     names = list(model.joint_names)
     n = len(names)
     dead = {d.subject for d in out if d.code == "torque_dead"}
-    live = np.array([nm not in dead for nm in names])
+    live = np.array([nm not in dead for nm in names]) & _moving(st)
     # a column swap scored above FREE_TIE x FREE_RATIO x the recorded score is neither an
     # error nor tied with one, and only the swaps an URDF-based finding names are compared
     # with FREE_SEPARATION: the others are left unscored where a bound shows them above it

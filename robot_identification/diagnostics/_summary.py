@@ -8,7 +8,8 @@ import numpy as np
 from robot_identification.diagnostics._checks import (
     check_deflection, check_excitation_complete, check_joint_limits, check_outliers,
     check_recording_counts, check_samples_dropped, check_saturation, check_stamp_order,
-    check_time_jumps, check_unclosed, check_velocity_limits, span_velocity)
+    check_time_jumps, check_unclosed, check_velocity_limits, direction_reversals,
+    span_velocity)
 from robot_identification.diagnostics._nominal import check_against_nominal
 from robot_identification.signal import (excitation_band, noise_floor, noise_std, signal_band,
                                          velocity_noise_from_positions)
@@ -23,7 +24,9 @@ def recording_summary(model, dataset, label=None):
         ``source`` (label), ``sample_rate`` [Hz], ``band_hz`` (:func:`excitation_band` of
         q), ``signal_hz`` (:func:`signal_band` of the signals the regressor differentiates:
         measured velocities when recorded, else positions), ``velocity_noise``,
-        ``velocity_rms`` (n,) (of the motor velocity for elastic joints),
+        ``velocity_rms`` (n,) (of the motor velocity for elastic joints), ``n_samples``,
+        ``duration_s`` [s], ``reversals`` (n,) (:func:`direction_reversals` of q),
+        ``range_share`` (n,) (q's travel over its limits' range; NaN without limits),
         ``velocity_measured`` (bool), ``velocity_noise_white`` (n,) of bool (a measured
         velocity whose noise is its own, not the positions' differentiated:
         :func:`~robot_identification.signal.velocity_noise_from_positions`), ``torque_noise``
@@ -88,4 +91,9 @@ def recording_summary(model, dataset, label=None):
             "velocity_rms": np.sqrt(np.mean(vel ** 2, axis=0)),
             "torque_noise": torque_noise, "torque_noise_floor": noise_floor(ds.tau),
             "torque_rms": np.sqrt(np.mean(ds.tau ** 2, axis=0)), "diagnostics": diags,
-            "nominal_checked": checked}
+            "nominal_checked": checked, "n_samples": ds.n_samples,
+            "duration_s": float(ds.t[-1] - ds.t[0]),
+            "reversals": direction_reversals(ds.t, ds.q, band),
+            "range_share": np.array([np.ptp(ds.q[:, k]) / (lim[1] - lim[0])
+                                     if lim and lim[1] > lim[0] else np.nan
+                                     for k, lim in enumerate(limits)])}

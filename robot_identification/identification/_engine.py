@@ -21,7 +21,8 @@ from robot_identification._dask import check_workers, dask_client, map_list, map
 from robot_identification._yaml import read_yaml_file
 from robot_identification.data import Dataset
 from robot_identification.diagnostics import (
-    Diagnostic, base_scales, check_truth_coverage, collect_diagnostics, parameter_trust)
+    STILL_VELOCITY, Diagnostic, base_scales, check_truth_coverage, collect_diagnostics,
+    one_way_hint, parameter_trust)
 from robot_identification.errors import (
     ConfigError, DataError, ExcitationError, IdentificationError)
 from robot_identification.estimation import wls
@@ -825,10 +826,6 @@ def load_prior(model, prior):
         raise ConfigError(f"{path}: standard_parameters must be numbers ({exc})") from None
 
 
-#: A joint whose velocity RMS stays below this [rad/s; m/s] in every recording stands still.
-STILL_VELOCITY = 1e-3
-
-
 def _still_hint(model, neq) -> str:
     """The joints that stand still in every recording, with the recordings' files: "the data
     do not excite base parameter(s) [...]" alone named neither (a UR5 run of
@@ -962,7 +959,9 @@ def solve(model, neq, settings=None, *, base=None, estimators=None, prior=None,
             check_excitation(neq.gram, base.names)
         except ExcitationError as exc:
             raise ExcitationError(f"{exc}{_still_hint(model, neq)}{_cutoff_hint(neq)}"
-                                  f"{_dropped_hint(exc, neq, s)}") from None
+                                  f"{_dropped_hint(exc, neq, s)}"
+                                  f"{one_way_hint(model.joint_names, neq.recordings)}") \
+                from None
     estimates = {}
     for i, name in enumerate(names):
         try:

@@ -109,10 +109,12 @@ def load_estimates(path, model, base=None):
 def check_held_out(model, datasets, labels=None):
     """The data checks ``identify`` runs on each recording, on held-out datasets: joint and
     velocity limits (positions in degrees), torque outliers and saturation, time stamps,
-    and (rigid arms) the URDF-based readings (a torque sign, swapped columns, a dead or
-    mis-scaled torque; :func:`robot_identification.diagnostics.recording_summary`). Before
-    this ``validate`` and ``report`` scored any data: positions in degrees gave an NRMSE of
-    431 with exit 0 and no word of the cause (UR5 of example-robot-data, MuJoCo).
+    joints that stand still (``joint_still``,
+    :func:`~robot_identification.diagnostics.check_still_joints`), and (rigid arms) the
+    URDF-based readings (a torque sign, swapped columns, a dead or mis-scaled torque;
+    :func:`robot_identification.diagnostics.recording_summary`). Before this ``validate``
+    and ``report`` scored any data: positions in degrees gave an NRMSE of 431 with exit 0
+    and no word of the cause (UR5 of example-robot-data, MuJoCo).
 
     Parameters
     ----------
@@ -131,12 +133,14 @@ def check_held_out(model, datasets, labels=None):
     DataError
         Invalid dataset (:meth:`Dataset.validate`).
     """
-    from robot_identification.diagnostics import recording_summary  # light at start-up
+    from robot_identification.diagnostics import (  # light at start-up
+        check_still_joints, recording_summary)
     out = []
     for i, ds in enumerate(datasets):
         label = labels[i] if labels else ds.metadata.get("source", f"dataset{i + 1}")
-        out += [d for d in recording_summary(model, ds, str(label))["diagnostics"]
-                if d.severity in ("error", "warning")]
+        summary = recording_summary(model, ds, str(label))
+        out += check_still_joints(model.joint_names, summary["velocity_rms"], str(label))
+        out += [d for d in summary["diagnostics"] if d.severity in ("error", "warning")]
     return out
 
 
