@@ -843,6 +843,15 @@ def _still_hint(model, neq) -> str:
             f"rad/s) in {files or 'the data'}")
 
 
+#: Largest joint travel (share of the joint's limit range) in every recording below which the
+#: arm hardly moved (:func:`_cutoff_hint`): an excitation moves its widest joint over a fair
+#: part of its range (the starter excitations of example-robot-data's UR3, SO-100, Kinova,
+#: Z1 and xArm7 and the shipped PUMA 560 and UR10e: 0.12-0.55; a 0.1 rad swing of a joint
+#: limited to +-2 pi: 0.008), a saturated arm's chatter a fraction of a per mille
+#: (test_robot_kinds_edge_cases, the millimetre URDF at 60 dB: 0.0006).
+STILL_RANGE_SHARE = 0.005
+
+
 def _cutoff_hint(neq) -> str:
     """Why data may look unexciting: a low-pass cut-off below the motion's band (the filter
     removed the motion; ``--cutoff 0.001`` read as "move those joints")."""
@@ -855,6 +864,17 @@ def _cutoff_hint(neq) -> str:
                 f"{noise[0]['sample_rate']:.4g} Hz sampling, like noise, not an excitation: "
                 f"does the robot move? (a simulated run warns when it cannot follow its "
                 f"excitation)")
+    # the band counts the motion above the positions' noise floor only (excitation_band),
+    # so a saturated arm's chatter reads as a high band, not as noise: judge its travel
+    shares = [np.asarray(r["range_share"], float) for r in neq.recordings
+              if r.get("range_share") is not None]
+    shares = [s[np.isfinite(s)] for s in shares]
+    if shares and all(s.size for s in shares) and max(float(s.max()) for s in shares) \
+            < STILL_RANGE_SHARE:
+        top = max(float(s.max()) for s in shares)
+        return (f"; no joint travels more than {100 * top:.2g} % of its range, like noise, "
+                f"not an excitation: does the robot move? (a simulated run warns when it "
+                f"cannot follow its excitation)")
     if isinstance(cutoff, (int, float)) and bands and cutoff < max(bands):
         return (f"; the filter cut-off {cutoff:g} Hz lies below the motion's band "
                 f"({max(bands):.3g} Hz): the filter removes the motion, raise the cut-off")
