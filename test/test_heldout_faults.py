@@ -207,8 +207,10 @@ def test_config_joint_missing_from_the_urdf_names_both_files(tmp_path, capsys):
 def test_held_out_joint_that_stands_still_is_named_not_a_sign(run, tmp_path, capsys):
     """Before: validate found no still joint; on the UR5 (example-robot-data) the URDF-based
     check read the constant shoulder_lift_joint as "direction reversed or torque sign
-    reversed". Now: ``joint_still`` names the joint and the file, and no sign finding names
-    a joint that does not move."""
+    reversed". Now: ``joint_still`` names the joint and the file (a warning: a joint held on
+    purpose is legitimate held-out data, and a static hold of every joint, the real UR10e's
+    validation runs p1 and p2, is an info note), and no sign finding names a joint that does
+    not move."""
     model = load_robot("szabo_3dof")
     z = np.load(run / "held_out.npz")
     q = z["q"].copy()
@@ -216,11 +218,14 @@ def test_held_out_joint_that_stands_still_is_named_not_a_sign(run, tmp_path, cap
     (tmp_path / "in").mkdir()
     path = _npz(run, tmp_path / "in" / "still.npz", q=q)
     rc, err = run_cli(["validate", "--robot", "szabo_3dof", "--results", run / "results.yaml",
-                       "--data", path, "--output", tmp_path / "v.yaml", "--quiet"], capsys,
+                       "--data", path, "--output", tmp_path / "v.yaml"], capsys,
                       tmp_path / "in")
-    assert rc == 3 and "joint_still" in err, err
-    assert "joint(s) joint2 stand still" in err and str(path) in err, err
-    assert not (tmp_path / "v.yaml").exists()
+    assert rc == 0, err
+    found = [d for d in yaml.safe_load((tmp_path / "v.yaml").read_text())["diagnostics"]
+             if d["code"] == "joint_still"]
+    assert [d["severity"] for d in found] == ["warning"], found
+    assert "joint(s) joint2 stand still" in found[0]["message"], found
+    assert str(path) in found[0]["message"], found
     from robot_identification.data import Dataset
     found = recording_summary(model, Dataset.load_npz(path))["diagnostics"]
     signs = ("torque_sign", "joints_swapped", "encoder_offset", "direction_undetermined")

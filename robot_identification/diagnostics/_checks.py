@@ -874,14 +874,16 @@ STILL_VELOCITY = 1e-3
 
 
 def check_still_joints(joint_names, velocity_rms, source=""):
-    """``joint_still`` (error): joints that stand still in a held-out recording (velocity
-    RMS below :data:`STILL_VELOCITY`), while ``validate`` scores their torque. A joint that
-    does not move tests none of its parameters (inertia, friction), and a position column
-    that is constant while the arm moves is not that joint's (a frozen encoder, a column
-    mapped twice): the URDF-based check read such a UR5 recording (example-robot-data,
-    shoulder_lift_joint held constant) as "direction reversed or torque sign reversed".
-    ``identify`` stops on such data already (the data do not excite the joint's
-    parameters).
+    """``joint_still``: joints that stand still in a held-out recording (velocity RMS below
+    :data:`STILL_VELOCITY`), while ``validate`` scores their torque. A warning where other
+    joints move: a joint that does not move tests none of its velocity-dependent parameters
+    (inertia, friction), and a position column that is constant while the arm moves may not
+    be that joint's (a frozen encoder, a column mapped twice): the URDF-based check read
+    such a UR5 recording (example-robot-data, shoulder_lift_joint held constant) as
+    "direction reversed or torque sign reversed". An info note where every joint stands
+    still: a static hold, which tests the gravity and offset terms only (the real UR10e's
+    validation runs p1 and p2 are such holds; an error there stopped their validation).
+    ``identify`` stops on data that do not excite a joint's parameters already.
 
     Parameters
     ----------
@@ -896,12 +898,17 @@ def check_still_joints(joint_names, velocity_rms, source=""):
     if not still:
         return []
     where = f"'{source}'" if source else "the held-out data"
-    return [Diagnostic("joint_still", "error",
+    subject = f"{source}:{','.join(still)}" if source else ",".join(still)
+    if len(still) == len(rms):
+        return [Diagnostic("joint_still", "info",
+                           f"every joint stands still (velocity RMS < {STILL_VELOCITY:g} "
+                           f"rad/s) in {where}: a static hold, which tests the gravity and "
+                           f"offset terms only", subject)]
+    return [Diagnostic("joint_still", "warning",
                        f"joint(s) {', '.join(still)} stand still (velocity RMS < "
-                       f"{STILL_VELOCITY:g} rad/s) in {where}: held-out data that do not move "
-                       f"a joint do not test its parameters (a frozen or constant position "
-                       f"column?); record held-out data that move every joint",
-                       f"{source}:{','.join(still)}" if source else ",".join(still))]
+                       f"{STILL_VELOCITY:g} rad/s) in {where} while the others move: held-out "
+                       f"data that do not move a joint do not test its inertia and friction "
+                       f"(a frozen or constant position column?)", subject)]
 
 
 def count_outliers(x, sigmas=OUTLIER_SIGMAS):
