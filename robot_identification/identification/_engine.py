@@ -1212,7 +1212,9 @@ def identify(model, recordings, settings=None, *, estimator=None, estimators=Non
                         gear_eq = equations(columns=gear_also[0][0], settings=whitened)
                     checks = gear_ratio_check(model, base, gear_eq)
                     result.settings["gear_ratio_check"] = checks
-                    result.diagnostics += gear_ratio_diagnostics(checks)
+                    result.diagnostics += gear_ratio_diagnostics(checks, {
+                        d.subject for d in result.diagnostics
+                        if d.code == "deflection_below_noise"})
         if client is None:
             resolve_presliding(model, result, heads, auto_s, log=log)
         else:
