@@ -31,6 +31,11 @@ measures, from a client node in this process:
   that hold and 1 s after the kill; ``settled_stamped_after_s``: from the kill to the first
   state after which every |dq| stays below 0.05 rad/s in that window (None: not settled).
 
+``--jtc``: the joint_trajectory_controller path instead (``use_pd_controller:=false``: no
+pd_controller; hardware_robot runs the controller in its own cycle on the trajectory the
+excitation publisher sends, ``trajectory_controller_topic``; ``--jtc-scale`` its gains'
+bandwidth scale on the core closed loop's; ``normal`` sessions only).
+
 Every session keeps its node logs in its own folder under ``--out`` (default: a new temporary
 folder, printed first): ``launch.log`` (the launch's output: every node's stdout/stderr, the
 nodes run with ``output=screen``) and ``ros_log/`` (``ROS_LOG_DIR``: rcl's log files of each
@@ -210,9 +215,14 @@ class Client:
 
 def run_session(robot="puma560", rate=1000.0, scenario="normal", domain=60, busy=0,
                 reliability="reliable", depth=10, folder=None, log=print,
-                heartbeat_timeout=HEARTBEAT_TIMEOUT, nice=0, feedforward=None):
+                heartbeat_timeout=HEARTBEAT_TIMEOUT, nice=0, feedforward=None, jtc=False,
+                jtc_scale=1.0):
     """One session (module docstring); returns a dict of its measurements. Its node logs
-    stay in ``folder`` (default: a new temporary folder)."""
+    stay in ``folder`` (default: a new temporary folder). ``jtc``: the joint_trajectory_
+    controller path (hardware_robot's in-cycle controller, gains scaled by ``jtc_scale``)."""
+    if jtc and scenario != "normal":
+        raise ValueError(f"the joint_trajectory_controller path has no pd_controller: "
+                         f"scenario {scenario!r} is for the pd_controller path")
     folder = Path(folder or tempfile.mkdtemp(prefix="ri_hw_study_"))
     folder.mkdir(parents=True, exist_ok=True)
     path, traj = trajectory(robot, folder)
@@ -220,7 +230,8 @@ def run_session(robot="puma560", rate=1000.0, scenario="normal", domain=60, busy
     params = folder / "params.yaml"
     params.write_text(json.dumps({"hardware_robot": {"ros__parameters": {
         "initial_positions": q0, "joint_states_reliability": reliability,
-        "joint_states_depth": depth}},
+        "joint_states_depth": depth,
+        **({"trajectory_controller_bandwidth_scale": jtc_scale} if jtc else {})}},
         "recorder": {"ros__parameters": {"state_reliability": reliability}},
         # its efforts are the torques held over the preceding period (as simulated_robot's)
         "identifier": {"ros__parameters": {"effort_lag_periods": 0.5}},
@@ -238,19 +249,22 @@ def run_session(robot="puma560", rate=1000.0, scenario="normal", domain=60, busy
          str(ros2), "launch", "robot_identification", "identification_robot.launch.py",
          f"robot:={robot}", f"rate_hz:={rate}", "stand_in:=true", f"trajectory_file:={path}",
          f"data_directory:={data}", f"params_file:={params}",
-         f"watchdog_timeout:={WATCHDOG_TIMEOUT}", f"heartbeat_timeout:={heartbeat_timeout}"],
+         f"watchdog_timeout:={WATCHDOG_TIMEOUT}", f"heartbeat_timeout:={heartbeat_timeout}",
+         *(["use_pd_controller:=false"] if jtc else [])],
         env=env, stdout=(folder / "launch.log").open("w"), stderr=subprocess.STDOUT,
         start_new_session=True)
     loads = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
     out = {"robot": robot, "rate": rate, "scenario": scenario, "busy": busy, "nice": nice,
            "feedforward": "default" if feedforward is None else feedforward,
+           "mode": f"jtc x{jtc_scale:g}" if jtc else "pd",
            "qos": f"{reliability}/{depth}", "load": round(os.getloadavg()[0], 1),
            "logs": str(folder)}
     c = None
     run_span = [None, None]         # [s] system times the run was seen active / ended
     try:
         c = Client(domain, robot)
-        c.spin_until(lambda: c.call("/pd_controller/status").success, 120.0, "controller")
+        if not jtc:
+            c.spin_until(lambda: c.call("/pd_controller/status").success, 120.0, "controller")
         c.call("/excitation_publisher/stop")    # (idle: refused) the publisher is up
         # refused until the lifecycle manager has activated the recorder ("node inactive")
         c.spin_until(lambda: c.call("/recorder/start").success, 60.0, "recorder start")
@@ -358,7 +372,10 @@ def run_session(robot="puma560", rate=1000.0, scenario="normal", domain=60, busy
         out["recorder"] = stopped.message[-300:]
         out["runaway_ratio"] = round(c.max_ratio, 3)
         pd = c.status.get("pd_controller: control loop", (0, "", {}))[2]
-        hw = c.status.get("hardware_robot: hardware", (0, "", {}))[2]
+        hw_level, hw_message, hw = c.status.get("hardware_robot: hardware", (0, "", {}))
+        if jtc:         # the in-cycle controller: a fault is the robot's brakes (ERROR)
+            pd = {"faults": int(hw_level >= 2), "gain_scale": hw.get("gain_scale")}
+            out["robot_status"] = hw_message[:160]
         out.update(faults=int(pd.get("faults", -1)), gain_scale=pd.get("gain_scale"),
                    loop_delay_max_s=pd.get("loop_delay_max_s"),
                    # commands the robot braked on (deadline passed); deadlines the controller
@@ -483,12 +500,14 @@ def summary(rows):
     groups = {}
     for r in rows:
         groups.setdefault((r["rate"], r["busy"], r["scenario"], r["qos"], r.get("nice", 0),
-                           str(r.get("feedforward", "default"))), []).append(r)
+                           str(r.get("feedforward", "default")), r.get("mode", "pd")),
+                          []).append(r)
     for key, rs in sorted(groups.items()):
         failed = [r for r in rs if "failed" in r]
         runaways = sum(1 for r in rs if (r.get("runaway_ratio") or 0) > 1.0)
         line = (f"rate {key[0]:g} Hz, busy {key[1]}{f', nice {key[4]}' if key[4] else ''}, "
-                f"{key[2]}, qos {key[3]}, feed-forward {key[5]}: {len(rs)} runs, "
+                f"{key[2]}, qos {key[3]}, "
+                f"{'feed-forward ' + key[5] if key[6] == 'pd' else key[6]}: {len(rs)} runs, "
                 f"{len(failed)} failed, {runaways} runaways, max |dq|/limit "
                 f"{max((r.get('runaway_ratio') or 0) for r in rs):.3f}")
         if key[2] == "normal":
@@ -576,6 +595,10 @@ def main(argv=None):
                    "`nice -n NICE` (negative: above the busy loops; needs CAP_SYS_NICE)")
     p.add_argument("--out", type=Path, default=None, help="folder of the sessions' node logs "
                    "(one sub-folder per session; default: a new temporary folder)")
+    p.add_argument("--jtc", action="store_true", help="the joint_trajectory_controller path "
+                   "(use_pd_controller:=false, hardware_robot's in-cycle controller)")
+    p.add_argument("--jtc-scale", type=float, default=1.0, help="--jtc: bandwidth scale of "
+                   "the in-cycle controller's gains (1: the core closed loop's)")
     p.add_argument("--feedforward", nargs="+", default=["default"],
                    choices=["default", "true", "false"],
                    help="pd_controller feedforward (sessions alternate between the values)")
@@ -594,11 +617,13 @@ def main(argv=None):
                     for i in range(args.runs):
                         for ff in args.feedforward:     # alternating: the same load
                             session = (f"{rate:g}Hz_busy{busy}_{scenario}_{rel}{depth}_"
-                                       f"ff-{ff}_{i:02d}")
+                                       + (f"jtc{args.jtc_scale:g}_" if args.jtc else
+                                          f"ff-{ff}_") + f"{i:02d}")
                             rows.append(run_session(
                                 args.robot, rate, scenario, args.domain, busy, rel,
                                 int(depth), nice=args.nice, folder=out / session,
-                                feedforward=None if ff == "default" else ff == "true"))
+                                feedforward=None if ff == "default" else ff == "true",
+                                jtc=args.jtc, jtc_scale=args.jtc_scale))
     summary(rows)
 
 

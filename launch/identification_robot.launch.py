@@ -18,7 +18,9 @@ arm; the excitation publisher refuses to start until the controller is ready.
 
 online:=true also starts online_identifier (estimates while the arm moves).
 stand_in:=true also starts hardware_robot, the stand-in for ros2_control hardware (a real-arm
-session rehearsed on this machine; its parameters from params_file; docs/ros.md).
+session rehearsed on this machine; its parameters from params_file; docs/ros.md); with
+use_pd_controller:=false it runs a joint_trajectory_controller in its own cycle on
+trajectory_controller_topic (the trajectory the excitation publisher sends).
 
 pd_controller, excitation_publisher and recorder are managed (lifecycle) nodes: lifecycle_manager
 configures and then activates each (ros2 lifecycle get/set /<node> works on them). Heartbeats:
@@ -185,7 +187,8 @@ def nodes(context):
                         params_file=params_file, executor=values["executor"],
                         joint_states_topic=values["joint_states_topic"],
                         motor_states_topic=motor or "motor_states",
-                        command_topic=values["command_topic"], publish_clock=sim_time)
+                        command_topic=values["command_topic"], publish_clock=sim_time,
+                        trajectory_controller_topic="" if use_pd else jtc)
     return out
 
 

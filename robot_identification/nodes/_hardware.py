@@ -13,6 +13,12 @@ the wall clock whatever its controller does, as ros2_control hardware does.
   after it -> brakes).
 - Before the first command the brakes hold the arm (as a real arm before its controller
   starts); a diverging integration engages them too.
+- Optionally (``tracker``, a :class:`TrajectoryTracker`) a joint_trajectory_controller runs
+  in the hardware's own cycle instead of the effort commands: each period it evaluates the
+  latest trajectory at the period's start and the core PD law
+  (:func:`robot_identification.simulation.make_controller`) computes the torque from the
+  state at that instant, as the closed loop of ``simulate`` does (no command delay). Before
+  the first trajectory the brakes hold the arm.
 
 The physics is behind :func:`make_physics`: the engine ``builtin`` (the core
 :class:`~robot_identification.simulation.Simulator`, pinocchio aba + RK4) or any engine of
@@ -24,6 +30,11 @@ import numpy as np
 
 from robot_identification import simulation
 from robot_identification.errors import ConfigError, DataError
+from robot_identification.nodes._control_loop import quintic_hermite
+
+#: why the brakes hold an arm that was never released (not a fault): effort commands / the
+#: in-cycle trajectory tracker
+NO_COMMAND, NO_TRAJECTORY = "no command yet", "no trajectory yet"
 
 
 def make_physics(model, rate_hz, engine="builtin", seed=0):
@@ -65,10 +76,13 @@ class HardwareArm:
         A command's deadline (``command(..., deadline=)``) ends its application: brakes.
     seed : int
         Seed of the jitter draws.
+    tracker : TrajectoryTracker, optional
+        A joint_trajectory_controller in the hardware's cycle (:meth:`trajectory`); the
+        torque each period is its command (effort commands are then not applied).
     """
 
     def __init__(self, physics, q0, *, latency=0.0, jitter=0.0, command_timeout=0.0,
-                 honour_deadline=True, seed=0):
+                 honour_deadline=True, seed=0, tracker=None):
         self.physics = physics
         self.dt = physics.dt
         self.n = physics.n
@@ -83,9 +97,12 @@ class HardwareArm:
         self.u = np.zeros(self.n)   # the command applied
         self.u_since = None         # clock time [s] the applied command took effect
         self.deadline = None        # [s] deadline of the applied command
-        self.braked = "no command yet"   # why the brakes hold the arm ('' = released)
+        self.tracker = tracker
+        self.braked = NO_COMMAND if tracker is None else NO_TRAJECTORY   # '' = released
         self.commands = self.timeouts = self.late_commands = self.catch_up_steps = 0
         self.longest_catch_up = 0   # periods stepped in one advance()
+        self.trajectories = 0       # trajectories received (tracker)
+        self.pending_trajectories = []      # (arrival [s], start [s] or None, points or None)
 
     # ------------------------------------------------------------------ inputs
     def command(self, u, now, deadline=None):
@@ -103,6 +120,27 @@ class HardwareArm:
         delay = self.latency + (self._rng.uniform(0.0, self.jitter) if self.jitter else 0.0)
         self.pending.append((now + delay, u, deadline))
         self.commands += 1
+
+    def trajectory(self, now, times=None, q=None, dq=None, ddq=None, start=None):
+        """A trajectory for the in-cycle tracker arriving at clock time ``now`` [s]: points
+        at ``times`` (m,) [s, increasing] after ``start`` [s, clock time; None: the first
+        period from its arrival on, as an unstamped trajectory in ros2_control], positions
+        ``q``, velocities ``dq`` and accelerations ``ddq`` (m, n) [rad, rad/s, rad/s^2;
+        ``ddq`` None: zeros]. No points (``times`` None or empty): hold the arm where it is.
+        It replaces the one played from the first period starting at or after ``now``.
+
+        Raises
+        ------
+        DataError
+            No tracker, wrong shapes, non-finite values or times not increasing (the
+            trajectory is not applied).
+        """
+        if self.tracker is None:
+            raise DataError("this arm has no trajectory controller (effort commands only)")
+        points = None if times is None or len(times) == 0 else self.tracker.checked(
+            times, q, dq, ddq)
+        self.pending_trajectories.append((now, start, points))
+        self.trajectories += 1
 
     # ------------------------------------------------------------------ clock
     def start(self, now):
@@ -126,8 +164,11 @@ class HardwareArm:
         steps = 0
         while self.k < target:
             t = self.t0 + (self.k + 1) * self.dt
-            self._apply_due(t - self.dt)
-            self._check_command(t - self.dt)
+            if self.tracker is None:
+                self._apply_due(t - self.dt)
+                self._check_command(t - self.dt)
+            else:
+                self._track(t - self.dt)
             self._step()
             self.k += 1
             steps += 1
@@ -144,8 +185,23 @@ class HardwareArm:
         self.pending = [p for p in self.pending if p[0] > t + 1e-12]
         eff, u, deadline = due[-1]
         self.u, self.u_since, self.deadline = u, eff, deadline
-        if self.braked in ("no command yet",) or self.braked.startswith("command"):
+        if self.braked == NO_COMMAND or self.braked.startswith("command"):
             self.braked = ""            # a new command releases the command brakes
+
+    def _track(self, t):
+        """The tracker's torque for the period starting at ``t`` [s] from the state now."""
+        due = [p for p in self.pending_trajectories if p[0] <= t + 1e-12]
+        if due:
+            self.pending_trajectories = self.pending_trajectories[len(due):]
+        if self.braked and self.braked != NO_TRAJECTORY:
+            return                      # diverged: held until a reset
+        meas = self.physics.measure()
+        if due:
+            _, start, points = due[-1]
+            self.tracker.play(t, meas, points, t if start is None else start)
+            self.braked = ""
+        if not self.braked:
+            self.u = self.tracker.command(t, meas)
 
     def _check_command(self, t):
         if self.braked or self.u_since is None:
@@ -180,3 +236,107 @@ class HardwareArm:
         if getattr(s, "theta", None) is not None:
             out.update(theta=s.theta, dtheta=s.dtheta)
         return out
+
+
+class TrajectoryTracker:
+    """A joint_trajectory_controller in the hardware's cycle (ros2_control's semantics on its
+    topic interface): it plays the latest trajectory, interpolated at each period's start by
+    :func:`~robot_identification.nodes._control_loop.quintic_hermite` (the quintic spline
+    joint_trajectory_controller uses for points with positions, velocities and
+    accelerations), from the arm's state when it arrived (the point before the trajectory,
+    zero acceleration) to its first point, holds the last point (zero velocity) after it,
+    and holds where the arm is on an empty trajectory. The torque is the core closed loop's
+    law, :func:`robot_identification.simulation.make_controller` (rigid arms: PD + gravity
+    compensation, Takegaki & Arimoto 1981; elastic arms: PD on the motor positions with
+    gravity compensation, De Luca, Siciliano & Zollo 2005), with the gains
+    :func:`robot_identification.simulation.delay_tolerant_gains` keeps for 0 periods of
+    command delay at ``rate_hz`` (the config's, or their stable scale: as ``simulate``),
+    times an optional bandwidth scale (kp s^2, kd s; as a real controller's gains are its
+    own parameters).
+
+    Parameters
+    ----------
+    model : RobotModel
+    rate_hz : float
+        Control rate [Hz] (the hardware's).
+    q0 : array_like (n,)
+        [rad] linearisation point of the gain check (the initial pose).
+    bandwidth_scale : float
+        s > 0: the gains kp s^2, kd s (1: exactly ``simulate``'s closed loop).
+
+    Raises
+    ------
+    ConfigError
+        ``bandwidth_scale`` not finite and positive.
+    """
+
+    def __init__(self, model, rate_hz, q0, bandwidth_scale=1.0):
+        s = float(bandwidth_scale)
+        if not (np.isfinite(s) and s > 0):
+            raise ConfigError(f"trajectory controller bandwidth scale must be > 0, got {s}")
+        self.n = model.n
+        self.names = tuple(model.joint_names)
+        self.gain_choice = simulation.delay_tolerant_gains(model, None, None, rate_hz, 0,
+                                                           q=np.asarray(q0, dtype=float))
+        self.scale = s
+        self.law = simulation.make_controller(model, self.gain_choice.kp * s ** 2,
+                                              self.gain_choice.kd * s)
+        self.plan = None        # (times (m,) [s, clock time], q, dq, ddq (m, n))
+        self.holding = True     # after the last point / an empty trajectory / none yet
+
+    def checked(self, times, q, dq, ddq=None):
+        """(times, q, dq, ddq) as float arrays (m,), (m, n) x 3.
+
+        Raises
+        ------
+        DataError
+            Shapes, non-finite values, times not strictly increasing or negative.
+        """
+        times = np.asarray(times, dtype=float).reshape(-1)
+        m = len(times)
+        try:
+            q, dq = (np.asarray(x, dtype=float).reshape(m, self.n) for x in (q, dq))
+            ddq = (np.zeros((m, self.n)) if ddq is None
+                   else np.asarray(ddq, dtype=float).reshape(m, self.n))
+        except ValueError:
+            raise DataError(f"trajectory: every one of its {m} points needs {self.n} positions "
+                            f"and velocities (accelerations optional)") from None
+        if not all(np.all(np.isfinite(x)) for x in (times, q, dq, ddq)):
+            raise DataError("trajectory: non-finite times, positions, velocities or "
+                            "accelerations")
+        if times[0] < 0 or np.any(np.diff(times) <= 0):
+            raise DataError(f"trajectory: time_from_start must be >= 0 and strictly "
+                            f"increasing, got {times.tolist()[:6]}")
+        return times, q, dq, ddq
+
+    def play(self, t, meas, points, start):
+        """From ``t`` [s] on, play ``points`` ((times, q, dq, ddq) of :meth:`checked`, times
+        after ``start`` [s]), starting from the measured state ``meas`` (``q``, ``dq``);
+        ``points`` None: hold ``meas['q']``."""
+        q_now, dq_now = (np.asarray(meas[k], dtype=float) for k in ("q", "dq"))
+        if points is None:
+            self.plan = (np.array([t]), q_now[None], np.zeros((1, self.n)),
+                         np.zeros((1, self.n)))
+            return
+        times, q, dq, ddq = points
+        times = times + start
+        if times[0] > t:                # the point before the trajectory: the state now
+            times = np.concatenate([[t], times])
+            q, dq = np.vstack([q_now, q]), np.vstack([dq_now, dq])
+            ddq = np.vstack([np.zeros(self.n), ddq])
+        self.plan = (times, q, dq, ddq)
+
+    def reference(self, t):
+        """(q_d, dq_d) (n,) [rad, rad/s] at clock time ``t`` [s]: the plan interpolated,
+        after its last point that point at rest."""
+        times, q, dq, ddq = self.plan
+        q_d, dq_d, _ = quintic_hermite(t, times, q, dq, ddq)
+        self.holding = t >= times[-1]
+        return q_d, (np.zeros(self.n) if self.holding else dq_d)
+
+    def command(self, t, meas):
+        """Torque (n,) [N*m; elastic: link-referred motor torque] for the period starting at
+        ``t`` [s] from the measurement ``meas`` (``q``, ``dq``; elastic ``theta``,
+        ``dtheta``)."""
+        q_d, dq_d = self.reference(t)
+        return self.law(q_d, dq_d, meas)

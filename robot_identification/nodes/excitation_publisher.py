@@ -430,7 +430,12 @@ class ExcitationPublisher(Managed, LifecycleNode):
             return response
         v = np.array([min(self.v_move, j.limits.velocity or np.inf)
                       for j in self.model.config.joints])
-        self.run = ExcitationRun(self.traj, self.q_now, v, self.start_tolerance, self.hold)
+        # with a trajectory controller its move (at least move_to_start_min_time) is the
+        # streamed reference's too: the recorded reference and the run's window are the
+        # motion that controller plays (a rest-to-rest quintic either way)
+        self.run = ExcitationRun(self.traj, self.q_now, v, self.start_tolerance, self.hold,
+                                 **({} if self.pub_jtc is None
+                                    else {"min_move_time": self.t_move_min}))
         self.t_start = "next"           # starts at the next tick
         self._logged_tenth = 0
         self.last, self.last_msg = None, None

@@ -19,6 +19,18 @@ reliable, keep last 10). ``/diagnostics`` entry ``hardware_robot: hardware`` eve
 ``diagnostics_period`` s (its heartbeat): brakes, commands, timeouts, catch-up steps and the
 loop delay measured from the state stamp a command answers. How to rehearse a real-arm
 session with it: docs/ros.md, "Rehearsing a real-arm session".
+
+``trajectory_controller_topic`` (default '': off) set: a joint_trajectory_controller runs in
+the hardware's own cycle instead of the effort forward_command_controller
+(:class:`~robot_identification.nodes._hardware.TrajectoryTracker`; the path of
+``use_pd_controller:=false``). It takes trajectory_msgs/JointTrajectory on that topic as
+ros2_control's controller does on its topic interface: the whole trajectory replaces the one
+played (joints by name; ``time_from_start`` counted from ``header.stamp``, or from its
+arrival when the stamp is 0), an empty one holds the arm where it is, after the last point it
+holds that point; before the first trajectory the brakes hold the arm. The torque applied
+each period (published as the effort: link-referred motor torque for elastic arms) is the
+core PD law on the state at the period's start, as in ``simulate``; no effort commands are
+taken. docs/ros.md, "The joint_trajectory_controller path on the hardware-like robot".
 """
 from __future__ import annotations
 
@@ -33,6 +45,7 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
 
 from robot_identification.errors import DataError, IdentificationError
 from robot_identification.excitation import trajectory_from_config
@@ -40,7 +53,8 @@ from robot_identification.nodes._common import (QOS, command_deadline_ns, comman
                                                 declare, declare_qos, declare_robot,
                                                 diagnostic_status, main_for, publish_live,
                                                 to_stamp)
-from robot_identification.nodes._hardware import HardwareArm, make_physics
+from robot_identification.nodes._hardware import (NO_COMMAND, NO_TRAJECTORY, HardwareArm,
+                                                  TrajectoryTracker, make_physics)
 
 
 class HardwareRobot(Node):
@@ -71,6 +85,20 @@ class HardwareRobot(Node):
                                     read_only=True),
             seed=declare(self, "seed", 0, "seed of the jitter draws", read_only=True))
         self.physics = make_physics(self.model, rate, engine)
+        self.jtc_topic = declare(self, "trajectory_controller_topic", "", "joint_trajectory_"
+                                 "controller in the hardware's cycle: its JointTrajectory "
+                                 "topic ('' = off: effort commands)", read_only=True)
+        self.tracker = None
+        scale = declare(self, "trajectory_controller_bandwidth_scale", 1.0, "in-cycle "
+                        "trajectory controller: gains kp s^2, kd s on the core closed loop's "
+                        "(1: as simulate)", low=1e-3, high=1.0, read_only=True)
+        if self.jtc_topic:
+            self.tracker = TrajectoryTracker(self.model, rate, self.q0, scale)
+            self.get_logger().info(
+                f"joint_trajectory_controller in the hardware's cycle on '{self.jtc_topic}': "
+                f"{self.tracker.gain_choice.describe(self.model.config.name)}"
+                + (f"; bandwidth scale {scale:g}: kp={list(self.tracker.law.kp.round(4))} "
+                   f"kd={list(self.tracker.law.kd.round(4))}" if scale != 1.0 else ""))
         self.reset()
         state_qos = declare_qos(self, "joint_states", what="of joint_states/motor_states")
         self.pub_joint = self.create_publisher(JointState, declare(
@@ -81,9 +109,15 @@ class HardwareRobot(Node):
         self.pub_clock = (self.create_publisher(Clock, "/clock", QOS) if declare(
             self, "publish_clock", False, "also publish /clock (the stamps' time)",
             read_only=True) else None)
-        self.create_subscription(Float64MultiArray, declare(
-            self, "command_topic", "effort_controller/commands", "effort commands [N*m]"),
-            self.on_command, declare_qos(self, "command", what="of the command subscription"))
+        command_topic = declare(self, "command_topic", "effort_controller/commands",
+                                "effort commands [N*m] (not with trajectory_controller_topic)")
+        command_qos = declare_qos(self, "command", what="of the command subscription")
+        if self.tracker is None:
+            self.create_subscription(Float64MultiArray, command_topic, self.on_command,
+                                     command_qos)
+        else:
+            self.create_subscription(JointTrajectory, self.jtc_topic, self.on_trajectory,
+                                     QOS)
         self.create_service(Trigger, "~/reset", self.on_reset)
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.heartbeat = 0
@@ -94,7 +128,7 @@ class HardwareRobot(Node):
                           self.publish_status, clock=steady)
 
     def reset(self):
-        self.arm = HardwareArm(self.physics, self.q0, **self.options)
+        self.arm = HardwareArm(self.physics, self.q0, tracker=self.tracker, **self.options)
         self.sys0, self.steady0 = time.time(), time.monotonic()   # stamps = system time
         self.arm.start(self.steady0)
         self.loop_delay = self.loop_delay_max = 0.0     # [s] arrival - answered state stamp
@@ -123,6 +157,34 @@ class HardwareRobot(Node):
             self._delay_window.append((now, delay))
             self.loop_delay_max = max(self.loop_delay_max, delay)
 
+    def on_trajectory(self, msg):
+        """A joint_trajectory_controller's topic interface: joints by name; a stamp of 0
+        starts the trajectory on arrival; no points: hold where the arm is."""
+        now = time.monotonic()
+        stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+        start = None if stamp == 0 else stamp - self.sys0 + self.steady0
+        try:
+            if not msg.points:
+                self.arm.trajectory(now)
+                return
+            names = list(self.model.joint_names)
+            if sorted(msg.joint_names) != sorted(names):
+                raise DataError(f"trajectory for joints {list(msg.joint_names)}; this arm has "
+                                f"{names} (all of them, by name)")
+            order = [list(msg.joint_names).index(j) for j in names]
+
+            def field(p, key):
+                values = getattr(p, key)
+                return [values[i] for i in order] if len(values) == len(order) else values
+            pts = msg.points
+            acc = all(len(p.accelerations) for p in pts)
+            self.arm.trajectory(
+                now, [p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in pts],
+                [field(p, "positions") for p in pts], [field(p, "velocities") for p in pts],
+                [field(p, "accelerations") for p in pts] if acc else None, start=start)
+        except DataError as exc:
+            self.get_logger().error(f"trajectory ignored: {exc}", throttle_duration_sec=1.0)
+
     def on_tick(self):
         braked = self.arm.braked
         states = self.arm.advance(time.monotonic())
@@ -150,9 +212,11 @@ class HardwareRobot(Node):
         recent = max((d for _, d in self._delay_window), default=0.0)
         self.heartbeat += 1
         a = self.arm
-        faulted = a.braked and a.braked != "no command yet"
+        faulted = a.braked and a.braked not in (NO_COMMAND, NO_TRAJECTORY)
         level = DiagnosticStatus.ERROR if faulted else DiagnosticStatus.OK
-        message = f"brakes on: {a.braked}" if a.braked else "running: last command applied"
+        message = (f"brakes on: {a.braked}" if a.braked else "running: last command applied"
+                   if self.tracker is None else "running: holding the last point"
+                   if self.tracker.holding else "running: tracking the trajectory")
         values = {"heartbeat": self.heartbeat, "braked": a.braked, "periods": a.k,
                   "commands": a.commands, "command_timeouts": a.timeouts,
                   "late_commands": a.late_commands, "catch_up_steps": a.catch_up_steps,
@@ -160,6 +224,14 @@ class HardwareRobot(Node):
                   "loop_delay_s": f"{recent:.4f}",
                   "loop_delay_max_s": f"{self.loop_delay_max:.4f}",
                   "command_timeout_s": a.command_timeout, "honour_deadline": a.honour_deadline}
+        if self.tracker is not None:
+            values.update(trajectory_controller_topic=self.jtc_topic,
+                          trajectories=a.trajectories,
+                          kp=[round(float(x), 6) for x in self.tracker.law.kp],
+                          kd=[round(float(x), 6) for x in self.tracker.law.kd],
+                          # on the config's gains: the stable scale x the bandwidth scale
+                          gain_scale=round(self.tracker.gain_choice.scale
+                                           * self.tracker.scale, 6))
         self.pub_diag.publish(diagnostic_status(self, "hardware", level, message, values))
 
 
