@@ -32,9 +32,9 @@ from robot_identification.diagnostics._checks import (  # noqa: F401
     TRUTH_NME_LIMIT, TRUTH_NME_TARGET, TURN_SHARE, UNIDENTIFIABLE_PERCENT,
     VELOCITY_LIMIT_FACTOR, check_bodies, check_condition, check_coulomb_smear, check_cutoff,
     check_deflection, check_excitation_complete, check_joint_limits, check_locked_joints,
-    check_outliers, check_parameter_std, check_prior_bodies, check_recording_counts,
-    check_recording_length, check_residual_noise, check_samples_dropped, check_saturation,
-    check_signs, check_stamp_order, check_still_joints, check_time_jumps,
+    check_motor_positions, check_outliers, check_parameter_std, check_prior_bodies,
+    check_recording_counts, check_recording_length, check_residual_noise, check_samples_dropped,
+    check_saturation, check_signs, check_stamp_order, check_still_joints, check_time_jumps,
     check_torque_against_nominal, check_truth, check_truth_coverage, check_unclosed,
     check_velocity_limits, check_velocity_threshold, count_outliers, direction_reversals,
     one_way_hint, one_way_joints, recording_losses, scaled_condition_number)

@@ -6,10 +6,10 @@ from dataclasses import replace
 import numpy as np
 
 from robot_identification.diagnostics._checks import (
-    check_deflection, check_excitation_complete, check_joint_limits, check_outliers,
-    check_recording_counts, check_samples_dropped, check_saturation, check_stamp_order,
-    check_time_jumps, check_unclosed, check_velocity_limits, direction_reversals,
-    span_velocity)
+    check_deflection, check_excitation_complete, check_joint_limits, check_motor_positions,
+    check_outliers, check_recording_counts, check_samples_dropped, check_saturation,
+    check_stamp_order, check_time_jumps, check_unclosed, check_velocity_limits,
+    direction_reversals, span_velocity)
 from robot_identification.diagnostics._nominal import check_against_nominal
 from robot_identification.signal import (excitation_band, noise_floor, noise_std, signal_band,
                                          velocity_noise_from_positions)
@@ -65,8 +65,12 @@ def recording_summary(model, dataset, label=None):
     band = excitation_band(ds.t, ds.q)
     diags += check_velocity_limits(model.joint_names, span_velocity(ds.t, ds.q, ds.dq, band),
                                    [j.limits.velocity for j in model.config.joints], src)
-    if model.config.elastic and ds.theta is not None:
-        diags += check_deflection(model.joint_names, ds.q, ds.theta, src)
+    if model.config.elastic and ds.theta is not None and ds.q is not None:
+        mismatch = check_motor_positions(model.joint_names, ds.q, ds.theta,
+                                         [j.gear_ratio for j in model.config.joints], src)
+        diags += mismatch
+        if not mismatch:
+            diags += check_deflection(model.joint_names, ds.q, ds.theta, src)
     torque_noise = noise_std(ds.tau)
     checked = False
     if not model.config.elastic:
