@@ -33,7 +33,8 @@ from robot_identification.data import uniform_grid
 from robot_identification.diagnostics._checks import STILL_VELOCITY
 from robot_identification.diagnostics._diagnostic import Diagnostic
 from robot_identification.diagnostics._refit import (
-    FREE_BAND, FREE_RATIO, FREE_SAMPLES, FREE_SEPARATION, FREE_TIE, free_readings)
+    FREE_BAND, FREE_RATIO, FREE_SAMPLES, FREE_SEPARATION, FREE_TIE, fitted_scores,
+    free_readings)
 from robot_identification.errors import DataError
 from robot_identification.regressor import (
     nominal_rigid_parameters, rigid_regressor, rigid_torque)
@@ -609,6 +610,13 @@ HELDOUT_BLOCKS = 6
 #: data: no single-joint reversal below 0.55; observable reversals 0.001-0.39), a note up to
 #: REVERSAL_NOTE.
 REVERSAL_RATIO, REVERSAL_NOTE = 0.4, 0.8
+#: A reading is an error (the free refit's, :func:`_decide`, and the URDF-based one's,
+#: :func:`_verify_reversal`) only where it also fits the data it is fitted to better: its
+#: in-sample score below this fraction of the recorded data's. A reading that explains the
+#: data leaves less model error in the fit itself; a lower held-out score with a worse
+#: in-sample fit is the extrapolation of a fit its half leaves undetermined (issue #27: the
+#: first 2 s of the Unitree Z1's and xArm7's starter excitation; docs/diagnostics.md).
+FITTED_RATIO = 1.0
 #: Joints scored for a reversal: those that count for the other readings, and any whose
 #: URDF torque varies by at least this fraction of its measured torque.
 REVERSAL_SHARE = 0.2
@@ -745,10 +753,17 @@ def _reversal(model, st, meas, nom, use, names, src, candidates, explain, scales
             fits = (_heldout_fits if heldout else _fits)(list(todo.values()))
             for key, got in zip(todo, fits):
                 cache[key, heldout] = got
-    scored = []
+
+    def fitted(key, tau, nominal, v):
+        """In-sample score of a reading: the whole recording fitted and scored."""
+        e, c = _fit_of(st, key if shared else None, tau, nominal, v)
+        return _heldout_score(e, use, c if scales else None)
+
+    scored, arrays_of = [], {}
     for kd, group, *arrays in readings:
         sc, e = score((kd, tuple(group)), *arrays)
         scored.append((sc, kd, group, e))
+        arrays_of[kd, tuple(group)] = arrays
     scored.sort(key=lambda x: x[0])
     best, kind, group, e_best = scored[0]
     tied = sorted({g for sc, _, g, _ in scored if sc <= TIE * best + 1e-12})
@@ -759,11 +774,17 @@ def _reversal(model, st, meas, nom, use, names, src, candidates, explain, scales
     # the reading explains every joint the recorded one does, and none worse than that
     # (a joint the URDF misses anyway, e.g. by a CAD error, may stay unexplained)
     explains = bool(np.all(~explain | (e_best <= np.maximum(UNEXPLAINED, e_rec))))
+    # ... and fits the whole recording better too: a held-out gain without one is the
+    # extrapolation of a fit that its half leaves undetermined (a short recording)
+    fit_rec = fit_best = None
+    if explains and best <= REVERSAL_RATIO * rec:
+        fit_rec = fitted("recorded", meas, nom, dq)
+        fit_best = fitted((kind, tuple(group)), *arrays_of[kind, tuple(group)])
     joint = "joints" if len(group) > 1 else "joint"
     numbers = ", ".join(f"{names[k]} {e_rec[k]:.2f} -> {e_best[k]:.2f}"
                         for k in np.argsort(-np.where(use, e_rec - e_best, -np.inf))[:3]
                         if use[k])
-    if explains and best <= REVERSAL_RATIO * rec:
+    if explains and best <= REVERSAL_RATIO * rec and fit_best < FITTED_RATIO * fit_rec:
         tie = (f" (the URDF's model explains the readings {who} equally: one of them)"
                if len(tied) > 1 else "")
         cause = ("the encoder or torque sign against the URDF axis" if kind == "direction"
@@ -775,12 +796,18 @@ def _reversal(model, st, meas, nom, use, names, src, candidates, explain, scales
                      f"{numbers})", who), best, rec
     if not (explains and best <= REVERSAL_NOTE * rec):
         return None, best, rec
+    fitted_worse = ("" if fit_best is None else
+                    f"; fitted to the whole recording it fits no better ({fit_rec:.3g} "
+                    f"against {fit_best:.3g} reversed): the held-out gain is the extrapolation "
+                    f"of a fit its half leaves undetermined, a recording too short or too "
+                    f"little excited to decide")
     return _diag("torque_sign", "info",
                  f"{src}{joint} {who}: the data as recorded and with the {what} both remain "
                  f"possible readings (held-out score of the URDF's model refitted on half of "
                  f"the recording: as recorded {rec:.3g}, reversed {best:.3g}; normalised "
-                 f"residual {numbers}): not an error; where other findings point at this "
-                 f"joint, check its encoder and torque sign conventions", who), best, rec
+                 f"residual {numbers}{fitted_worse}): not an error; where other findings "
+                 f"point at this joint, check its encoder and torque sign conventions",
+                 who), best, rec
 
 
 def _alternatives(model, st, meas, use, names):
@@ -962,11 +989,18 @@ def _reading_text(kind, group, names):
 def _decide(model, st, out, info, src):
     """The sign and swap findings decided by the free refit (:mod:`._refit`).
 
-    - A reading whose held-out score is at most :data:`FREE_RATIO` x the recorded one: an
-      error naming it (``torque_sign`` for a reversed direction or torque sign,
-      ``joints_swapped`` for exchanged columns; readings within :data:`FREE_TIE` of the best
-      are all named; a reversal and a swap tied: a ``torque_sign`` warning naming both). It
-      replaces the URDF-based check's findings the fault explains.
+    - A reading whose held-out score is at most :data:`FREE_RATIO` x the recorded one and
+      whose fitted rows fit better than the recorded data's too (in-sample score,
+      :func:`robot_identification.diagnostics._refit.fitted_scores`): an error naming it
+      (``torque_sign`` for a reversed direction or torque sign, ``joints_swapped`` for
+      exchanged columns; the readings within :data:`FREE_TIE` of the best that fit better
+      in-sample are all named; a reversal and a swap tied: a ``torque_sign`` warning naming
+      both). It replaces the URDF-based check's findings the fault explains.
+    - Where the best reading's held-out score is that low but its fitted rows fit worse (a
+      short recording: the free fit of one half extrapolates to the other, and another
+      reading moves the parameters it leaves undetermined; the Unitree Z1's and xArm7's
+      first 2 s, issue #27): a warning naming the reading and the data as recorded, the
+      recording too short or too little excited to decide; the rest as below.
     - Otherwise an error of the URDF-based check stays an error only where the free refit
       cannot tell its reading from the recorded one (within :data:`FREE_SEPARATION`); where
       the recorded reading is clearly better it becomes an info note naming both readings.
@@ -996,8 +1030,15 @@ def _decide(model, st, out, info, src):
     if not readings or not rec > 1e-9:
         return out
     best = readings[0][0]
+    doubt = None
     if best <= FREE_RATIO * rec:
         tied = [r for r in readings if r[0] <= FREE_TIE * best]
+        fit_rec, fits = fitted_scores(model, st, [(kd, g) for _, kd, g in tied], live)
+        if not fits[0] < FITTED_RATIO * fit_rec:
+            doubt = _undecided(tied, fits, rec, fit_rec, names, src)
+        else:
+            tied = [r for r, f in zip(tied, fits) if f < FITTED_RATIO * fit_rec]
+    if best <= FREE_RATIO * rec and doubt is None:
         swaps = [r for r in tied if "swapped" in r[1]]
         signs = [r for r in tied if "swapped" not in r[1]]
         numbers = (f"refitted with every parameter free on half of the recording, the model "
@@ -1036,29 +1077,52 @@ def _decide(model, st, out, info, src):
             f"tell them apart: check the encoder and torque sign conventions and the column "
             f"order of these joints", subject)]
 
-    def free_score(d):
-        """Best free score of the readings an URDF-based finding names; None where it names
-        a reading the free refit does not try (joints reversed together: all torques
-        negated is the same free fit with every parameter negated)."""
+    def free_scores(d):
+        """The free refit's readings (score, kind, joints) that an URDF-based finding names;
+        None where it names a reading the free refit does not try (joints reversed together:
+        all torques negated is the same free fit with every parameter negated)."""
         parts = d.subject.split(" or ")
         if d.code == "joints_swapped":
             groups = [tuple(sorted(names.index(x) for x in p.split(" and ")))
                       if all(x in names for x in p.split(" and ")) else None for p in parts]
-            scores = [sc for sc, kd, g in readings if "swapped" in kd and g in groups]
         else:
             groups = [(names.index(p),) if p in names else None for p in parts]
-            scores = [sc for sc, kd, g in readings if "swapped" not in kd and g in groups]
-        return min(scores) if scores and None not in groups else None
+        got = [r for r in readings
+               if ("swapped" in r[1]) == (d.code == "joints_swapped") and r[2] in groups]
+        return got if got and None not in groups else None
+
+    def worse(got):
+        """(held-out, in-sample score) of the best of the readings ``got`` where the free
+        refit fits the data as recorded clearly better than each (by :data:`FREE_SEPARATION`
+        held out, or in-sample: a reading whose fitted rows fit that much worse has only
+        moved the parameters its half leaves undetermined), else None."""
+        if all(sc >= FREE_SEPARATION * rec for sc, _, _ in got):
+            return min(sc for sc, _, _ in got), None
+        fit_rec, fits = fitted_scores(model, st, [(kd, g) for _, kd, g in got], live)
+        if all(sc >= FREE_SEPARATION * rec or f >= FREE_SEPARATION * fit_rec
+               for (sc, _, _), f in zip(got, fits)):
+            return min(sc for sc, _, _ in got), (fit_rec, min(fits))
+        return None
 
     result, named = [], set()
+    if doubt is not None:
+        named.update(x for p in doubt.subject.split(" or ") for x in p.split(" and "))
     for d in out:
         if d.code in ("torque_sign", "joints_swapped") and d.severity == "error":
-            sc = free_score(d)
-            if sc is not None and sc >= FREE_SEPARATION * rec:
+            got = free_scores(d)
+            got = None if got is None else worse(got)
+            if got is not None:
+                sc, fit = got
                 d = _diag(d.code, "info",
                           f"{d.message}; but refitted with every parameter free, the data as "
                           f"recorded explain the held-out half better ({rec:.3g} against "
-                          f"{sc:.3g} with that reading): not an error, only the URDF's "
+                          f"{sc:.3g} with that reading)" if fit is None else
+                          f"{d.message}; but refitted with every parameter free, the data as "
+                          f"recorded fit better (in-sample score {fit[0]:.3g} against "
+                          f"{fit[1]:.3g} with that reading; held out {rec:.3g} against "
+                          f"{sc:.3g}: a recording too short or too little excited to "
+                          f"decide)", d.subject)
+                d = _diag(d.code, "info", f"{d.message}: not an error, only the URDF's "
                           f"inertial values point at it", d.subject)
             else:
                 named.update(x for p in d.subject.split(" or ") for x in p.split(" and "))
@@ -1078,4 +1142,25 @@ def _decide(model, st, out, info, src):
             f"the reversed arm moves like a mirrored arm with other inertial parameters); "
             f"only the URDF's inertial values could tell, a sign error of these joints would "
             f"go unseen: check their encoder and torque signs with a motion test", who))
-    return result
+    return result + ([doubt] if doubt is not None else [])
+
+
+def _undecided(tied, fits, rec, fit_rec, names, src):
+    """``torque_sign`` (``joints_swapped`` where every reading is a swap) warning of
+    :func:`_decide`: the free refit's best readings ``tied`` (score, kind, joints) explain the
+    held-out half better than the data as recorded (``rec``) but their fitted rows worse
+    (``fits`` against ``fit_rec``)."""
+    texts = "; or ".join(f"{_reading_text(kd, g, names)} (held-out {sc:.3g}, in-sample "
+                         f"{f:.3g})" for (sc, kd, g), f in zip(tied, fits))
+    subject = " or ".join(" and ".join(names[k] for k in g) for _, _, g in tied)
+    code = ("joints_swapped" if all("swapped" in kd for _, kd, _ in tied) else "torque_sign")
+    return _diag(
+        code, "warning",
+        f"{src}the data as recorded (held-out score of a refit with every parameter free "
+        f"{rec:.3g}, in-sample {fit_rec:.3g}) or {texts}? Refitted on half of the recording, "
+        f"the reading explains the other half better but fits its own half worse: the gain "
+        f"is extrapolation into parameters the fitted half leaves undetermined (the data as "
+        f"recorded score {rec / max(fit_rec, 1e-300):.3g} x worse held out than in-sample), "
+        f"not evidence of a fault; the recording is too short or too little excited to "
+        f"decide: record longer (whole periods of the excitation), or check the encoder and "
+        f"torque sign conventions of these joints with a motion test", subject)
