@@ -476,13 +476,13 @@ def fitted_scores(model, st, readings, live=None):
     A reading that explains the data leaves less model error in the fit itself: its fitted
     rows fit better than the recorded data's (one joint's torque negated or direction
     reversed on simulated 2 s and 10 s runs of the Unitree Z1 and xArm7, the reading named:
-    6e-6..0.3 x the recorded in-sample score; the readings named in 6 CAD-error draws of
-    benchmarks/cad_error_reversals.py: up to 0.56 x). A reading whose held-out score is lower
-    but whose fitted rows fit worse has only moved the parameters the fitted half leaves
-    undetermined (the first 2 s of the starter excitation of the Z1, xArm7 and test/arm7:
-    the held-out score of the data as recorded is 100-2e5 x its in-sample score, 1.4-2.1 x
-    on 3 s of the Z1 and xArm7): an extrapolation that happens to land nearer, not evidence
-    (issue #27).
+    6e-6..0.3 x the recorded in-sample score; the reversals and swaps of 4 CAD-error draws
+    x 3 arms of benchmarks/cad_error_reversals.py: up to 0.56 x). A reading whose held-out
+    score is lower but whose fitted rows fit worse has only moved the parameters the fitted
+    half leaves undetermined (the first 2 s of the starter excitation of the Z1, xArm7 and
+    test/arm7: the held-out score of the data as recorded is 100-2e5 x its in-sample score,
+    1.4-2.1 x on 3 s of the Z1 and xArm7): an extrapolation that happens to land nearer,
+    not evidence (issue #27).
 
     Parameters
     ----------
