@@ -43,7 +43,7 @@ def run(args):
     from robot_identification.data import load_dataset  # start-up: commands/__init__.py
     from robot_identification.report import identification_data, write_report  # start-up
     from robot_identification.validation import (  # start-up: commands/__init__.py
-        check_held_out, load_estimates, validate)
+        check_held_out, cutoff_notes, load_estimates, positions_cutoff_of, validate)
     from robot_identification.identification import settings_from_results  # start-up
     model = robot_from_args(args)
     refuse_existing(args.output, "--output", args, folder_marker="report.html")
@@ -56,7 +56,9 @@ def run(args):
     checks = SimpleNamespace(diagnostics=check_held_out(model, datasets, list(args.data)))
     print_result(checks, SimpleNamespace(quiet=True), "")
     files = validate(model, base, models, datasets, settings_from_results(model, doc),
-                     labels=list(args.data), keep_signals=True) if datasets else []
+                     labels=list(args.data), keep_signals=True,
+                     cutoff_without_velocities=positions_cutoff_of(doc)) if datasets else []
+    checks.diagnostics += cutoff_notes(files, doc)
     excitation = []
     for p in identification_data(doc):       # the identification recordings, when still there
         path = Path(p) if Path(p).exists() else Path(args.results).parent / p

@@ -53,7 +53,8 @@ def add_arguments(p):
 def run(args):
     from robot_identification.errors import DataError  # start-up: commands/__init__.py
     from robot_identification.validation import (  # start-up: commands/__init__.py
-        check_held_out, format_validation, load_estimates, validate, write_validation)
+        check_held_out, cutoff_notes, format_validation, load_estimates, positions_cutoff_of,
+        validate, write_validation)
     from robot_identification.identification import settings_from_results  # start-up
     model = robot_from_args(args)
     check_output_argument(args, model)
@@ -64,7 +65,9 @@ def run(args):
                              measured_velocities=not args.numerical_derivatives)
     checks = SimpleNamespace(diagnostics=check_held_out(model, datasets, list(args.data)))
     files = validate(model, base, models, datasets, settings_from_results(model, doc),
-                     labels=list(args.data), rest_velocity=args.rest_velocity)
+                     labels=list(args.data), rest_velocity=args.rest_velocity,
+                     cutoff_without_velocities=positions_cutoff_of(doc))
+    checks.diagnostics += cutoff_notes(files, doc)
     roll = rollouts(args, model, datasets) if args.rollout else None
     # the results file's primary estimate (its base_parameters) is the one reported
     primary = args.primary or (doc.get("estimator") if doc.get("estimator") in models

@@ -51,7 +51,7 @@ from robot_identification.identification._settings import (  # noqa: F401
     strategy_settings)
 from robot_identification.identification._auto import (  # noqa: F401
     CUTOFF_BAND_FACTOR, DEADBAND_NOISE_FACTOR, STOP_VELOCITY_FRACTION, SUMMARY_SAMPLES,
-    needs_resolving, recording_summaries, resolve_settings)
+    needs_resolving, positions_cutoff, recording_summaries, resolve_settings)
 from robot_identification.identification._preprocessing import (  # noqa: F401
     PREPROCESSING, FIRStates, ZeroPhaseStates, make_bank, make_preprocessor,
     pa_product_regressor, preprocess, sample_rate)

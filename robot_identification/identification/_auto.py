@@ -10,6 +10,7 @@ from robot_identification.diagnostics import recording_summary
 from robot_identification.errors import DataError
 from robot_identification.identification._settings import ResolvedSettings
 from robot_identification.identification._sources import as_recording, concat_chunks, model_key
+from robot_identification.signal import noise_std, signal_band
 
 
 #: The automatic cut-off is at least this factor x the excitation band (99 % of the motion's
@@ -79,13 +80,8 @@ def resolve_settings(model, settings, recordings):
             friction_deadband=0.0 if isinstance(s.friction_deadband, str)
             else s.friction_deadband,
             stop_velocity=0.0 if isinstance(s.stop_velocity, str) else s.stop_velocity))
-    fs = min(r["sample_rate"] for r in recordings)
     if s.cutoff_hz == "auto":
-        band = max(r["band_hz"] for r in recordings)
-        signal = min(r.get("signal_hz", 0.0) for r in recordings)
-        cut = 0.05 * fs if band <= 0 else min(max(CUTOFF_BAND_FACTOR * band, signal, 0.5),
-                                              0.2 * fs)
-        s = replace(s, cutoff_hz=float(f"{cut:.3g}"))
+        s = replace(s, cutoff_hz=_auto_cutoff(recordings, "signal_hz"))
     if isinstance(s.friction_deadband, str):
         left = []
         for r in recordings:
@@ -105,6 +101,63 @@ def resolve_settings(model, settings, recordings):
                           np.broadcast_to(s.friction_deadband, vrms.shape))
         s = replace(s, stop_velocity=tuple(float(f"{v:.3g}") for v in stop))
     return ResolvedSettings.of(s)
+
+
+def _auto_cutoff(recordings, key):
+    """``cutoff_hz: auto`` (:func:`resolve_settings`) from the summaries' signal band
+    ``key``."""
+    fs = min(r["sample_rate"] for r in recordings)
+    band = max(r["band_hz"] for r in recordings)
+    signal = min(r.get(key, r.get("signal_hz", 0.0)) for r in recordings)
+    cut = 0.05 * fs if band <= 0 else min(max(CUTOFF_BAND_FACTOR * band, signal, 0.5), 0.2 * fs)
+    return float(f"{cut:.3g}")
+
+
+def positions_cutoff(model, settings, resolved, recordings, datasets):
+    """The cut-off [Hz] that ``cutoff_hz: auto`` gives for the identification recordings'
+    positions alone, where it is below the resolved one (measured velocities, whose noise is
+    not the positions' differentiated twice, let the cut-off rise), else None.
+
+    Validation filters held-out data without measured velocities at this cut-off: their
+    velocities and accelerations are differentiated from the positions, and at the cut-off
+    of clean measured velocities they are mostly noise (an ``init`` UR5 identified from a
+    CSV with velocities at 60 dB: 28.8 Hz instead of 3 Hz; every model's held-out error on
+    a file of positions only, the URDF's included, read 1.06 instead of 0.025). Resolved on
+    the identification data, never on held-out data.
+
+    Parameters
+    ----------
+    model : RobotModel
+    settings : IdentificationSettings
+        As configured (``cutoff_hz`` ``auto`` or not).
+    resolved : ResolvedSettings
+    recordings : list of dict
+        :func:`~robot_identification.diagnostics.recording_summary` per recording.
+    datasets : list of Dataset or None
+        The summarised part of each recording (:func:`_head`); None (e.g. on a Dask
+        cluster, whose workers hold the recordings): not resolved.
+
+    Returns
+    -------
+    float or None
+    """
+    if (settings.cutoff_hz != "auto" or resolved.cutoff_hz is None or not datasets
+            or len(datasets) != len(recordings)):
+        return None
+    sums = []
+    for r, ds in zip(recordings, datasets):
+        if not r or ds is None:
+            continue
+        if ds.dq is None and not (model.config.elastic and ds.dtheta is not None):
+            sums.append(r)          # positions only: its signal band is the positions'
+            continue
+        positions = [ds.q] + ([ds.theta] if model.config.elastic else [])
+        sums.append(dict(r, signal_hz_positions=min(
+            signal_band(ds.t, x, noise_std(x), r["band_hz"]) for x in positions)))
+    if not sums or all("signal_hz_positions" not in r for r in sums):
+        return None
+    cut = _auto_cutoff(sums, "signal_hz_positions")
+    return cut if cut < resolved.cutoff_hz else None
 
 
 def _head(rec):

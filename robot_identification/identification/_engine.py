@@ -28,7 +28,7 @@ from robot_identification.errors import (
 from robot_identification.estimation import wls
 from robot_identification.identifiability import base_parameters, check_excitation
 from robot_identification.identification._auto import (
-    _head, _summary, needs_resolving, recording_summaries, resolve_settings)
+    _head, _summary, needs_resolving, positions_cutoff, recording_summaries, resolve_settings)
 from robot_identification.identification._equations import RecordingEquations
 from robot_identification.identification._estimators import ESTIMATORS, EstimationContext
 from robot_identification.identification._friction import resolve_presliding
@@ -1122,8 +1122,13 @@ def identify(model, recordings, settings=None, *, estimator=None, estimators=Non
             sensors = common_sensor_set(model, [i[0] for i in infos],
                                         [r.name for r in recordings])
         base = base or sensor_base(model, sensors)
+        cutoff_positions = None
         if needs_resolving(s):
+            configured = s
             s = resolve_settings(model, s, recording_summaries(model, recordings))
+            cutoff_positions = positions_cutoff(
+                model, configured, s, recording_summaries(model, recordings),
+                heads if client is None else None)
         current = [recordings]
 
         def equations(robust=None, instruments=None, columns=None, settings=None, also=None):
@@ -1198,6 +1203,8 @@ def identify(model, recordings, settings=None, *, estimator=None, estimators=Non
             result.settings["prior_weight_folds"] = ("recordings" if len(recordings) > 1
                                                      else "halves")
             record_prior_weight(result, *chosen)
+        if cutoff_positions is not None:     # for held-out files without velocities
+            result.settings["cutoff_hz_positions"] = cutoff_positions
         if model.config.elastic:
             result.settings["sensors"] = dict(sensors.to_dict(),
                                               description=sensors.describe())

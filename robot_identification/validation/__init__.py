@@ -15,8 +15,8 @@ model selection by cross-validation on the identification data.
   model chosen by cross-validation (``_selection``)
 """
 from robot_identification.validation._validate import (  # noqa: F401
-    PREFERENCE, check_held_out, format_validation, load_estimates, validate,
-    validation_to_dict, write_validation)
+    PREFERENCE, check_held_out, cutoff_notes, format_validation, load_estimates,
+    positions_cutoff_of, validate, validation_to_dict, write_validation)
 from robot_identification.validation._rollout import (  # noqa: F401
     closed_loop_available, format_rollout, rollout, rollout_to_dict, rollout_validate)
 from robot_identification.validation._selection import (  # noqa: F401

@@ -41,6 +41,7 @@ validation.yaml (version 1)::
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -106,6 +107,27 @@ def load_estimates(path, model, base=None):
     return base, models, doc
 
 
+def positions_cutoff_of(doc):
+    """results.yaml ``settings: cutoff_hz_positions`` [Hz] (the cut-off for held-out data
+    without measured velocities, :func:`validate`'s ``cutoff_without_velocities``), None
+    where the file has none. ``doc``: a mapping or :func:`load_estimates`' document."""
+    got = (doc.get("settings") if hasattr(doc, "get") else None) or {}
+    value = got.get("cutoff_hz_positions") if isinstance(got, dict) else None
+    return float(value) if isinstance(value, (int, float)) and value > 0 else None
+
+
+def cutoff_notes(files, doc):
+    """Info notes (``cutoff_for_positions``) for the files :func:`validate` filtered at the
+    identification's cut-off for positions (no measured velocities in the file)."""
+    from robot_identification.diagnostics import Diagnostic   # light at start-up
+    got = (doc.get("settings") if hasattr(doc, "get") else None) or {}
+    return [Diagnostic("cutoff_for_positions", "info",
+                       f"{f['file']}: no measured velocities; filtered at {f['cutoff_hz']:g} "
+                       f"Hz, the cut-off identification resolved for its positions alone "
+                       f"(its measured velocities allowed {got.get('cutoff_hz')} Hz)")
+            for f in files if "cutoff_hz" in f]
+
+
 def check_held_out(model, datasets, labels=None):
     """The data checks ``identify`` runs on each recording, on held-out datasets: joint and
     velocity limits (positions in degrees), torque outliers and saturation, time stamps,
@@ -145,7 +167,7 @@ def check_held_out(model, datasets, labels=None):
 
 
 def validate(model, base, models, datasets, settings=None, labels=None, keep_signals=False,
-             rest_velocity=None, filter_coulomb=None):
+             rest_velocity=None, filter_coulomb=None, cutoff_without_velocities=None):
     """Validate base-parameter models on held-out datasets.
 
     Parameters
@@ -181,6 +203,13 @@ def validate(model, base, models, datasets, settings=None, labels=None, keep_sig
         settling tolerance, on the dropped rows the fitted column says nothing -, else False:
         without ``drop_reversals`` identification fitted the ramp of the filtered velocity on
         every row, and prediction uses that same column.
+    cutoff_without_velocities : float, optional
+        [Hz] The cut-off for a held-out dataset without measured velocities (rigid: no
+        ``dq``; elastic: no ``dq`` or no ``dtheta``), whose velocities and accelerations are
+        differentiated from its positions: results.yaml ``settings: cutoff_hz_positions``
+        (:func:`~robot_identification.identification.positions_cutoff`, resolved on the
+        identification data where measured velocities let ``cutoff_hz: auto`` rise above
+        what positions alone allow). Such a file's entry carries ``cutoff_hz``.
 
     Returns
     -------
@@ -208,7 +237,12 @@ def validate(model, base, models, datasets, settings=None, labels=None, keep_sig
     if rest_velocity is None:
         rest_velocity = REST_VELOCITY if dead is None else 0.0
     out = []
+    base_settings = s
     for i, ds in enumerate(datasets):
+        s = base_settings
+        measured = ds.dq is not None and (not model.config.elastic or ds.dtheta is not None)
+        if cutoff_without_velocities is not None and not measured:
+            s = replace(base_settings, cutoff_hz=float(cutoff_without_velocities))
         states, t = preprocess(model, ds, s)
         meas = states["tau"]
         rows, zero, measured_spring = motor, [], 0.0
@@ -225,6 +259,8 @@ def validate(model, base, models, datasets, settings=None, labels=None, keep_sig
         label = (labels[i] if labels else ds.metadata.get("source", f"dataset{i + 1}"))
         entry = {"file": str(label), "moving": bool(ds.metadata.get(
             "moving", np.abs(states["dq"]).max() > 0.01)), "models": {}, "plain": {}}
+        if s is not base_settings:
+            entry["cutoff_hz"] = s.cutoff_hz
         preds, plains = {}, {}
         plain = plain_coulomb(states["dtheta" if model.config.elastic else "dq"])
         coulomb = (filtered_coulomb(model, ds, s, dead)
