@@ -43,5 +43,5 @@ from robot_identification.diagnostics._summary import recording_summary  # noqa:
 from robot_identification.diagnostics._collect import (  # noqa: F401
     NOMINAL_CODES, collect_diagnostics, physical_diagnostics)
 from robot_identification.diagnostics._trust import (  # noqa: F401
-    PRECISION_LEVELS, PRIOR_FRACTION, PRIOR_SIGMAS, SCALE_FLOOR, base_scales, model_verdict,
-    parameter_trust)
+    PRECISION_LEVELS, PRIOR_FRACTION, PRIOR_SIGMAS, SCALE_FLOOR, VERDICT_MARGIN, base_scales,
+    model_verdict, parameter_trust, verdict_of)

@@ -34,7 +34,7 @@ from robot_identification.identification._estimators import ESTIMATORS, Estimati
 from robot_identification.identification._friction import resolve_presliding
 from robot_identification.identification._preprocessing import make_preprocessor, sample_rate
 from robot_identification.identification._prior_weight import (
-    record_prior_weight, resolve_prior_weight)
+    least_squares_check, record_least_squares_check, record_prior_weight, resolve_prior_weight)
 from robot_identification.identification._result import IdentificationResult
 from robot_identification.identification._stop_selection import (
     SELECTION_DECIMATE, select_stop_velocity, stop_selection_diagnostics, stop_velocity_candidates)
@@ -1203,6 +1203,10 @@ def identify(model, recordings, settings=None, *, estimator=None, estimators=Non
             result.settings["prior_weight_folds"] = ("recordings" if len(recordings) > 1
                                                      else "halves")
             record_prior_weight(result, *chosen)
+        else:       # a least-squares primary: the same held-out comparison with the URDF
+            check = least_squares_check(model, neq, s, estimators, base)
+            if check is not None:
+                record_least_squares_check(result, check)
         if cutoff_positions is not None:     # for held-out files without velocities
             result.settings["cutoff_hz_positions"] = cutoff_positions
         if model.config.elastic:

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from robot_identification.diagnostics import Diagnostic
+from robot_identification.diagnostics import VERDICT_MARGIN, Diagnostic
 from robot_identification.errors import DataError, IdentificationError
-from robot_identification.estimation import NormalEquations, physically_consistent, wls
+from robot_identification.estimation import NormalEquations, ols, physically_consistent, wls
 from robot_identification.identification._sources import Recording
 
 #: Candidate weights of the log-det prior (``prior_weight: auto``).
@@ -184,6 +184,85 @@ def resolve_prior_weight(model, recordings, settings, estimators=None, prior=Non
     return {"prior_weight": gamma}, (gamma, table, nominal, len(folds))
 
 
+def least_squares_check(model, neq, settings, estimators, base):
+    """The held-out comparison with the nominal model where the primary estimate is least
+    squares (``ols`` or ``wls``, e.g. ``init``'s starter config): the identification's own
+    normal equations split in two by time (the halves of their time blocks,
+    :meth:`~robot_identification.identification.RecordingEquations.time_blocks`: no second
+    pass over the data, streamed recordings included), each half's rows scored by the
+    primary estimator fitted on the other half, and by the nominal model (the URDF's
+    parameters, no friction), with :func:`heldout_score`. The physically consistent primary
+    gets the comparison from its prior-weight selection; before this, a least-squares primary
+    was "not checked" (issue #27: a held-out verdict per model): a 2 s run of the Unitree
+    Z1's starter excitation was written with a WLS estimate whose error on a held-out motion
+    was 0.17-0.30 against the URDF's 0.01, with no word.
+
+    Parameters
+    ----------
+    neq : RecordingEquations
+        The identification's normal equations (rows as identification used them).
+    settings : IdentificationSettings
+    estimators : sequence of str or None
+        The estimators asked for (the first is the primary); default ``settings``'.
+    base : BaseParameters
+
+    Returns
+    -------
+    dict or None
+        ``{"estimator", "heldout_nrmse", "nominal_nrmse", "folds"}``; None where not checked
+        (another primary, an elastic arm, fewer than 4 time blocks, a half too short to
+        fit).
+    """
+    primary = (tuple(estimators or ()) or settings.estimators)[0]
+    blocks = neq.time_blocks() if hasattr(neq, "time_blocks") else None
+    if primary not in ("ols", "wls") or model.config.elastic or not blocks or len(blocks) < 4:
+        return None
+    half = len(blocks) // 2
+    folds = []
+    for part in (blocks[:half], blocks[half:]):
+        f = NormalEquations(neq.p, neq.groups)
+        for G, b, c, count in part:
+            f.G += G
+            f.b += b
+            f.c += c
+            f.count += count
+        folds.append(f)
+    fit = wls if primary == "wls" else ols
+    try:
+        scores = [heldout_score(f, fit(_others(folds, k)).values)
+                  for k, f in enumerate(folds)]
+    except (DataError, ValueError, np.linalg.LinAlgError):   # a half too short
+        return None
+    nominal = base.base_values(np.nan_to_num(np.asarray(model.nominal_parameters(),
+                                                        dtype=float)))
+    nominal_score = float(np.mean([heldout_score(f, nominal) for f in folds]))
+    score = float(np.mean(scores))
+    if not (np.isfinite(score) and np.isfinite(nominal_score)):
+        return None
+    return {"estimator": primary, "heldout_nrmse": score, "nominal_nrmse": nominal_score,
+            "folds": len(folds)}
+
+
+def record_least_squares_check(result, check):
+    """results.yaml ``settings.heldout_check`` (:func:`least_squares_check`) and the warning
+    ``worse_than_nominal`` where the primary predicts the held-out identification data worse
+    than the nominal model."""
+    result.settings["heldout_check"] = dict(
+        check, heldout_nrmse=float(f"{check['heldout_nrmse']:.4g}"),
+        nominal_nrmse=float(f"{check['nominal_nrmse']:.4g}"), fold_kind="halves in time")
+    if check["heldout_nrmse"] > VERDICT_MARGIN * check["nominal_nrmse"]:
+        kind = "the two halves in time, each fitted on the other"
+        result.diagnostics.append(Diagnostic(
+            "worse_than_nominal", "warning",
+            f"the {check['estimator']} estimate predicts held-out identification data "
+            f"({kind}) worse than the nominal URDF does: mean NRMSE "
+            f"{check['heldout_nrmse']:.3g} vs {check['nominal_nrmse']:.3g}; the data do not "
+            f"support the identified parameters over the URDF's (too little excitation, a "
+            f"recording too short, a payload, a wrong model?); the physically consistent "
+            f"estimate (--estimator physical) keeps the URDF's where the data say little",
+            check["estimator"]))
+
+
 def record_prior_weight(result, gamma, table, nominal, folds):
     """results.yaml ``settings.prior_weight`` and ``prior_weight_selection`` (folds, table of
     [gamma, held-out mean NRMSE], the nominal model's); the warning ``worse_than_nominal``
@@ -196,7 +275,7 @@ def record_prior_weight(result, gamma, table, nominal, folds):
     score = dict((g, e) for g, e in table)[gamma]
     how = ("leave-one-recording-out" if result.settings.get("prior_weight_folds") != "halves"
            else "two halves of the recording")
-    if score > nominal:
+    if score > VERDICT_MARGIN * nominal:
         result.diagnostics.append(Diagnostic(
             "worse_than_nominal", "warning",
             f"the physically consistent estimate predicts held-out identification data "

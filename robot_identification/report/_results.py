@@ -38,6 +38,7 @@ Schema (version 1)::
       - {code: negative_stiffness, severity: error, message: ..., subject: joint6.K}
     model_trust:                # held-out verdict against the nominal URDF (model_verdict)
       verdict: better than the nominal URDF   # | worse than the nominal URDF | not checked
+                                              # | as good as the nominal URDF (within 10 %)
       heldout_nrmse: 0.074
       nominal_nrmse: 0.75
       folds: 2
