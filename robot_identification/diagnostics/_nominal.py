@@ -468,8 +468,12 @@ def _check(model, t, q, tau, dq, band_hz, source, torque_noise):
     # predicts: a real sensor has noise)
     raw = np.asarray(tau, dtype=float)
     frozen = np.ptp(raw, axis=0) <= 1e-12 * max(1.0, float(np.max(np.abs(raw))))
+    # (a small torque that the scaled URDF torque explains is not dead but in other units:
+    # torque_scale below; motor currents of an elastic UR5 at 0.01 x read "dead" on every
+    # joint)
     dead = [k for k in range(n) if moving[k] and (
-        matters[k] and meas_rms[k] < 0.02 * nom_rms[k] or frozen[k])]
+        matters[k] and meas_rms[k] < 0.02 * nom_rms[k]
+        and not (e[k] < UNEXPLAINED and c[k] > 0) or frozen[k])]
     for k in dead:
         out.append(_diag("torque_dead", "error",
                          f"{src}joint {names[k]}: the measured torque is constant (RMS "
