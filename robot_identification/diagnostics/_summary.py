@@ -18,7 +18,24 @@ from robot_identification.signal import (excitation_band, noise_floor, noise_std
 
 def rigid_twin(model):
     """The rigid model of an elastic ``model``'s arm (the same URDF, joints and drives, no
-    joint stiffness: rotor inertia on the link side), built once per model."""
+    joint stiffness: rotor inertia on the link side, Zollo et al. 2014's model with K -> inf),
+    built once per model. The URDF-based check per recording judges an elastic arm's motor
+    torques [N*m] (N, n) on its link positions [rad] (N, n) against it.
+
+    Parameters
+    ----------
+    model : RobotModel
+
+    Returns
+    -------
+    RobotModel
+        ``model`` itself is not changed but for the cached twin.
+
+    Raises
+    ------
+    ConfigError
+        A config the rigid model refuses (as ``RobotModel``).
+    """
     twin = getattr(model, "_rigid_twin", None)
     if twin is None:
         twin = RobotModel(replace(model.config, model="rigid"))

@@ -119,8 +119,20 @@ VERDICT_MARGIN = 1.1
 
 
 def verdict_of(score, nominal):
-    """The verdict text of a held-out score against the nominal URDF's (module constant
-    :data:`VERDICT_MARGIN`)."""
+    """The verdict text of a held-out score against the nominal URDF's.
+
+    Parameters
+    ----------
+    score, nominal : float
+        Held-out mean NRMSE (dimensionless) of the estimate and of the nominal URDF on the
+        same rows (:func:`robot_identification.identification.heldout_score`).
+
+    Returns
+    -------
+    str
+        ``worse than ...`` beyond :data:`VERDICT_MARGIN` x the nominal score, ``better than
+        ...`` below it by that factor, else ``as good as the nominal URDF (within 10 %)``.
+    """
     if score > VERDICT_MARGIN * nominal:
         return "worse than the nominal URDF"
     if score * VERDICT_MARGIN < nominal:

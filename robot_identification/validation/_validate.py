@@ -110,15 +110,18 @@ def load_estimates(path, model, base=None):
 def positions_cutoff_of(doc):
     """results.yaml ``settings: cutoff_hz_positions`` [Hz] (the cut-off for held-out data
     without measured velocities, :func:`validate`'s ``cutoff_without_velocities``), None
-    where the file has none. ``doc``: a mapping or :func:`load_estimates`' document."""
+    where the file has none (or a value that is not a positive number). ``doc``: a mapping
+    or :func:`load_estimates`' document. Raises nothing."""
     got = (doc.get("settings") if hasattr(doc, "get") else None) or {}
     value = got.get("cutoff_hz_positions") if isinstance(got, dict) else None
     return float(value) if isinstance(value, (int, float)) and value > 0 else None
 
 
 def cutoff_notes(files, doc):
-    """Info notes (``cutoff_for_positions``) for the files :func:`validate` filtered at the
-    identification's cut-off for positions (no measured velocities in the file)."""
+    """Info notes (``cutoff_for_positions``, list of Diagnostic) for the entries of
+    :func:`validate` (``files``) filtered at the identification's cut-off for positions (no
+    measured velocities in the file: the entry's ``cutoff_hz`` [Hz]); ``doc`` as
+    :func:`positions_cutoff_of`."""
     from robot_identification.diagnostics import Diagnostic   # light at start-up
     got = (doc.get("settings") if hasattr(doc, "get") else None) or {}
     return [Diagnostic("cutoff_for_positions", "info",
