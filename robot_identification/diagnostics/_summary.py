@@ -126,17 +126,21 @@ def recording_summary(model, dataset, label=None):
     diff = [ds.dq if ds.dq is not None else ds.q]
     if model.config.elastic:
         diff.append(ds.dtheta if ds.dtheta is not None else ds.theta)
-    signal_hz = min(signal_band(ds.t, x, noise_std(x), band) for x in diff)
+    # each signal's noise_std computed once (issue #29): the measured velocity is also
+    # the first signal differentiated, the torque's is the first estimate of its floor
+    vel_noise = noise_std(vel)
+    signal_hz = min(signal_band(ds.t, x, vel_noise if x is vel else noise_std(x), band)
+                    for x in diff)
     return {"source": src, "sample_rate": ds.sample_rate, "band_hz": band,
             "signal_hz": signal_hz,
-            "velocity_noise": noise_std(vel), "velocity_measured": measured is not None,
+            "velocity_noise": vel_noise, "velocity_measured": measured is not None,
             # per joint: the measured velocity's noise is white (its own), not the positions'
             # differentiated (a velocity computed from the encoder: filtered, a much smaller
             # share of it is left, resolve_settings)
             "velocity_noise_white": (np.zeros(vel.shape[1], dtype=bool) if measured is None
                                      else ~velocity_noise_from_positions(measured, pos, ds.t)),
             "velocity_rms": np.sqrt(np.mean(vel ** 2, axis=0)),
-            "torque_noise": torque_noise, "torque_noise_floor": noise_floor(ds.tau),
+            "torque_noise": torque_noise, "torque_noise_floor": noise_floor(ds.tau, std=torque_noise),
             "torque_rms": np.sqrt(np.mean(ds.tau ** 2, axis=0)), "diagnostics": diags,
             "nominal_checked": checked, "n_samples": ds.n_samples,
             "duration_s": float(ds.t[-1] - ds.t[0]),

@@ -29,11 +29,14 @@ def noise_std(signal, axis=0, order=3):
     deviation is used. ``signal`` (N, n) -> (n,), same unit.
     """
     d = np.diff(np.asarray(signal, dtype=float), n=order, axis=axis)
-    mad = robust_std(d, axis=axis)
+    # robust_std's numbers, the median of d computed once for both estimates (issue #29)
+    dev = np.abs(d - np.median(d, axis=axis, keepdims=True))
+    mad = 1.4826 * np.median(dev, axis=axis)
+    if np.all(mad > 0):
+        return mad / np.sqrt(comb(2 * order, order))
     # quantised signals (e.g. velocities in 1e-4 rad/s steps) have mostly identical
     # differences, so the MAD is 0: fall back to the mean absolute deviation
-    mean_dev = np.sqrt(np.pi / 2) * np.mean(np.abs(d - np.median(d, axis=axis, keepdims=True)),
-                                            axis=axis)
+    mean_dev = np.sqrt(np.pi / 2) * np.mean(dev, axis=axis)
     return np.where(mad > 0, mad, mean_dev) / np.sqrt(comb(2 * order, order))
 
 
@@ -45,7 +48,7 @@ def noise_std(signal, axis=0, order=3):
 WHITE_NOISE_RATIO = 0.8
 
 
-def noise_floor(signal, axis=0):
+def noise_floor(signal, axis=0, std=None):
     """White measurement noise std per column (:func:`noise_std`), NaN where unknown.
 
     The estimate of :func:`noise_std` holds where the sample-to-sample noise is white: the
@@ -57,12 +60,14 @@ def noise_floor(signal, axis=0):
     Parameters
     ----------
     signal : ndarray (N, n)
+    std : ndarray (n,), optional
+        ``noise_std(signal, axis)`` (the 3rd-difference estimate) where already computed.
 
     Returns
     -------
     ndarray (n,), the signal's unit; NaN: unknown
     """
-    s3 = noise_std(signal, axis=axis, order=3)
+    s3 = noise_std(signal, axis=axis, order=3) if std is None else np.asarray(std, dtype=float)
     s4 = noise_std(signal, axis=axis, order=4)
     with np.errstate(invalid="ignore", divide="ignore"):
         white = (s3 > 0) & (s4 >= WHITE_NOISE_RATIO * s3)
@@ -113,7 +118,10 @@ def velocity_noise_from_positions(velocity, positions, t):
     # a velocity smoother than white noise at the sampling rate (exact, or pre-smoothed by a
     # drive) is no noise at all: its differences and the positions' derivative's both see
     # the motion and correlate without telling anything (noise-free simulations)
-    return (rho >= DIFFERENTIATED_NOISE_CORRELATION) & np.isfinite(noise_floor(v))
+    out = rho >= DIFFERENTIATED_NOISE_CORRELATION
+    if out.any():       # its noise floor only matters where the noise correlates (issue #29)
+        out &= np.isfinite(noise_floor(v))
+    return out
 
 
 def _periodograms(t, x):
