@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import csv
 import math
+import operator
 import os
 import warnings
 from array import array
@@ -256,6 +257,9 @@ def _parse_blocks(path, delimiter, n_columns, needed, roles, info, block=None):
     where = [0]
     first_line = None
     k = len(needed)
+    # the needed fields of a row in one call (a tuple; issue #29: the per-row cost)
+    pick = (operator.itemgetter(*needed) if k > 1 else
+            lambda fields: tuple(fields[c] for c in needed))
 
     def flush():
         if block is None:          # once, at the end: no copy
@@ -287,7 +291,7 @@ def _parse_blocks(path, delimiter, n_columns, needed, roles, info, block=None):
                 continue
             try:
                 try:     # plain numbers (most rows): float() gives what _number would
-                    vals = [float(fields[c]) for c in needed]
+                    vals = list(map(float, pick(fields)))
                 except ValueError:
                     vals = [_number(fields[c], decimal) for c in needed]
             except (ValueError, IndexError):
