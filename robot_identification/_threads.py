@@ -26,8 +26,19 @@ def _controller():
 
 @contextlib.contextmanager
 def one_blas_thread():
-    """Context manager limiting the BLAS thread pools (OpenBLAS, MKL, BLIS) to one thread."""
-    with _controller().limit(limits=1, user_api="blas"):
+    """Context manager limiting the BLAS thread pools (OpenBLAS, MKL, BLIS) to one thread.
+
+    Where every BLAS pool already runs one thread (``OPENBLAS_NUM_THREADS=1``, or inside
+    another such block) there is nothing to limit or restore: the pools' thread counts are
+    read (one call each) instead of threadpoolctl's limiter, which collects every library's
+    description on entry (~12 us; ~600 entries per identification of the real UR10e runs,
+    issue #29)."""
+    controller = _controller()
+    if all(lib.num_threads == 1 for lib in controller.lib_controllers
+           if lib.user_api == "blas"):
+        yield
+        return
+    with controller.limit(limits=1, user_api="blas"):
         yield
 
 
