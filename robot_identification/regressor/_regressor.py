@@ -314,7 +314,8 @@ def _plan(model):
 
 
 def _scratch(name, shape):
-    """Per-thread reusable buffer ``name`` of ``shape`` (at most SUB samples).
+    """Per-thread reusable buffer ``name`` of ``shape`` (at most SUB samples, or a
+    ``temporary`` of :func:`_fill` up to :data:`TEMPORARY_BYTES`).
 
     Every temporary of :func:`_fill` lives here: fresh memory costs a page fault per 4 KiB
     on first touch, which on a shared/virtualised machine was the largest single cost of
@@ -383,17 +384,29 @@ _RESULTS = _ResultMemory()
 SUB = 256
 
 
-def _fill(plan, N, qa, va, aa, drive_values, columns=None, load=None):
+#: Largest temporary regressor [bytes] that :func:`_fill` writes into a per-thread buffer
+#: (``temporary``): the full matrix of a block of :data:`CHUNK` samples (ur10e: 8.8 MB).
+TEMPORARY_BYTES = 16 << 20
+
+
+def _fill(plan, N, qa, va, aa, drive_values, columns=None, load=None, temporary=False):
     """Y (N, rows, P): pinocchio loop, frame change, linear rotor columns and drive
     columns, block by block of SUB samples (the scratch buffers stay in the core's cache);
     or the compiled kernel, which writes every entry of each row once. ``columns`` (tuple):
     only these columns of Y (the kernel writes no other; the Python path takes them).
-    ``load``: :meth:`Kernel.fill`'s (the kernel only)."""
+    ``load``: :meth:`Kernel.fill`'s (the kernel only). ``temporary``: the caller drops Y
+    before its next regressor call in this thread: the kernel writes it into a reused
+    per-thread buffer (up to :data:`TEMPORARY_BYTES`) instead of fresh memory, whose pages
+    fault on first touch (issue #29: the full matrix of the load-dependent Coulomb
+    columns, of which the equations keep the base columns)."""
     rows, P = plan.rows, plan.P
     kernel = plan.kernel_for(columns)
     if kernel is not None:      # the same matrix, per-sample loop in C++
         p = P if columns is None else len(columns)
-        Y = _RESULTS.empty((N, rows, p))        # the kernel writes every entry
+        if temporary and 8 * N * rows * p <= TEMPORARY_BYTES:
+            Y = _scratch("temporary", (N, rows, p))     # the kernel writes every entry
+        else:
+            Y = _RESULTS.empty((N, rows, p))        # the kernel writes every entry
         dsts, vals = [], []
         for flat, values in drive_values:
             dst = plan.remap(flat, columns)
@@ -506,7 +519,10 @@ def rigid_regressor(model, q, dq, ddq, friction_deadband=0.0, columns=None, fast
             kept = dst >= 0
             return _fill(plan, N, qa, va, aa, drive, columns,
                          (_joint_frame_bodies(plan, pi0), dst[kept], plan.link_rows[kept]))
-    Y = _fill(plan, N, qa, va, aa, drive, None if load else columns)
+    # with load columns and ``columns``, Y is the full matrix only until its columns are
+    # taken (a temporary)
+    Y = _fill(plan, N, qa, va, aa, drive, None if load else columns,
+              temporary=load and columns is not None)
     if load:
         cols = [plan.column[(k, "coulomb_load")] for k in range(n)]
         Y[:, np.arange(n), cols] *= np.abs(nominal_load(model, Y))
