@@ -221,6 +221,9 @@ def _parse(path, delimiter, n_columns, needed, roles=None):
         Not a regular file, too large, compressed, binary, not UTF-8/UTF-16 text, a line
         too long.
     """
+    plain = _parse_plain(path, delimiter, n_columns, needed)
+    if plain is not None:
+        return plain
     info = {}
     blocks = list(_parse_blocks(path, delimiter, n_columns, needed, roles, info))
     rows = []
@@ -230,6 +233,51 @@ def _parse(path, delimiter, n_columns, needed, roles=None):
         data[:, list(needed)] = np.concatenate([v for v, _ in blocks])
         rows = data
     return rows, lines, info["bad"], info["n_columns"], info["sample"]
+
+
+#: Largest file [bytes] that :func:`_parse_plain` reads whole.
+PLAIN_BYTES = 32 << 20
+
+
+def _parse_plain(path, delimiter, n_columns, needed):
+    """:func:`_parse`'s result for a file of plain numbers, by numpy's compiled reader
+    (``np.loadtxt``: the same correctly rounded values as ``float``, at ~0.7 x the CPU of
+    the row loop on the real UR10e logs; issue #29), or None where the file is anything
+    else - then :func:`_parse_blocks` reads it and says what is wrong. Plain: comma-separated
+    UTF-8 of at most :data:`PLAIN_BYTES`, every line ``\\n``-terminated numbers in
+    every field, no header, comment, blank line, quote, carriage return or NUL, the same
+    number of fields on every line (``n_columns`` where given), the ``needed`` columns
+    finite."""
+    try:
+        if delimiter != "," or not 0 < os.path.getsize(path) <= PLAIN_BYTES:
+            return None
+        with open(path, "rb") as raw:
+            data = raw.read()
+        if _encoding(path, data[:4096]) != "utf-8-sig":
+            return None
+        text = data.decode("utf-8-sig")
+        if any(c in text for c in ("\0", "\r", '"', "'", "#")):
+            return None
+        lines = text.split("\n")
+        if lines[-1] == "":
+            lines.pop()
+        if (not lines or max(map(len, lines)) >= MAX_LINE - 1
+                or not all(map(str.strip, lines))):
+            return None
+        values = np.loadtxt(lines, delimiter=",", comments=None, dtype=float, ndmin=2)
+    except (OSError, ValueError, DataError):
+        return None
+    width = values.shape[1]
+    if (values.shape[0] != len(lines) or (n_columns is not None and width != n_columns)
+            or max(needed, default=-1) >= width):
+        return None
+    rows = np.full(values.shape, np.nan)
+    rows[:, list(needed)] = values[:, list(needed)]
+    if not np.all(np.isfinite(rows[:, list(needed)])):
+        return None
+    sample = {"header": None, "rows": list(csv.reader(lines[:20], delimiter=",",
+                                                      skipinitialspace=True))}
+    return rows, list(range(1, len(lines) + 1)), [], width, sample
 
 
 def _parse_blocks(path, delimiter, n_columns, needed, roles, info, block=None):
