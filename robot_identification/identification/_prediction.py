@@ -114,14 +114,20 @@ def _predict_with_scale(model, base, beta, states, chunk=2048, rest_velocity=0.0
     fc = coulomb_coefficients(model, base, beta) if coulomb is not None else None
     fl = load_coefficients(model, base, beta) if coulomb is not None else None
     v_all = st["dtheta" if model.config.elastic else "dq"]
-    for start, Y, _ in iter_regressor_blocks(model, st, chunk,
-                                             friction_deadband=friction_deadband):
-        sl = slice(start, start + Y.shape[0])
-        block = base.project(Y) @ beta
+    # a rigid arm's Coulomb level with load: the base columns and the URDF torque that
+    # scaled the load columns from one regressor pass (its full matrix a temporary; the
+    # same numbers as base.project(Y) and nominal_load(Y), issue #29)
+    with_load = coulomb is not None and np.any(fl) and not model.config.elastic
+    blocks = (_rigid_base_blocks(model, base, st, chunk, friction_deadband) if with_load
+              else ((start, base.project(Y), None) for start, Y, _ in iter_regressor_blocks(
+                  model, st, chunk, friction_deadband=friction_deadband)))
+    for start, W, tau0 in blocks:
+        sl = slice(start, start + W.shape[0])
+        block = W @ beta
         if coulomb is not None:
             scale = fc
             if np.any(fl):
-                scale = fc + fl * np.abs(nominal_load(model, Y))
+                scale = fc + fl * np.abs(tau0)
                 scales.append(scale)
             old = coulomb_sign(v_all[sl], friction_deadband)
             block[:, rows:rows + n] += (coulomb[sl] - old) * scale
@@ -133,6 +139,19 @@ def _predict_with_scale(model, base, beta, states, chunk=2048, rest_velocity=0.0
     else:
         scale = np.concatenate(scales, axis=0)
     return np.concatenate(out, axis=0), scale
+
+
+def _rigid_base_blocks(model, base, states, chunk, friction_deadband):
+    """``(start, W, tau_0)`` per block of ``chunk`` samples of a rigid arm with
+    load-dependent Coulomb friction among its base columns: W = base.project(Y) and tau_0
+    = nominal_load(Y) of the blocks of :func:`iter_regressor_blocks` (Y its regressor)."""
+    N = np.asarray(states["q"]).shape[0]
+    for s in range(0, N, chunk):
+        sl = slice(s, min(s + chunk, N))
+        W, tau0 = rigid_regressor(model, states["q"][sl], states["dq"][sl], states["ddq"][sl],
+                                  friction_deadband, columns=base.independent,
+                                  return_load=True)
+        yield s, W, tau0
 
 
 def _per_joint_base_parameter(model, base, beta, suffix):

@@ -460,7 +460,8 @@ def _fill(plan, N, qa, va, aa, drive_values, columns=None, load=None, temporary=
 
 
 @blas_single_threaded
-def rigid_regressor(model, q, dq, ddq, friction_deadband=0.0, columns=None, fast_load=False):
+def rigid_regressor(model, q, dq, ddq, friction_deadband=0.0, columns=None, fast_load=False,
+                    return_load=False):
     """Regressor of a rigid arm with rotor inertia and friction.
 
     tau = Y(q, dq, ddq) @ pi for the standard parameters pi of ``model``
@@ -486,11 +487,17 @@ def rigid_regressor(model, q, dq, ddq, friction_deadband=0.0, columns=None, fast
         other columns not evaluated (the same numbers to rounding, not to the bit; the
         nominal check's free refit, issue #29). Off (the regressor's product, every column
         evaluated) where the kernel lacks it or rotor inertias enter the URDF's torque.
+    return_load : bool
+        Also return the URDF's torque tau_0 (N, n) [N*m] that scaled the load-dependent
+        Coulomb columns (:func:`nominal_load` of the full matrix), None where none of them
+        is computed (or ``fast_load`` computed them): what a prediction's Coulomb level
+        f_c + f_l |tau_0| needs without a second product (issue #29).
 
     Returns
     -------
     ndarray, shape (N, n, P)
-        Regressor rows per sample; P = ``model.n_parameters``.
+        Regressor rows per sample; P = ``model.n_parameters``. With ``return_load``: (Y,
+        tau_0 or None).
 
     Raises
     ------
@@ -517,18 +524,21 @@ def rigid_regressor(model, q, dq, ddq, friction_deadband=0.0, columns=None, fast
         if kernel is not None and kernel.has_load and not np.any(pi0[10 * n:]):
             dst = plan.remap(plan.flat["coulomb_load"][0], columns)
             kept = dst >= 0
-            return _fill(plan, N, qa, va, aa, drive, columns,
-                         (_joint_frame_bodies(plan, pi0), dst[kept], plan.link_rows[kept]))
+            Y = _fill(plan, N, qa, va, aa, drive, columns,
+                      (_joint_frame_bodies(plan, pi0), dst[kept], plan.link_rows[kept]))
+            return (Y, None) if return_load else Y
     # with load columns and ``columns``, Y is the full matrix only until its columns are
     # taken (a temporary)
     Y = _fill(plan, N, qa, va, aa, drive, None if load else columns,
               temporary=load and columns is not None)
+    tau0 = None
     if load:
         cols = [plan.column[(k, "coulomb_load")] for k in range(n)]
-        Y[:, np.arange(n), cols] *= np.abs(nominal_load(model, Y))
+        tau0 = nominal_load(model, Y)
+        Y[:, np.arange(n), cols] *= np.abs(tau0)
         if columns is not None:
             Y = np.take(Y, columns, axis=-1)
-    return Y
+    return (Y, tau0) if return_load else Y
 
 
 def _joint_frame_bodies(plan, params):
