@@ -77,27 +77,35 @@ def _diag(code, severity, message, subject=""):
     return Diagnostic(code, severity, message, subject)
 
 
-def _states(model, t, q, tau, dq, band_hz, source=None, samples=MAX_SAMPLES):
+def _states(model, t, q, tau, dq, band_hz, source=None, samples=MAX_SAMPLES, memo=None):
     """Uniform grid, zero-phase low-pass of q (or dq) and tau alike, derivatives; of the
     grid's samples outside the filter's end transients every k-th is kept, k the largest
     step that keeps at least ``samples`` of them (so fewer than 2 x ``samples``; all where
     there are fewer): an evenly spaced subsample of the whole recording (None where it has
-    fewer than :data:`MIN_SAMPLES`)."""
-    dt = float(np.median(np.diff(t)))
+    fewer than :data:`MIN_SAMPLES`). ``memo``: a dict shared by the calls on the same
+    ``t, q, tau, dq`` (the URDF-based check's and the free refit's), which keeps the grid
+    and the signals resampled onto it (issue #29)."""
+    memo = {} if memo is None else memo
+    if "grid" not in memo:
+        dt = float(np.median(np.diff(t)))
+        grid = uniform_grid(t, dt, f"'{source}'" if source else None)
+        memo["grid"] = dt, grid[grid < t[-1]]
+    dt, grid = memo["grid"]
     fs = 1.0 / dt
     fc = float(np.clip(5.0 * band_hz, 1.0, 0.1 * fs))
-    grid = uniform_grid(t, dt, f"'{source}'" if source else None)
-    grid = grid[grid < t[-1]]
     if grid.shape[0] < MIN_SAMPLES:
         return None
 
-    def interp(x):
-        return np.column_stack([np.interp(grid, t, x[:, k]) for k in range(x.shape[1])])
+    def interp(key, x):
+        if key not in memo:
+            memo[key] = np.column_stack([np.interp(grid, t, x[:, k])
+                                         for k in range(x.shape[1])])
+        return memo[key]
 
-    qf = lowpass_filtfilt(interp(q), fs, fc, order=4)
-    tf = lowpass_filtfilt(interp(tau), fs, fc, order=4)
+    qf = lowpass_filtfilt(interp("q", q), fs, fc, order=4)
+    tf = lowpass_filtfilt(interp("tau", tau), fs, fc, order=4)
     if dq is not None:
-        dqf = lowpass_filtfilt(interp(dq), fs, fc, order=4)
+        dqf = lowpass_filtfilt(interp("dq", dq), fs, fc, order=4)
     else:
         dqf = np.gradient(qf, dt, axis=0)
     ddq = np.gradient(dqf, dt, axis=0)
@@ -402,18 +410,19 @@ def check_against_nominal(model, t, q, tau, dq=None, band_hz=1.0, source="",
     :func:`_check` (a numerical failure of the check, e.g. a singular fit on degenerate
     data, leaves the recording unchecked instead of failing the identification)."""
     try:
-        out, info = _check(model, t, q, tau, dq, band_hz, source, torque_noise)
+        memo = {}           # the resampled signals, shared by the two _states calls
+        out, info = _check(model, t, q, tau, dq, band_hz, source, torque_noise, memo)
         if not info:
             return out, info
         st = _states(model, np.asarray(t, float), np.asarray(q, float),
                      np.asarray(tau, float), None if dq is None else np.asarray(dq, float),
-                     FREE_BAND * band_hz, source, FREE_SAMPLES)
+                     FREE_BAND * band_hz, source, FREE_SAMPLES, memo)
         return _decide(model, st, out, info, f"{source}: " if source else ""), info
     except (ValueError, ArithmeticError, np.linalg.LinAlgError, DataError):
         return [], {}
 
 
-def _check(model, t, q, tau, dq, band_hz, source, torque_noise):
+def _check(model, t, q, tau, dq, band_hz, source, torque_noise, memo=None):
     """Diagnostics of one recording against the URDF's nominal torques (module docstring).
 
     Parameters
@@ -425,6 +434,8 @@ def _check(model, t, q, tau, dq, band_hz, source, torque_noise):
         Excitation band of the motion [Hz] (:func:`robot_identification.signal.excitation_band`).
     source : str
         Recording label for the messages.
+    memo : dict, optional
+        :func:`_states`' memo of these arrays.
 
     Returns
     -------
@@ -437,7 +448,7 @@ def _check(model, t, q, tau, dq, band_hz, source, torque_noise):
     if model.config.elastic or np.asarray(q).ndim != 2:
         return [], {}
     st = _states(model, np.asarray(t, float), np.asarray(q, float), np.asarray(tau, float),
-                 None if dq is None else np.asarray(dq, float), band_hz, source)
+                 None if dq is None else np.asarray(dq, float), band_hz, source, memo=memo)
     if st is None:          # too short: the other checks speak for the data
         return [], {}
     names = list(model.joint_names)
