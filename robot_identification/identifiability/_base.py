@@ -124,7 +124,7 @@ class BaseParameters:
                 c = row[j]
                 name = self.standard_names[j]
                 mag = abs(c)
-                if np.isclose(mag, 1.0, rtol=1e-9, atol=0):
+                if abs(mag - 1.0) <= 1e-9:     # np.isclose(mag, 1, rtol=1e-9, atol=0), 5x cheaper
                     body = name
                 else:
                     body = f"{_fmt(mag, digits)}*{name}"
