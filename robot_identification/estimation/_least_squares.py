@@ -88,7 +88,10 @@ class NormalEquations:
                 if r is not None:
                     f = r[:, j] if f is None else f * r[:, j]
                 if f is not None:        # masked rows and weights: rows scaled
-                    Wj = Wj * f[:, None]
+                    if np.may_share_memory(Wj, W):
+                        Wj = Wj * f[:, None]
+                    else:                # the group's own copy (a gather): scaled in place
+                        Wj *= f[:, None]
                     yj = yj * f
                 if cols is None:
                     self.G[j] += Wj.T @ Wj
