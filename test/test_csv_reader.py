@@ -240,25 +240,29 @@ def test_non_regular_files_are_refused_by_name(tmp_path, kind):
     assert str(path) in str(info.value) and expected in str(info.value)
 
 
-@pytest.mark.parametrize("extra", [
-    (), ((0, "t,q1,q2"),), ((5, ""),), ((5, "# a comment"),), ((7, "1,2,3"),),
-    ((9, ",".join(["nan"] * 31)),), ((3, ",".join(['"1.5"'] * 31)),)])
-def test_plain_number_reader_gives_the_row_loops_result(tmp_path, extra):
+@pytest.mark.parametrize("extra, plain", [
+    ((), True), ("text", True), (((0, "t,q1,q2"),), False), (((5, ""),), False),
+    (((5, "# a comment"),), False), (((7, "1,2,3"),), False),
+    (((9, ",".join(["nan"] * 31)),), False), (((3, ",".join(['"1.5"'] * 31)),), False)])
+def test_plain_number_reader_gives_the_row_loops_result(tmp_path, extra, plain):
     """The compiled reader of plain-number files (np.loadtxt, issue #29) gives what the
-    row loop gives, to the bit, and leaves every other file (header, blank or comment line,
-    a short row, NaN, quotes) to the row loop, which names the malformed rows."""
+    row loop gives, to the bit (also with text in a column that is not read), and leaves
+    every other file (header, blank or comment line, a short row, NaN, quotes) to the row
+    loop, which names the malformed rows."""
     from robot_identification.data import _csv
     rows = _ur_rows(*_motion(N=300, idle=50))
     rows[:, 1:7] += np.random.default_rng(1).normal(scale=1e-3, size=(300, 6))
-    path = _write(tmp_path / "run.csv", rows, extra)
+    path = _write(tmp_path / "run.csv", rows, () if extra == "text" else extra)
+    if extra == "text":      # column 26 (not read: the needed columns are 1-19) holds words
+        lines = [line.split(",") for line in path.read_text().splitlines()]
+        path.write_text("".join(",".join(f[:25] + ["ok"] + f[26:]) + "\n" for f in lines))
     needed = list(range(19))
     info = {}
     blocks = list(_csv._parse_blocks(path, ",", 31, needed, {}, info))
     lines = [ln for _, b in blocks for ln in b.tolist()]
     loop = np.full((len(lines), info["n_columns"]), np.nan)
     loop[:, needed] = np.concatenate([v for v, _ in blocks])
-    plain = _csv._parse_plain(path, ",", 31, needed)
-    assert (plain is None) == bool(extra)
+    assert (_csv._parse_plain(path, ",", 31, needed) is not None) == plain
     got = _csv._parse(path, ",", 31, needed)
     np.testing.assert_array_equal(got[0], loop)
     assert (got[1], got[2], got[3], got[4]) == (lines, info["bad"], info["n_columns"],

@@ -24,6 +24,7 @@ Processing order (each step is recorded in ``Dataset.metadata``):
 from __future__ import annotations
 
 import csv
+import itertools
 import math
 import operator
 import os
@@ -244,10 +245,10 @@ def _parse_plain(path, delimiter, n_columns, needed):
     (``np.loadtxt``: the same correctly rounded values as ``float``, at ~0.7 x the CPU of
     the row loop on the real UR10e logs; issue #29), or None where the file is anything
     else - then :func:`_parse_blocks` reads it and says what is wrong. Plain: comma-separated
-    UTF-8 of at most :data:`PLAIN_BYTES`, every line ``\\n``-terminated numbers in
-    every field, no header, comment, blank line, quote, carriage return or NUL, the same
-    number of fields on every line (``n_columns`` where given), the ``needed`` columns
-    finite."""
+    UTF-8 of at most :data:`PLAIN_BYTES`, lines split at ``\\n``, no header, comment,
+    blank line, quote, carriage return or NUL, the same number of fields on every line
+    (``n_columns`` where given), the ``needed`` columns finite numbers on every line (the
+    others are not read, as :func:`_parse_blocks` does not read them)."""
     try:
         if delimiter != "," or not 0 < os.path.getsize(path) <= PLAIN_BYTES:
             return None
@@ -264,16 +265,21 @@ def _parse_plain(path, delimiter, n_columns, needed):
         if (not lines or max(map(len, lines)) >= MAX_LINE - 1
                 or not all(map(str.strip, lines))):
             return None
-        values = np.loadtxt(lines, delimiter=",", comments=None, dtype=float, ndmin=2)
+        commas = set(map(str.count, lines, itertools.repeat(",")))
+        width = commas.pop() + 1 if len(commas) == 1 else None
+        cols = sorted(set(needed))
+        if (width is None or (n_columns is not None and width != n_columns)
+                or not cols or cols[-1] >= width):
+            return None
+        values = np.loadtxt(lines, delimiter=",", comments=None, dtype=float, ndmin=2,
+                            usecols=cols)
     except (OSError, ValueError, DataError):
         return None
-    width = values.shape[1]
-    if (values.shape[0] != len(lines) or (n_columns is not None and width != n_columns)
-            or max(needed, default=-1) >= width):
+    if values.shape != (len(lines), len(cols)):
         return None
-    rows = np.full(values.shape, np.nan)
-    rows[:, list(needed)] = values[:, list(needed)]
-    if not np.all(np.isfinite(rows[:, list(needed)])):
+    rows = np.full((len(lines), width), np.nan)
+    rows[:, cols] = values
+    if not np.all(np.isfinite(values)):
         return None
     sample = {"header": None, "rows": list(csv.reader(lines[:20], delimiter=",",
                                                       skipinitialspace=True))}
