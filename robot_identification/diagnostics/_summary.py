@@ -140,7 +140,8 @@ def recording_summary(model, dataset, label=None):
             "velocity_noise_white": (np.zeros(vel.shape[1], dtype=bool) if measured is None
                                      else ~velocity_noise_from_positions(measured, pos, ds.t)),
             "velocity_rms": np.sqrt(np.mean(vel ** 2, axis=0)),
-            "torque_noise": torque_noise, "torque_noise_floor": noise_floor(ds.tau, std=torque_noise),
+            "torque_noise": torque_noise,
+            "torque_noise_floor": noise_floor(ds.tau, std=torque_noise),
             "torque_rms": np.sqrt(np.mean(ds.tau ** 2, axis=0)), "diagnostics": diags,
             "nominal_checked": checked, "n_samples": ds.n_samples,
             "duration_s": float(ds.t[-1] - ds.t[0]),
