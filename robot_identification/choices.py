@@ -12,6 +12,15 @@ PREPROCESSING_ALIASES = {"pa": "polynomial"}
 #: node and the Monte-Carlo study read these names).
 ESTIMATORS = ("ols", "wls", "irls", "mrls", "bounded", "physical", "iv")
 
+#: ``estimator: auto``: the primary estimate chosen on the identification data, ``wls`` or
+#: ``physical`` by their held-out score (robot_identification.identification.
+#: resolve_estimator); the default primary.
+AUTO_ESTIMATOR = "auto"
+
+#: What the command line, the robot YAML and the nodes accept as an estimator: the
+#: engine's, and ``auto`` (first only: it chooses the primary).
+ESTIMATOR_CHOICES = (AUTO_ESTIMATOR,) + ESTIMATORS
+
 #: Estimators that read the recordings again (irls: reweighted passes; iv: closed-loop
 #: instruments): they need recordings, not only summed normal equations.
 NEEDS_RECORDINGS = ("irls", "iv")

@@ -462,8 +462,10 @@ def _text(urdf, output, chosen, info, name, urdf_xml, model, xacro_args, inertia
         "stops and reversals",
         "                                   # are dropped anyway (stop_velocity: auto, "
         "drop_reversals: true)",
-        "  estimator: wls                   # ols | wls (one noise variance per joint) | irls "
-        "| physical ...",
+        "  estimator: auto                  # wls or physical, whichever predicts held-out "
+        "identification",
+        "                                   # data better (physical on a tie); or ols | wls | "
+        "irls | physical ...",
         "simulation:                        # the built-in simulator "
         "(simulate, demo --config)",
         "  rate_hz: 1000.0                  # control and sampling rate",

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from robot_identification.choices import AUTO_ESTIMATOR
 from robot_identification.errors import DataError
 from robot_identification.identification import (  # noqa: F401 - re-exported
     ESTIMATORS, READ_CHUNK, FIRStates, NpyDirWriter, Recording, identify, iter_bag_chunks,
@@ -73,7 +74,9 @@ def identify_streaming(model, chunks, *, bank=None, pa=None, decimate=1, estimat
     decimate : int
         Regressor on every k-th filtered sample (documented anti-alias decimation).
     estimator : str, optional
-        One of :data:`~robot_identification.identification.ESTIMATORS`; default the robot
+        One of :data:`~robot_identification.identification.ESTIMATORS`, or ``auto`` (wls or
+        physical by their held-out score, the other computed too:
+        :func:`~robot_identification.identification.resolve_estimator`); default the robot
         config's ``identification.estimator``; its extra estimators are not computed.
     velocity_threshold : float, optional
         Default: the robot config's identification setting [rad/s].
@@ -99,8 +102,9 @@ def identify_streaming(model, chunks, *, bank=None, pa=None, decimate=1, estimat
     ExcitationError
     """
     estimator = estimator or model.config.identification.estimator
-    if estimator not in ESTIMATORS:
-        raise DataError(f"unknown estimator '{estimator}' ({', '.join(ESTIMATORS)})")
+    if estimator not in ESTIMATORS and estimator != AUTO_ESTIMATOR:
+        raise DataError(f"unknown estimator '{estimator}' ({AUTO_ESTIMATOR}, "
+                        f"{', '.join(ESTIMATORS)})")
     if estimator == "bounded" and bounds is None:
         raise DataError("estimator 'bounded' needs bounds=(lower, upper)")
     kw = {"window": "pa_window", "N": "pa_degree", "alpha": "pa_alpha", "beta": "pa_beta",

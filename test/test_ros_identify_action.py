@@ -125,6 +125,23 @@ def test_goal_gives_feedback_and_typed_result_latched_on_topic(graph):
     assert got[0].estimator == "ols" and len(got[0].parameters) == len(r.results[0].parameters)
 
 
+def test_goal_estimator_auto_names_its_choice(graph):
+    """``estimators: [auto, ols]``: the result of auto's choice first (the elastic arm: wls,
+    with the reason in results.yaml and a diagnostic), then ols, each in its file."""
+    import yaml
+    node, client, cex, action, out = graph
+    res = result_of(cex, send(cex, action, bag="run_a", estimators=["auto", "ols"],
+                              results_file=str(out / "auto.yaml")))
+    assert res.status == GoalStatus.STATUS_SUCCEEDED, res.result.message
+    r = res.result
+    assert r.success and [x.estimator for x in r.results] == ["wls", "ols"]
+    assert "estimator_auto" in {d.code for d in r.results[0].diagnostics}
+    doc = yaml.safe_load((out / "auto.yaml").read_text())
+    assert doc["settings"]["estimator"] == "wls"
+    assert doc["settings"]["estimator_selection"]["why"].startswith("an elastic arm")
+    assert (out / "auto_ols.yaml").is_file()
+
+
 def test_busy_identifier_answers_queues_refuses_and_cancels(graph):
     node, client, cex, action, out = graph
     node.set_parameters([Parameter("stream_above_samples", value=0)])  # chunked: cancellable

@@ -8,7 +8,7 @@ from robot_identification.commands._common import (
     add_derivatives_argument, add_effort_lag_argument, add_robot_arguments,
     check_output_argument, input_paths, print_result,
     load_datasets, open_recordings, robot_from_args, write_unless_errors)
-from robot_identification.choices import ESTIMATORS, PREPROCESSING
+from robot_identification.choices import ESTIMATOR_CHOICES, PREPROCESSING
 
 NAME = "identify"
 HELP = "identify base parameters from recorded or simulated data; writes results.yaml"
@@ -20,10 +20,12 @@ def add_arguments(p):
     p.add_argument("--data", nargs="+", required=True,
                    help="dataset(s): .npz, rosbag2 directory, .mcap or .csv")
     p.add_argument("--output", default="results.yaml", help="results file (default results.yaml)")
-    p.add_argument("--estimator", action="append", choices=ESTIMATORS, metavar="NAME",
-                   help=f"estimator ({', '.join(ESTIMATORS)}); repeat for several, the first "
-                        f"is the primary estimate (default: the robot config's "
-                        f"identification.estimator)")
+    p.add_argument("--estimator", action="append", choices=ESTIMATOR_CHOICES, metavar="NAME",
+                   help=f"estimator ({', '.join(ESTIMATOR_CHOICES)}); repeat for several, the "
+                        f"first is the primary estimate; auto (first only): wls or physical, "
+                        f"whichever predicts held-out identification data better (default: "
+                        f"the robot config's identification.estimator, auto unless it says "
+                        f"otherwise)")
     p.add_argument("--prior", help="prior of mrls/bounded/physical: 'nominal' (the robot "
                                    "config's parameters), 'none', or a YAML file with "
                                    "standard_parameters (default: the config's, 'nominal')")
@@ -109,6 +111,10 @@ def identify_and_write(args, model, recordings, settings, estimators, selection=
     from robot_identification.identification import identify  # start-up: commands/__init__.py
     from robot_identification.report import format_table, write_results  # start-up
     result = identify(model, recordings, settings, estimators=estimators, **engine)
+    auto = result.settings.get("estimator_selection")
+    if auto:                             # estimator: auto: the choice and the scores
+        from robot_identification.identification import format_estimator_selection  # start-up
+        print(format_estimator_selection(auto))
     data = args.data if isinstance(args.data, (list, tuple)) else [args.data]
     result.settings["data"] = [str(p) for p in data]
     if recordings_read:      # how each recording was read: streamed, or whole and why

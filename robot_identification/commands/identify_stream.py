@@ -4,7 +4,7 @@ The settings are the robot config's ``identification`` section; the options belo
 them. The engine, its estimators and the results file are those of ``identify``."""
 from __future__ import annotations
 
-from robot_identification.choices import ESTIMATORS
+from robot_identification.choices import ESTIMATOR_CHOICES
 from robot_identification.commands._common import (
     add_robot_arguments, check_output_argument, robot_from_args)
 
@@ -19,8 +19,9 @@ def add_arguments(p):
     p.add_argument("--data", required=True,
                    help="recording: .npz, dataset directory of .npy files, rosbag2 dir / .mcap")
     p.add_argument("--output", default="results.yaml", help="results file (default results.yaml)")
-    p.add_argument("--estimator", action="append", choices=ESTIMATORS, metavar="NAME",
-                   help=f"estimator ({', '.join(ESTIMATORS)}); repeat for several, the first "
+    p.add_argument("--estimator", action="append", choices=ESTIMATOR_CHOICES, metavar="NAME",
+                   help=f"estimator ({', '.join(ESTIMATOR_CHOICES)}); repeat for several, the "
+                        f"first "
                         f"is the primary estimate (default: the robot config's; irls reads "
                         f"the recording once per iteration)")
     p.add_argument("--prior", help="prior of mrls/bounded/physical, as for identify")

@@ -82,8 +82,10 @@ from robot_identification.identification._montecarlo import (  # noqa: F401
     RUN_ESTIMATORS, MonteCarloResult, cramer_rao_bound, monte_carlo, run_seeds,
     simulated_observations, torque_noise_sigma)
 from robot_identification.identification._prior_weight import (  # noqa: F401
-    PRIOR_WEIGHTS, fold_equations, heldout_score, least_squares_check,
-    record_least_squares_check, record_prior_weight, resolve_prior_weight, select_prior_weight)
+    ESTIMATOR_TIE, PRIOR_WEIGHTS, fold_equations, format_estimator_selection, heldout_score,
+    least_squares_check, record_estimator_selection, record_least_squares_check,
+    record_prior_weight, resolve_estimator, resolve_prior_weight, select_prior_weight,
+    time_halves)
 from robot_identification.identification._online import (  # noqa: F401
     SETTINGS_WINDOW, OnlineIdentification)
 from robot_identification.identification._lin import (  # noqa: F401

@@ -19,6 +19,7 @@ import scipy.signal
 
 from robot_identification._dask import check_workers, dask_client, map_list, map_sum
 from robot_identification._yaml import read_yaml_file
+from robot_identification.choices import AUTO_ESTIMATOR
 from robot_identification.data import Dataset
 from robot_identification.diagnostics import (
     STILL_VELOCITY, Diagnostic, base_scales, check_truth_coverage, collect_diagnostics,
@@ -34,7 +35,8 @@ from robot_identification.identification._estimators import ESTIMATORS, Estimati
 from robot_identification.identification._friction import resolve_presliding
 from robot_identification.identification._preprocessing import make_preprocessor, sample_rate
 from robot_identification.identification._prior_weight import (
-    least_squares_check, record_least_squares_check, record_prior_weight, resolve_prior_weight)
+    least_squares_check, record_estimator_selection, record_least_squares_check,
+    record_prior_weight, resolve_estimator)
 from robot_identification.identification._result import IdentificationResult
 from robot_identification.identification._stop_selection import (
     SELECTION_DECIMATE, select_stop_velocity, stop_selection_diagnostics, stop_velocity_candidates)
@@ -940,8 +942,8 @@ def solve(model, neq, settings=None, *, base=None, estimators=None, prior=None,
     ExcitationError
         The data do not excite some base parameters (named).
     ConfigError
-        Unknown estimator, or an estimator without what it needs (e.g. ``bounded``
-        without a prior).
+        Unknown estimator, ``auto`` (chosen on the recordings by :func:`identify`), or an
+        estimator without what it needs (e.g. ``bounded`` without a prior).
     IdentificationError
         The primary estimator fails.
     """
@@ -953,6 +955,9 @@ def solve(model, neq, settings=None, *, base=None, estimators=None, prior=None,
         (estimators,) if isinstance(estimators, str) else tuple(dict.fromkeys(estimators)))
     if not names:
         raise ConfigError("no estimator given")
+    if AUTO_ESTIMATOR in names:
+        raise ConfigError(f"estimator '{AUTO_ESTIMATOR}' is chosen on the recordings by "
+                          f"identify(); solve() needs named estimators ({list(ESTIMATORS)})")
     unknown = [e for e in names if e not in ESTIMATORS]
     if unknown:
         raise ConfigError(f"unknown estimator(s) {unknown}; choose from {list(ESTIMATORS)}")
@@ -1064,9 +1069,13 @@ def identify(model, recordings, settings=None, *, estimator=None, estimators=Non
         Default: the robot config's ``identification`` section.
     estimator : str, optional
         Primary estimator; overrides ``settings.estimator`` (the settings' extra estimators
-        are still computed).
+        are still computed). ``auto`` (the default of the settings): ``wls`` or ``physical``,
+        whichever predicts held-out identification data better, the other computed too
+        (:func:`~robot_identification.identification.resolve_estimator`; results.yaml
+        ``settings: estimator_selection``).
     estimators, prior, options :
-        See :func:`solve` (``estimators`` overrides ``estimator`` and the settings).
+        See :func:`solve` (``estimators`` overrides ``estimator`` and the settings; ``auto``
+        only first).
     base, block, use_measured_derivatives, bank, log :
         See :func:`recording_normal_equations`.
     workers : int
@@ -1187,11 +1196,16 @@ def identify(model, recordings, settings=None, *, estimator=None, estimators=Non
                             s.stop_velocity, (model.n,))])
             if sensors.joint_torque:
                 stiffness = _spring_estimate(model, neq.spring)
-        weight, chosen = resolve_prior_weight(model, current[0], s, estimators, prior, base,
-                                              log, load=load_prior,
-                                              equations=recording_normal_equations)
+
+        def screen():        # auto: the data's error diagnostics, from a WLS result
+            first = solve(model, neq, s, base=base, estimators=("wls",), prior=prior,
+                          options=options, stiffness=stiffness)
+            return [d.code for d in first.diagnostics if d.severity == "error"]
+        names, weight, chosen, selection = resolve_estimator(
+            model, current[0], neq, s, estimators, prior, base, log, load=load_prior,
+            equations=recording_normal_equations, screen=screen)
         used = {**weight, **(options or {})}
-        result = solve(model, neq, s, base=base, estimators=estimators, prior=prior,
+        result = solve(model, neq, s, base=base, estimators=names, prior=prior,
                        reaccumulate=equations, options=used,
                        log=log, t_start=t0, stiffness=stiffness)
         if stop_record is not None:
@@ -1200,11 +1214,15 @@ def identify(model, recordings, settings=None, *, estimator=None, estimators=Non
         if "physical" in result.estimates:      # the weight the physical estimate used
             result.settings["prior_weight"] = float(used["prior_weight"])
         if chosen is not None:
-            result.settings["prior_weight_folds"] = ("recordings" if len(recordings) > 1
-                                                     else "halves")
-            record_prior_weight(result, *chosen)
-        else:       # a least-squares primary: the same held-out comparison with the URDF
-            check = least_squares_check(model, neq, s, estimators, base)
+            result.settings["prior_weight_folds"] = (
+                selection["fold_kind"] if selection is not None
+                else "recordings" if len(recordings) > 1 else "halves")
+            record_prior_weight(result, *chosen, warn=names[0] == "physical")
+        if selection is not None:
+            record_estimator_selection(result, selection)
+        if chosen is None and "heldout_check" not in result.settings:
+            # a least-squares primary: the same held-out comparison with the URDF
+            check = least_squares_check(model, neq, s, names, base)
             if check is not None:
                 record_least_squares_check(result, check)
         if cutoff_positions is not None:     # for held-out files without velocities

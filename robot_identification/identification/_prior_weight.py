@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from robot_identification.choices import AUTO_ESTIMATOR
 from robot_identification.diagnostics import VERDICT_MARGIN, Diagnostic
-from robot_identification.errors import DataError, IdentificationError
+from robot_identification.errors import ConfigError, DataError, IdentificationError
 from robot_identification.estimation import NormalEquations, ols, physically_consistent, wls
 from robot_identification.identification._sources import Recording
 
@@ -74,6 +75,24 @@ def heldout_score(neq, beta):
     return float(np.mean(np.sqrt(res[ok] / neq.c[ok]))) if ok.any() else float("nan")
 
 
+def _fitted_part(neq):
+    """``neq`` where every base parameter has rows; else a copy whose columns without rows
+    (a joint that stands still in that part of a short run: its rotor and friction) carry
+    1e-12 of the largest diagonal entry: WLS gives them 0 (the minimum-norm least-squares
+    solution, their right-hand side is 0), the physically consistent estimate the prior's
+    value (their data term is negligible). Such a part is what the data of a short run can
+    say about the other; scoring it (:func:`heldout_score`) is the point of the folds."""
+    diag = np.einsum("jii->ji", neq.G)
+    dead = ~np.any(diag > 0, axis=0)
+    if not dead.any() or dead.all():
+        return neq
+    out = NormalEquations(neq.p, neq.groups)
+    out += neq
+    idx = np.flatnonzero(dead)
+    out.G[:, idx, idx] += 1e-12 * float(diag.max())
+    return out
+
+
 def _others(folds, k):
     first = folds[0]
     out = NormalEquations(first.p, first.groups)
@@ -110,10 +129,11 @@ def select_prior_weight(model, base, prior, folds, weights=PRIOR_WEIGHTS):
     fits = []
     for k in range(len(folds)):
         try:
-            w = wls(_others(folds, k))
+            rest = _fitted_part(_others(folds, k))
+            w = wls(rest)
         except DataError:
             return None, [], float("nan")     # a fold too short: no selection
-        fits.append((np.einsum("j,jik->ik", w.weights, _others(folds, k).G), w.values))
+        fits.append((np.einsum("j,jik->ik", w.weights, rest.G), w.values))
     table = []
     for gamma in weights:
         scores = []
@@ -130,9 +150,7 @@ def select_prior_weight(model, base, prior, folds, weights=PRIOR_WEIGHTS):
     if not table:
         raise IdentificationError("prior_weight auto: the physically consistent estimate "
                                   "failed on every cross-validation fold")
-    nominal = base.base_values(np.nan_to_num(np.asarray(model.nominal_parameters(),
-                                                        dtype=float)))
-    nominal_score = float(np.mean([heldout_score(f, nominal) for f in folds]))
+    nominal_score = _nominal_score(model, base, folds)
     best = min(table, key=lambda r: r[1])
     return best[0], table, nominal_score
 
@@ -184,6 +202,39 @@ def resolve_prior_weight(model, recordings, settings, estimators=None, prior=Non
     return {"prior_weight": gamma}, (gamma, table, nominal, len(folds))
 
 
+def time_halves(neq):
+    """The two halves in time of the identification's normal equations: their time blocks
+    (:meth:`~robot_identification.identification.RecordingEquations.time_blocks`) split in
+    the middle, summed per half (no second pass over the data: streamed recordings and Dask
+    included).
+
+    Returns
+    -------
+    list of NormalEquations (2) or None
+        None with fewer than 4 time blocks (or none known).
+    """
+    blocks = neq.time_blocks() if hasattr(neq, "time_blocks") else None
+    if not blocks or len(blocks) < 4:
+        return None
+    half = len(blocks) // 2
+    folds = []
+    for part in (blocks[:half], blocks[half:]):
+        f = NormalEquations(neq.p, neq.groups)
+        for G, b, c, count in part:
+            f.G += G
+            f.b += b
+            f.c += c
+            f.count += count
+        folds.append(f)
+    return folds
+
+
+def _nominal_score(model, base, folds):
+    nominal = base.base_values(np.nan_to_num(np.asarray(model.nominal_parameters(),
+                                                        dtype=float)))
+    return float(np.mean([heldout_score(f, nominal) for f in folds]))
+
+
 def least_squares_check(model, neq, settings, estimators, base):
     """The held-out comparison with the nominal model where the primary estimate is least
     squares (``ols`` or ``wls``, e.g. ``init``'s starter config): the identification's own
@@ -214,28 +265,16 @@ def least_squares_check(model, neq, settings, estimators, base):
         fit).
     """
     primary = (tuple(estimators or ()) or settings.estimators)[0]
-    blocks = neq.time_blocks() if hasattr(neq, "time_blocks") else None
-    if primary not in ("ols", "wls") or model.config.elastic or not blocks or len(blocks) < 4:
+    folds = time_halves(neq)
+    if primary not in ("ols", "wls") or model.config.elastic or folds is None:
         return None
-    half = len(blocks) // 2
-    folds = []
-    for part in (blocks[:half], blocks[half:]):
-        f = NormalEquations(neq.p, neq.groups)
-        for G, b, c, count in part:
-            f.G += G
-            f.b += b
-            f.c += c
-            f.count += count
-        folds.append(f)
     fit = wls if primary == "wls" else ols
     try:
         scores = [heldout_score(f, fit(_others(folds, k)).values)
                   for k, f in enumerate(folds)]
     except (DataError, ValueError, np.linalg.LinAlgError):   # a half too short
         return None
-    nominal = base.base_values(np.nan_to_num(np.asarray(model.nominal_parameters(),
-                                                        dtype=float)))
-    nominal_score = float(np.mean([heldout_score(f, nominal) for f in folds]))
+    nominal_score = _nominal_score(model, base, folds)
     score = float(np.mean(scores))
     if not (np.isfinite(score) and np.isfinite(nominal_score)):
         return None
@@ -244,14 +283,16 @@ def least_squares_check(model, neq, settings, estimators, base):
 
 
 def record_least_squares_check(result, check):
-    """results.yaml ``settings.heldout_check`` (:func:`least_squares_check`) and the warning
-    ``worse_than_nominal`` where the primary predicts the held-out identification data worse
-    than the nominal model."""
+    """results.yaml ``settings.heldout_check`` (:func:`least_squares_check`, or the WLS
+    scores of ``estimator: auto``) and the warning ``worse_than_nominal`` where the primary
+    predicts the held-out identification data worse than the nominal model."""
     result.settings["heldout_check"] = dict(
         check, heldout_nrmse=float(f"{check['heldout_nrmse']:.4g}"),
-        nominal_nrmse=float(f"{check['nominal_nrmse']:.4g}"), fold_kind="halves in time")
+        nominal_nrmse=float(f"{check['nominal_nrmse']:.4g}"),
+        fold_kind=check.get("fold_kind", "halves in time"))
     if check["heldout_nrmse"] > VERDICT_MARGIN * check["nominal_nrmse"]:
-        kind = "the two halves in time, each fitted on the other"
+        kind = FOLD_TEXT.get(check.get("fold_kind", "halves in time"),
+                             "the two halves in time, each fitted on the other")
         result.diagnostics.append(Diagnostic(
             "worse_than_nominal", "warning",
             f"the {check['estimator']} estimate predicts held-out identification data "
@@ -263,19 +304,19 @@ def record_least_squares_check(result, check):
             check["estimator"]))
 
 
-def record_prior_weight(result, gamma, table, nominal, folds):
+def record_prior_weight(result, gamma, table, nominal, folds, warn=True):
     """results.yaml ``settings.prior_weight`` and ``prior_weight_selection`` (folds, table of
-    [gamma, held-out mean NRMSE], the nominal model's); the warning ``worse_than_nominal``
-    where the chosen estimate predicts the held-out identification data worse than the
-    nominal model (the URDF's parameters, no friction)."""
+    [gamma, held-out mean NRMSE], the nominal model's); with ``warn`` (the physically
+    consistent estimate is the primary) the warning ``worse_than_nominal`` where it predicts
+    the held-out identification data worse than the nominal model (the URDF's parameters,
+    no friction)."""
     result.settings["prior_weight"] = gamma
     result.settings["prior_weight_selection"] = {
         "folds": folds, "table": [[g, float(f"{e:.4g}")] for g, e in table],
         "nominal": float(f"{nominal:.4g}")}
     score = dict((g, e) for g, e in table)[gamma]
-    how = ("leave-one-recording-out" if result.settings.get("prior_weight_folds") != "halves"
-           else "two halves of the recording")
-    if score > VERDICT_MARGIN * nominal:
+    how = FOLD_TEXT.get(result.settings.get("prior_weight_folds"), FOLD_TEXT["recordings"])
+    if warn and score > VERDICT_MARGIN * nominal:
         result.diagnostics.append(Diagnostic(
             "worse_than_nominal", "warning",
             f"the physically consistent estimate predicts held-out identification data "
@@ -283,3 +324,176 @@ def record_prior_weight(result, gamma, table, nominal, folds):
             f"{score:.3g} vs {nominal:.3g}; the data do not support the identified "
             f"parameters over the URDF's (too little excitation, a payload, a wrong "
             f"model?)", "physical"))
+
+
+#: ``estimator: auto`` keeps the physically consistent estimate unless its held-out score
+#: exceeds WLS's by more than this factor: on a tie the estimate that is a physical body
+#: (positive-definite pseudo-inertias) and keeps the URDF's values where the data say
+#: little; it also absorbs the optimism of the physical score, the best of the
+#: :data:`PRIOR_WEIGHTS` on the same folds.
+ESTIMATOR_TIE = 1.02
+
+#: How the folds of a held-out score were made (results.yaml ``fold_kind``) -> words.
+FOLD_TEXT = {
+    "recordings": "leave-one-recording-out",
+    "halves": "two halves of the recording",
+    "halves in time": "the two halves in time, each fitted on the other",
+}
+
+
+def _wls_heldout(folds):
+    """Mean over the folds of :func:`heldout_score` of WLS fitted on the other folds."""
+    return float(np.mean([heldout_score(f, wls(_fitted_part(_others(folds, k))).values)
+                          for k, f in enumerate(folds)]))
+
+
+def format_estimator_selection(selection):
+    """One line about ``estimator: auto``'s choice (results.yaml
+    ``settings.estimator_selection``, :func:`resolve_estimator`): the chosen estimator and
+    the held-out scores, or why WLS without a comparison."""
+    if "why" in selection:
+        return f"estimator auto: wls, not compared ({selection['why']})"
+    return (f"estimator auto: {selection['chosen']} (held-out mean NRMSE on the identification "
+            f"data, {selection['folds']} folds, {FOLD_TEXT[selection['fold_kind']]}: "
+            f"physical {selection['physical']:.4g} (prior weight "
+            f"{selection['prior_weight']:g}), wls {selection['wls']:.4g}, nominal URDF "
+            f"{selection['nominal']:.4g}; physical unless above {ESTIMATOR_TIE:g} x wls)")
+
+
+def resolve_estimator(model, recordings, neq, settings, estimators=None, prior=None,
+                      base=None, log=None, *, load, equations, screen=None):
+    """The primary estimator and the physically consistent estimate's prior weight.
+
+    ``estimator: auto`` (first among the estimators) chooses between ``wls`` and
+    ``physical`` by their held-out score on the identification data only
+    (:func:`heldout_score`, mean over the folds, each fold's rows scored by the estimate
+    fitted on the other folds): the folds of the prior weight's cross-validation
+    (:func:`fold_equations`: leave-one-recording-out, or the two halves of one recording)
+    where every recording is in memory, else the two halves in time of the identification's
+    own normal equations (:func:`time_halves`: streamed recordings, Dask). The physical
+    estimate's score is that of its cross-validated prior weight (:func:`select_prior_weight`;
+    a numeric ``prior_weight``: that weight), so the chosen physical estimate is the one
+    ``estimator: physical`` gives. ``physical`` is chosen unless its score exceeds
+    :data:`ESTIMATOR_TIE` x WLS's; the other of the two is computed too (an extra estimate).
+    An elastic arm, no prior, data with an error diagnostic (``screen``: the result is
+    refused anyway, and such data, degrees read as radians, left each SDP of the selection
+    at the solver's iteration limit: 104 s CPU on a simulated Panda), fewer than 4 time
+    blocks, a fold too short to fit or the SDP failing on every fold: ``wls``, and
+    ``selection`` says why. Other primaries: as given, and the prior weight of
+    :func:`resolve_prior_weight`.
+
+    Parameters
+    ----------
+    recordings : list of Recording
+    neq : RecordingEquations
+        The identification's normal equations (rows as identification used them).
+    settings : IdentificationSettings
+        Resolved (numbers, not ``auto``, except ``estimator`` and ``prior_weight``).
+    estimators : str or sequence of str, optional
+        The estimators asked for (the first is the primary); default ``settings``'.
+    load, equations : callable
+        See :func:`resolve_prior_weight`.
+    screen : callable, optional
+        ``screen()`` -> the codes of the error diagnostics of the data (the engine's WLS
+        result); any: no selection.
+
+    Returns
+    -------
+    (names, options, chosen, selection)
+        The estimators to compute (the primary first, ``auto`` resolved), the engine's
+        ``options`` ({'prior_weight': gamma}), the prior weight's cross-validation
+        (:func:`record_prior_weight`'s arguments) or None, and results.yaml
+        ``settings.estimator_selection`` (None without ``auto``).
+
+    Raises
+    ------
+    ConfigError
+        ``auto`` given but not first.
+    """
+    names = ((estimators,) if isinstance(estimators, str) else tuple(estimators or ())) \
+        or settings.estimators
+    names = tuple(dict.fromkeys(names))
+    if AUTO_ESTIMATOR not in names:
+        options, chosen = resolve_prior_weight(model, recordings, settings, names, prior, base,
+                                               log, load=load, equations=equations)
+        return names, options, chosen, None
+    if names[0] != AUTO_ESTIMATOR:
+        raise ConfigError(f"estimator '{AUTO_ESTIMATOR}' chooses the primary estimate: give "
+                          f"it first (got {list(names)})")
+    rest = names[1:]
+    wanted = getattr(settings, "prior_weight", 1.0)
+    weights = PRIOR_WEIGHTS if isinstance(wanted, str) else (float(wanted),)
+    why, folds, kind = None, None, None
+    pri = None
+    if model.config.elastic:
+        why = "an elastic arm: the held-out comparison is made on rigid arms"
+    else:
+        pri = load(model, prior if prior is not None else settings.prior)
+        if pri is None:
+            why = "no prior (prior: none) to regularise the physically consistent estimate"
+    if why is None and screen is not None:
+        errors = screen()
+        if errors:
+            why = f"the data carry error diagnostic(s): {', '.join(dict.fromkeys(errors))}"
+    if why is None:
+        sets = [getattr(r, "dataset", None) for r in recordings]
+        if sets and all(d is not None for d in sets):
+            try:
+                folds = fold_equations(model, sets, settings, base, equations,
+                                       [getattr(r, "summary_cache", None) for r in recordings])
+                kind = "recordings" if len(sets) > 1 else "halves"
+            except (DataError, ValueError):       # a fold too short for the filter
+                folds = None
+        if folds is None:
+            folds, kind = time_halves(neq), "halves in time"
+        if folds is None:
+            why = ("fewer than 4 time blocks of identification data: too short to hold a "
+                   "part out")
+    if why is None:
+        try:
+            gamma, table, nominal = select_prior_weight(model, base, pri, folds, weights)
+            if gamma is None:
+                why = "a fold too short to fit WLS on the others"
+            else:
+                wls_score = _wls_heldout(folds)
+        except IdentificationError as exc:
+            why = str(exc)
+        except (DataError, ValueError, np.linalg.LinAlgError) as exc:
+            why = f"a fold too short to fit WLS on the others ({exc})"
+    if why is not None:
+        selection = {"chosen": "wls", "why": why}
+        if log:
+            log(format_estimator_selection(selection))
+        names = ("wls",) + tuple(e for e in rest if e != "wls")
+        options, _ = resolve_prior_weight(model, recordings, settings, names, prior, base,
+                                          log, load=load, equations=equations)
+        return names, options, None, selection
+    physical = dict((g, e) for g, e in table)[gamma]
+    choice = ("physical" if not np.isfinite(wls_score) or physical <= ESTIMATOR_TIE * wls_score
+              else "wls")
+    other = "wls" if choice == "physical" else "physical"
+    selection = {"chosen": choice, "wls": float(f"{wls_score:.4g}"),
+                 "physical": float(f"{physical:.4g}"), "nominal": float(f"{nominal:.4g}"),
+                 "prior_weight": float(gamma), "folds": len(folds), "fold_kind": kind,
+                 "tie": ESTIMATOR_TIE}
+    if log:
+        log(format_estimator_selection(selection))
+    names = (choice, other) + tuple(e for e in rest if e not in (choice, other))
+    return names, {"prior_weight": float(gamma)}, (gamma, table, nominal, len(folds)), selection
+
+
+def record_estimator_selection(result, selection):
+    """results.yaml ``settings.estimator_selection`` (:func:`resolve_estimator`), the info
+    diagnostic ``estimator_auto`` (the choice and the scores, or why WLS), and where WLS
+    was chosen by its score, its held-out comparison with the nominal model
+    (``settings.heldout_check``, the warning ``worse_than_nominal``: the same folds)."""
+    result.settings["estimator_requested"] = AUTO_ESTIMATOR
+    result.settings["estimator_selection"] = dict(selection)
+    result.diagnostics.append(Diagnostic("estimator_auto", "info",
+                                         format_estimator_selection(selection),
+                                         selection["chosen"]))
+    if selection["chosen"] == "wls" and "why" not in selection:
+        record_least_squares_check(result, {
+            "estimator": "wls", "heldout_nrmse": selection["wls"],
+            "nominal_nrmse": selection["nominal"], "folds": selection["folds"],
+            "fold_kind": selection["fold_kind"]})

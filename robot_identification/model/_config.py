@@ -223,7 +223,9 @@ class IdentificationSettings:
     #                                   data (validation.select_presliding)
     position_jitter: tuple | None = None  # position steps at rest [rad] (resolved with
     #                                   friction_presliding; validation.position_jitter)
-    estimator: str = "wls"              # one of ESTIMATORS
+    estimator: str = "auto"             # one of ESTIMATORS, or auto: wls or physical by
+    #                                   their held-out score on the identification data
+    #                                   (identification.resolve_estimator)
     decimate: int = 1                   # keep every k-th sample after filtering
     preprocessing: str = "butterworth"  # one of PREPROCESSING
     pa_window: float = 0.044            # polynomial approximation window T [s]

@@ -26,7 +26,8 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from robot_identification._yaml import read_yaml_file
-from robot_identification.choices import ESTIMATORS, PREPROCESSING, PREPROCESSING_ALIASES
+from robot_identification.choices import (
+    AUTO_ESTIMATOR, ESTIMATOR_CHOICES, PREPROCESSING, PREPROCESSING_ALIASES)
 from robot_identification.errors import ConfigError, did_you_mean
 from robot_identification.model._config import (
     BAG_SIGNALS, DRIVE_PARAMETER_DESCRIPTIONS, DRIVE_PARAMETER_UNITS,
@@ -321,9 +322,10 @@ class IdentificationSection(_Section):
         "auto", description="with drop_reversals: friction rows within this time of a "
         "velocity reversal or stop are dropped [s]; auto: the low-pass filter's settling time "
         "(0.6 / cutoff); 0: only the stop rows")
-    estimator: Union[Literal[ESTIMATORS], list[Literal[ESTIMATORS]]] = Field(
-        "wls", description="an estimator or a list of them: the first is the primary "
-        "estimate, all land in results.yaml")
+    estimator: Union[Literal[ESTIMATOR_CHOICES], list[Literal[ESTIMATOR_CHOICES]]] = Field(
+        "auto", description="an estimator or a list of them: the first is the primary "
+        "estimate, all land in results.yaml; auto (first only): wls or physical, whichever "
+        "predicts held-out identification data better (physical on a tie)")
     decimate: _integer(ge=1) = Field(1, description="keep every k-th sample after filtering")
     preprocessing: Literal[PREPROCESSING + tuple(PREPROCESSING_ALIASES)] = Field(
         "butterworth", description="butterworth | savgol | polynomial (pa: its former name)")
@@ -350,12 +352,15 @@ class IdentificationSection(_Section):
         names = [value] if isinstance(value, str) else value
         if not isinstance(names, list) or not names or not all(isinstance(v, str)
                                                                for v in names):
-            raise _fail(f"expected a name or a list of names from {list(ESTIMATORS)}, got "
-                        f"{value!r}")
-        bad = [v for v in names if v not in ESTIMATORS]
+            raise _fail(f"expected a name or a list of names from "
+                        f"{list(ESTIMATOR_CHOICES)}, got {value!r}")
+        bad = [v for v in names if v not in ESTIMATOR_CHOICES]
         if bad:
-            raise _fail(f"unknown estimator(s) {bad}{did_you_mean(bad[0], ESTIMATORS)}; "
-                        f"choose from {list(ESTIMATORS)}")
+            raise _fail(f"unknown estimator(s) {bad}{did_you_mean(bad[0], ESTIMATOR_CHOICES)}"
+                        f"; choose from {list(ESTIMATOR_CHOICES)}")
+        if AUTO_ESTIMATOR in names[1:]:
+            raise _fail(f"'{AUTO_ESTIMATOR}' chooses the primary estimate: it can only be the "
+                        f"first of the list, got {names}")
         return value
 
 

@@ -62,7 +62,7 @@ from robot_identification.diagnostics import (
     RECORDING_GAP_LIMIT_S, RECORDING_LOSS_LIMIT, recording_losses)
 from robot_identification.errors import DataError, IdentificationError, error_diagnostics
 from robot_identification.identification import Recording, identify
-from robot_identification.model import ESTIMATORS
+from robot_identification.choices import AUTO_ESTIMATOR, ESTIMATOR_CHOICES
 from robot_identification.nodes._common import (
     declare, declare_optional, declare_robot, diagnostic_status, main_for, optional_value)
 from robot_identification.nodes._messages import LATCHED, result_msg
@@ -75,8 +75,8 @@ from robot_identification_interfaces.msg import IdentificationResult as ResultMs
 _RESULTS = {"result.names": ["none"], "result.expressions": ["none"], "result.estimates": [0.0],
             "result.std": [0.0], "result.bag": "", "result.file": ""}
 #: estimators by path: both go through the identification engine, so every estimator
-#: (robot_identification.identification.ESTIMATORS) works at any bag size
-BATCH_ESTIMATORS = STREAM_ESTIMATORS = ESTIMATORS
+#: (robot_identification.identification.ESTIMATORS, and auto) works at any bag size
+BATCH_ESTIMATORS = STREAM_ESTIMATORS = ESTIMATOR_CHOICES
 
 
 class Cancelled(Exception):
@@ -117,8 +117,8 @@ class Identifier(Node):
         # unset (not given) = the robot config's identification settings: no sentinel values
         self.estimator = declare_optional(
             self, "estimator", Parameter.Type.STRING,
-            f"{' | '.join(ESTIMATORS)}; unset: the robot config's identification.estimator",
-            choices=tuple(ESTIMATORS))
+            f"{' | '.join(ESTIMATOR_CHOICES)}; unset: the robot config's "
+            f"identification.estimator", choices=tuple(ESTIMATOR_CHOICES))
         self.threshold = declare_optional(
             self, "velocity_threshold", Parameter.Type.DOUBLE,
             "friction-row velocity threshold [rad/s], >= 0; unset: the robot config's",
@@ -534,6 +534,10 @@ class Identifier(Node):
         result = identify(self.model, source, settings, estimators=estimators, log=log.info)
         if streaming and nominal:
             result.true_values = result.base.base_values(self.model.nominal_parameters())
+        if estimators[0] == AUTO_ESTIMATOR:     # the chosen primary (logged by identify)
+            estimators = [result.settings["estimator"]] + [
+                e for e in estimators[1:] if e != result.settings["estimator"]]
+            files = files[:len(estimators)]
         done = [i for i, e in enumerate(estimators) if e in result.estimates]  # failed: said
         estimators, files = [estimators[i] for i in done], [files[i] for i in done]
         results = [result.with_primary(e, self.model) for e in estimators]
