@@ -50,13 +50,19 @@ def puma():
     return model, replace(model.config.identification, estimator="auto")
 
 
-def test_auto_chooses_physical_on_a_short_noisy_run(puma):
+@pytest.fixture(scope="module")
+def short(puma):
+    """The first 2.5 s of the puma560's excitation, 40 dB torque noise."""
+    return _simulate(puma[0], 3, duration=2.5)
+
+
+def test_auto_chooses_physical_on_a_short_noisy_run(puma, short):
     """2.5 s of the puma560's excitation at 40 dB: WLS fitted on one half cannot know the
     joint that stands still there, the physical estimate keeps the URDF's values; auto
     chooses physical, and on a held-out motion physical predicts better than WLS (a helper
     measured 7-10 x on such runs)."""
     model, s = puma
-    res = identify(model, _simulate(model, 3, duration=2.5), s)
+    res = identify(model, short, s)
     sel = res.settings["estimator_selection"]
     assert res.settings["estimator"] == sel["chosen"] == "physical", sel
     assert sel["physical"] < sel["wls"] and sel["folds"] == 2
@@ -70,8 +76,7 @@ def test_auto_chooses_physical_on_a_short_noisy_run(puma):
     held = _heldout(model, res)
     assert held["physical"] < held["wls"], held
     # the same estimate as estimator: physical (the same prior-weight cross-validation)
-    phys = identify(model, _simulate(model, 3, duration=2.5),
-                    replace(s, estimator="physical"))
+    phys = identify(model, short, replace(s, estimator="physical"))
     np.testing.assert_allclose(phys.estimate.values, res.estimate.values, rtol=1e-9,
                                atol=1e-12)
 
@@ -98,11 +103,11 @@ def test_auto_keeps_wls_where_it_predicts_better(puma):
     assert held["wls"] < held["physical"], held
 
 
-def test_auto_falls_back_to_wls_and_says_why(puma):
+def test_auto_falls_back_to_wls_and_says_why(puma, short):
     """Without a prior there is no physical estimate to compare: wls, with an info
     diagnostic naming the reason, never silently."""
     model, s = puma
-    res = identify(model, _simulate(model, 3, duration=2.5), s, prior="none")
+    res = identify(model, short, s, prior="none")
     assert res.settings["estimator"] == "wls"
     assert res.settings["estimator_selection"] == {
         "chosen": "wls", "why": "no prior (prior: none) to regularise the physically "
@@ -110,16 +115,15 @@ def test_auto_falls_back_to_wls_and_says_why(puma):
     assert [d.severity for d in res.diagnostics if d.code == "estimator_auto"] == ["info"]
     # data that will be refused (degrees read as radians: an error diagnostic) are not
     # compared: on such data every SDP of the selection ran into the solver's iteration limit
-    ds = _simulate(model, 3, duration=2.5)
-    bad = identify(model, replace(ds, q=np.degrees(ds.q)), s)
+    bad = identify(model, replace(short, q=np.degrees(short.q)), s)
     why = bad.settings["estimator_selection"]["why"]
     assert why.startswith("the data carry error diagnostic(s): beyond_joint_limits"), why
     assert bad.settings["estimator"] == "wls" and list(bad.estimates) == ["wls"]
 
 
-def test_auto_only_first_and_only_in_identify(puma):
+def test_auto_only_first_and_only_in_identify(puma, short):
     model, s = puma
-    ds = _simulate(model, 3, duration=2.5)
+    ds = short
     with pytest.raises(ConfigError, match="give it first"):
         identify(model, ds, s, estimators=("wls", "auto"))
     res = identify(model, ds, replace(s, estimator="wls"))
@@ -137,8 +141,9 @@ def test_config_default_is_auto_and_auto_must_come_first():
     assert IdentificationSection(estimator=["auto", "ols"]).estimator == ["auto", "ols"]
 
 
-def test_cli_estimator_auto_prints_records_and_validate_report_use_the_choice(puma, tmp_path,
-                                                                             capsys):
+@pytest.mark.slow      # end to end: identify, validate and report through the command line
+def test_cli_estimator_auto_prints_records_and_validate_report_use_the_choice(puma, short,
+                                                                             tmp_path, capsys):
     """``identify --estimator auto``: one line with the choice and the scores; results.yaml
     says ``estimator: physical`` with ``estimator_selection``; ``validate`` reports the chosen
     primary and the report names it with the selection note."""
@@ -146,7 +151,7 @@ def test_cli_estimator_auto_prints_records_and_validate_report_use_the_choice(pu
     from robot_identification.cli import main
     model, _ = puma
     run, val = tmp_path / "run.npz", tmp_path / "val.npz"
-    _simulate(model, 3, duration=2.5).save_npz(run)
+    short.save_npz(run)
     spec = dict(model.config.simulation.excitation, seed=11)
     _noisy(simulate(model, trajectory=trajectory_from_config(model, spec), seed=11),
            11).save_npz(val)
@@ -166,3 +171,17 @@ def test_cli_estimator_auto_prints_records_and_validate_report_use_the_choice(pu
                  "--output", str(tmp_path / "report")]) == 0
     page = next((tmp_path / "report").glob("*.html")).read_text()
     assert "estimator auto: physical" in page and "PHYSICAL" in page
+
+
+def test_streamed_recording_is_compared_on_the_halves_in_time(puma, tmp_path):
+    """A recording read in chunks (not in memory): the two halves in time of the engine's own
+    normal equations are the folds, no second pass."""
+    from robot_identification.streaming import identify_streaming
+    model, _ = puma
+    path = tmp_path / "run.npz"
+    _simulate(model, 3, duration=4.0).save_npz(path)
+    res = identify_streaming(model, path, estimator="auto", velocity_threshold=0.05)
+    sel = res.settings["estimator_selection"]
+    assert sel["fold_kind"] == "halves in time" and sel["folds"] == 2
+    assert res.settings["estimator"] == sel["chosen"] == "physical", sel
+    assert sel["physical"] < sel["wls"]
