@@ -140,7 +140,7 @@ def select_prior_weight(model, base, prior, folds, weights=PRIOR_WEIGHTS):
         for k, (info, beta_ls) in enumerate(fits):
             try:
                 ph = physically_consistent(model, base, info, beta_ls, nominal=prior,
-                                           weight=gamma, refine=False)
+                                           weight=gamma, refine=False, fallback=False)
             except IdentificationError:
                 scores = []
                 break
