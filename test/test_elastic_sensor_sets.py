@@ -228,8 +228,9 @@ def test_wrong_gear_ratio_is_named(arm, run, gear, named):
 def test_unresolved_coupling_is_no_gear_ratio_mismatch(arm):
     """Rotor inertias 1000 x smaller (the coupling Upsilon k_m lost in the sensor noise), the
     true gear ratios configured: no warning. The ratio motor / coupling then scatters far
-    from the truth (j4: about 0.6 against 50) with a delta-method std that called it more
-    than 4 std away (the false warning of a held-out Unitree Z1 from init --model elastic);
+    from the truth (j4: about 0.6 against 50; undefined, nan, since simulate's feedforward)
+    with a delta-method std that called it more than 4 std away (the false warning of a
+    held-out Unitree Z1 from init --model elastic);
     the test is on the coupling coefficient itself, which stays within noise of the
     configured ratio's value."""
     from robot_identification.identification._sensors import GEAR_Z
@@ -244,7 +245,9 @@ def test_unresolved_coupling_is_no_gear_ratio_mismatch(arm):
     checks = {c["joint"]: c for c in result.settings["gear_ratio_check"]}
     assert all(c["coupling_z"] < GEAR_Z for c in checks.values())
     j4 = checks["j4"]
-    assert abs(j4["fitted"] - j4["configured"]) > GEAR_Z * j4["std"]   # the ratio's own std
+    # the ratio itself cannot confirm the configured value: far off by its own std, or
+    # undefined (nan) where its coupling estimate vanishes (with simulate's feedforward)
+    assert not abs(j4["fitted"] - j4["configured"]) <= GEAR_Z * j4["std"]
 
 
 def test_gear_check_on_a_deflection_within_the_noise_is_a_note(arm):

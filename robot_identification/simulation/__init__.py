@@ -11,7 +11,10 @@
 - :class:`ElasticPDController`, :class:`RigidPDController`, :func:`make_controller` -- PD with
   gravity compensation (De Luca, Siciliano & Zollo 2005); :func:`tolerated_command_delay` --
   the command delay [periods] their linearised closed loop tolerates;
-  :func:`delay_tolerant_gains` -- gains scaled down until it tolerates a given delay
+  :func:`delay_tolerant_gains` -- gains scaled down until it tolerates a given delay;
+  :func:`closed_loop_gains` -- the gains of a loop at a rate (elastic: designed from the model
+  and the control period where the config's do not damp it); :class:`TrackingForecast` -- the
+  linearised loop's velocities along a reference, before the motion
 - :func:`simulate` -- closed-loop run along an excitation trajectory -> Dataset
 - :func:`add_measurement_noise` -- Gaussian noise at an SNR [dB]
 - :func:`sensor_readings` -- an elastic run as its encoders, current and joint torque sensors
@@ -21,8 +24,9 @@ Monte-Carlo studies of the estimators on simulated runs are
 :func:`robot_identification.identification.monte_carlo`.
 """
 from robot_identification.simulation._control import (  # noqa: F401
-    ElasticPDController, GainChoice, RigidPDController, delay_tolerant_gains, make_controller,
-    tolerated_command_delay)
+    ElasticPDController, GainChoice, LoopGains, RigidPDController, TrackingForecast,
+    closed_loop_gains, damped_elastic_gains, delay_tolerant_gains, elastic_default_gains,
+    make_controller, sampled_feedforward, tolerated_command_delay, velocity_message)
 from robot_identification.simulation._friction import FrictionModel, zollo_stribeck  # noqa: F401
 from robot_identification.simulation._run import (  # noqa: F401
     add_measurement_noise, sensor_readings, simulate)

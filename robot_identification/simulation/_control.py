@@ -20,10 +20,38 @@ DEFAULT_BANDWIDTH_HZ = 5.0
 #: resonance sqrt(K / M_kk) (the link on its spring).
 ELASTIC_BANDWIDTH_FRACTION = 1.0 / 3.0
 #: Elastic default gains: K_D dt / (link-referred rotor inertia) at most this at the
-#: config's control rate (zero-order hold on the motor loop; docs/simulation.md).
+#: control rate (zero-order hold on the motor loop; docs/simulation.md).
 ELASTIC_KD_DT_MAX = 0.3
 #: Elastic default gains: damping ratio kept when the K_D cap binds (K_P lowered with it).
 ELASTIC_MIN_DAMPING = 0.7
+#: Elastic gains designed from the model and the control period
+#: (:func:`damped_elastic_gains`): the damping ratio every pole of the discrete closed loop
+#: up to :data:`CHECKED_BAND_HZ` keeps.
+DESIGN_DAMPING = 0.5
+#: :func:`closed_loop_gains`: elastic gains (the config's or the default design's) whose
+#: discrete closed loop at the run's rate is damped less than this (or has a growing pole) are
+#: replaced by :func:`damped_elastic_gains`.
+GIVEN_MIN_DAMPING = 0.05
+#: [s] a pole of the linearised loop may grow no faster than e-fold in this time (a light
+#: link's own mode beyond the controller's reach, which a motor PD under a hold slowly
+#: destabilises and the drives' Coulomb friction, not in the linear model, outweighs).
+LINK_MODE_GROWTH_TIME = 10.0
+#: Where no gains reach :data:`DESIGN_DAMPING` (a link light against its rotor: the motor
+#: hardly moves in the link's mode), the design keeps this share of the best damping reachable.
+REACHABLE_SHARE = 0.8
+#: The largest |z| of a pole near the Nyquist frequency (|arg z| > 0.9 pi): such a pole makes
+#: the command alternate from one period to the next (a motor loop whose K_D dt / B nears 2).
+CHATTER_RADIUS = 0.5
+#: A forecast peak |dq| / velocity limit above this is said (:func:`velocity_message`): the
+#: linearised forecast's own error (zollo_planar's config excitation at 250 Hz with the damped
+#: gains: forecast 1.01, the nonlinear loop 0.86; the former loop: 3.32 for 3.31).
+FORECAST_TOLERANCE = 1.05
+#: [s] :class:`TrackingForecast` linearises the loop anew at the reference's position after
+#: each segment this long.
+FORECAST_SEGMENT = 1.0
+#: [Hz] the poles whose damping the design and the check of configured gains require: the
+#: excitation's band and well above it (faster poles: stable only).
+CHECKED_BAND_HZ = 20.0
 #: :func:`delay_tolerant_gains`: the bandwidth scales tried, 1, 0.8, 0.64, ... down to
 #: :data:`MIN_GAIN_SCALE`.
 GAIN_SCALE_STEP, MIN_GAIN_SCALE = 0.8, 1e-3
@@ -86,7 +114,151 @@ def _inertia_diagonal_at_zero(model):
     return np.diag(M)[model.velocity_indices]
 
 
-def elastic_default_gains(model, rotor, stiffness):
+def _loop_margins(A, Bm, C0, cols, gains, dt, w_check):
+    """Per gain pair (kp, kd) (m, 2) of one joint: (damping, stable) of the discrete closed loop
+    A + Bm (C0 - kp e_theta - kd e_dtheta) (the other joints' gains in C0). damping: the
+    smallest zeta = -Re(s) / |s| of the poles s = ln(z) / dt with |s| <= ``w_check``; stable:
+    every |z| <= exp(dt / :data:`LINK_MODE_GROWTH_TIME`), and |z| <= :data:`CHATTER_RADIUS`
+    for the poles within 10 % of the Nyquist frequency (|arg z| > 0.9 pi)."""
+    k, i_th, i_dth = cols
+    M = np.repeat((A + Bm @ C0)[None], len(gains), axis=0)
+    M[:, :, i_th] -= Bm[None, :, k] * gains[:, :1]
+    M[:, :, i_dth] -= Bm[None, :, k] * gains[:, 1:]
+    z = np.linalg.eigvals(M)
+    r = np.abs(z)
+    stable = r.max(axis=1) <= np.exp(dt / LINK_MODE_GROWTH_TIME)
+    # a pole near the Nyquist frequency (z near the negative real axis): the command chatters
+    stable &= np.where(np.abs(np.angle(z)) > 0.9 * np.pi, r, 0.0).max(axis=1) <= CHATTER_RADIUS
+    s = np.log(z.astype(complex)) / dt
+    w = np.abs(s)
+    zeta = np.where(w <= w_check, -s.real / np.maximum(w, 1e-12), np.inf).min(axis=1)
+    return zeta, stable
+
+
+def loop_damping(model, kp, kd, rate_hz=None, q=None):
+    """(damping, stable) of the elastic arm's whole linearised closed loop with the motor PD
+    gains ``kp``, ``kd`` (n,) at ``rate_hz`` [Hz] (default the config's) about ``q`` (default
+    the config's excitation start): the smallest damping ratio of its poles up to
+    :data:`CHECKED_BAND_HZ` and whether no pole grows faster than the design allows
+    (:func:`damped_elastic_gains`)."""
+    rate = float(rate_hz or model.config.simulation.rate_hz)
+    law = make_controller(model, kp, kd, saturate=False)
+    loop = _LinearLoop(model, law, rate, q)
+    n = model.n
+    zeta, stable = _loop_margins(loop.A, loop.B, loop.feedback(law), (0, n, 3 * n),
+                                 np.zeros((1, 2)), 1.0 / rate, 2 * np.pi * CHECKED_BAND_HZ)
+    return float(zeta[0]), bool(stable[0])
+
+
+def damped_elastic_gains(model, rate_hz=None, q=None, bandwidth_hz=DEFAULT_BANDWIDTH_HZ):
+    """PD gains of :class:`ElasticPDController` that damp the whole loop, designed from the
+    model and the control period (:func:`closed_loop_gains` where the config's or the default
+    design's do not).
+
+    The whole arm linearised at rest at ``q`` (:class:`_LinearLoop`: the complete or reduced
+    elastic model with the drives' viscous friction, one control period dt = 1 / ``rate_hz``
+    under a zero-order hold, the law's gravity terms) closed by the motor PD
+    u = K_P (theta_d - theta) + K_D (dtheta_d - dtheta) + g(...) has poles z; s = ln(z) / dt.
+    Joint by joint (two sweeps over the joints, each a 41 x 41 logarithmic grid in K_P, K_D
+    refined once, the other joints' gains held), the gains are those whose loop has every
+    pole up to :data:`CHECKED_BAND_HZ` damped by at least :data:`DESIGN_DAMPING`
+    (zeta = -Re(s) / |s|), no pole growing faster than e-fold in
+    :data:`LINK_MODE_GROWTH_TIME` (a light link's own mode beyond the loop's reach, which the
+    drives' Coulomb friction outweighs), and the largest joint bandwidth
+    sqrt(K_eff / J), K_eff = K_P K / (K_P + K) (the motor loop in series with the spring),
+    J = M_kk(q) + B_k (link and link-referred rotor inertia), up to 2 pi
+    :data:`DEFAULT_BANDWIDTH_HZ`. Where no gains reach that damping, the requirement is
+    :data:`REACHABLE_SHARE` of the best damping on the grid.
+
+    The link mode of a joint whose link inertia is large against its rotor's (Zollo's planar
+    arm: M_11 = 19.9 kg m^2, B_1 = 0.21 kg m^2, the link alone on its spring at 2.0 Hz) is
+    only damped through the motor: a stiff motor loop (K_P above K) leaves it nearly undamped
+    (the config's 1 kHz gains: 1.7 Hz, zeta 0.006); a softer one with more damping damps it.
+    docs/simulation.md, "Gains from the model and the control period".
+
+    Parameters
+    ----------
+    model : RobotModel
+        Elastic model.
+    rate_hz : float, optional
+        Control rate [Hz]; default the config's ``simulation.rate_hz``.
+    q : array_like (n,), optional
+        [rad] the linearisation pose; default the config's excitation start.
+    bandwidth_hz : float
+        [Hz] the joints' bandwidth sought at most.
+
+    Returns
+    -------
+    kp, kd : ndarray (n,)
+        [N*m/rad], [N*m*s/rad].
+
+    Raises
+    ------
+    ConfigError
+        A joint for which no stable gains are found.
+    """
+    rate = float(rate_hz or model.config.simulation.rate_hz)
+    key = (model.config.name, model.config.source and str(model.config.source), rate,
+           None if q is None else tuple(np.round(np.asarray(q, dtype=float), 12)),
+           float(bandwidth_hz))
+    if key in _DESIGNS:
+        kp, kd = _DESIGNS[key]
+        return kp.copy(), kd.copy()
+    n, dt = model.n, 1.0 / rate
+    drive = [j.drive for j in model.config.joints]
+    B = np.maximum(np.array([d.get("rotor_inertia", 0.0) for d in drive])
+                   * model.gear_ratios ** 2, 1e-9)
+    K = np.array([d.get("stiffness", 0.0) for d in drive])
+    law = make_controller(model, np.ones(n), np.ones(n), saturate=False)
+    loop = _LinearLoop(model, law, rate, q)
+    pm = model.pin_model
+    M = np.diag(pin.crba(pm, pm.createData(), model.pin_configuration(loop.q)))[
+        model.velocity_indices]
+    J = np.maximum(M, 1e-9) + B
+    C0 = loop.feedback(law)
+    C0[:, n:2 * n] += np.eye(n)          # the gravity terms alone (kp = kd = 0)
+    C0[:, 3 * n:] += np.eye(n)
+    w_cap, w_check = 2 * np.pi * bandwidth_hz, 2 * np.pi * CHECKED_BAND_HZ
+    kp, kd = J * (2 * np.pi * 0.2) ** 2, 2 * J * 2 * np.pi * 0.2       # slow and stable start
+    for sweep in range(2):
+        for k in range(n):
+            lo = np.log10([J[k] * (2 * np.pi * 0.01) ** 2, J[k] * 2 * np.pi * 0.01])
+            hi = np.log10([J[k] * (2 * w_cap) ** 2, 4 * J[k] * w_cap])
+            need = None
+            for rnd in range(2):
+                m_ = 41 if rnd == 0 else 15
+                P, D = np.meshgrid(np.linspace(lo[0], hi[0], m_), np.linspace(lo[1], hi[1], m_))
+                g = 10.0 ** np.column_stack([P.ravel(), D.ravel()])
+                C = C0.copy()
+                C[:, n:2 * n] -= np.diag(kp) * (np.arange(n) != k)
+                C[:, 3 * n:] -= np.diag(kd) * (np.arange(n) != k)
+                zeta, stable = _loop_margins(loop.A, loop.B, C, (k, n + k, 3 * n + k), g, dt,
+                                             w_check)
+                if need is None:
+                    if not stable.any():
+                        raise ConfigError(
+                            f"robot '{model.config.name}': no stable motor PD gains for "
+                            f"{model.joint_names[k]} at {rate:g} Hz")
+                    reach = float(np.minimum(zeta[stable], 10.0).max())
+                    need = (DESIGN_DAMPING if reach >= DESIGN_DAMPING
+                            else REACHABLE_SHARE * reach)
+                keff = g[:, 0] * K[k] / (g[:, 0] + K[k])
+                score = np.where(stable & (zeta >= need), np.minimum(
+                    np.sqrt(keff / J[k]), w_cap) + 1e-3 * np.minimum(zeta, 1.0), -np.inf)
+                i = int(np.argmax(score))
+                if np.isfinite(score[i]):
+                    kp[k], kd[k] = g[i]
+                step = (hi - lo) / (m_ - 1) * 1.5
+                lo, hi = np.log10([kp[k], kd[k]]) - step, np.log10([kp[k], kd[k]]) + step
+    _DESIGNS[key] = (kp.copy(), kd.copy())
+    return kp, kd
+
+
+#: :func:`damped_elastic_gains` by (robot, config file, rate, pose, bandwidth)
+_DESIGNS = {}
+
+
+def elastic_default_gains(model, rotor, stiffness, rate_hz=None):
     """Default PD gains of :class:`ElasticPDController` when the config gives none.
 
     A critically damped design on the joint's whole inertia, link and rotor (the rigid
@@ -94,12 +266,13 @@ def elastic_default_gains(model, rotor, stiffness):
     K_P = J w^2, K_D = 2 J w with J = M_kk(q = 0) + B_k (B: the link-referred rotor
     inertia), w = min(2 pi :data:`DEFAULT_BANDWIDTH_HZ`, sqrt(K_k / M_kk)
     :data:`ELASTIC_BANDWIDTH_FRACTION`). K_D is capped at
-    :data:`ELASTIC_KD_DT_MAX` B_k / dt (dt = 1 / ``simulation.rate_hz``: the motor loop under
-    a zero-order hold); where that binds, K_P is lowered to keep the damping ratio
-    :data:`ELASTIC_MIN_DAMPING` of the rigid approximation. A design on the rotor inertia
-    alone (as before) puts the loop's link-side resonance at w sqrt(B / J) with damping ratio
-    sqrt(B / J): 1.1 Hz and 0.22 for the starter's rotor inertia of 5 % of the link's, inside
-    the excitation's band (tracking errors of 50-150 % on five of six arms, docs/simulation.md).
+    :data:`ELASTIC_KD_DT_MAX` B_k / dt (dt = 1 / ``rate_hz``, default the config's
+    ``simulation.rate_hz``: the motor loop under a zero-order hold); where that binds, K_P is
+    lowered to keep the damping ratio :data:`ELASTIC_MIN_DAMPING` of the rigid approximation.
+    A design on the rotor inertia alone (as before) puts the loop's link-side resonance at
+    w sqrt(B / J) with damping ratio sqrt(B / J): 1.1 Hz and 0.22 for the starter's rotor
+    inertia of 5 % of the link's, inside the excitation's band (tracking errors of 50-150 % on
+    five of six arms, docs/simulation.md).
 
     Parameters
     ----------
@@ -109,6 +282,8 @@ def elastic_default_gains(model, rotor, stiffness):
         Link-referred rotor inertias [kg*m^2].
     stiffness : ndarray (n,)
         Joint stiffness K [N*m/rad].
+    rate_hz : float, optional
+        Control rate [Hz]; default the config's ``simulation.rate_hz``.
 
     Returns
     -------
@@ -120,7 +295,8 @@ def elastic_default_gains(model, rotor, stiffness):
     J = link + rotor
     w = np.minimum(2 * np.pi * DEFAULT_BANDWIDTH_HZ,
                    ELASTIC_BANDWIDTH_FRACTION * np.sqrt(np.asarray(stiffness) / link))
-    kd = np.minimum(2 * J * w, ELASTIC_KD_DT_MAX * rotor * float(model.config.simulation.rate_hz))
+    kd = np.minimum(2 * J * w, ELASTIC_KD_DT_MAX * rotor * float(
+        rate_hz or model.config.simulation.rate_hz))
     kp = np.minimum(J * w ** 2, (kd / (2 * ELASTIC_MIN_DAMPING)) ** 2 / J)
     return kp, kd
 
@@ -150,9 +326,11 @@ class ElasticPDController(_GravityMixin):
         resonance, K_D within the motor loop's zero-order-hold limit).
     saturate : bool
         Clip u to the joints' effort limits.
+    rate_hz : float, optional
+        Control rate [Hz] of the default design; default the config's ``simulation.rate_hz``.
     """
 
-    def __init__(self, model, kp=None, kd=None, saturate=True):
+    def __init__(self, model, kp=None, kd=None, saturate=True, rate_hz=None):
         if not model.config.elastic:
             raise ConfigError(f"robot '{model.config.name}' is rigid; use RigidPDController")
         self._init_gravity(model)
@@ -164,11 +342,49 @@ class ElasticPDController(_GravityMixin):
         rotor = np.array([d.get("rotor_inertia", 0.0) for d in drive]) * model.gear_ratios ** 2
         sim = model.config.simulation
         if (kp is None and sim.kp is None) or (kd is None and sim.kd is None):
-            kp_d, kd_d = elastic_default_gains(model, rotor, self.K)
+            kp_d, kd_d = elastic_default_gains(model, rotor, self.K, rate_hz)
             kp = kp if kp is not None else (sim.kp if sim.kp is not None else kp_d)
             kd = kd if kd is not None else (sim.kd if sim.kd is not None else kd_d)
         self.kp, self.kd = _gains(model, kp, kd, np.maximum(rotor, 1e-6))
+        self.B = rotor
         self.limits = _effort_limits(model) if saturate else np.full(model.n, np.inf)
+
+    def link_torque(self, q, dq, ddq):
+        """tau_J (n,) [N*m]: the joint torque the links need to move along q, dq, ddq (n,)
+        [rad, rad/s, rad/s^2] (pinocchio ``rnea`` of the link model, gravity included)."""
+        m = self.model
+        tau = pin.rnea(self._pm, self._data, m.pin_configuration(np.asarray(q, dtype=float)),
+                       m.to_pin_v(np.asarray(dq, dtype=float)),
+                       m.to_pin_v(np.asarray(ddq, dtype=float)))
+        return m.from_pin_v(tau)
+
+    def feedforward(self, tau3, q_d, dq_d, ddq_d, dt):
+        """The reference's feedforward (theta_d, dtheta_d, du), each (n,), for :meth:`__call__`.
+
+        An elastic joint follows q_d(t) when its spring carries the link torque tau_J(t)
+        (:meth:`link_torque`): theta_d = q_d + K^-1 tau_J, and the motor drives itself and
+        the spring: u = B ddtheta_d + tau_J (reduced model; De Luca 1998, the inverse
+        dynamics of elastic joints, which needs q_d up to its fourth derivative). Here
+        dtheta_d = dq_d + K^-1 dtau_J/dt and ddtheta_d = ddq_d + K^-1 d2tau_J/dt2 with the
+        time derivatives of tau_J by central differences of ``tau3`` (3, n): tau_J one period
+        ``dt`` [s] before, at and after the sample. du = u - g(q_d): what the law adds to
+        its gravity compensation. At rest theta_d, dtheta_d are :meth:`references` and du =
+        0: the law is the regulator of De Luca, Siciliano & Zollo (2005).
+
+        Source: A. De Luca, "Decoupling and feedback linearization of robots with mixed
+        rigid/elastic joints", Int. J. Robust Nonlinear Control 8 (1998); the feedforward of
+        the reference instead of the feedback's lead removes the loop's resonance from the
+        tracking (docs/simulation.md, "Gains from the model and the control period").
+        """
+        tau3 = np.asarray(tau3, dtype=float)
+        dtau = (tau3[2] - tau3[0]) / (2 * dt)
+        ddtau = (tau3[2] - 2 * tau3[1] + tau3[0]) / dt ** 2
+        q_d = np.asarray(q_d, dtype=float)
+        theta_d = q_d + tau3[1] / self.K
+        dtheta_d = np.asarray(dq_d, dtype=float) + dtau / self.K
+        du = tau3[1] - self.gravity(q_d) + self.B * (np.asarray(ddq_d, dtype=float)
+                                                     + ddtau / self.K)
+        return theta_d, dtheta_d, du
 
     def references(self, q_d, dq_d):
         """Motor references theta_d (n,) and dtheta_d (n,) of link references q_d, dq_d."""
@@ -178,7 +394,7 @@ class ElasticPDController(_GravityMixin):
         dtheta_d = dq_d + (self.gravity_jacobian(q_d) @ dq_d) / self.K
         return theta_d, dtheta_d
 
-    def __call__(self, q_d, dq_d, measurement):
+    def __call__(self, q_d, dq_d, measurement, feedforward=None):
         """Command u (n,) [N*m, link-referred] from references and a measurement dict.
 
         Parameters
@@ -187,6 +403,10 @@ class ElasticPDController(_GravityMixin):
             Link position/velocity references [rad], [rad/s].
         measurement : mapping
             ``theta``, ``dtheta`` (n,): link-referred motor position/velocity.
+        feedforward : tuple, optional
+            (theta_d, dtheta_d, du) of :meth:`feedforward`: the motor references of the
+            reference's inverse dynamics and the torque added (default: the regulator's
+            references, :meth:`references`, nothing added).
         """
         try:
             theta = np.asarray(measurement["theta"], dtype=float)
@@ -195,9 +415,13 @@ class ElasticPDController(_GravityMixin):
             raise DataError(f"elastic PD controller needs motor states: missing {exc}") from None
         q_d = np.asarray(q_d, dtype=float)
         g_d = self.gravity(q_d)
-        theta_d, dtheta_d = self.references(q_d, dq_d)
+        if feedforward is None:
+            theta_d, dtheta_d = self.references(q_d, dq_d)
+            du = 0.0
+        else:
+            theta_d, dtheta_d, du = feedforward
         u = (self.kp * self.position_error(theta_d, theta) + self.kd * (dtheta_d - dtheta)
-             + self.gravity(theta - g_d / self.K))
+             + self.gravity(theta - g_d / self.K) + du)
         return np.clip(u, -self.limits, self.limits)
 
     def stability_margin(self, q_samples):
@@ -223,7 +447,7 @@ class RigidPDController(_GravityMixin):
     saturate : bool
     """
 
-    def __init__(self, model, kp=None, kd=None, saturate=True):
+    def __init__(self, model, kp=None, kd=None, saturate=True, rate_hz=None):
         self._init_gravity(model)
         rotor = np.array([j.drive.get("rotor_inertia", 0.0) for j in model.config.joints])
         inertia = _inertia_diagonal_at_zero(model) + rotor * model.gear_ratios ** 2
@@ -242,10 +466,25 @@ class RigidPDController(_GravityMixin):
         return np.clip(u, -self.limits, self.limits)
 
 
-def make_controller(model, kp=None, kd=None, saturate=True):
-    """PD controller of the model: :class:`ElasticPDController` or :class:`RigidPDController`."""
+def sampled_feedforward(law, q_ref, dq_ref, ddq_ref, dt, after):
+    """:meth:`ElasticPDController.feedforward` along references sampled each control period:
+    (theta_d, dtheta_d, du), each (m, n).
+
+    ``q_ref``, ``dq_ref``, ``ddq_ref`` (m, n) [rad, rad/s, rad/s^2] at t_i = t_0 + i dt;
+    before the first sample the reference is taken as its first sample (held), ``after``
+    = (q, dq, ddq) (n,) x 3 is the reference one period after the last sample.
+    """
+    refs = list(zip(q_ref, dq_ref, ddq_ref))
+    tau = np.array([law.link_torque(*r) for r in [refs[0]] + refs + [tuple(after)]])
+    out = [law.feedforward(tau[i:i + 3], *refs[i], dt) for i in range(len(refs))]
+    return tuple(np.array([o[k] for o in out]) for k in range(3))
+
+
+def make_controller(model, kp=None, kd=None, saturate=True, rate_hz=None):
+    """PD controller of the model: :class:`ElasticPDController` or :class:`RigidPDController`
+    (``rate_hz``: the control rate of the elastic default design, default the config's)."""
     cls = ElasticPDController if model.config.elastic else RigidPDController
-    return cls(model, kp, kd, saturate)
+    return cls(model, kp, kd, saturate, rate_hz)
 
 
 def tolerated_command_delay(model, controller=None, rate_hz=None, q=None, max_periods=40):
@@ -477,3 +716,249 @@ def delay_tolerant_gains(model, kp=None, kd=None, rate_hz=None, periods=0, q=Non
         if d > best[1]:
             best = (s, d)
     return choice(*best)
+
+
+@dataclass(frozen=True)
+class LoopGains:
+    """Gains of a closed loop at a rate, chosen by :func:`closed_loop_gains`.
+
+    ``kp``, ``kd`` (n,) [N*m/rad, N*m*s/rad]: the gains to use; ``source``: ``given`` (the
+    caller's), ``config`` (``simulation.kp/kd``), ``design`` (the default design,
+    :func:`elastic_default_gains` at the rate for elastic arms), ``damped design``
+    (:func:`damped_elastic_gains`); ``damping``: the
+    elastic loop's smallest damping ratio up to :data:`CHECKED_BAND_HZ` with these gains
+    (:func:`loop_damping`; nan for rigid arms); ``scale``: the bandwidth scale of a fallback
+    to :func:`delay_tolerant_gains` (1: none); ``note``: what changed and why ('' = the gains
+    as they came).
+    """
+
+    kp: np.ndarray
+    kd: np.ndarray
+    source: str
+    rate_hz: float
+    damping: float = float("nan")
+    scale: float = 1.0
+    note: str = ""
+
+    def describe(self, robot="") -> str:
+        """One line: the gains, where they come from, what changed (for a log)."""
+        def fmt(x):
+            return "[" + ", ".join(f"{v:.4g}" for v in x) + "]"
+        head = (f"{self.source} gains kp={fmt(self.kp)} kd={fmt(self.kd)}"
+                + (f" of robot '{robot}'" if robot else "") + f" at {self.rate_hz:g} Hz")
+        if np.isfinite(self.damping):
+            head += f", damping {self.damping:.3g}"
+        return head + (f" ({self.note})" if self.note else "")
+
+
+def closed_loop_gains(model, kp=None, kd=None, rate_hz=None, q=None):
+    """The PD gains of the closed loop at ``rate_hz`` without command delay (``simulate``,
+    the hardware-like robot's in-cycle trajectory controller).
+
+    Rigid arms: the given gains, else the config's, else the default design (unchanged).
+    Elastic arms:
+
+    - the config's gains (``simulation.kp/kd``, chosen for the config's rate), else
+      :func:`elastic_default_gains` at ``rate_hz``: when their loop at ``rate_hz``
+      (:func:`loop_damping`) has a pole that grows or a damping below
+      :data:`GIVEN_MIN_DAMPING`, :func:`damped_elastic_gains` at ``rate_hz`` instead
+      (``source`` 'damped design', ``note`` says both). Zollo's planar gains (K_P 10000,
+      6000) leave its link modes at damping 0.004 at 250 Hz (a growing pole there) and 0.006
+      at 1 kHz: the arm rang at 1.7 Hz after an excitation;
+    - given gains (``kp``, ``kd``): as given.
+
+    When the loop is nevertheless unstable, :func:`delay_tolerant_gains` at 0 periods scales
+    the gains down (``scale``, ``note``).
+
+    Parameters
+    ----------
+    model : RobotModel
+    kp, kd : array_like (n,), optional
+        [N*m/rad], [N*m*s/rad].
+    rate_hz : float, optional
+        [Hz]; default the config's ``simulation.rate_hz``.
+    q : array_like (n,), optional
+        [rad] the linearisation pose (default the config's excitation start).
+
+    Returns
+    -------
+    LoopGains
+
+    Raises
+    ------
+    ConfigError
+        Gains that are not positive, or no stable design.
+    """
+    rate = float(rate_hz if rate_hz is not None else model.config.simulation.rate_hz)
+    sim = model.config.simulation
+    given = kp is not None or kd is not None
+    configured = not given and sim.kp is not None and sim.kd is not None
+    source = "given" if given else "config" if configured else "design"
+    if not model.config.elastic:
+        base = make_controller(model, kp, kd, saturate=False)
+        return LoopGains(base.kp, base.kd, source, rate)
+    base = make_controller(model, kp, kd, saturate=False, rate_hz=rate)
+    kp, kd = base.kp, base.kd
+    damping, stable = loop_damping(model, kp, kd, rate, q)
+    note = ""
+    if not given and not (stable and damping >= GIVEN_MIN_DAMPING):
+        kp, kd = damped_elastic_gains(model, rate_hz=rate, q=q)
+        before = "a growing pole" if not stable else f"damping {damping:.3g}"
+        damping, stable = loop_damping(model, kp, kd, rate, q)
+        whose = "the config's" if configured else "the default design's"
+        source = "damped design"
+        note = (f"{whose} gains kp={np.round(base.kp, 4).tolist()} "
+                f"kd={np.round(base.kd, 4).tolist()} leave the loop at {rate:g} Hz {before} "
+                f"(at least {GIVEN_MIN_DAMPING:g} needed): the model's design instead")
+    if not stable:
+        choice = delay_tolerant_gains(model, kp, kd, rate, 0, q=q)
+        return LoopGains(choice.kp, choice.kd, source, rate,
+                         loop_damping(model, choice.kp, choice.kd, rate, q)[0], choice.scale,
+                         "; ".join(x for x in (note, choice.describe(model.config.name)) if x))
+    return LoopGains(kp, kd, source, rate, damping, 1.0, note)
+
+
+class TrackingForecast:
+    """The closed loop's linearised response to a reference, before the motion: how fast the
+    arm will move (Franklin, Powell & Workman 1998, the discrete state-space model of a loop).
+
+    The arm linearised at rest at ``q`` with the law (:class:`_LinearLoop`: one control period
+    under a zero-order hold, the drives' viscous friction) and the law linearised in its
+    references (elastic: also in its feedforward, :meth:`ElasticPDController.feedforward`):
+    x_{k+1} - x0 = (A + B C)(x_k - x0) + B (D_q (q_d,k - q) + D_v dq_d,k + ...), linearised
+    anew at the reference's position every ``segment`` [s] (the state carried over). On
+    zollo_planar's former gains without feedforward it forecast 3.32 x and 1.32 x the
+    velocity limit where the nonlinear loop reached 3.31 x and 1.31 x (docs/simulation.md).
+
+    Parameters
+    ----------
+    model : RobotModel
+    law : callable
+        ``law(q_d, dq_d, measurement[, feedforward]) -> u`` (:func:`make_controller`).
+    rate_hz : float
+        [Hz].
+    q : array_like (n,)
+        [rad] the first linearisation pose (the reference's start).
+    segment : float
+        [s] the reference's span on one linearisation (inf: one only).
+    """
+
+    def __init__(self, model, law, rate_hz, q, segment=FORECAST_SEGMENT):
+        self.n = model.n
+        self.model, self.law, self.rate = model, law, float(rate_hz)
+        self.segment = (max(1, int(round(float(segment) * self.rate))) if np.isfinite(segment)
+                        else 2 ** 62)
+        self.elastic = bool(model.config.elastic) and hasattr(law, "feedforward")
+        self.v = slice(2 * self.n, 3 * self.n) if model.config.elastic else slice(self.n,
+                                                                                  2 * self.n)
+        self.limits = np.array([j.limits.velocity if j.limits.velocity else np.inf
+                                for j in model.config.joints], dtype=float)
+        self._first = self._at(q)
+
+    def _at(self, q):
+        """The loop linearised at rest at ``q``: x0, q, A + B C and the reference's input
+        matrices (elastic: q_d, theta_d, dtheta_d, du; rigid: q_d, dq_d) with their values
+        at rest."""
+        n, law = self.n, self.law
+        loop = _LinearLoop(self.model, law, self.rate, q)
+        meas0 = loop.measurement(loop.x0)
+        zero = np.zeros(n)
+        lin = {"x0": loop.x0, "q": loop.q, "Acl": loop.A + loop.B @ loop.feedback(law)}
+        if self.elastic:        # the law in its feedforward (theta_d, dtheta_d, du)
+            th0, dth0 = law.references(loop.q, zero)
+            lin.update(ff0=(th0, dth0), Bu=loop.B, Bq=loop.B @ loop._jac(
+                lambda r: law(r, zero, meas0, (th0, dth0, zero)), loop.q, n),
+                Bth=loop.B @ loop._jac(lambda r: law(loop.q, zero, meas0, (r, dth0, zero)),
+                                       th0, n),
+                Bv=loop.B @ loop._jac(lambda v: law(loop.q, zero, meas0, (th0, v, zero)),
+                                      dth0, n))
+        else:
+            lin.update(Bq=loop.B @ loop._jac(lambda r: law(r, zero, meas0), loop.q, n),
+                       Bv=loop.B @ loop._jac(lambda v: law(loop.q, v, meas0), zero, n))
+        return lin
+
+    def velocities(self, q_ref, dq_ref, state=None, feedforward=None, stride=1):
+        """Link velocities dq (m, n) [rad/s] at the samples of the references ``q_ref``,
+        ``dq_ref`` (m, n) [rad, rad/s] (one every ``stride`` control periods: the state at
+        each sample, before the command it answers; the reference held over the ``stride``
+        periods), from ``state`` (mapping ``q``, ``dq``, elastic ``theta``, ``dtheta``;
+        default at rest at the first linearisation pose); elastic laws with ``feedforward``
+        ((theta_d, dtheta_d, du) (m, n) x 3, :func:`sampled_feedforward`) as the law runs with
+        it; inf where the forecast diverges. The loop is linearised anew at the reference's
+        position every ``segment`` s (the state carried over)."""
+        q_ref, dq_ref = np.asarray(q_ref, dtype=float), np.asarray(dq_ref, dtype=float)
+        stride = max(1, int(stride))
+        lin = self._first
+        if state is None:
+            x = lin["x0"].copy()
+        else:
+            keys = ("q", "theta", "dq", "dtheta") if self.model.config.elastic else ("q", "dq")
+            x = np.concatenate([np.asarray(state[k], dtype=float) for k in keys])
+        ff = (None if not self.elastic else
+              tuple(np.asarray(f, dtype=float) for f in feedforward) if feedforward is not None
+              else tuple(np.array(f) for f in zip(*(self.law.references(q, v)
+                                                    for q, v in zip(q_ref, dq_ref)))))
+        out = np.empty((len(q_ref), self.n))
+        per = max(1, self.segment // stride)        # samples per linearisation
+        with np.errstate(over="ignore", invalid="ignore"):
+            for i0 in range(0, len(q_ref), per):
+                if i0:
+                    if not np.all(np.isfinite(x)):
+                        out[i0:] = np.inf
+                        break
+                    lin = self._at(q_ref[i0])
+                A, S = self._lifted(lin, stride)
+                sl = slice(i0, i0 + per)
+                if self.elastic:
+                    drive = ((q_ref[sl] - lin["q"]) @ lin["Bq"].T
+                             + (ff[0][sl] - lin["ff0"][0]) @ lin["Bth"].T
+                             + (ff[1][sl] - lin["ff0"][1]) @ lin["Bv"].T)
+                    if len(ff) == 3:
+                        drive = drive + ff[2][sl] @ lin["Bu"].T
+                else:
+                    drive = (q_ref[sl] - lin["q"]) @ lin["Bq"].T + dq_ref[sl] @ lin["Bv"].T
+                drive = drive @ S.T
+                dx = x - lin["x0"]
+                for k, d in enumerate(drive):
+                    out[i0 + k] = dx[self.v]
+                    dx = A @ dx + d
+                x = lin["x0"] + dx
+        return np.where(np.isfinite(out), out, np.inf)
+
+    @staticmethod
+    def _lifted(lin, stride):
+        """(A^stride, sum_{j < stride} A^j) of the linearisation's closed loop A."""
+        key = ("lifted", stride)
+        if key not in lin:
+            A = lin["Acl"]
+            P, S = np.eye(len(A)), np.zeros_like(A)
+            for _ in range(stride):
+                S = S + P
+                P = A @ P
+            lin[key] = (P, S)
+        return lin[key]
+
+    def ratio(self, q_ref, dq_ref, state=None, feedforward=None, stride=1):
+        """Largest |dq| of :meth:`velocities` / each joint's velocity limit (n,) (0 where a
+        joint has none)."""
+        v = self.velocities(q_ref, dq_ref, state, feedforward, stride)
+        return np.abs(v).max(axis=0) / self.limits
+
+    def message(self, ratio, what="the reference", above=FORECAST_TOLERANCE):
+        """:func:`velocity_message` of this arm."""
+        return velocity_message(self.model.joint_names, self.limits, ratio, what, above)
+
+
+def velocity_message(joint_names, limits, ratio, what="the reference",
+                     above=FORECAST_TOLERANCE):
+    """One line naming the joint with the largest forecast peak |dq| / velocity limit
+    ``ratio`` (n,) when it is above ``above`` (``limits`` (n,) [rad/s]), or ''."""
+    j = int(np.argmax(ratio))
+    if not ratio[j] > above:
+        return ""
+    how = ("diverges" if not np.isfinite(ratio[j]) else
+           f"reaches {ratio[j]:.3g} x the velocity limit of {joint_names[j]} "
+           f"({limits[j]:g} rad/s)")
+    return (f"the closed loop on {what} {how} (linearised forecast before the motion): "
+            f"slow the excitation down (a longer period, smaller amplitudes) or lower the "
+            f"gains")

@@ -11,7 +11,9 @@ standard parameters) in the measured state and
   over each 1 ms control step), or
 - **closed loop** (when the recording's metadata holds the reference trajectory, the PD
   gains and the controller, as ``simulate`` and the demo write): runs the recording's PD
-  controller against the reference,
+  controller against the reference (elastic runs of ``simulate``, metadata ``feedforward``:
+  with the reference's feedforward over the run's control period,
+  ``ElasticPDController.feedforward``),
 
 and the simulated link positions and velocities are compared with the measured ones at the
 recording's sample times. Errors per joint: RMS over all windows' samples [rad, rad/s], and
@@ -102,6 +104,9 @@ def rollout(model, standard, dataset, *, window=None, closed_loop=False, couplin
         traj = trajectory_from_dict(meta["trajectory"])
         ctrl = make_controller(model, np.asarray(meta["kp"], float),
                                np.asarray(meta["kd"], float))
+        # elastic runs of simulate: the reference's feedforward over the run's control period
+        ff_dt = 1.0 / float(meta.get("rate_hz") or ROLLOUT_RATE)
+        feedforward = elastic and bool(meta.get("feedforward"))
     window = float(window or WINDOW["closed loop" if closed_loop else "open loop"])
     sim = make_simulator(model, "mujoco", rate_hz=ROLLOUT_RATE, quantise=False,
                          standard=standard, coupling=coupling)
@@ -128,7 +133,13 @@ def rollout(model, standard, dataset, *, window=None, closed_loop=False, couplin
             q_sim[s], dq_sim[s] = state.q, state.dq
             if s == steps:
                 break
-            if closed_loop:
+            if closed_loop and feedforward:
+                at = np.maximum(grid[s] + ff_dt * np.array([-1.0, 0.0, 1.0]), 0.0)
+                qd, dqd, ddqd = traj.evaluate(at)
+                tau3 = [ctrl.link_torque(qd[i], dqd[i], ddqd[i]) for i in range(3)]
+                u = ctrl(qd[1], dqd[1], sim.measure(),
+                         ctrl.feedforward(tau3, qd[1], dqd[1], ddqd[1], ff_dt))
+            elif closed_loop:
                 qd, dqd, _ = traj.evaluate(np.array([grid[s]]))
                 u = ctrl(qd[0], dqd[0], sim.measure())
             else:
