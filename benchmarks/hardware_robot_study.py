@@ -26,7 +26,9 @@ measures, from a client node in this process:
   (the robot's brakes on a late command of a controller starved at that moment, when the
   recorder was killed): ``loss_error_*`` is the first one whose message names the loss (its
   watchers' "... silent for", the robot's "command deadline passed" for the controller);
-  ``run_stopped``: the excitation publisher ended the run; ``held_max_dq_after``: the largest
+  ``run_stopped``: the excitation publisher ended the run; ``residual_dq_after_end``
+  (normal sessions): the largest |dq| [rad/s] of the joint states stamped 1.0-1.5 s after the
+  run ended (the arm settling); ``held_max_dq_after``: the largest
   |dq| [rad/s] on the joint states from the first hold to ``HOLD_WATCH`` s after the later of
   that hold and 1 s after the kill; ``settled_stamped_after_s``: from the kill to the first
   state after which every |dq| stays below 0.05 rad/s in that window (None: not settled).
@@ -365,6 +367,16 @@ def run_session(robot="puma560", rate=1000.0, scenario="normal", domain=60, busy
             return out
         c.spin_until(lambda: not c.active[-1], 60.0 + 20 * traj.duration, "finished")
         run_span[1] = time.time()
+        # the arm after the end: the largest |dq| of the joint states stamped 1.0-1.5 s after
+        # the last one received when the run ended (ringing, a slow settling)
+        end_stamp, c.dq_after = c.last_dq_stamp, []
+        try:
+            c.spin_until(lambda: c.last_dq_stamp > end_stamp + 1.5, 10.0, "after the end")
+            late = [float(np.max(np.abs(dq))) for t, dq in c.dq_after if t >= end_stamp + 1.0]
+            out["residual_dq_after_end"] = round(max(late), 5) if late else None
+        except TimeoutError:
+            out["residual_dq_after_end"] = None
+        c.dq_after = None
         # CPU the graph's processes used per second of the run [cores]
         out["graph_cpu_cores"] = round((graph_cpu(launch.pid) - cpu0)
                                        / (time.monotonic() - wall0), 3)
@@ -524,6 +536,10 @@ def summary(rows):
                      f"{min(delays, default=np.nan):.4f}-{max(delays, default=np.nan):.4f} s, "
                      f"gain scale {min(scales, default=np.nan):.3g}-"
                      f"{max(scales, default=np.nan):.3g}")
+            late = [r["residual_dq_after_end"] for r in rs
+                    if r.get("residual_dq_after_end") is not None]
+            line += (f"; |dq| 1.0-1.5 s after the end at most {max(late, default=np.nan):.4f} "
+                     f"rad/s")
             line += (f"; identified {len(ok)}; NRMSE/core max {max(ratio, default=np.nan):.3f}"
                      f" (NRMSE {min((r['nrmse'] for r in ok), default=np.nan):.4f}-"
                      f"{max((r['nrmse'] for r in ok), default=np.nan):.4f}, core "

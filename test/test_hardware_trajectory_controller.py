@@ -40,7 +40,8 @@ def sampled(traj, period=0.01, lead=0.0):
 
 
 @pytest.mark.parametrize("robot, rate, scale", [("puma560", 1000.0, 1.0),
-                                                ("zollo_planar", 250.0, 0.3)])
+                                                ("zollo_planar", 250.0, 1.0),
+                                                ("zollo_planar", 1000.0, 1.0)])
 def test_arm_follows_the_trajectory_and_holds_its_last_point(robot, rate, scale):
     model, traj, arm = arm_for(robot, rate, scale, offset=0.05)
     q0 = arm.physics.state.q.copy()
@@ -60,13 +61,13 @@ def test_arm_follows_the_trajectory_and_holds_its_last_point(robot, rate, scale)
     moving = (t >= 0.2 + lead) & (t <= 0.2 + lead + traj.duration)
     ref = traj.evaluate(t[moving] - 0.2 - lead)[0]
     span = np.ptp(ref, axis=0)
-    # a PD's lag: well inside the motion (puma560 5 Hz design; zollo_planar's elastic link
-    # at 250 Hz with the scaled gains lags more)
-    bound = 0.1 if robot == "puma560" else 1.0
+    # a PD's lag: well inside the motion (puma560 5 Hz design; zollo_planar's soft joint2,
+    # the design that damps its elastic links, lags about half its span)
+    bound = 0.1 if robot == "puma560" else 0.6
     assert np.all(np.max(np.abs(Q[moving] - ref), axis=0) < bound * np.maximum(span, 0.1))
-    # after the end: its last point held (the reference), the arm there at rest; the elastic
-    # link of zollo_planar rings about it at its ~2 Hz mode (0.56 rad/s, 1 % less after 2 s),
-    # which the motor PD hardly damps (the core closed loop's own: simulate rings the same)
+    # after the end: its last point held (the reference), the arm there at rest; zollo_planar's
+    # elastic links settle (with the config's 1 kHz gains they rang at ~2 Hz, 0.56 rad/s,
+    # 1 % less after 2 s: the model's design damps them, 0.003 rad/s in the second second)
     np.testing.assert_array_equal(arm.tracker.reference(out[-1]["t"])[0], q[-1])
     if robot == "puma560":
         np.testing.assert_allclose(Q[-1], q[-1], atol=0.02)
@@ -74,8 +75,8 @@ def test_arm_follows_the_trajectory_and_holds_its_last_point(robot, rate, scale)
     else:
         after = t > 0.2 + lead + traj.duration
         ring = np.max(np.abs([s["dq"] for s in out]), axis=1)[after]
-        assert np.max(ring[-int(rate):]) <= np.max(ring[:int(rate)])     # does not grow
-        assert np.all(np.abs(np.mean(Q[after][-int(rate):], axis=0) - q[-1]) < 0.1)
+        assert np.max(ring[-int(rate):]) < 0.01 * np.min(v_max)       # settled in 1 s
+        np.testing.assert_allclose(Q[-1], q[-1], atol=0.01)
     assert arm.tracker.holding
 
 
@@ -125,3 +126,33 @@ def test_bad_trajectories_are_refused():
         HardwareArm(make_physics(model, 1000.0), np.zeros(n)).trajectory(0.0)
     with pytest.raises(ConfigError, match="bandwidth scale"):
         TrajectoryTracker(model, 1000.0, np.zeros(n), 0.0)
+
+
+def test_a_trajectory_the_loop_cannot_follow_within_the_limits_is_refused():
+    """szabo_3dof from the hardware study's excitation start: its joint-1 inertia there is
+    tiny and the config's gains diverge (simulate: 79 x the limit). Forecast before the
+    motion: refused, one line, the arm holds where it is."""
+    model, traj, arm = arm_for("szabo_3dof", 250.0)
+    here = arm.physics.state.q.copy()
+    times, q, dq, ddq = sampled(traj, lead=1.0)
+    arm.trajectory(0.0, times, q, dq, ddq)
+    arm.advance(2.0)
+    assert arm.tracker.refused.startswith("trajectory refused: the closed loop on this "
+                                          "trajectory") and "\n" not in arm.tracker.refused
+    assert "velocity limit" in arm.tracker.refused or "diverges" in arm.tracker.refused
+    np.testing.assert_allclose(arm.physics.state.q, here, atol=1e-3)
+    assert np.max(np.abs(arm.physics.state.dq)) < 0.01
+
+
+def test_a_joint_beyond_its_velocity_limit_engages_the_brakes(monkeypatch):
+    """Whatever the forecast said: the in-cycle controller's protective stop."""
+    model, traj, arm = arm_for("szabo_3dof", 250.0)
+    monkeypatch.setattr(TrajectoryTracker, "forecast", lambda self, t, meas: np.zeros(self.n))
+    times, q, dq, ddq = sampled(traj, lead=1.0)
+    arm.trajectory(0.0, times, q, dq, ddq)
+    out = arm.advance(6.0)
+    assert arm.braked.startswith("velocity limit: ") and arm.velocity_trips == 1
+    v_max = np.array([j.limits.velocity for j in model.config.joints])
+    ratio = np.max(np.abs([s["dq"] for s in out]) / v_max, axis=1)
+    assert np.sum(ratio > 1.1) == 1     # the period that crossed it; then held at rest
+    assert ratio[-1] == 0.0 and np.max(np.abs(arm.physics.state.dq)) == 0.0

@@ -35,6 +35,15 @@ from robot_identification.nodes._control_loop import quintic_hermite
 #: why the brakes hold an arm that was never released (not a fault): effort commands / the
 #: in-cycle trajectory tracker
 NO_COMMAND, NO_TRAJECTORY = "no command yet", "no trajectory yet"
+#: The in-cycle trajectory controller's protective stop: the brakes engage when a joint moves
+#: faster than this x its velocity limit (the excitation plays within 0.9 of the limits).
+VELOCITY_TRIP = 1.1
+#: [s] the in-cycle controller's forecast of a trajectory (:class:`TrajectoryTracker`) runs
+#: this long past its last point (the arm settling on it).
+FORECAST_AFTER = 1.0
+#: [s] the in-cycle controller's forecast samples the plan this often at most (the excitation
+#: publisher's points are 0.01 s apart), the reference held in between.
+FORECAST_PERIOD = 0.01
 
 
 def make_physics(model, rate_hz, engine="builtin", seed=0):
@@ -102,6 +111,7 @@ class HardwareArm:
         self.commands = self.timeouts = self.late_commands = self.catch_up_steps = 0
         self.longest_catch_up = 0   # periods stepped in one advance()
         self.trajectories = 0       # trajectories received (tracker)
+        self.velocity_trips = 0     # protective stops on a joint beyond VELOCITY_TRIP x limit
         self.pending_trajectories = []      # (arrival [s], start [s] or None, points or None)
 
     # ------------------------------------------------------------------ inputs
@@ -201,6 +211,13 @@ class HardwareArm:
             self.tracker.play(t, meas, points, t if start is None else start)
             self.braked = ""
         if not self.braked:
+            fast = np.abs(meas["dq"]) / self.tracker.v_max
+            j = int(np.argmax(fast))
+            if fast[j] > VELOCITY_TRIP:
+                self.velocity_trips += 1
+                self._brake(f"velocity limit: {self.tracker.names[j]} at "
+                            f"{abs(meas['dq'][j]):.3g} rad/s, {fast[j]:.3g} x its limit")
+                return
             self.u = self.tracker.command(t, meas)
 
     def _check_command(self, t):
@@ -248,11 +265,16 @@ class TrajectoryTracker:
     and holds where the arm is on an empty trajectory. The torque is the core closed loop's
     law, :func:`robot_identification.simulation.make_controller` (rigid arms: PD + gravity
     compensation, Takegaki & Arimoto 1981; elastic arms: PD on the motor positions with
-    gravity compensation, De Luca, Siciliano & Zollo 2005), with the gains
-    :func:`robot_identification.simulation.delay_tolerant_gains` keeps for 0 periods of
-    command delay at ``rate_hz`` (the config's, or their stable scale: as ``simulate``),
-    times an optional bandwidth scale (kp s^2, kd s; as a real controller's gains are its
-    own parameters).
+    gravity compensation, De Luca, Siciliano & Zollo 2005, and the reference's inverse
+    dynamics as feedforward, :meth:`~robot_identification.simulation.ElasticPDController.
+    feedforward`, from the plan one period before and after), with the gains of
+    :func:`robot_identification.simulation.closed_loop_gains` at ``rate_hz`` (as
+    ``simulate``), times an optional bandwidth scale (kp s^2, kd s; an override).
+
+    Before a trajectory is played, :class:`~robot_identification.simulation.TrackingForecast`
+    forecasts the loop along it (from the arm's state, :data:`FORECAST_AFTER` past its last
+    point): a joint forecast beyond :data:`VELOCITY_TRIP` x its velocity limit, where the
+    brakes would stop it, refuses it (``refused`` says why; the arm holds where it is).
 
     Parameters
     ----------
@@ -260,7 +282,7 @@ class TrajectoryTracker:
     rate_hz : float
         Control rate [Hz] (the hardware's).
     q0 : array_like (n,)
-        [rad] linearisation point of the gain check (the initial pose).
+        [rad] linearisation point of the gain choice (the initial pose).
     bandwidth_scale : float
         s > 0: the gains kp s^2, kd s (1: exactly ``simulate``'s closed loop).
 
@@ -274,15 +296,22 @@ class TrajectoryTracker:
         s = float(bandwidth_scale)
         if not (np.isfinite(s) and s > 0):
             raise ConfigError(f"trajectory controller bandwidth scale must be > 0, got {s}")
+        self.model = model
         self.n = model.n
+        self.dt = 1.0 / float(rate_hz)
         self.names = tuple(model.joint_names)
-        self.gain_choice = simulation.delay_tolerant_gains(model, None, None, rate_hz, 0,
-                                                           q=np.asarray(q0, dtype=float))
+        self.v_max = np.array([j.limits.velocity if j.limits.velocity else np.inf
+                               for j in model.config.joints], dtype=float)
+        self.gain_choice = simulation.closed_loop_gains(model, rate_hz=rate_hz,
+                                                        q=np.asarray(q0, dtype=float))
         self.scale = s
         self.law = simulation.make_controller(model, self.gain_choice.kp * s ** 2,
                                               self.gain_choice.kd * s)
+        self.elastic = bool(model.config.elastic)
         self.plan = None        # (times (m,) [s, clock time], q, dq, ddq (m, n))
         self.holding = True     # after the last point / an empty trajectory / none yet
+        self.refused = ""       # why the latest trajectory was refused ('' = played)
+        self.forecast_ratio = np.zeros(self.n)  # its forecast peak |dq| / velocity limit
 
     def checked(self, times, q, dq, ddq=None):
         """(times, q, dq, ddq) as float arrays (m,), (m, n) x 3.
@@ -312,11 +341,14 @@ class TrajectoryTracker:
     def play(self, t, meas, points, start):
         """From ``t`` [s] on, play ``points`` ((times, q, dq, ddq) of :meth:`checked`, times
         after ``start`` [s]), starting from the measured state ``meas`` (``q``, ``dq``);
-        ``points`` None: hold ``meas['q']``."""
+        ``points`` None: hold ``meas['q']``. A trajectory whose forecast takes a joint beyond
+        :data:`VELOCITY_TRIP` x its velocity limit is not played: the arm holds ``meas['q']``
+        and :attr:`refused` says why."""
         q_now, dq_now = (np.asarray(meas[k], dtype=float) for k in ("q", "dq"))
+        hold = (np.array([t]), q_now[None], np.zeros((1, self.n)), np.zeros((1, self.n)))
+        self.refused = ""
         if points is None:
-            self.plan = (np.array([t]), q_now[None], np.zeros((1, self.n)),
-                         np.zeros((1, self.n)))
+            self.plan = hold
             return
         times, q, dq, ddq = points
         times = times + start
@@ -325,18 +357,61 @@ class TrajectoryTracker:
             q, dq = np.vstack([q_now, q]), np.vstack([dq_now, dq])
             ddq = np.vstack([np.zeros(self.n), ddq])
         self.plan = (times, q, dq, ddq)
+        self.forecast_ratio = self.forecast(t, meas)
+        why = simulation.velocity_message(self.names, self.v_max, self.forecast_ratio,
+                                          "this trajectory", VELOCITY_TRIP)
+        if why:
+            self.refused = f"trajectory refused: {why}"
+            self.plan = hold
+
+    def forecast(self, t, meas):
+        """Forecast peak |dq| / velocity limit (n,) of the plan from ``t`` [s] and the state
+        ``meas`` to :data:`FORECAST_AFTER` past its last point
+        (:class:`~robot_identification.simulation.TrackingForecast`, linearised once, at the
+        plan's first position; the plan sampled every :data:`FORECAST_PERIOD` at most and held
+        in between: it runs in the hardware's cycle)."""
+        times = self.plan[0]
+        stride = max(1, int(FORECAST_PERIOD / self.dt + 1e-9))
+        h = stride * self.dt
+        grid = t + h * np.arange(int(np.ceil((times[-1] + FORECAST_AFTER - t) / h)) + 1)
+        refs = [self._ref(x) for x in grid]
+        q, dq = (np.array([r[k] for r in refs]) for k in range(2))
+        forecaster = simulation.TrackingForecast(self.model, self.law, 1.0 / self.dt,
+                                                 self.plan[1][0], segment=np.inf)
+        ff = None
+        if self.elastic:
+            ff = [self.law.feedforward([self.law.link_torque(*self._ref(x + d))
+                                        for d in (-self.dt, 0.0, self.dt)], *r, self.dt)
+                  for x, r in zip(grid, refs)]
+            ff = tuple(np.array([f[k] for f in ff]) for k in range(3))
+        state = {k: meas[k] for k in ("q", "dq", "theta", "dtheta") if k in meas}
+        return forecaster.ratio(q, dq, state, ff, stride)
+
+    def _ref(self, t):
+        """(q_d, dq_d, ddq_d) (n,) [rad, rad/s, rad/s^2] of the plan at clock time ``t``
+        [s]: interpolated; before its first point that point; after its last point that
+        point at rest."""
+        times, q, dq, ddq = self.plan
+        q_d, dq_d, ddq_d = quintic_hermite(t, times, q, dq, ddq)
+        if t >= times[-1]:
+            return q_d, np.zeros(self.n), np.zeros(self.n)
+        return q_d, dq_d, ddq_d
 
     def reference(self, t):
         """(q_d, dq_d) (n,) [rad, rad/s] at clock time ``t`` [s]: the plan interpolated,
         after its last point that point at rest."""
-        times, q, dq, ddq = self.plan
-        q_d, dq_d, _ = quintic_hermite(t, times, q, dq, ddq)
-        self.holding = t >= times[-1]
-        return q_d, (np.zeros(self.n) if self.holding else dq_d)
+        q_d, dq_d, _ = self._ref(t)
+        self.holding = t >= self.plan[0][-1]
+        return q_d, dq_d
 
     def command(self, t, meas):
         """Torque (n,) [N*m; elastic: link-referred motor torque] for the period starting at
         ``t`` [s] from the measurement ``meas`` (``q``, ``dq``; elastic ``theta``,
         ``dtheta``)."""
         q_d, dq_d = self.reference(t)
-        return self.law(q_d, dq_d, meas)
+        if not self.elastic:
+            return self.law(q_d, dq_d, meas)
+        refs = [self._ref(t - self.dt), self._ref(t), self._ref(t + self.dt)]
+        tau3 = [self.law.link_torque(*r) for r in refs]
+        ff = self.law.feedforward(tau3, *refs[1], self.dt)
+        return self.law(q_d, dq_d, meas, ff)

@@ -30,11 +30,19 @@ arrival when the stamp is 0), an empty one holds the arm where it is, after the 
 holds that point; before the first trajectory the brakes hold the arm. The torque applied
 each period (published as the effort: link-referred motor torque for elastic arms) is the
 core PD law on the state at the period's start, as in ``simulate``; no effort commands are
-taken. docs/ros.md, "The joint_trajectory_controller path on the hardware-like robot".
+taken. The gains are ``simulate``'s (:func:`~robot_identification.simulation.closed_loop_gains`:
+elastic arms' configured gains that do not damp the loop at ``rate_hz`` are replaced by the
+model's design there), elastic arms with the reference's inverse dynamics as feedforward; a
+trajectory whose forecast takes a joint beyond 1.1 x its velocity limit is refused before the
+motion (ERROR on ``/diagnostics``, the arm holds), and a joint beyond 1.1 x its limit engages
+the brakes (``velocity_trips``). docs/ros.md, "The joint_trajectory_controller path on the
+hardware-like robot".
 """
 from __future__ import annotations
 
 import time
+
+import numpy as np
 
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
@@ -187,9 +195,15 @@ class HardwareRobot(Node):
 
     def on_tick(self):
         braked = self.arm.braked
+        refused = self.tracker.refused if self.tracker is not None else ""
+        played = self.arm.trajectories
         states = self.arm.advance(time.monotonic())
         if self.arm.braked and self.arm.braked != braked:
             self.get_logger().error(f"brakes on: {self.arm.braked}")
+            self.publish_status()
+        if self.tracker is not None and self.tracker.refused and (
+                self.tracker.refused != refused or self.arm.trajectories != played):
+            self.get_logger().error(self.tracker.refused)
             self.publish_status()
         names = list(self.model.joint_names)
         for s in states:
@@ -213,8 +227,10 @@ class HardwareRobot(Node):
         self.heartbeat += 1
         a = self.arm
         faulted = a.braked and a.braked not in (NO_COMMAND, NO_TRAJECTORY)
-        level = DiagnosticStatus.ERROR if faulted else DiagnosticStatus.OK
-        message = (f"brakes on: {a.braked}" if a.braked else "running: last command applied"
+        refused = self.tracker.refused if self.tracker is not None else ""
+        level = DiagnosticStatus.ERROR if faulted or refused else DiagnosticStatus.OK
+        message = (f"brakes on: {a.braked}" if a.braked else refused if refused
+                   else "running: last command applied"
                    if self.tracker is None else "running: holding the last point"
                    if self.tracker.holding else "running: tracking the trajectory")
         values = {"heartbeat": self.heartbeat, "braked": a.braked, "periods": a.k,
@@ -229,6 +245,9 @@ class HardwareRobot(Node):
                           trajectories=a.trajectories,
                           kp=[round(float(x), 6) for x in self.tracker.law.kp],
                           kd=[round(float(x), 6) for x in self.tracker.law.kd],
+                          velocity_trips=a.velocity_trips,
+                          forecast_max_velocity_ratio=round(
+                              float(np.max(self.tracker.forecast_ratio)), 4),
                           # on the config's gains: the stable scale x the bandwidth scale
                           gain_scale=round(self.tracker.gain_choice.scale
                                            * self.tracker.scale, 6))
