@@ -308,6 +308,10 @@ class TrajectoryTracker:
         self.law = simulation.make_controller(model, self.gain_choice.kp * s ** 2,
                                               self.gain_choice.kd * s)
         self.elastic = bool(model.config.elastic)
+        # the loop linearised at the initial pose, once (0.5 s for a 6-joint elastic arm)
+        self._forecaster = simulation.TrackingForecast(model, self.law, rate_hz,
+                                                       np.asarray(q0, dtype=float),
+                                                       segment=np.inf)
         self.plan = None        # (times (m,) [s, clock time], q, dq, ddq (m, n))
         self.holding = True     # after the last point / an empty trajectory / none yet
         self.refused = ""       # why the latest trajectory was refused ('' = played)
@@ -368,24 +372,19 @@ class TrajectoryTracker:
         """Forecast peak |dq| / velocity limit (n,) of the plan from ``t`` [s] and the state
         ``meas`` to :data:`FORECAST_AFTER` past its last point
         (:class:`~robot_identification.simulation.TrackingForecast`, linearised once, at the
-        plan's first position; the plan sampled every :data:`FORECAST_PERIOD` at most and held
-        in between: it runs in the hardware's cycle)."""
+        initial pose, when the tracker was made; the plan sampled every
+        :data:`FORECAST_PERIOD` at most and held in between, the feedforward's derivatives
+        over that period: it runs in the hardware's cycle)."""
         times = self.plan[0]
         stride = max(1, int(FORECAST_PERIOD / self.dt + 1e-9))
         h = stride * self.dt
         grid = t + h * np.arange(int(np.ceil((times[-1] + FORECAST_AFTER - t) / h)) + 1)
         refs = [self._ref(x) for x in grid]
-        q, dq = (np.array([r[k] for r in refs]) for k in range(2))
-        forecaster = simulation.TrackingForecast(self.model, self.law, 1.0 / self.dt,
-                                                 self.plan[1][0], segment=np.inf)
-        ff = None
-        if self.elastic:
-            ff = [self.law.feedforward([self.law.link_torque(*self._ref(x + d))
-                                        for d in (-self.dt, 0.0, self.dt)], *r, self.dt)
-                  for x, r in zip(grid, refs)]
-            ff = tuple(np.array([f[k] for f in ff]) for k in range(3))
+        q, dq, ddq = (np.array([r[k] for r in refs]) for k in range(3))
+        ff = (simulation.sampled_feedforward(self.law, q, dq, ddq, h, self._ref(grid[-1] + h))
+              if self.elastic else None)
         state = {k: meas[k] for k in ("q", "dq", "theta", "dtheta") if k in meas}
-        return forecaster.ratio(q, dq, state, ff, stride)
+        return self._forecaster.ratio(q, dq, state, ff, stride)
 
     def _ref(self, t):
         """(q_d, dq_d, ddq_d) (n,) [rad, rad/s, rad/s^2] of the plan at clock time ``t``
