@@ -131,7 +131,8 @@ def test_bad_trajectories_are_refused():
 def test_a_trajectory_the_loop_cannot_follow_within_the_limits_is_refused():
     """szabo_3dof from the hardware study's excitation start: its joint-1 inertia there is
     tiny and the config's gains diverge (simulate: 79 x the limit). Forecast before the
-    motion: refused, one line, the arm holds where it is."""
+    motion: refused, one line, the brakes hold the arm where it is (its loop would diverge
+    there too) until a trajectory it can play."""
     model, traj, arm = arm_for("szabo_3dof", 250.0)
     here = arm.physics.state.q.copy()
     times, q, dq, ddq = sampled(traj, lead=1.0)
@@ -140,8 +141,25 @@ def test_a_trajectory_the_loop_cannot_follow_within_the_limits_is_refused():
     assert arm.tracker.refused.startswith("trajectory refused: the closed loop on this "
                                           "trajectory") and "\n" not in arm.tracker.refused
     assert "velocity limit" in arm.tracker.refused or "diverges" in arm.tracker.refused
+    assert arm.braked == arm.tracker.refused
     np.testing.assert_allclose(arm.physics.state.q, here, atol=1e-3)
-    assert np.max(np.abs(arm.physics.state.dq)) < 0.01
+    assert np.max(np.abs(arm.physics.state.dq)) == 0.0
+
+
+def test_a_trajectory_it_can_play_releases_the_brakes_of_a_refusal():
+    """zollo_planar at 250 Hz: the study's excitation played 3 x faster (velocities 2.7 x the
+    limit) is refused, the brakes hold the arm; the excitation itself then plays."""
+    model, traj, arm = arm_for("zollo_planar", 250.0)
+    times, q, dq, ddq = sampled(traj, lead=1.0)
+    arm.trajectory(0.0, times / 3, q, 3 * dq, 9 * ddq)
+    arm.advance(0.5)
+    assert arm.braked.startswith("trajectory refused: the closed loop on this trajectory "
+                                 "reaches ") and np.max(arm.tracker.forecast_ratio) > 2.0
+    arm.trajectory(0.5, times, q, dq, ddq)
+    out = arm.advance(0.5 + times[-1] + 1.0)
+    assert not arm.braked and not arm.tracker.refused
+    v_max = np.array([j.limits.velocity for j in model.config.joints])
+    assert 0.5 < np.max(np.abs([s["dq"] for s in out]) / v_max) < 1.0
 
 
 def test_a_joint_beyond_its_velocity_limit_engages_the_brakes(monkeypatch):

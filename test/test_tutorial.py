@@ -37,6 +37,10 @@ def test_dataframe_matches_the_result():
     assert isinstance(df, pd.DataFrame) and list(df.index) == list(result.names)
     np.testing.assert_array_equal(df["estimate"].to_numpy(), result.estimate.values)
     np.testing.assert_array_equal(df["true"].to_numpy(), result.true_values)
-    assert set(df["trust"]) <= {"good", "fair", "poor", "unidentified"}
+    assert set(df["trust"]) <= {"good", "fair", "poor", "check", "unidentified"}
+    # 'check' (far from the URDF for its std): only the Coulomb terms, which the Coulomb +
+    # viscous model biases low on the simulated Stribeck friction (Zollo et al. 2014, Sec. 6;
+    # flagged since simulate's damped loop tracks closely and their std shrank, issue #24)
+    assert all(n.endswith(".coulomb") for n in df.index[df["trust"] == "check"])
     html = result._repr_html_()
     assert html.count("<tr>") == len(result.names) + 1

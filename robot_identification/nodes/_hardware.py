@@ -35,6 +35,9 @@ from robot_identification.nodes._control_loop import quintic_hermite
 #: why the brakes hold an arm that was never released (not a fault): effort commands / the
 #: in-cycle trajectory tracker
 NO_COMMAND, NO_TRAJECTORY = "no command yet", "no trajectory yet"
+#: how the brakes' reason begins when the in-cycle controller refused a trajectory (a new
+#: trajectory it can play releases them)
+REFUSED = "trajectory refused"
 #: The in-cycle trajectory controller's protective stop: the brakes engage when a joint moves
 #: faster than this x its velocity limit (the excitation plays within 0.9 of the limits).
 VELOCITY_TRIP = 1.1
@@ -203,12 +206,19 @@ class HardwareArm:
         due = [p for p in self.pending_trajectories if p[0] <= t + 1e-12]
         if due:
             self.pending_trajectories = self.pending_trajectories[len(due):]
-        if self.braked and self.braked != NO_TRAJECTORY:
-            return                      # diverged: held until a reset
+        if self.braked and self.braked != NO_TRAJECTORY and not (
+                due and self.braked.startswith(REFUSED)):
+            return                      # diverged or tripped: held until a reset
         meas = self.physics.measure()
         if due:
             _, start, points = due[-1]
             self.tracker.play(t, meas, points, t if start is None else start)
+            if self.tracker.refused:    # the brakes hold the arm until a trajectory it can play
+                if not self.braked.startswith(REFUSED):
+                    self._brake(self.tracker.refused)
+                else:
+                    self.braked = self.tracker.refused
+                return
             self.braked = ""
         if not self.braked:
             fast = np.abs(meas["dq"]) / self.tracker.v_max
@@ -274,7 +284,9 @@ class TrajectoryTracker:
     Before a trajectory is played, :class:`~robot_identification.simulation.TrackingForecast`
     forecasts the loop along it (from the arm's state, :data:`FORECAST_AFTER` past its last
     point): a joint forecast beyond :data:`VELOCITY_TRIP` x its velocity limit, where the
-    brakes would stop it, refuses it (``refused`` says why; the arm holds where it is).
+    brakes would stop it, refuses it (``refused`` says why; :class:`HardwareArm` engages the
+    brakes until a trajectory it can play: holding with the same loop where the forecast
+    diverges would diverge too).
 
     Parameters
     ----------
@@ -365,7 +377,7 @@ class TrajectoryTracker:
         why = simulation.velocity_message(self.names, self.v_max, self.forecast_ratio,
                                           "this trajectory", VELOCITY_TRIP)
         if why:
-            self.refused = f"trajectory refused: {why}"
+            self.refused = f"{REFUSED}: {why}"
             self.plan = hold
 
     def forecast(self, t, meas):

@@ -34,8 +34,9 @@ taken. The gains are ``simulate``'s (:func:`~robot_identification.simulation.clo
 elastic arms' configured gains that do not damp the loop at ``rate_hz`` are replaced by the
 model's design there), elastic arms with the reference's inverse dynamics as feedforward; a
 trajectory whose forecast takes a joint beyond 1.1 x its velocity limit is refused before the
-motion (ERROR on ``/diagnostics``, the arm holds), and a joint beyond 1.1 x its limit engages
-the brakes (``velocity_trips``). docs/ros.md, "The joint_trajectory_controller path on the
+motion ("brakes on: trajectory refused: ...", ERROR on ``/diagnostics``, the brakes hold the
+arm until a trajectory it can play), and a joint beyond 1.1 x its limit engages the brakes
+(``velocity_trips``). docs/ros.md, "The joint_trajectory_controller path on the
 hardware-like robot".
 """
 from __future__ import annotations
@@ -195,15 +196,9 @@ class HardwareRobot(Node):
 
     def on_tick(self):
         braked = self.arm.braked
-        refused = self.tracker.refused if self.tracker is not None else ""
-        played = self.arm.trajectories
         states = self.arm.advance(time.monotonic())
         if self.arm.braked and self.arm.braked != braked:
             self.get_logger().error(f"brakes on: {self.arm.braked}")
-            self.publish_status()
-        if self.tracker is not None and self.tracker.refused and (
-                self.tracker.refused != refused or self.arm.trajectories != played):
-            self.get_logger().error(self.tracker.refused)
             self.publish_status()
         names = list(self.model.joint_names)
         for s in states:
@@ -227,10 +222,8 @@ class HardwareRobot(Node):
         self.heartbeat += 1
         a = self.arm
         faulted = a.braked and a.braked not in (NO_COMMAND, NO_TRAJECTORY)
-        refused = self.tracker.refused if self.tracker is not None else ""
-        level = DiagnosticStatus.ERROR if faulted or refused else DiagnosticStatus.OK
-        message = (f"brakes on: {a.braked}" if a.braked else refused if refused
-                   else "running: last command applied"
+        level = DiagnosticStatus.ERROR if faulted else DiagnosticStatus.OK
+        message = (f"brakes on: {a.braked}" if a.braked else "running: last command applied"
                    if self.tracker is None else "running: holding the last point"
                    if self.tracker.holding else "running: tracking the trajectory")
         values = {"heartbeat": self.heartbeat, "braked": a.braked, "periods": a.k,
