@@ -357,21 +357,21 @@ class TrajectoryTracker:
     def play(self, t, meas, points, start):
         """From ``t`` [s] on, play ``points`` ((times, q, dq, ddq) of :meth:`checked`, times
         after ``start`` [s]), starting from the measured state ``meas`` (``q``, ``dq``);
-        ``points`` None: hold ``meas['q']``. A trajectory whose forecast takes a joint beyond
-        :data:`VELOCITY_TRIP` x its velocity limit is not played: the arm holds ``meas['q']``
-        and :attr:`refused` says why."""
+        ``points`` None: hold ``meas['q']``. A trajectory (or hold) whose forecast takes a
+        joint beyond :data:`VELOCITY_TRIP` x its velocity limit is not played: the arm holds
+        ``meas['q']`` and :attr:`refused` says why."""
         q_now, dq_now = (np.asarray(meas[k], dtype=float) for k in ("q", "dq"))
         hold = (np.array([t]), q_now[None], np.zeros((1, self.n)), np.zeros((1, self.n)))
         self.refused = ""
-        if points is None:
-            self.plan = hold
-            return
-        times, q, dq, ddq = points
-        times = times + start
-        if times[0] > t:                # the point before the trajectory: the state now
-            times = np.concatenate([[t], times])
-            q, dq = np.vstack([q_now, q]), np.vstack([dq_now, dq])
-            ddq = np.vstack([np.zeros(self.n), ddq])
+        if points is None:              # hold where the arm is
+            times, q, dq, ddq = hold
+        else:
+            times, q, dq, ddq = points
+            times = times + start
+            if times[0] > t:            # the point before the trajectory: the state now
+                times = np.concatenate([[t], times])
+                q, dq = np.vstack([q_now, q]), np.vstack([dq_now, dq])
+                ddq = np.vstack([np.zeros(self.n), ddq])
         self.plan = (times, q, dq, ddq)
         self.forecast_ratio = self.forecast(t, meas)
         why = simulation.velocity_message(self.names, self.v_max, self.forecast_ratio,
