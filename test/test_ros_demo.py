@@ -41,11 +41,14 @@ def test_demo_identifies_zollo_planar(tmp_path, capfd):
     assert ds.n_samples == 9502                     # 9.5 s at 1 kHz + the rest state
     np.testing.assert_allclose(np.diff(ds.t), 1e-3, atol=1e-9)
     # the lockstep graph reproduces the core's closed-loop simulate() exactly (same simulator:
-    # the demo's default engine, MuJoCo; controller, trajectory): positions bit for bit,
-    # interval-mean torques to rounding
+    # the demo's default engine, MuJoCo; controller - pd_controller's: the config's gains,
+    # no feedforward, which simulate's own loop replaces since issue #24 -, trajectory):
+    # positions bit for bit, interval-mean torques to rounding
     from robot_identification.model import load_robot
     from robot_identification.simulation import simulate
-    ref = simulate(load_robot("zollo_planar"), engine="mujoco")
+    model = load_robot("zollo_planar")
+    ref = simulate(model, engine="mujoco", kp=model.config.simulation.kp,
+                   kd=model.config.simulation.kd, feedforward=False)
     lagged = load_dataset(bag, effort_lag=0.5)
     n = ref.n_samples
     np.testing.assert_array_equal(lagged.q[:n], ref.q)
