@@ -47,6 +47,10 @@ FORECAST_AFTER = 1.0
 #: [s] the in-cycle controller's forecast samples the plan this often at most (the excitation
 #: publisher's points are 0.01 s apart), the reference held in between.
 FORECAST_PERIOD = 0.01
+#: [s] rigid arms: the in-cycle forecast linearises the loop anew at the plan's position after
+#: each segment this long (szabo_3dof from 0.05 rad beside the study's start, 1 kHz: the loop
+#: at its initial pose is stable, at the start 0.05 rad on it diverges)
+FORECAST_SEGMENT = 1.0
 
 
 def make_physics(model, rate_hz, engine="builtin", seed=0):
@@ -320,10 +324,11 @@ class TrajectoryTracker:
         self.law = simulation.make_controller(model, self.gain_choice.kp * s ** 2,
                                               self.gain_choice.kd * s)
         self.elastic = bool(model.config.elastic)
-        # the loop linearised at the initial pose, once (0.5 s for a 6-joint elastic arm)
-        self._forecaster = simulation.TrackingForecast(model, self.law, rate_hz,
-                                                       np.asarray(q0, dtype=float),
-                                                       segment=np.inf)
+        # the loop linearised at the initial pose (rigid arms: anew every FORECAST_SEGMENT s
+        # of a plan, a few ms each; elastic arms: once, 0.5 s for six elastic joints)
+        self._forecaster = simulation.TrackingForecast(
+            model, self.law, rate_hz, np.asarray(q0, dtype=float),
+            segment=np.inf if self.elastic else FORECAST_SEGMENT)
         self.plan = None        # (times (m,) [s, clock time], q, dq, ddq (m, n))
         self.holding = True     # after the last point / an empty trajectory / none yet
         self.refused = ""       # why the latest trajectory was refused ('' = played)
@@ -383,8 +388,9 @@ class TrajectoryTracker:
     def forecast(self, t, meas):
         """Forecast peak |dq| / velocity limit (n,) of the plan from ``t`` [s] and the state
         ``meas`` to :data:`FORECAST_AFTER` past its last point
-        (:class:`~robot_identification.simulation.TrackingForecast`, linearised once, at the
-        initial pose, when the tracker was made; the plan sampled every
+        (:class:`~robot_identification.simulation.TrackingForecast`, linearised at the
+        initial pose when the tracker was made, rigid arms anew every
+        :data:`FORECAST_SEGMENT`; the plan sampled every
         :data:`FORECAST_PERIOD` at most and held in between, the feedforward's derivatives
         over that period: it runs in the hardware's cycle)."""
         times = self.plan[0]
