@@ -47,8 +47,11 @@ CHATTER_RADIUS = 0.5
 #: gains: forecast 1.01, the nonlinear loop 0.86; the former loop: 3.32 for 3.31).
 FORECAST_TOLERANCE = 1.05
 #: [s] :class:`TrackingForecast` linearises the loop anew at the reference's position after
-#: each segment this long.
-FORECAST_SEGMENT = 1.0
+#: each segment this long: 0.25 s for arms of up to :data:`FORECAST_FINE_JOINTS` joints (a
+#: linearisation takes milliseconds; zollo_planar's 4 s B-spline of +-2.7 rad at 1 kHz: 0.97
+#: forecast for 0.94, 1.29 with 1 s segments), else 1 s (0.15-0.5 s each for six elastic
+#: joints).
+FORECAST_SEGMENT, FORECAST_FINE_SEGMENT, FORECAST_FINE_JOINTS = 1.0, 0.25, 3
 #: [Hz] the poles whose damping the design and the check of configured gains require: the
 #: excitation's band and well above it (faster poles: stable only).
 CHECKED_BAND_HZ = 20.0
@@ -839,11 +842,16 @@ class TrackingForecast:
         [Hz].
     q : array_like (n,)
         [rad] the first linearisation pose (the reference's start).
-    segment : float
-        [s] the reference's span on one linearisation (inf: one only).
+    segment : float, optional
+        [s] the reference's span on one linearisation (inf: one only); default
+        :data:`FORECAST_FINE_SEGMENT` for arms of up to :data:`FORECAST_FINE_JOINTS` joints,
+        else :data:`FORECAST_SEGMENT`.
     """
 
-    def __init__(self, model, law, rate_hz, q, segment=FORECAST_SEGMENT):
+    def __init__(self, model, law, rate_hz, q, segment=None):
+        if segment is None:
+            segment = (FORECAST_FINE_SEGMENT if model.n <= FORECAST_FINE_JOINTS
+                       else FORECAST_SEGMENT)
         self.n = model.n
         self.model, self.law, self.rate = model, law, float(rate_hz)
         self.segment = (max(1, int(round(float(segment) * self.rate))) if np.isfinite(segment)
