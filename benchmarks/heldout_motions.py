@@ -140,16 +140,19 @@ def quantise(model, q):
 class Recorder:
     """Simulate and record one robot's runs with one sensor noise model."""
 
-    def __init__(self, name, snr_db):
+    def __init__(self, name, snr_db, engine="builtin", config=None):
+        """``name``: a shipped robot (or ``ur10e``); ``config``: a robot config YAML instead
+        (``name`` then only labels it); ``engine``: :func:`simulate`'s physics engine."""
         from robot_identification.model import load_robot
         self.name = name
-        self.ur = name == "ur10e"
+        self.ur = name == "ur10e" and config is None
         if self.ur:
             from ur10e_sim_heldout import truth_model
             self.model = truth_model()
         else:
-            self.model = load_robot(name)
+            self.model = load_robot(name, config=config)
         self.snr_db = snr_db
+        self.engine = engine
         self.sigma = None
 
     def gains(self, traj):
@@ -177,7 +180,8 @@ class Recorder:
             from ur10e_sim_heldout import record
             return record(self.model, traj, seed)
         kp, kd = self.gains(traj) if held_out else (None, None)
-        ds = simulate(self.model, trajectory=traj, seed=seed, kp=kp, kd=kd)
+        ds = simulate(self.model, trajectory=traj, seed=seed, kp=kp, kd=kd,
+                      engine=self.engine)
         if self.sigma is None:      # the sensor's noise: from the identification run
             self.sigma = np.sqrt(np.mean(ds.tau ** 2, axis=0)) * 10 ** (-self.snr_db / 20)
         rng = np.random.default_rng(seed + 1000)
