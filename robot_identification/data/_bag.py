@@ -532,10 +532,19 @@ def _lacking(msgs, field) -> str:
             f"of the bag (ros2 bag convert, a start/end time) or record them")
 
 
-def _joint_arrays(msgs, names, path=None, fields=("position", "velocity", "effort")):
-    """Stamps (N,) and the ``fields`` (N, n) of JointState (or DynamicJointState) messages in
-    ``names`` order; a field some message lacks is None."""
-    t = np.array([m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for m in msgs])
+def _stamp_ns(m) -> int:
+    """A message's header stamp in integer nanoseconds (exact)."""
+    return int(m.header.stamp.sec) * 1_000_000_000 + int(m.header.stamp.nanosec)
+
+
+def _joint_arrays(msgs, names, path=None, fields=("position", "velocity", "effort"),
+                  origin_ns=0):
+    """Stamps (N,) [s after ``origin_ns``, integer nanoseconds of the same clock] and the
+    ``fields`` (N, n) of JointState (or DynamicJointState) messages in ``names`` order; a
+    field some message lacks is None. The stamps are differences of integer nanoseconds:
+    seconds since 1970 as one float64 are quantised to 2.4e-7 s (a 1 kHz run's periods
+    then 0.9997-1.0002 ms apart: noise on the differentiated accelerations)."""
+    t = np.array([(_stamp_ns(m) - origin_ns) * 1e-9 for m in msgs])
     out = {}
     for field in fields:
         rows = []
@@ -649,12 +658,13 @@ def read_bag(path, *, joint_topic: str = JOINT_TOPIC, motor_topic: str = MOTOR_T
         raise DataError(f"bag '{path}' has no messages on '{motor or motor_topic}' "
                         f"(elastic arm)")
     names = _names(msgs[base][0])
+    origin = min(_stamp_ns(m) for m in msgs[base])     # stamps as exact differences from it
     arrays, t, repeats, dropped = {}, None, 0, 0
     for topic in [base] + [tp for tp in msgs if tp != base and msgs[tp]]:
         fields = sorted({f for tp, f in plan.values() if tp == topic})
         if not fields:
             continue
-        tt, values = _joint_arrays(msgs[topic], names, path, fields)
+        tt, values = _joint_arrays(msgs[topic], names, path, fields, origin)
         order, keep, drop = _order(tt)
         if topic == base:
             if drop > len(tt) // 2:
@@ -707,12 +717,13 @@ def read_bag(path, *, joint_topic: str = JOINT_TOPIC, motor_topic: str = MOTOR_T
         tau = arrays["torque"]
         arrays["torque"] = _keep_braked(np.column_stack(
             [np.interp(ts, t, tau[:, j]) for j in range(tau.shape[1])]), tau)
-    meta = {"source": str(path), "effort_lag": effort_lag, "t0": float(t[0]),
+    meta = {"source": str(path), "effort_lag": effort_lag,
+            "t0": origin * 1e-9 + float(t[0]),
             "other_publisher_messages": other,
             "duplicates_dropped": int(dropped - repeats),
             "repeats_dropped": int(repeats),
             "out_of_order": int(np.sum(np.diff(_order(_joint_arrays(
-                msgs[base], names, path, ())[0])[0]) < 0)), "unclosed": _unclosed(path)}
+                msgs[base], names, path, (), origin)[0])[0]) < 0)), "unclosed": _unclosed(path)}
     if signals:
         meta["signals"] = {k: f"{tp}/{f}" for k, (tp, f) in plan.items()}
     custom = _custom_data(path)
@@ -958,7 +969,8 @@ def iter_bag_chunks(path, chunk: int = 200_000, *, joint_topic=None, motor_topic
             state["carry"] = data[-1]
             if len(data) < 2:
                 return None
-        t = np.array([r[0] for r in data])
+        # [s] from the first stamp: exact differences of integer nanoseconds (_joint_arrays)
+        t = np.array([(r[0] - state["t0"]) * 1e-9 for r in data])
         arrays = {_DATASET[k]: np.array([r[1][k] for r in data]) for k in state["keys"]}
         if effort_lag and "tau" in arrays:
             tau = arrays["tau"]
@@ -967,12 +979,12 @@ def iter_bag_chunks(path, chunk: int = 200_000, *, joint_topic=None, motor_topic
         if effort_lag and not final:
             t = t[:-1]
             arrays = {k: (v if k == "tau" else v[:-1]) for k, v in arrays.items()}
-        meta = dict(meta0, t0=state["t0"])
+        meta = dict(meta0, t0=state["t0"] * 1e-9)
         meta["duplicates_dropped"] = state["repeats"]     # so far
         meta["unpaired"] = state["unpaired"]              # so far (all in the last chunk)
         if final:
             meta["other_publisher_messages"] = state["other"]
-        return Dataset(t=t - state["t0"], joint_names=state["names"], true_parameters=true,
+        return Dataset(t=t, joint_names=state["names"], true_parameters=true,
                        metadata=meta, **arrays)
 
     def add(ts, values):
@@ -980,16 +992,16 @@ def iter_bag_chunks(path, chunk: int = 200_000, *, joint_topic=None, motor_topic
             if ts == state["last"]:                # a repeated stamp: dropped and counted
                 state["repeats"] += 1
                 return
-            raise DataError(f"bag '{path}': stamps out of order at t = {ts:.9f} s; read it with "
-                            f"read_bag (which sorts) instead of streaming")
+            raise DataError(f"bag '{path}': stamps out of order at t = {ts * 1e-9:.9f} s; read "
+                            f"it with read_bag (which sorts) instead of streaming")
         keys = tuple(sorted(values))
         if state["keys"] is None:
             state["keys"] = keys
             _check_signals(keys, elastic, plan, path, jt, mt)
         elif keys != state["keys"]:
             missing = sorted(set(state["keys"]) - set(keys))
-            raise DataError(f"bag '{path}': the messages at t = {ts:.9f} s lack {missing} "
-                            f"that the first ones carry")
+            raise DataError(f"bag '{path}': the messages at t = {ts * 1e-9:.9f} s lack "
+                            f"{missing} that the first ones carry")
         state["last"] = ts
         if state["t0"] is None:
             state["t0"] = ts
@@ -1009,7 +1021,7 @@ def iter_bag_chunks(path, chunk: int = 200_000, *, joint_topic=None, motor_topic
             state["other"] += 1                  # another publisher (a gripper) on the topic
             continue
         idx = _name_index(names, state["names"], path)
-        ts = m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec
+        ts = _stamp_ns(m)                        # [ns] exact (as keys and differences)
         values = {}
         for f, key in fields[topic].items():
             v = _field(m, f)

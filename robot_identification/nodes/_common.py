@@ -522,8 +522,14 @@ def publish_live(node, publisher, msg):
 
 
 def to_stamp(t: float, msg_cls):
-    """Seconds -> builtin_interfaces/Time (``msg_cls``), rounded to the nanosecond."""
-    ns = int(round(t * 1e9))
+    """Seconds -> builtin_interfaces/Time (``msg_cls``), rounded to the nanosecond (exact for
+    small ``t``; seconds since 1970 as one float64 are quantised to 2.4e-7 s: build such stamps
+    with :func:`ns_stamp`)."""
+    return ns_stamp(int(round(t * 1e9)), msg_cls)
+
+
+def ns_stamp(ns: int, msg_cls):
+    """Integer nanoseconds -> builtin_interfaces/Time (``msg_cls``), exact."""
     return msg_cls(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 
 

@@ -61,7 +61,7 @@ from robot_identification.excitation import trajectory_from_config
 from robot_identification.nodes._common import (QOS, command_deadline_ns, command_state_ns,
                                                 declare, declare_qos, declare_robot,
                                                 diagnostic_status, main_for, publish_live,
-                                                to_stamp)
+                                                ns_stamp)
 from robot_identification.nodes._hardware import (NO_COMMAND, NO_TRAJECTORY, HardwareArm,
                                                   TrajectoryTracker, make_physics)
 
@@ -138,7 +138,10 @@ class HardwareRobot(Node):
 
     def reset(self):
         self.arm = HardwareArm(self.physics, self.q0, tracker=self.tracker, **self.options)
-        self.sys0, self.steady0 = time.time(), time.monotonic()   # stamps = system time
+        # stamps = system time: [ns] at steady0, and the steady clock's advance from there
+        # (exact nanoseconds: a float of seconds since 1970 jitters 1 kHz stamps by 2.4e-7 s)
+        self.sys0_ns, self.steady0 = time.time_ns(), time.monotonic()
+        self.sys0 = self.sys0_ns * 1e-9
         self.arm.start(self.steady0)
         self.loop_delay = self.loop_delay_max = 0.0     # [s] arrival - answered state stamp
         self._delay_window = []
@@ -150,6 +153,11 @@ class HardwareRobot(Node):
 
     def system_time(self, steady):
         return self.sys0 + (steady - self.steady0)
+
+    def system_stamp(self, steady):
+        """builtin_interfaces/Time of steady clock time ``steady`` [s] on the system clock
+        (integer nanoseconds: 1 kHz periods stamped exactly 1 ms apart)."""
+        return ns_stamp(self.sys0_ns + int(round((steady - self.steady0) * 1e9)), Time)
 
     def on_command(self, msg):
         now = time.monotonic()
@@ -202,7 +210,7 @@ class HardwareRobot(Node):
             self.publish_status()
         names = list(self.model.joint_names)
         for s in states:
-            stamp = to_stamp(self.system_time(s["t"]), Time)
+            stamp = self.system_stamp(s["t"])
             if self.pub_motor is not None:
                 m = JointState(name=names, position=s["theta"].tolist(),
                                velocity=s["dtheta"].tolist(), effort=s["effort"].tolist())
