@@ -11,7 +11,8 @@ measures, from a client node in this process:
   first and last reference (in sample periods), lost / missing samples the recorder counted,
   the identifier's error diagnostics, and the held-out torque NRMSE of the identified
   parameters beside the core pipeline's on the same trajectory (simulate + identify, no ROS;
-  held-out data: ``simulate(robot, seed=1)``, mean NRMSE over the joints), the CPU the
+  held-out data: ``simulate(robot, seed=1)``, mean NRMSE over the joints; where the identifier
+  refused, its answer: ``identify_message``, also in the summary), the CPU the
   graph's processes used per second of the run (``graph_cpu_cores``) and the excitation's
   start refusals (``start_refused``: reason -> count; the study retries as a user would);
 - ``kill_controller`` / ``kill_recorder`` / ``kill_robot``: that node SIGKILLed 1 s into the
@@ -549,6 +550,10 @@ def summary(rows):
                      f"{sum(r.get('lost') or 0 for r in rs)}, missing "
                      f"{sum(r.get('missing') or 0 for r in rs)}, runs with a loss error "
                      f"{sum(1 for r in rs if r.get('loss_errors'))}")
+            refused = [r for r in rs if r.get("identify_message")]
+            if refused:     # why (the identifier's answer: its first error diagnostic)
+                line += f"; not identified in {len(refused)}: " + " | ".join(
+                    r["identify_message"][:160] for r in refused)
         else:
             lat = [r["error_after_s"] for r in rs if "error_after_s" in r]
             held = [r.get("held_after_s") for r in rs if "held_after_s" in r]
