@@ -185,3 +185,29 @@ def test_streamed_recording_is_compared_on_the_halves_in_time(puma, tmp_path):
     assert sel["fold_kind"] == "halves in time" and sel["folds"] == 2
     assert res.settings["estimator"] == sel["chosen"] == "physical", sel
     assert sel["physical"] < sel["wls"]
+
+
+@pytest.mark.slow
+def test_an_impossible_sign_of_wls_does_not_stop_the_comparison():
+    """A 2.5 s stanford_arm run (correct data, 60 dB): WLS's own estimate has rotor inertias
+    significantly below 0 (joint3 ~20 std), which the physically consistent estimate cannot
+    have. That is about the WLS estimate, not the data: the two are compared (before, auto
+    took WLS 'not compared' and identify stopped on its sign). Whichever wins, the sign is
+    said: an error on a WLS primary, a warning naming the wls estimate beside a physical one."""
+    model = load_robot("stanford_arm")
+    settings = replace(model.config.identification, estimator="auto")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds = simulate(model, duration=2.5, seed=0, snr_db=60)
+    res = identify(model, [ds], settings)
+    sel = res.settings["estimator_selection"]
+    assert "why" not in sel and {"wls", "physical"} <= set(sel), sel
+    signs = [d for d in res.diagnostics if d.code == "negative_rotor_inertia"
+             and d.severity in ("error", "warning") and "std below 0" in d.message]
+    assert signs, [d.code for d in res.diagnostics]
+    if res.settings["estimator"] == "physical":
+        assert any(d.severity == "warning" and "the wls estimate (not the primary)"
+                   in d.message for d in signs), signs
+        assert not [d for d in res.diagnostics if d.severity == "error"]
+    else:
+        assert any(d.severity == "error" for d in signs), signs

@@ -333,6 +333,25 @@ def record_prior_weight(result, gamma, table, nominal, folds, warn=True):
 #: :data:`PRIOR_WEIGHTS` on the same folds.
 ESTIMATOR_TIE = 1.02
 
+#: Error diagnostics of ``estimator: auto``'s WLS screen that concern WLS's own estimate (an
+#: impossible sign, which the physically consistent estimate cannot have), not the data:
+#: they do not stop the comparison (:func:`resolve_estimator`'s ``screen``).
+ESTIMATE_SIGN_CODES = ("negative_rotor_inertia", "negative_mass")
+
+
+def wls_sign_note(diagnostic):
+    """The warning beside a physically consistent primary chosen by ``estimator: auto``
+    where WLS's estimate had an impossible sign (an error ``diagnostic`` of
+    :data:`ESTIMATE_SIGN_CODES`): the same code and subject, both readings named."""
+    return Diagnostic(
+        diagnostic.code, "warning",
+        f"the wls estimate (not the primary): {diagnostic.message}; the physically "
+        f"consistent estimate, which keeps it >= 0, predicts held-out identification data "
+        f"better (estimator auto) - too little excitation reads so (a short run), and so "
+        f"does a reversed joint or torque sign: if the run is long and rich, check that "
+        f"joint's signs", diagnostic.subject)
+
+
 #: How the folds of a held-out score were made (results.yaml ``fold_kind``) -> words.
 FOLD_TEXT = {
     "recordings": "leave-one-recording-out",
