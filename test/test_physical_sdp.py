@@ -223,10 +223,10 @@ def test_a_failed_rescaled_solve_keeps_the_first_one(ur10e, monkeypatch):
               prior_scales=np.full(model.n_parameters, np.inf), prior="gaussian")
     real = ph._solve
 
-    def failing(problem, x, solver, what):
+    def failing(problem, x, solver, what, fallback=True):
         if "rescaled" in what:
             raise ph.IdentificationError(f"{what} failed: test")
-        return real(problem, x, solver, what)
+        return real(problem, x, solver, what, fallback)
     monkeypatch.setattr(ph, "RESCALE_SCALE", 0.0)
     monkeypatch.setattr(ph, "RESCALE_BELOW", np.inf)
     monkeypatch.setattr(ph, "_solve", failing)
