@@ -18,7 +18,8 @@ def add_arguments(p):
                    help="simulated time [s] (default: the trajectory's duration)")
     p.add_argument("--seed", type=int, default=0, help="seed of the measurement noise")
     p.add_argument("--snr", type=float, metavar="DB",
-                   help="add Gaussian noise to positions at this signal-to-noise ratio [dB]")
+                   help="add Gaussian noise to positions at this signal-to-noise ratio [dB] "
+                   "(per joint: the std of its motion x 10^(-DB/20))")
     p.add_argument("--trajectory", metavar="FILE",
                    help="excitation trajectory YAML (default: the config's simulation.excitation)")
     p.add_argument("--friction", choices=("config", "regressor", "none"), default="config",

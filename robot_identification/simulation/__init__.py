@@ -16,7 +16,8 @@
   and the control period where the config's do not damp it); :class:`TrackingForecast` -- the
   linearised loop's velocities along a reference, before the motion
 - :func:`simulate` -- closed-loop run along an excitation trajectory -> Dataset
-- :func:`add_measurement_noise` -- Gaussian noise at an SNR [dB]
+- :func:`add_measurement_noise` -- Gaussian noise at an SNR [dB] (:func:`noise_sigma`: the
+  signal is each channel's std about its mean)
 - :func:`sensor_readings` -- an elastic run as its encoders, current and joint torque sensors
   read it (docs/elastic.md)
 
@@ -31,7 +32,7 @@ from robot_identification.simulation._friction import FrictionModel, zollo_strib
 from robot_identification.simulation._run import (  # noqa: F401
     add_measurement_noise, sensor_readings, simulate)
 from robot_identification.simulation._simulator import (  # noqa: F401
-    ArmDynamics, Simulator, State)
+    ArmDynamics, Simulator, State, noise_sigma)
 from robot_identification.simulation._mujoco import (  # noqa: F401
     ENGINES, MujocoArm, MujocoSimulator, build_mujoco, describe_mujoco, make_simulator,
     mjcf_text, mujoco_drive_parameters)

@@ -859,7 +859,7 @@ class MujocoSimulator(_Encoders):
         mj.mj_forward(m, d)
         self.t = float(t0)
         self._u = np.zeros(n)
-        self._sumsq = {}
+        self._moments = {}
         self._count = 0
         self._rng = np.random.default_rng(self.seed)
         self._bad = self._bad_count()

@@ -15,6 +15,7 @@ from robot_identification.simulation._control import (TrackingForecast, closed_l
                                                       make_controller, sampled_feedforward)
 from robot_identification.simulation._friction import _FRICTION_KEYS
 from robot_identification.simulation._mujoco import make_simulator, mujoco_module
+from robot_identification.simulation._simulator import noise_sigma
 
 _NOISY = ("q", "theta", "dq", "ddq", "dtheta", "ddtheta")
 
@@ -29,10 +30,11 @@ MIN_SAMPLES = 2
 def add_measurement_noise(dataset, snr_db, seed=0):
     """Copy of ``dataset`` with zero-mean Gaussian noise at a signal-to-noise ratio.
 
-    sigma = rms(channel) * 10^(-snr_db / 20) for each joint of each of q, theta and,
-    when present, dq, ddq, dtheta, ddtheta; rms over the whole run (Zollo et al. 2014,
-    Sec. 6.1: noise on joint and motor positions, velocities and accelerations; the dB
-    reading of SN, notes A.7.1). The torques u are left noise-free, as in the paper.
+    sigma = std(channel) * 10^(-snr_db / 20) for each joint of each of q, theta and,
+    when present, dq, ddq, dtheta, ddtheta; std over the whole run, about the run's mean
+    (:func:`noise_sigma`) (Zollo et al. 2014, Sec. 6.1: noise on joint and motor positions,
+    velocities and accelerations; the dB reading of SN, notes A.7.1). The torques u are left
+    noise-free, as in the paper.
 
     Parameters
     ----------
@@ -51,8 +53,7 @@ def add_measurement_noise(dataset, snr_db, seed=0):
         x = getattr(dataset, key)
         if x is None:
             continue
-        rms = np.sqrt(np.mean(x ** 2, axis=0))
-        sigma = rms * 10.0 ** (-float(snr_db) / 20.0)
+        sigma = noise_sigma(np.std(x, axis=0), snr_db)
         kw[key] = x + sigma * rng.standard_normal(x.shape)
     meta = dict(dataset.metadata)
     meta["snr_db"] = float(snr_db)

@@ -379,10 +379,22 @@ def auto_substeps(model, dynamics, dt, omega_step):
     return int(math.ceil(w * dt / omega_step))
 
 
+def noise_sigma(std, snr_db):
+    """Noise std (n,) of a channel at a signal-to-noise ratio ``snr_db`` [dB]:
+    std * 10^(-snr_db / 20), the signal being the channel's variation about its mean
+    (``std``, (n,)), not its rms: an encoder's noise does not depend on where its zero lies,
+    and a joint moving about pi (a Kinova Jaco2's shoulder, elbow and wrist: rms 3.2 rad,
+    std 0.16 rad in 10 s of its default excitation) would otherwise get 20 x the noise of the
+    same motion about 0. Before 2026-11-29 the rms was used (numbers in the docs measured
+    before then at an SNR carry that larger noise on joints whose motion is off zero). A
+    channel that does not vary gets no noise."""
+    return np.asarray(std, dtype=float) * 10.0 ** (-float(snr_db) / 20.0)
+
+
 class _Encoders:
     """Encoder readings of a simulator (quantised positions, optional noise, the applied
     torque), shared by the engines. Needs ``state``, ``n``, ``elastic``, ``counts``,
-    ``snr_db``, ``_u``, ``_rng``, ``_sumsq``, ``_count``."""
+    ``snr_db``, ``_u``, ``_rng``, ``_moments``, ``_count``."""
 
     def quantise(self, x):
         """Positions rounded to the encoder step 2 pi / encoder_counts [rad]."""
@@ -413,9 +425,13 @@ class _Encoders:
             for key in ("q", "dq", "theta", "dtheta"):
                 if key not in out:
                     continue
-                self._sumsq[key] = self._sumsq.get(key, 0.0) + out[key] ** 2
-                rms = np.sqrt(self._sumsq[key] / self._count)
-                sigma = rms * 10.0 ** (-self.snr_db / 20.0)
+                # running mean and sum of squared deviations (Welford's update)
+                mean, m2 = self._moments.get(key, (0.0, 0.0))
+                delta = out[key] - mean
+                mean = mean + delta / self._count
+                m2 = m2 + delta * (out[key] - mean)
+                self._moments[key] = mean, m2
+                sigma = noise_sigma(np.sqrt(m2 / self._count), self.snr_db)
                 out[key] = out[key] + sigma * self._rng.standard_normal(self.n)
         return out
 
@@ -460,10 +476,10 @@ class Simulator(_Encoders):
         Seed of the measurement noise generator.
     snr_db : float, optional
         Signal-to-noise ratio [dB] of the noise added by :meth:`measure`:
-        sigma = rms * 10^(-snr_db / 20) per channel (each joint of q, dq, theta, dtheta),
-        rms the running root-mean-square of that channel over the measurements so far
-        (Zollo et al. 2014, Sec. 6.1; the whole-run definition is
-        :func:`add_measurement_noise`).
+        sigma = std * 10^(-snr_db / 20) per channel (each joint of q, dq, theta, dtheta),
+        std the running standard deviation of that channel about its running mean over
+        the measurements so far (Zollo et al. 2014, Sec. 6.1; the whole-run definition is
+        :func:`add_measurement_noise`, the signal's definition :func:`noise_sigma`).
     quantise : bool
         Quantise positions to the encoder resolution (config ``encoder_counts``; 0
         disables).
@@ -547,7 +563,7 @@ class Simulator(_Encoders):
             self._x = np.concatenate([q0, dq0])
         self.t = float(t0)
         self._u = np.zeros(n)
-        self._sumsq = {}
+        self._moments = {}
         self._count = 0
         self._rng = np.random.default_rng(self.seed)
         return self.state
