@@ -14,10 +14,24 @@ def test_simulate_then_identify(tmp_path, capsys):
     assert ds.n_samples == 3001 and ds.theta is not None
     assert ds.metadata["robot"] == "zollo_planar" and ds.metadata["snr_db"] == 120.0
     assert ds.true_parameters["joint1.stiffness"] == 3000.0
+    assert "simulated 3.00 s" in capsys.readouterr().out
     res = tmp_path / "results.yaml"
     assert main(["identify", "--robot", "zollo_planar", "--data", str(out), "--output",
                  str(res), "--quiet"]) == 0
     assert res.is_file()
+
+
+def test_quiet_prints_no_progress_lines(tmp_path, capsys):
+    """--quiet: no progress (here stderr is not a terminal, where lines stand in for the
+    bar), only the result."""
+    out = tmp_path / "run.npz"
+    assert main(["simulate", "--robot", "zollo_planar", "--duration", "5.5", "--output",
+                 str(out), "--quiet"]) == 0
+    text = capsys.readouterr().out
+    assert "simulated 5.0/5.5 s" not in text and "wrote" in text
+    assert main(["simulate", "--robot", "zollo_planar", "--duration", "5.5", "--output",
+                 str(tmp_path / "b.npz")]) == 0
+    assert "simulated 5.0/5.5 s" in capsys.readouterr().out
 
 
 def test_simulate_with_trajectory_file(tmp_path):

@@ -1,6 +1,7 @@
 """``robot-identification simulate``: closed-loop simulation of an identification experiment."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from robot_identification.commands._common import (
@@ -41,7 +42,6 @@ def add_arguments(p):
 
 
 def run(args):
-    from robot_identification import progress  # start-up: commands/__init__.py
     from robot_identification.errors import ConfigError  # start-up: commands/__init__.py
     from robot_identification.excitation import check_limits, load_trajectory  # start-up
     from robot_identification.simulation import simulate  # start-up: commands/__init__.py
@@ -65,7 +65,9 @@ def run(args):
                   derivatives=args.derivatives or csv_maps_velocities(model, out),
                   quantise=not args.no_quantise,
                   friction=None if args.friction == "config" else args.friction,
-                  log=None if progress.enabled() else print, min_samples=20,
+                  # progress lines where no bar is drawn (stderr not a terminal: a log),
+                  # none with --quiet
+                  log=None if args.quiet or sys.stderr.isatty() else print, min_samples=20,
                   engine=args.engine, joint_torque=args.joint_torque)
     if out.suffix == ".npz":
         ds.save_npz(out, inputs=input_paths(args, model))
