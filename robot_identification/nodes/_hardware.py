@@ -429,6 +429,4 @@ class TrajectoryTracker:
         if not self.elastic:
             return self.law(q_d, dq_d, meas)
         refs = [self._ref(t - self.dt), self._ref(t), self._ref(t + self.dt)]
-        tau3 = [self.law.link_torque(*r) for r in refs]
-        ff = self.law.feedforward(tau3, *refs[1], self.dt)
-        return self.law(q_d, dq_d, meas, ff)
+        return self.law(q_d, dq_d, meas, self.law.feedforward_at(refs, self.dt))

@@ -389,6 +389,15 @@ class ElasticPDController(_GravityMixin):
                                                      + ddtau / self.K)
         return theta_d, dtheta_d, du
 
+    def feedforward_at(self, refs, dt):
+        """:meth:`feedforward` of a reference sampled one period ``dt`` [s] before, at and
+        after the instant: ``refs`` three (q_d, dq_d, ddq_d) (n,) x 3 [rad, rad/s, rad/s^2]
+        (tau_J of each by :meth:`link_torque`); returns (theta_d, dtheta_d, du) at the middle
+        one. The in-cycle trajectory controller, the pd_controller node and the validation
+        rollouts call it each period (:func:`sampled_feedforward`: along a whole sampled
+        reference)."""
+        return self.feedforward([self.link_torque(*r) for r in refs], *refs[1], dt)
+
     def references(self, q_d, dq_d):
         """Motor references theta_d (n,) and dtheta_d (n,) of link references q_d, dq_d."""
         q_d = np.asarray(q_d, dtype=float)

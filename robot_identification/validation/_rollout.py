@@ -136,9 +136,8 @@ def rollout(model, standard, dataset, *, window=None, closed_loop=False, couplin
             if closed_loop and feedforward:
                 at = np.maximum(grid[s] + ff_dt * np.array([-1.0, 0.0, 1.0]), 0.0)
                 qd, dqd, ddqd = traj.evaluate(at)
-                tau3 = [ctrl.link_torque(qd[i], dqd[i], ddqd[i]) for i in range(3)]
                 u = ctrl(qd[1], dqd[1], sim.measure(),
-                         ctrl.feedforward(tau3, qd[1], dqd[1], ddqd[1], ff_dt))
+                         ctrl.feedforward_at(list(zip(qd, dqd, ddqd)), ff_dt))
             elif closed_loop:
                 qd, dqd, _ = traj.evaluate(np.array([grid[s]]))
                 u = ctrl(qd[0], dqd[0], sim.measure())
