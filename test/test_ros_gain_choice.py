@@ -51,6 +51,31 @@ def test_config_gains_unstable_at_250_hz_are_scaled_and_said(context):
         ctrl.destroy_node()
 
 
+def test_with_the_feedforward_the_elastic_gains_are_the_core_closed_loops(context):
+    """Real time, ``feedforward: true``: the config's gains (a growing pole at 250 Hz) are
+    replaced by the core closed loop's (simulation.closed_loop_gains: the damped design at the
+    rate), then scaled for the command delay; the choice says so."""
+    from robot_identification.simulation import closed_loop_gains
+    ctrl = controller(context, rate_hz=250.0, lockstep=False, feedforward=True)
+    try:
+        c = ctrl.gain_choice
+        core = closed_loop_gains(ctrl.model, rate_hz=250.0)
+        assert core.source == "damped design"
+        np.testing.assert_allclose(c.given_kp, core.kp)
+        np.testing.assert_allclose(c.given_kd, core.kd)
+        assert c.changed and c.ok and c.required == 1 and c.given_tolerated == 0
+        np.testing.assert_allclose(ctrl.law.kp, core.kp * c.scale ** 2)
+        np.testing.assert_allclose(ctrl.law.kd, core.kd * c.scale)
+        text = ctrl.status_values()["gain_choice"]
+        assert "the damped design's gains kp=[2222, 25.21] kd=[77.31, 7.412]" in text
+        # independent check: the nonlinear loop at 250 Hz, every command a period late
+        limit = min(j.limits.velocity for j in ctrl.model.config.joints)
+        law = make_controller(ctrl.model, ctrl.law.kp, ctrl.law.kd)
+        assert peak_velocity(ctrl.model, 1, 1000, law, rate_hz=250.0) < 0.5 * limit
+    finally:
+        ctrl.destroy_node()
+
+
 def test_gains_that_tolerate_the_delay_are_kept(context):
     ctrl = controller(context, rate_hz=1000.0, lockstep=True)
     try:

@@ -32,8 +32,13 @@ tau_ff = M(q_r) ddq_r + C(q_r, dq_r) dq_r + I_m ddq_r + F(dq_r), the link terms 
 the link-referred rotor inertia, F the drives' nominal friction at the reference velocity
 (:class:`~robot_identification.simulation.FrictionModel`, as the simulator applies it), the
 reference acceleration ddq_r from the reference message (the excitation publisher sends the
-trajectory's analytic one). Not in lockstep (the simulated robot's loop is the core
-simulator's law, PD + g(q)) nor for elastic arms, not in the hold / fail-safe.
+trajectory's analytic one). Elastic arms: the law's own feed-forward, the reference's
+inverse dynamics through the springs (De Luca 1998; motor references theta_d = q_r +
+K^-1 tau_J and u = B ddtheta_d + tau_J of the reduced model,
+:meth:`~robot_identification.simulation.ElasticPDController.feedforward_at`, as ``simulate``
+and hardware_robot's in-cycle controller apply it), from the reference one period before, at
+and after the state (:meth:`ControlLoop.reference_samples`). Not in lockstep (the simulated
+robot's loop keeps the regulator), not in the hold / fail-safe.
 """
 from __future__ import annotations
 
@@ -45,6 +50,17 @@ import pinocchio as pin
 
 from robot_identification.errors import ConfigError
 from robot_identification.simulation import FrictionModel, delay_tolerant_gains
+
+
+#: Elastic arms: the reference's feed-forward (:meth:`ControlLoop.elastic_feedforward`) only
+#: while the gains are at least this bandwidth scale of the start-up gains. The feed-forward is
+#: the reduced model's (Spong); on an arm with rotor-link coupling (``coupling: complete``) it
+#: drives the arm off the reference unless the feedback corrects it. The core simulator,
+#: zollo_planar, the hardware-robot study's excitation, each command d periods late
+#: (docs/ros.md, "Elastic arms on the pd_controller path"): peak |dq| / limit with / without
+#: it at 1 kHz 0.83 / 2.93 at scale 0.64 (d = 1), 1.03 / 2.39 at 0.17 (d = 4), 1.82 / 0.29 at
+#: 0.014 (d = 10); at 250 Hz 1.89 / 0.002 at 0.003 (d = 4).
+ELASTIC_FEEDFORWARD_MIN_SCALE = 0.1
 
 
 def rotor_inertia(model):
@@ -212,8 +228,9 @@ class ControlLoop:
     #: real time: a command's deadline shortened to the time its torque, held open loop,
     #: takes to drive a joint to its velocity limit (:meth:`command_deadline`)
     velocity_deadline = True
-    #: real time, rigid arms: the nominal inverse dynamics of the reference added to the
-    #: tracking command (module docstring, :meth:`feedforward_torque`; the node's parameter
+    #: real time: the nominal inverse dynamics of the reference added to the tracking
+    #: command (module docstring, :meth:`feedforward_torque`; elastic arms
+    #: :meth:`elastic_feedforward`; the node's parameter
     #: ``feedforward`` sets it, default true: docs/ros.md; off for users of the class alone)
     feedforward = False
 
@@ -447,8 +464,12 @@ class ControlLoop:
             self.command(self.fallback(meas))
         elif new:
             q_ref, dq_ref, ddq_ref = self.reference(reference)
-            u = self.law(q_ref, self.limited(q_ref, dq_ref, meas), meas)
-            self.command(self.with_feedforward(u, q_ref, dq_ref, ddq_ref, meas["dq"]))
+            if self.model.config.elastic:
+                self.command(self.law(q_ref, dq_ref, meas, self.elastic_feedforward(
+                    q_ref, dq_ref, ddq_ref, meas["dq"])))
+            else:
+                u = self.law(q_ref, self.limited(q_ref, dq_ref, meas), meas)
+                self.command(self.with_feedforward(u, q_ref, dq_ref, ddq_ref, meas["dq"]))
         elif self.last_u is not None:    # a repeated stamp: nothing new, same command
             self.command(self.last_u)
 
@@ -607,8 +628,8 @@ class ControlLoop:
         """Nominal inverse dynamics of the reference without gravity (n,) [N*m]:
         M(q_r) ddq_r + C(q_r, dq_r) dq_r (pinocchio ``rnea`` minus its gravity term) + the
         link-referred rotor inertia x ddq_r + the drives' nominal friction at dq_r
-        (module docstring); zeros in lockstep, for elastic arms and with ``feedforward``
-        off. A robot whose friction laws the simulator cannot apply (``coulomb_load``) gets
+        (module docstring); zeros in lockstep, for elastic arms (theirs:
+        :meth:`elastic_feedforward`) and with ``feedforward`` off. A robot whose friction laws the simulator cannot apply (``coulomb_load``) gets
         no friction term."""
         n = self.model.n
         if self.lockstep or not self.feedforward or self.model.config.elastic:
@@ -627,6 +648,55 @@ class ControlLoop:
                 self._friction = FrictionModel(self.model, "none")
         return (self.model.from_pin_v(tau) + self.rotor * np.asarray(ddq_ref)
                 + self._friction(np.asarray(dq_ref, dtype=float)))
+
+    def reference_samples(self, q_ref, dq_ref, ddq_ref):
+        """The reference one control period before, at and after the latest state: three
+        (q, dq, ddq) (n,) x 3 [rad, rad/s, rad/s^2] (the middle one ``q_ref``, ``dq_ref``,
+        ``ddq_ref``, :meth:`reference`). A moving reference trajectory (look-ahead) is
+        evaluated at the state's stamp -+ one period (after its last point: that point at
+        rest); a single point, or one held at rest, is extended at its constant acceleration
+        (q -+ dq dt + ddq dt^2 / 2, dq -+ ddq dt)."""
+        h = self.period
+        if self.plan is not None and np.any(dq_ref):
+            e = self.plan.elapsed(self.joint[0], self.now())
+            out = []
+            for x in (e - h, e + h):
+                q, dq, ddq, after = self.plan.at(x)
+                out.append((q, 0 * dq, 0 * ddq) if after else (q, dq, ddq))
+            return [out[0], (q_ref, dq_ref, ddq_ref), out[1]]
+        return [(q_ref + k * h * dq_ref + 0.5 * h * h * ddq_ref, dq_ref + k * h * ddq_ref,
+                 ddq_ref) for k in (-1.0, 0.0, 1.0)]
+
+    def elastic_feedforward(self, q_ref, dq_ref, ddq_ref, dq=None):
+        """Elastic arms in real time (``feedforward``): the reference's motor references and
+        torque (theta_d, dtheta_d, du) (n,) x 3 for the law
+        (:meth:`~robot_identification.simulation.ElasticPDController.feedforward_at` on
+        :meth:`reference_samples`: De Luca 1998, as ``simulate`` and the in-cycle trajectory
+        controller apply it); None (the regulator's references: De Luca, Siciliano & Zollo
+        2005) in lockstep and with ``feedforward`` off. On a joint whose measured velocity
+        ``dq`` (n,) [rad/s] is beyond ``velocity_limit_factor`` x its limit, that joint gets
+        the regulator's references and no added torque. Off (None, said once) while the
+        gains are scaled below :data:`ELASTIC_FEEDFORWARD_MIN_SCALE` of the start-up gains."""
+        if self.lockstep or not self.feedforward:
+            return None
+        if self.gain_scale < ELASTIC_FEEDFORWARD_MIN_SCALE:
+            if not getattr(self, "_feedforward_gated", False):
+                self._feedforward_gated = True
+                self.warn(f"elastic feed-forward off: the gains are at bandwidth scale "
+                          f"{self.gain_scale:.3g}, below {ELASTIC_FEEDFORWARD_MIN_SCALE:g}, "
+                          f"too weak to correct the model's error under it")
+            return None
+        theta_d, dtheta_d, du = self.law.feedforward_at(
+            self.reference_samples(q_ref, dq_ref, ddq_ref), self.period)
+        if dq is not None and self.velocity_limit_factor:
+            fast = np.abs(dq) > self.velocity_limit_factor * self.v_max
+            if np.any(fast):
+                theta_r, dtheta_r = self.law.references(q_ref, dq_ref)
+                theta_d, dtheta_d = (np.where(fast, theta_r, theta_d),
+                                     np.where(fast, dtheta_r, dtheta_d))
+                du = np.where(fast, 0.0, du)
+        self.feedforward_commands += 1
+        return theta_d, dtheta_d, du
 
     def with_feedforward(self, u, q_ref, dq_ref, ddq_ref, dq=None):
         """Command ``u`` (n,) [N*m] of the law plus :meth:`feedforward_torque`, clipped to

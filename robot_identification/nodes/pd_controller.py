@@ -70,9 +70,15 @@ the hold and the tracking stay stable on a machine slower than the gains were de
 Rigid arms in real time (``feedforward``, default true: docs/ros.md): the command adds the
 nominal inverse dynamics of the reference (its acceleration from the reference message), so
 that scaled-down gains still follow the excitation (:meth:`~._control_loop.ControlLoop.
-feedforward_torque`). Each command names the state it answers and carries a deadline, that
-state's stamp +
-``command_deadline`` s (a hardware-like robot that honours it brakes when no newer command
+feedforward_torque`). Elastic arms in real time with ``feedforward: true``: the start-up
+gains are the core closed loop's at ``rate_hz`` (:func:`~robot_identification.simulation.closed_loop_gains`: the damped design
+where the config's leave the loop undamped, as ``simulate``), then scaled for the delay as
+above; the law gets the reference's feed-forward of De Luca 1998, as ``simulate`` does,
+while the gains are at least ``ELASTIC_FEEDFORWARD_MIN_SCALE`` (0.1) of the start-up gains
+(:meth:`~._control_loop.ControlLoop.elastic_feedforward`). Both with ``feedforward: true``
+only (default false for elastic arms: docs/ros.md, "Elastic arms on the pd_controller
+path"); otherwise the configured gains and the regulator, as before. Each command names
+the state it answers and carries a deadline, that state's stamp + ``command_deadline`` s (a hardware-like robot that honours it brakes when no newer command
 came by then; ros2_control ignores the label). Status and heartbeat on ``/diagnostics``
 every ``diagnostics_period`` s.
 
@@ -101,8 +107,8 @@ from robot_identification.nodes._common import (LATEST, QOS, Managed, command_ms
                                                 declare_optional, declare_robot, main_for,
                                                 publish_live, stamp_ns, to_sec)
 from robot_identification.nodes._control_loop import ControlLoop
-from robot_identification.simulation import (delay_tolerant_gains, make_controller,
-                                             tolerated_command_delay)
+from robot_identification.simulation import (closed_loop_gains, delay_tolerant_gains,
+                                             make_controller, tolerated_command_delay)
 
 #: name of this controller's entry in /diagnostics (``<node name>: control loop``)
 STATUS_SUFFIX = ": control loop"
@@ -153,11 +159,36 @@ class PDController(Managed, ControlLoop, LifecycleNode):
                              "gains: kp * s^2, kd * s (below 1: more tolerant of command "
                              "delay); the largest scale used", low=0.01, high=10.0,
                              read_only=True)
-        base = make_controller(model, None if kp is None else list(kp),
-                               None if kd is None else list(kd))
-        self.law_for = lambda s: make_controller(model, base.kp * s * s, base.kd * s)
         self.lockstep = declare(self, "lockstep", True, "one command per state stamp",
                                 read_only=True)
+        kp, kd = (None if kp is None else list(kp)), (None if kd is None else list(kd))
+        given = kp is not None or kd is not None
+        self.feedforward = declare(
+            self, "feedforward", not model.config.elastic, "real time: add the nominal "
+            "model's inverse dynamics of the reference to the tracking command (rigid arms: "
+            "rnea without gravity + rotor inertia x reference acceleration + nominal friction "
+            "at the reference velocity): the arm follows the excitation when the delay margin "
+            "scales the gains down. Elastic arms: the core closed loop instead (simulate's: "
+            "the gains of simulation.closed_loop_gains at rate_hz, the damped design where "
+            "the configured ones leave the loop undamped, and the reference's feed-forward of "
+            "De Luca 1998 while the gains are scaled to at least 0.1). Default true for rigid "
+            "arms, false for elastic arms (docs/ros.md, 'Elastic arms on the pd_controller "
+            "path')", read_only=True)
+        loop_gains = None
+        if model.config.elastic and not self.lockstep and self.feedforward:
+            # the core closed loop's gains at this rate: the damped design where the config's
+            # (or the default design's) leave the loop undamped, as simulate uses them
+            try:
+                loop_gains = closed_loop_gains(model, kp, kd, rate_hz=rate)
+            except ConfigError as exc:      # no damped design at this rate: scaled below
+                self.get_logger().warning(f"{exc}: the gains as configured, scaled for the "
+                                          f"command delay")
+            else:
+                kp, kd = loop_gains.kp, loop_gains.kd
+                if loop_gains.note:
+                    self.get_logger().warning(loop_gains.describe(model.config.name))
+        base = make_controller(model, kp, kd)
+        self.law_for = lambda s: make_controller(model, base.kp * s * s, base.kd * s)
         delay = declare(self, "command_delay_periods", -1, "command delay [control periods] "
                         "the gains must tolerate (simulation.tolerated_command_delay of the "
                         "linearised loop); -1: 0 in lockstep, 1 in real time (a robot that "
@@ -168,8 +199,9 @@ class PDController(Managed, ControlLoop, LifecycleNode):
                             "tolerate command_delay_periods: true - scaled down (kp s^2, kd "
                             "s) until it does, with a warning naming both; false - refused "
                             "(the node exits naming them)", read_only=True)
-        source = ("the parameters'" if kp is not None or kd is not None else
-                  "the robot config's" if sim.kp is not None or sim.kd is not None
+        source = ("the damped design's" if getattr(loop_gains, "source", "") == "damped design"
+                  else "the parameters'" if given
+                  else "the robot config's" if sim.kp is not None or sim.kd is not None
                   else "the default design's")
         self.gain_choice = choose_gains(self, model, base, rate, source, stabilise)
         self.margin_factor = declare(
@@ -203,12 +235,6 @@ class PDController(Managed, ControlLoop, LifecycleNode):
             "to the time its torque, held open loop, takes to bring a joint to its velocity "
             "limit (a robot honouring deadlines then brakes instead); rigid arms",
             read_only=True)
-        self.feedforward = declare(
-            self, "feedforward", True, "real time, rigid arms: add the nominal model's "
-            "inverse dynamics of the reference (rnea without gravity + rotor inertia x "
-            "reference acceleration + nominal friction at the reference velocity) to the "
-            "tracking command: the arm follows the excitation when the delay margin scales "
-            "the gains down", read_only=True)
         self.scale *= self.gain_choice.scale      # the stable gains: scaled from there on
         self.enabled = False            # until activated
         self.stamps_on_clock = None     # judged from the first state
