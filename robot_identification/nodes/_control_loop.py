@@ -629,8 +629,8 @@ class ControlLoop:
         M(q_r) ddq_r + C(q_r, dq_r) dq_r (pinocchio ``rnea`` minus its gravity term) + the
         link-referred rotor inertia x ddq_r + the drives' nominal friction at dq_r
         (module docstring); zeros in lockstep, for elastic arms (theirs:
-        :meth:`elastic_feedforward`) and with ``feedforward`` off. A robot whose friction laws the simulator cannot apply (``coulomb_load``) gets
-        no friction term."""
+        :meth:`elastic_feedforward`) and with ``feedforward`` off. A robot whose friction
+        laws the simulator cannot apply (``coulomb_load``) gets no friction term."""
         n = self.model.n
         if self.lockstep or not self.feedforward or self.model.config.elastic:
             return np.zeros(n)

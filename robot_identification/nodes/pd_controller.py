@@ -71,15 +71,17 @@ Rigid arms in real time (``feedforward``, default true: docs/ros.md): the comman
 nominal inverse dynamics of the reference (its acceleration from the reference message), so
 that scaled-down gains still follow the excitation (:meth:`~._control_loop.ControlLoop.
 feedforward_torque`). Elastic arms in real time with ``feedforward: true``: the start-up
-gains are the core closed loop's at ``rate_hz`` (:func:`~robot_identification.simulation.closed_loop_gains`: the damped design
-where the config's leave the loop undamped, as ``simulate``), then scaled for the delay as
-above; the law gets the reference's feed-forward of De Luca 1998, as ``simulate`` does,
+gains are the core closed loop's at ``rate_hz``
+(:func:`~robot_identification.simulation.closed_loop_gains`: the damped design where the
+config's leave the loop undamped, as ``simulate``), then scaled for the delay as above; the
+law gets the reference's feed-forward of De Luca 1998, as ``simulate`` does,
 while the gains are at least ``ELASTIC_FEEDFORWARD_MIN_SCALE`` (0.1) of the start-up gains
 (:meth:`~._control_loop.ControlLoop.elastic_feedforward`). Both with ``feedforward: true``
 only (default false for elastic arms: docs/ros.md, "Elastic arms on the pd_controller
 path"); otherwise the configured gains and the regulator, as before. Each command names
-the state it answers and carries a deadline, that state's stamp + ``command_deadline`` s (a hardware-like robot that honours it brakes when no newer command
-came by then; ros2_control ignores the label). Status and heartbeat on ``/diagnostics``
+the state it answers and carries a deadline, that state's stamp + ``command_deadline`` s
+(a hardware-like robot that honours it brakes when no newer command came by then;
+ros2_control ignores the label). Status and heartbeat on ``/diagnostics``
 every ``diagnostics_period`` s.
 
 Managed node (rclpy lifecycle, :class:`~._common.Managed`): unconfigured/inactive before its
