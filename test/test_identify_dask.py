@@ -112,3 +112,37 @@ def test_a_caller_with_threads_of_its_own_keeps_spawned_workers():
     finally:
         stop.set()
         worker.join()
+
+
+def _task_thread():
+    import threading
+
+    from robot_identification import dask_worker
+    return threading.current_thread().name, list(dask_worker.WARM_UPS)
+
+
+def test_preloaded_workers_warm_up_on_their_task_thread_and_give_the_same_estimates(
+        recordings, tmp_path):
+    """``dask worker --preload robot_identification.dask_worker --warm-up ROBOT``: each
+    worker process runs the warm-up identification before it connects, on the thread its
+    tasks run on; a job on those workers gives the one-process estimates bit for bit."""
+    args = ["identify", "--robot", "zollo_planar", "--estimator", "wls", "--quiet",
+            "--data", *recordings[:2]]
+    assert main(args + ["--output", str(tmp_path / "one.yaml")]) == 0
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None,
+                                  preload=["robot_identification.dask_worker"],
+                                  preload_argv=["--warm-up", "zollo_planar"]) as cluster, \
+            distributed.Client(cluster) as client:
+        # before any job: every worker has warmed up once, on its (one) task thread
+        for name, warm_ups in client.run(_task_thread).values():
+            assert [w[0] for w in warm_ups] == ["zollo_planar"]
+        threads = [client.submit(_task_thread, pure=False, workers=[w]).result()
+                   for w in client.scheduler_info()["workers"]]
+        assert len(threads) == 2
+        for name, warm_ups in threads:
+            assert warm_ups[0][1] == name
+        assert main(args + ["--scheduler", cluster.scheduler_address,
+                            "--output", str(tmp_path / "two.yaml")]) == 0
+    np.testing.assert_array_equal(_estimates(tmp_path / "one.yaml"),
+                                  _estimates(tmp_path / "two.yaml"))

@@ -41,7 +41,10 @@ def add_arguments(p):
                         "this many worker processes (default 1: in this process)")
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
                    help="use an existing Dask scheduler instead of a local cluster (its "
-                        "workers must see the --data files)")
+                        "workers must see the --data files); start each worker with "
+                        "'dask worker SCHEDULER --nthreads 1 --preload "
+                        "robot_identification.dask_worker' (the engine imported and warmed "
+                        "up before its first job: docs/performance.md)")
     p.add_argument("--quiet", action="store_true", help="do not print the table")
     p.add_argument("--select", action="store_true",
                    help="choose cut-off, Coulomb deadband and reversal handling by cross-"

@@ -32,7 +32,9 @@ def add_arguments(p):
     p.add_argument("--workers", type=int, default=1,
                    help="Dask workers on a local cluster (default 1: in this process)")
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
-                   help="an existing Dask scheduler instead of a local cluster")
+                   help="an existing Dask scheduler instead of a local cluster; start "
+                        "each worker with 'dask worker SCHEDULER --nthreads 1 --preload "
+                        "robot_identification.dask_worker' (docs/performance.md)")
     p.add_argument("--trajectory", metavar="FILE",
                    help="excitation trajectory YAML (default: the config's simulation.excitation)")
     p.add_argument("--duration", type=float, help="simulated time [s]")
