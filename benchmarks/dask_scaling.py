@@ -1,24 +1,28 @@
 """Dask scaling of ``identify`` and ``montecarlo`` (issue #29), everything in one run.
 
     OPENBLAS_NUM_THREADS=1 PYTHONPATH=$PWD python benchmarks/dask_scaling.py [--quick]
-        [--keep DIR] [--only identify montecarlo] [--montecarlo CASE ...] [--mc-runs N ...]
+        [--keep DIR] [--only identify montecarlo] [--samples N ...] [--rounds N]
+        [--preload MODULE ...] [--montecarlo CASE ...] [--mc-runs N ...]
 
 ``identify``: 4 recordings of the 20-minute 1 kHz elastic PUMA recording
 (``benchmarks/elastic_20min.py`` makes it; each a differently rotated cut, the files are
 made once and reused with ``--keep``), ``identify --robot puma560_elastic`` (the command, a
 fresh process each) with 1 process, a local cluster of 2 workers (``--workers 2``) and an
-external ``dask scheduler`` + ``dask worker --nworkers 2 --nthreads 1`` (``--scheduler``;
-the same command twice on one cluster: the first job on fresh workers, and the second, as a
-long-lived cluster serves it), at two recording sizes (1 M and 100 k samples; ``--quick``:
-200 k and 20 k). Printed per run: wall time, the speed-up against 1 process (wall), the CPU
-time of every process of the run (the client, each worker; sampled from ``/proc`` by psutil
-until it ends, so per-worker figures are exact up to the last 0.1 s) and the **CPU critical
-path** (client CPU + the busiest worker's CPU: the wall time the run needs when each process
-has a core of its own) with its speed-up ``1-process CPU / critical path`` -- the figure
-that does not depend on what else runs on a shared machine -- and whether the estimates are
-the same bit for bit (results.yaml, every base parameter). The **break-even size** is where
-the 2-worker and the 1-process lines (wall = a + b * samples, fitted through the two sizes)
-cross, in wall time and in the CPU critical path.
+external ``dask scheduler`` + ``dask worker --nworkers 2 --nthreads 1 --preload
+robot_identification.dask_worker`` (``--scheduler``; ``--preload``: other preloads, a fresh
+cluster each; the same command twice on one cluster: the first job on fresh workers, and
+the second, as a long-lived cluster serves it, on the same files with renewed times), at
+two recording sizes (1 M and 100 k samples; ``--quick``: 200 k and 20 k; ``--samples``),
+``--rounds`` times with the medians of the paired speed-ups. Printed per run: wall time,
+the speed-up against 1 process (wall), the CPU time of every process of the run (the
+client, each worker; sampled from ``/proc`` by psutil until it ends, so per-worker figures
+are exact up to the last 0.1 s) and the **CPU critical path** (client CPU + the busiest
+worker's CPU: the wall time the run needs when each process has a core of its own) with its
+speed-up ``1-process CPU / critical path`` -- the figure that does not depend on what else
+runs on a shared machine -- and whether the estimates are the same bit for bit
+(results.yaml, every base parameter). The **break-even size** is where the 2-worker and the
+1-process lines (wall = a + b * samples, fitted through the two sizes) cross, in wall time
+and in the CPU critical path.
 
 ``montecarlo`` (``--only montecarlo``; ``--montecarlo CASE ...`` picks the cases of
 :data:`MC_CASES`, ``--mc-runs`` the run counts, default 25 and 100): each case with 1 worker
@@ -141,10 +145,16 @@ def recordings(tmp, samples, n_files=4):
     return paths
 
 
-class ExternalCluster:
-    """``dask scheduler`` + ``dask worker --nworkers 2 --nthreads 1`` (fresh processes)."""
+#: The external workers' ``--preload`` (docs/performance.md): the engine imported and a
+#: warm-up identification run before the worker connects.
+PRELOAD = "robot_identification.dask_worker"
 
-    def __init__(self, tmp, n=2):
+
+class ExternalCluster:
+    """``dask scheduler`` + ``dask worker --nworkers 2 --nthreads 1 --preload PRELOAD``
+    (fresh processes; ``preload="none"``: without)."""
+
+    def __init__(self, tmp, n=2, preload=PRELOAD):
         import psutil
         dask = str(Path(sys.executable).parent / "dask")
         sched_file = tmp / "scheduler.json"
@@ -159,7 +169,7 @@ class ExternalCluster:
         self.address = json.loads(sched_file.read_text())["address"]
         self.procs.append(subprocess.Popen(
             [dask, "worker", "--nworkers", str(n), "--nthreads", "1", "--no-dashboard",
-             "--preload", "robot_identification.identification",
+             *(["--preload", preload] if preload != "none" else []),
              "--scheduler-file", str(sched_file)], env=CLUSTER_ENV, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL))
         from distributed import Client
@@ -200,54 +210,88 @@ def describe(r, base_cpu=None, before=None):
     return text
 
 
-#: The 2-worker runs of ``section_identify``, each set against 1 process.
-CLUSTERS = ("local cluster", "external scheduler", "external scheduler, second job")
+def _clusters(preloads):
+    """Names of the 2-worker runs of ``section_identify``, each set against 1 process."""
+    names = ["local cluster"]
+    for pre in preloads:
+        tag = "" if len(preloads) == 1 else f" ({pre})"
+        names += [f"external scheduler{tag}", f"external scheduler{tag}, second job"]
+    return names
 
 
-def section_identify(args, tmp):
-    sizes = (200_000, 20_000) if args.quick else (1_000_000, 100_000)
-    fits = {}
-    for samples in sizes:
-        paths = recordings(tmp, samples)
-        common = ["-m", "robot_identification.cli", "identify", "--robot", "puma560_elastic",
-                  "--quiet", "--force", "--data", *paths]
-        res = {}
-        print(f"identify, 4 x {samples} samples (puma560_elastic, .npz):", flush=True)
-        r = run([*common, "--output", tmp / "d1.yaml"])
-        print(f"  1 process: {describe(r)} ({load()})", flush=True)
-        res["1 process"] = r
-        r = run([*common, "--workers", "2", "--output", tmp / "d2.yaml"])
-        print(f"  local cluster, 2 workers: {describe(r)} ({load()})", flush=True)
-        res["local cluster"] = r
-        cluster = ExternalCluster(tmp)
+def _identify_round(args, tmp, common):
+    """One round: 1 process, the local cluster, and per ``--preload`` a fresh external
+    cluster's first and second job ({name: run}, {name: bit-identical})."""
+    res, outputs = {}, {}
+    r = run([*common, "--output", tmp / "d1.yaml"])
+    print(f"  1 process: {describe(r)} ({load()})", flush=True)
+    res["1 process"] = r
+    r = run([*common, "--workers", "2", "--output", tmp / "d2.yaml"])
+    print(f"  local cluster, 2 workers: {describe(r)} ({load()})", flush=True)
+    res["local cluster"], outputs["local cluster"] = r, "d2.yaml"
+    names = _clusters(args.preload)[1:]
+    for k, pre in enumerate(args.preload):
+        t0 = time.perf_counter()
+        cluster = ExternalCluster(tmp, preload=pre)
+        print(f"  external cluster --preload {pre}: workers connected after "
+              f"{time.perf_counter() - t0:.1f} s ({load()})", flush=True)
         try:
             # The same command twice on one cluster: the first job on freshly started
-            # workers pays their first touch of the task's memory; a long-lived cluster
-            # serves every later job as the second one.
-            for name, out in (("external scheduler", "d3.yaml"),
-                              ("external scheduler, second job", "d4.yaml")):
+            # workers, and the second as a long-lived cluster serves it. The files' times
+            # are renewed before the second job: a worker's cache of the heads it read
+            # (keyed by path, size and time) does not serve it.
+            for j, name in enumerate(names[2 * k:2 * k + 2]):
+                if j:
+                    for p in common[common.index("--data") + 1:]:
+                        os.utime(p)
+                out = f"d{3 + 2 * k + j}.yaml"
                 before = cluster.cpu()
                 r = run([*common, "--scheduler", cluster.address, "--output", tmp / out],
                         extra=cluster.watched)
                 print(f"  {name}, 2 workers: {describe(r, before=before)} ({load()})",
                       flush=True)
-                res[name] = r
+                res[name], outputs[name] = r, out
         finally:
             cluster.close()
-        ref = estimates(tmp / "d1.yaml")
-        same = {f: estimates(tmp / f) == ref for f in ("d2.yaml", "d3.yaml", "d4.yaml")}
-        one = res["1 process"]
-        for name in CLUSTERS:
-            r = res[name]
-            print(f"  {name}: speed-up {one['wall'] / r['wall']:.2f} (wall), "
-                  f"{one['critical'] / r['critical']:.2f} (1-process CPU / CPU critical "
-                  f"path; target >= 1.6)", flush=True)
-        print(f"  estimates bit-identical to 1 process: local cluster {same['d2.yaml']}, "
-              f"external scheduler {same['d3.yaml']}, its second job {same['d4.yaml']}",
-              flush=True)
-        fits[samples] = {k: (v["wall"], v["critical"]) for k, v in res.items()}
-    lo, hi = sorted(sizes)
-    for name in CLUSTERS:
+    ref = estimates(tmp / "d1.yaml")
+    return res, {name: estimates(tmp / out) == ref for name, out in outputs.items()}
+
+
+def section_identify(args, tmp):
+    sizes = args.samples or ((200_000, 20_000) if args.quick else (1_000_000, 100_000))
+    clusters = _clusters(args.preload)
+    fits = {}
+    for samples in sizes:
+        paths = recordings(tmp, samples)
+        common = ["-m", "robot_identification.cli", "identify", "--robot", "puma560_elastic",
+                  "--quiet", "--force", "--data", *paths]
+        rounds = []
+        print(f"identify, 4 x {samples} samples (puma560_elastic, .npz):", flush=True)
+        for i in range(args.rounds):
+            if args.rounds > 1:
+                print(f" round {i + 1} of {args.rounds}:", flush=True)
+            res, same = _identify_round(args, tmp, common)
+            rounds.append(res)
+            one = res["1 process"]
+            for name in clusters:
+                r = res[name]
+                print(f"  {name}: speed-up {one['wall'] / r['wall']:.2f} (wall), "
+                      f"{one['critical'] / r['critical']:.2f} (1-process CPU / CPU critical "
+                      f"path; target >= 1.6); estimates bit-identical to 1 process: "
+                      f"{same[name]}", flush=True)
+        if args.rounds > 1:
+            for name in clusters:
+                wall = [r["1 process"]["wall"] / r[name]["wall"] for r in rounds]
+                cpu = [r["1 process"]["critical"] / r[name]["critical"] for r in rounds]
+                print(f"  {name}, median of {args.rounds} paired rounds: speed-up "
+                      f"{np.median(wall):.2f} wall ({', '.join(f'{x:.2f}' for x in wall)}), "
+                      f"{np.median(cpu):.2f} CPU critical path "
+                      f"({', '.join(f'{x:.2f}' for x in cpu)})", flush=True)
+        fits[samples] = {k: (v["wall"], v["critical"]) for k, v in rounds[-1].items()}
+    if len(sizes) < 2:
+        return
+    lo, hi = sorted(sizes)[:2]
+    for name in clusters:
         for k, what in ((0, "wall"), (1, "CPU critical path")):
             b1 = (fits[hi]["1 process"][k] - fits[lo]["1 process"][k]) / (hi - lo)
             a1 = fits[lo]["1 process"][k] - b1 * lo
@@ -340,6 +384,16 @@ def main(argv=None):
     ap.add_argument("--only", nargs="+", choices=("identify", "montecarlo"),
                     default=["identify", "montecarlo"])
     ap.add_argument("--keep", metavar="DIR", help="keep (and reuse) the generated recordings")
+    ap.add_argument("--samples", type=int, nargs="+", metavar="N",
+                    help="identify: samples per recording (default 1000000 100000; --quick: "
+                         "200000 20000)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="identify: rounds of every run, with the median of the paired "
+                         "speed-ups (default 1)")
+    ap.add_argument("--preload", nargs="+", default=[PRELOAD], metavar="MODULE",
+                    help=f"identify: the external workers' --preload, a fresh cluster each "
+                         f"(default {PRELOAD}; 'none': without; e.g. "
+                         f"robot_identification.identification: the engine's imports only)")
     ap.add_argument("--montecarlo", dest="mc_cases", nargs="+", choices=tuple(MC_CASES),
                     default=list(MC_CASES), metavar="CASE",
                     help=f"Monte-Carlo cases (default all: {', '.join(MC_CASES)})")

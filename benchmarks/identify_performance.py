@@ -36,8 +36,9 @@ compiles the project modules it imports from source, ``identify`` more of them t
 plain script.
 - ``dask``: ``identify`` of 4 recordings of 1 M samples (the elastic PUMA recording cut
   into 4 differently rotated copies) with 1 process, a local cluster of 2 workers and an
-  external ``dask scheduler`` + 2 ``dask worker`` processes: speed-up (wall) target >= 1.6x,
-  estimates bit-identical.
+  external ``dask scheduler`` + 2 ``dask worker --preload robot_identification.dask_worker``
+  processes (the first job on them): speed-up (wall) target >= 1.6x, estimates
+  bit-identical. Per-process CPU, the second job and rounds: ``benchmarks/dask_scaling.py``.
 - ``montecarlo``: ``montecarlo --robot szabo_3dof --runs 100`` with 1 and 2 workers:
   speed-up (wall) target >= 1.6x, identical output. Per-process CPU, the CPU critical path,
   a case whose runs carry the work (puma560, the physical estimate per run) and the
@@ -241,33 +242,14 @@ def section_dask(args, tmp):
     runs["1 process"] = child([*common, "--output", tmp / "d1.yaml"], ok=IDENTIFY_OK)[0]
     runs["local cluster, 2 workers"] = child([*common, "--workers", "2", "--output",
                                               tmp / "d2.yaml"], ok=IDENTIFY_OK)[0]
-    sched_file = tmp / "scheduler.json"
-    env = dict(os.environ, PYTHONPATH=str(ROOT), OPENBLAS_NUM_THREADS="1")
-    dask = str(Path(sys.executable).parent / "dask")
-    procs = [subprocess.Popen([dask, "scheduler", "--port", "0", "--no-dashboard",
-                               "--scheduler-file", str(sched_file)], env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    from dask_scaling import ExternalCluster     # its workers preloaded and warmed up
+    cluster = ExternalCluster(tmp)
     try:
-        for _ in range(600):
-            if sched_file.exists():
-                break
-            time.sleep(0.1)
-        import json
-        address = json.loads(sched_file.read_text())["address"]
-        procs.append(subprocess.Popen([dask, "worker", "--nworkers", "2", "--nthreads", "1",
-                                       "--no-dashboard", "--scheduler-file", str(sched_file)],
-                                      env=env, stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL))
-        from distributed import Client
-        with Client(address, timeout=60) as c:
-            c.wait_for_workers(2, timeout=120)
-        runs["external scheduler, 2 workers"] = child([*common, "--scheduler", address,
+        runs["external scheduler, 2 workers"] = child([*common, "--scheduler", cluster.address,
                                                        "--output", tmp / "d3.yaml"],
                                                       ok=IDENTIFY_OK)[0]
     finally:
-        for p in reversed(procs):
-            p.terminate()
-            p.wait(timeout=60)
+        cluster.close()
     ref = results_estimates(tmp / "d1.yaml")
     same = all(results_estimates(tmp / f) == ref for f in ("d2.yaml", "d3.yaml"))
     base = runs["1 process"]
