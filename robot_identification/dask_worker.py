@@ -15,7 +15,7 @@ The worker's first job then does not pay what every process pays once: the first
 the memory its tasks' arrays use (page faults, system time) and the libraries' first calls.
 Per-task CPU inside 2 external workers, 4 x 200 k samples of the elastic PUMA, load 5-8
 (2026-11-29, on main 16ca304 with this module): the first job on workers preloaded with the
-engine alone 11.3-12.2 s of task CPU per worker, 1.8-2.3 s of it system time (87-96 k page
+engine alone 10.7-12.2 s of task CPU per worker, 1.8-2.3 s of it system time (87-96 k page
 faults); a later job on the same workers, files re-read, 10.1-10.6 s (0.1-0.4 s, 5-6 k);
 the first job on workers preloaded with this module 9.5-10.8 s (0.1-0.5 s, 7-8 k).
 
