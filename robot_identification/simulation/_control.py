@@ -378,6 +378,14 @@ class ElasticPDController(_GravityMixin):
         rigid/elastic joints", Int. J. Robust Nonlinear Control 8 (1998); the feedforward of
         the reference instead of the feedback's lead removes the loop's resonance from the
         tracking (docs/simulation.md, "Gains from the model and the control period").
+
+        On an arm with rotor-link coupling (``coupling: complete``: both shipped elastic
+        arms) this reduced-model feed-forward leaves out the coupling's terms and the
+        feedback must correct them. Strong gains do (``simulate``, the in-cycle trajectory
+        controller); gains scaled down for a command delay do not (zollo_planar at 250 Hz,
+        gain scale 0.01, no delay: 1.85 x the velocity limit with the complete coupling,
+        0.92 x with ``coupling: reduced``; benchmarks/elastic_feedforward_delay.py,
+        docs/ros.md "Elastic arms on the pd_controller path").
         """
         tau3 = np.asarray(tau3, dtype=float)
         dtau = (tau3[2] - tau3[0]) / (2 * dt)
@@ -457,6 +465,9 @@ class RigidPDController(_GravityMixin):
         Default the config's gains, else a 5 Hz critically damped design on the diagonal
         of the inertia matrix at q = 0 plus the link-referred rotor inertia.
     saturate : bool
+    rate_hz : float, optional
+        Ignored (the rigid design does not depend on the control rate); accepted so that
+        :func:`make_controller` calls both laws alike.
     """
 
     def __init__(self, model, kp=None, kd=None, saturate=True, rate_hz=None):

@@ -387,7 +387,22 @@ def noise_sigma(std, snr_db):
     std 0.16 rad in 10 s of its default excitation) would otherwise get 20 x the noise of the
     same motion about 0. Before 2026-11-29 the rms was used (numbers in the docs measured
     before then at an SNR carry that larger noise on joints whose motion is off zero). A
-    channel that does not vary gets no noise."""
+    channel that does not vary gets no noise. Source: Zollo et al. 2014, Sec. 6.1 (noise at
+    a signal-to-noise ratio; its dB reading, notes A.7.1).
+
+    Parameters
+    ----------
+    std : array_like (n,)
+        Each channel's standard deviation about its mean [the channel's unit: rad, rad/s,
+        rad/s^2, m].
+    snr_db : float
+        [dB].
+
+    Returns
+    -------
+    ndarray (n,)
+        Noise standard deviation [the channel's unit]. Raises nothing.
+    """
     return np.asarray(std, dtype=float) * 10.0 ** (-float(snr_db) / 20.0)
 
 
