@@ -8,10 +8,11 @@ closed loop's gains (:func:`~robot_identification.simulation.closed_loop_gains`)
 :func:`~robot_identification.simulation.delay_tolerant_gains` for ``d`` periods (or
 ``--scales``), each command applied ``d`` periods after the state it answers (as on the
 pd_controller path over DDS); with the feed-forward of
-:func:`~robot_identification.simulation.sampled_feedforward` (De Luca 1998, the reduced
-model's) or the regulator alone. Prints per case the peak |dq| / velocity limit and the
-largest |q - q_ref| [rad]. ``--coupling reduced``: the robot's config with ``coupling:
-reduced`` (the model the feed-forward assumes).
+:func:`~robot_identification.simulation.sampled_feedforward` (De Luca 1998; the inverse
+dynamics of the config's model, with the rotor-link coupling of ``coupling: complete``) or the
+regulator alone. Prints per case the peak |dq| / velocity limit and the largest |q - q_ref|
+[rad]. ``--coupling reduced``: the robot's config with ``coupling: reduced`` (arm and
+feed-forward).
 
     PYTHONPATH=$PWD python benchmarks/elastic_feedforward_delay.py --robot zollo_planar \\
         --rate 250 --delays 1 4 10

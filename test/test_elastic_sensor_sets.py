@@ -245,9 +245,11 @@ def test_unresolved_coupling_is_no_gear_ratio_mismatch(arm):
     checks = {c["joint"]: c for c in result.settings["gear_ratio_check"]}
     assert all(c["coupling_z"] < GEAR_Z for c in checks.values())
     j4 = checks["j4"]
-    # the ratio itself cannot confirm the configured value: far off by its own std, or
-    # undefined (nan) where its coupling estimate vanishes (with simulate's feedforward)
-    assert not abs(j4["fitted"] - j4["configured"]) <= GEAR_Z * j4["std"]
+    # the ratio itself cannot confirm the configured value: far off by its own std (0.6 with
+    # the reduced model's feedforward), undefined (nan) where its coupling estimate vanishes,
+    # or its std larger than the value (138 +- 714 with the complete model's feedforward)
+    assert not (abs(j4["fitted"] - j4["configured"]) <= GEAR_Z * j4["std"]
+                and j4["std"] < j4["configured"])
 
 
 def test_gear_check_on_a_deflection_within_the_noise_is_a_note(arm):

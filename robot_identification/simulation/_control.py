@@ -12,7 +12,7 @@ import pinocchio as pin
 
 from robot_identification.errors import ConfigError, DataError
 from robot_identification.excitation import trajectory_from_config
-from robot_identification.simulation._simulator import Simulator
+from robot_identification.simulation._simulator import ArmDynamics, Simulator
 
 #: Bandwidth [Hz] of the default gains when the config gives none.
 DEFAULT_BANDWIDTH_HZ = 5.0
@@ -58,6 +58,13 @@ CHECKED_BAND_HZ = 20.0
 #: :func:`delay_tolerant_gains`: the bandwidth scales tried, 1, 0.8, 0.64, ... down to
 #: :data:`MIN_GAIN_SCALE`.
 GAIN_SCALE_STEP, MIN_GAIN_SCALE = 0.8, 1e-3
+#: :meth:`ElasticPDController.feedforward`: reference samples taken on each side of the
+#: instant (= refinements of the motor reference). 1: exact for the reduced model; the complete
+#: one's S(q) ddtheta_d once refined (zollo_planar in MuJoCo at 1 kHz, bandwidth scale 1e-4 of
+#: the closed loop's gains, friction off: largest |q - q_d| 0.018 rad over the study's 4 s
+#: excitation, 0.22 rad with 2: a reference's jerk jump at its start, amplified by the second
+#: refinement's differences, kicks the arm; the reduced model's feed-forward 1.9 rad).
+FEEDFORWARD_RADIUS = 1
 
 
 def _effort_limits(model):
@@ -351,6 +358,7 @@ class ElasticPDController(_GravityMixin):
         self.kp, self.kd = _gains(model, kp, kd, np.maximum(rotor, 1e-6))
         self.B = rotor
         self.limits = _effort_limits(model) if saturate else np.full(model.n, np.inf)
+        self._arm = ArmDynamics(model, "none")
 
     def link_torque(self, q, dq, ddq):
         """tau_J (n,) [N*m]: the joint torque the links need to move along q, dq, ddq (n,)
@@ -361,50 +369,96 @@ class ElasticPDController(_GravityMixin):
                        m.to_pin_v(np.asarray(ddq, dtype=float)))
         return m.from_pin_v(tau)
 
-    def feedforward(self, tau3, q_d, dq_d, ddq_d, dt):
-        """The reference's feedforward (theta_d, dtheta_d, du), each (n,), for :meth:`__call__`.
+    def feedforward(self, q_ref, dq_ref, ddq_ref, dt, radius=None):
+        """The reference's feedforward (theta_d, dtheta_d, du), each (m - 2 r, n), for
+        :meth:`__call__` at the samples r ... m - r - 1 of a reference sampled every ``dt``.
 
-        An elastic joint follows q_d(t) when its spring carries the link torque tau_J(t)
-        (:meth:`link_torque`): theta_d = q_d + K^-1 tau_J, and the motor drives itself and
-        the spring: u = B ddtheta_d + tau_J (reduced model; De Luca 1998, the inverse
-        dynamics of elastic joints, which needs q_d up to its fourth derivative). Here
-        dtheta_d = dq_d + K^-1 dtau_J/dt and ddtheta_d = ddq_d + K^-1 d2tau_J/dt2 with the
-        time derivatives of tau_J by central differences of ``tau3`` (3, n): tau_J one period
-        ``dt`` [s] before, at and after the sample. du = u - g(q_d): what the law adds to
-        its gravity compensation. At rest theta_d, dtheta_d are :meth:`references` and du =
-        0: the law is the regulator of De Luca, Siciliano & Zollo (2005).
+        An elastic joint follows q_d(t) when its spring carries the torque the arm needs,
+        K (theta_d - q_d) + D (dtheta_d - dq_d) = tau_J, and the motor drives itself, the
+        spring and, with rotor-link coupling, the links: u = tau_J + k_m tau_r, with (tau_J,
+        tau_r) the inverse dynamics of the arm's model along (q_d, theta_d)
+        (:meth:`ArmDynamics.inverse_dynamics
+        <robot_identification.simulation._simulator.ArmDynamics.inverse_dynamics>`, the
+        simulators' equations). Reduced model (Spong): tau_J = M(q) ddq + c + g of the links
+        and u = tau_J + B ddtheta_d (De Luca 1998). Complete model (``coupling: complete``,
+        both shipped elastic arms): the link equation holds S(q) ddtheta_d and velocity
+        terms of the rotors, so theta_d depends on the reference's higher derivatives (De Luca
+        & Lucibello 1998: the inverse dynamics of the complete model; exact after n - 1
+        refinements because S is strictly upper triangular along a chain). Here the deflection
+        e = theta_d - q_d starts at the rotors turning with their links (dtheta = dq) and is
+        refined r times, e <- K^-1 (tau_J(dtheta_d = dq_d + e', ddtheta_d = ddq_d + e'') -
+        D e') with e', e'' central differences of the previous e over one period (each
+        refinement one sample less on each side); the last one gives theta_d = q_d + e,
+        dtheta_d = dq_d + e' and u. du = u - g(theta_d - K^-1 g(q_d)): what the law adds to
+        its gravity compensation at theta = theta_d, so that on the reference the law commands
+        u (with du = u - g(q_d), as before, zollo_planar in MuJoCo at 1 kHz and gain scale
+        1e-4 strayed 1.9 rad from the reference instead of 0.018 rad). At rest theta_d,
+        dtheta_d are :meth:`references` and du = 0: the law is the regulator of De Luca,
+        Siciliano & Zollo (2005).
 
-        Source: A. De Luca, "Decoupling and feedback linearization of robots with mixed
-        rigid/elastic joints", Int. J. Robust Nonlinear Control 8 (1998); the feedforward of
-        the reference instead of the feedback's lead removes the loop's resonance from the
-        tracking (docs/simulation.md, "Gains from the model and the control period").
+        Sources: A. De Luca, "Decoupling and feedback linearization of robots with mixed
+        rigid/elastic joints", Int. J. Robust Nonlinear Control 8 (1998); A. De Luca, P.
+        Lucibello, "A general algorithm for dynamic feedback linearization of robots with
+        elastic joints", IEEE ICRA 1998. The feedforward of the reference instead of the
+        feedback's lead removes the loop's resonance from the tracking (docs/simulation.md,
+        "Gains from the model and the control period").
 
-        On an arm with rotor-link coupling (``coupling: complete``: both shipped elastic
-        arms) this reduced-model feed-forward leaves out the coupling's terms and the
-        feedback must correct them. Strong gains do (``simulate``, the in-cycle trajectory
-        controller); gains scaled down for a command delay do not (zollo_planar at 250 Hz,
-        gain scale 0.01, no delay: 1.85 x the velocity limit with the complete coupling,
-        0.92 x with ``coupling: reduced``; benchmarks/elastic_feedforward_delay.py,
-        docs/ros.md "Elastic arms on the pd_controller path").
+        Parameters
+        ----------
+        q_ref, dq_ref, ddq_ref : array_like (m, n)
+            The reference [rad, rad/s, rad/s^2] at t_i = t_0 + i ``dt``, m >= 2 r + 1.
+        dt : float
+            Sample period [s].
+        radius : int, optional
+            r >= 1; default :data:`FEEDFORWARD_RADIUS` (1: the reduced model exact, the
+            complete one's S(q) ddtheta_d from the deflection at dtheta = dq).
+
+        Returns
+        -------
+        theta_d, dtheta_d, du : ndarray (m - 2 r, n)
+            [rad], [rad/s], [N*m].
+
+        Raises
+        ------
+        ValueError
+            Fewer than 2 r + 1 samples.
         """
-        tau3 = np.asarray(tau3, dtype=float)
-        dtau = (tau3[2] - tau3[0]) / (2 * dt)
-        ddtau = (tau3[2] - 2 * tau3[1] + tau3[0]) / dt ** 2
-        q_d = np.asarray(q_d, dtype=float)
-        theta_d = q_d + tau3[1] / self.K
-        dtheta_d = np.asarray(dq_d, dtype=float) + dtau / self.K
-        du = tau3[1] - self.gravity(q_d) + self.B * (np.asarray(ddq_d, dtype=float)
-                                                     + ddtau / self.K)
-        return theta_d, dtheta_d, du
+        r = FEEDFORWARD_RADIUS if radius is None else int(radius)
+        q, dq, ddq = (np.atleast_2d(np.asarray(x, dtype=float)) for x in (q_ref, dq_ref,
+                                                                           ddq_ref))
+        if r < 1 or q.shape[0] < 2 * r + 1:
+            raise ValueError(f"the feedforward at radius {r} needs at least {2 * r + 1} "
+                             f"samples, got {q.shape[0]}")
+        inverse, K, D = self._arm.inverse_dynamics, self.K, self._arm.D
+        e = np.array([inverse(a, a, v, v, c, c)[0] for a, v, c in zip(q, dq, ddq)]) / K
+        for level in range(1, r + 1):
+            de = (e[2:] - e[:-2]) / (2 * dt)
+            dde = (e[2:] - 2 * e[1:-1] + e[:-2]) / dt ** 2
+            sl = slice(level, q.shape[0] - level)
+            qs, dqs, ddqs = q[sl], dq[sl], ddq[sl]
+            out = [inverse(qs[i], qs[i] + e[i + 1], dqs[i], dqs[i] + de[i], ddqs[i],
+                           ddqs[i] + dde[i]) for i in range(len(qs))]
+            tau_j = np.array([o[0] for o in out])
+            e = (tau_j - D * de) / K
+        theta_d = qs + e
+        # what the law adds to its gravity compensation at theta = theta_d
+        du = np.array([o[1] - self.gravity(th - self.gravity(x) / K)
+                       for o, th, x in zip(out, theta_d, qs)])
+        return theta_d, dqs + de, du
 
     def feedforward_at(self, refs, dt):
-        """:meth:`feedforward` of a reference sampled one period ``dt`` [s] before, at and
-        after the instant: ``refs`` three (q_d, dq_d, ddq_d) (n,) x 3 [rad, rad/s, rad/s^2]
-        (tau_J of each by :meth:`link_torque`); returns (theta_d, dtheta_d, du) at the middle
-        one. The in-cycle trajectory controller, the pd_controller node and the validation
+        """:meth:`feedforward` at one instant from the reference sampled every ``dt`` [s]
+        about it: ``refs`` 2 r + 1 (q_d, dq_d, ddq_d) (n,) x 3 [rad, rad/s, rad/s^2], the
+        instant's in the middle (r = :data:`FEEDFORWARD_RADIUS` of them used, or fewer if
+        fewer given, 1 at least). Returns (theta_d, dtheta_d, du) (n,) x 3.
+        The in-cycle trajectory controller, the pd_controller node and the validation
         rollouts call it each period (:func:`sampled_feedforward`: along a whole sampled
         reference)."""
-        return self.feedforward([self.link_torque(*r) for r in refs], *refs[1], dt)
+        q, dq, ddq = (np.array([x[k] for x in refs], dtype=float) for k in range(3))
+        r = min(FEEDFORWARD_RADIUS, (len(refs) - 1) // 2)
+        c = (len(refs) - 1) // 2
+        sl = slice(c - r, c + r + 1)
+        return tuple(x[0] for x in self.feedforward(q[sl], dq[sl], ddq[sl], dt, r))
 
     def references(self, q_d, dq_d):
         """Motor references theta_d (n,) and dtheta_d (n,) of link references q_d, dq_d."""
@@ -495,12 +549,16 @@ def sampled_feedforward(law, q_ref, dq_ref, ddq_ref, dt, after):
 
     ``q_ref``, ``dq_ref``, ``ddq_ref`` (m, n) [rad, rad/s, rad/s^2] at t_i = t_0 + i dt;
     before the first sample the reference is taken as its first sample (held), ``after``
-    = (q, dq, ddq) (n,) x 3 is the reference one period after the last sample.
+    = (q, dq, ddq) (n,) x 3 is the reference one period after the last sample, and held
+    beyond (the :data:`FEEDFORWARD_RADIUS` samples each side the feedforward takes).
     """
-    refs = list(zip(q_ref, dq_ref, ddq_ref))
-    tau = np.array([law.link_torque(*r) for r in [refs[0]] + refs + [tuple(after)]])
-    out = [law.feedforward(tau[i:i + 3], *refs[i], dt) for i in range(len(refs))]
-    return tuple(np.array([o[k] for o in out]) for k in range(3))
+    r = FEEDFORWARD_RADIUS
+    ends = [(np.repeat(np.atleast_2d(x[0]), r, axis=0),
+             np.repeat(np.atleast_2d(np.asarray(a, dtype=float)), r, axis=0))
+            for x, a in zip((q_ref, dq_ref, ddq_ref), after)]
+    q, dq, ddq = (np.concatenate([b, np.asarray(x, dtype=float), a])
+                  for x, (b, a) in zip((q_ref, dq_ref, ddq_ref), ends))
+    return law.feedforward(q, dq, ddq, dt, r)
 
 
 def make_controller(model, kp=None, kd=None, saturate=True, rate_hz=None):

@@ -206,6 +206,50 @@ class ArmDynamics:
                     self._pin_v(-spring))
         return a[self._lidx_v], motor / (self.rotor * self.gear ** 2)
 
+    def inverse_dynamics(self, q, theta, dq, dtheta, ddq, ddtheta):
+        """Elastic arms: the joint and motor torques that give the accelerations ``ddq``,
+        ``ddtheta`` at a state, friction left out - the inverse of :meth:`accelerations`
+        (``friction=False``).
+
+        Complete coupling: pinocchio ``rnea`` of the augmented model (the rotor-link inertial
+        coupling S(q) and its velocity terms, Zollo et al. 2014, eq. 2, 7-8; De Luca &
+        Lucibello 1998): link joints tau_J, rotors tau_r; reduced (Spong 1987): tau_J the link
+        model's ``rnea``, tau_r = rotor_inertia k_m ddtheta.
+
+        Parameters
+        ----------
+        q, theta, dq, dtheta, ddq, ddtheta : array_like (n,)
+            Link positions, link-referred motor positions [rad], their velocities [rad/s]
+            and accelerations [rad/s^2].
+
+        Returns
+        -------
+        tau_j : ndarray (n,)
+            The torque the joints transmit, K (theta - q) + D (dtheta - dq) [N*m].
+        u : ndarray (n,)
+            Link-referred motor torque [N*m]: tau_j + k_m tau_r.
+
+        Raises
+        ------
+        ConfigError
+            The arm is rigid.
+        """
+        if not self.elastic:
+            raise ConfigError(f"robot '{self.model.config.name}' is rigid: no motor torque")
+        q, theta, dq, dtheta, ddq, ddtheta = (np.asarray(x, dtype=float) for x in (
+            q, theta, dq, dtheta, ddq, ddtheta))
+        if self.complete:
+            a = np.zeros(self.pin_model.nv)
+            a[self._lidx_v], a[self._ridx_v] = ddq, self.gear * ddtheta
+            tau = pin.rnea(self.pin_model, self.data, self._pin_q(q, theta),
+                           self._pin_v(dq, dtheta), a)
+            tau_j = tau[self._lidx_v]
+            return tau_j, tau_j + self.gear * tau[self._ridx_v]
+        tau = pin.rnea(self.pin_model, self.data, self._pin_q(q), self._pin_v(dq),
+                       self._pin_v(ddq))
+        tau_j = tau[self._lidx_v]
+        return tau_j, tau_j + self.rotor * self.gear ** 2 * ddtheta
+
     def mass_matrix(self, qa):
         """Joint-space inertia matrix (nv, nv) of the simulated pinocchio model at ``qa``.
 
