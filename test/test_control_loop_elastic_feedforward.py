@@ -98,7 +98,7 @@ def test_a_single_reference_point_is_extended_at_its_acceleration(arm):
                                atol=0.05 * np.max(np.abs(expected - regulator)))
 
 
-def test_off_too_fast_or_at_rest_the_law_is_the_regulator(arm):
+def test_off_or_at_rest_the_law_is_the_regulator_and_fast_it_is_not(arm):
     model, traj = arm
     t = 1.9
     q_ref, dq_ref, ddq_ref = (x[0] for x in traj.evaluate(t))
@@ -107,14 +107,17 @@ def test_off_too_fast_or_at_rest_the_law_is_the_regulator(arm):
     meas = state_at(off, traj, t)
     np.testing.assert_allclose(off.sent[-1], off.law(q_ref, dq_ref, meas), atol=1e-9)
     assert off.feedforward_commands == 0
-    # joint 1 beyond 0.9 x its velocity limit: its references are the regulator's
-    fast = make_loop(model)
-    fast.reference_point(STAMP0 + t, q_ref, dq_ref, ddq_ref)
-    meas = state_at(fast, traj, t, dq=np.array([2.8, 0.0]))
-    plain = fast.law(q_ref, dq_ref, meas)
-    full = core_command(fast.law, traj, t, meas)
-    assert abs(fast.sent[-1][0] - plain[0]) < 1e-6 * abs(plain[0]) + 1e-9
-    assert abs(fast.sent[-1][1] - full[1]) < 0.02 * abs(full[1] - plain[1])
+    # joint 1 at 0.93 and 1.2 x its velocity limit (the excitation's own peak is 0.9 x):
+    # still the feed-forward (a gate left the weak-gained arm swinging on its springs)
+    for speed in (2.8, 3.6):
+        fast = make_loop(model)
+        fast.reference_point(STAMP0 + t, q_ref, dq_ref, ddq_ref)
+        meas = state_at(fast, traj, t, dq=np.array([speed, 0.0]))
+        full, plain = core_command(fast.law, traj, t, meas), fast.law(q_ref, dq_ref, meas)
+        # (a single point: within 5 % of the feed-forward's part, as above)
+        np.testing.assert_allclose(fast.sent[-1], full,
+                                   atol=0.05 * np.max(np.abs(full - plain)))
+        assert fast.feedforward_commands == 1
     # a reference at rest: the feed-forward is the regulator's references
     rest = make_loop(model)
     rest.reference_point(STAMP0 + t, q_ref, 0 * dq_ref, 0 * ddq_ref)
@@ -122,21 +125,19 @@ def test_off_too_fast_or_at_rest_the_law_is_the_regulator(arm):
     np.testing.assert_allclose(rest.sent[-1], rest.law(q_ref, 0 * dq_ref, meas), atol=1e-6)
 
 
-def test_gains_scaled_below_the_threshold_get_no_feedforward(arm):
-    """Gains the loop delay scaled below ELASTIC_FEEDFORWARD_MIN_SCALE: the regulator (the
-    reduced model's feed-forward on zollo_planar's rotor-link coupling, open loop, drove the
-    arm to 1.9 x its velocity limit in the core simulator; docs/ros.md)."""
-    from robot_identification.nodes._control_loop import ELASTIC_FEEDFORWARD_MIN_SCALE
+def test_gains_scaled_for_a_long_delay_keep_the_feedforward(arm):
+    """Gains the loop delay scaled to 0.0015 (zollo_planar at 250 Hz, 10 periods): the
+    complete model's feed-forward (benchmarks/elastic_feedforward_delay.py: 0.89 x the
+    velocity limit, largest |q - q_ref| 0.28 rad; the reduced model's, gated below scale 0.1
+    before, 1.90 x)."""
     model, traj = arm
     t = 1.9
     q_ref, dq_ref, ddq_ref = (x[0] for x in traj.evaluate(t))
-    for scale, gated in ((1.1 * ELASTIC_FEEDFORWARD_MIN_SCALE, False),
-                         (0.9 * ELASTIC_FEEDFORWARD_MIN_SCALE, True)):
-        loop = make_loop(model)
-        loop.gain_scale = scale
-        loop.law = loop.law_for(scale)
-        loop.reference_point(STAMP0 + t, q_ref, dq_ref, ddq_ref)
-        meas = state_at(loop, traj, t)
-        plain = loop.law(q_ref, dq_ref, meas)
-        assert (np.max(np.abs(loop.sent[-1] - plain)) < 1e-9) == gated
-        assert loop.feedforward_commands == (0 if gated else 1)
+    loop = make_loop(model)
+    loop.gain_scale = 0.0015
+    loop.law = loop.law_for(loop.gain_scale)
+    loop.reference_point(STAMP0 + t, q_ref, dq_ref, ddq_ref)
+    meas = state_at(loop, traj, t)
+    plain = loop.law(q_ref, dq_ref, meas)
+    assert np.max(np.abs(loop.sent[-1] - plain)) > 5.0
+    assert loop.feedforward_commands == 1

@@ -34,7 +34,8 @@ the link-referred rotor inertia, F the drives' nominal friction at the reference
 reference acceleration ddq_r from the reference message (the excitation publisher sends the
 trajectory's analytic one). Elastic arms: the law's own feed-forward, the reference's
 inverse dynamics through the springs (De Luca 1998; motor references theta_d = q_r +
-K^-1 tau_J and u = B ddtheta_d + tau_J of the reduced model,
+K^-1 tau_J and the motor torque of the arm's model, with the rotor-link coupling of
+``coupling: complete``, De Luca & Lucibello 1998,
 :meth:`~robot_identification.simulation.ElasticPDController.feedforward_at`, as ``simulate``
 and hardware_robot's in-cycle controller apply it), from the reference one period before, at
 and after the state (:meth:`ControlLoop.reference_samples`). Not in lockstep (the simulated
@@ -50,17 +51,6 @@ import pinocchio as pin
 
 from robot_identification.errors import ConfigError
 from robot_identification.simulation import FrictionModel, delay_tolerant_gains
-
-
-#: Elastic arms: the reference's feed-forward (:meth:`ControlLoop.elastic_feedforward`) only
-#: while the gains are at least this bandwidth scale of the start-up gains. The feed-forward is
-#: the reduced model's (Spong); on an arm with rotor-link coupling (``coupling: complete``) it
-#: drives the arm off the reference unless the feedback corrects it. The core simulator,
-#: zollo_planar, the hardware-robot study's excitation, each command d periods late
-#: (docs/ros.md, "Elastic arms on the pd_controller path"): peak |dq| / limit with / without
-#: it at 1 kHz 0.83 / 2.93 at scale 0.64 (d = 1), 1.03 / 2.39 at 0.17 (d = 4), 1.82 / 0.29 at
-#: 0.014 (d = 10); at 250 Hz 1.89 / 0.002 at 0.003 (d = 4).
-ELASTIC_FEEDFORWARD_MIN_SCALE = 0.1
 
 
 def rotor_inertia(model):
@@ -466,7 +456,7 @@ class ControlLoop:
             q_ref, dq_ref, ddq_ref = self.reference(reference)
             if self.model.config.elastic:
                 self.command(self.law(q_ref, dq_ref, meas, self.elastic_feedforward(
-                    q_ref, dq_ref, ddq_ref, meas["dq"])))
+                    q_ref, dq_ref, ddq_ref)))
             else:
                 u = self.law(q_ref, self.limited(q_ref, dq_ref, meas), meas)
                 self.command(self.with_feedforward(u, q_ref, dq_ref, ddq_ref, meas["dq"]))
@@ -667,36 +657,27 @@ class ControlLoop:
         return [(q_ref + k * h * dq_ref + 0.5 * h * h * ddq_ref, dq_ref + k * h * ddq_ref,
                  ddq_ref) for k in (-1.0, 0.0, 1.0)]
 
-    def elastic_feedforward(self, q_ref, dq_ref, ddq_ref, dq=None):
+    def elastic_feedforward(self, q_ref, dq_ref, ddq_ref):
         """Elastic arms in real time (``feedforward``): the reference's motor references and
         torque (theta_d, dtheta_d, du) (n,) x 3 for the law
         (:meth:`~robot_identification.simulation.ElasticPDController.feedforward_at` on
-        :meth:`reference_samples`: De Luca 1998, as ``simulate`` and the in-cycle trajectory
-        controller apply it); None (the regulator's references: De Luca, Siciliano & Zollo
-        2005) in lockstep and with ``feedforward`` off. On a joint whose measured velocity
-        ``dq`` (n,) [rad/s] is beyond ``velocity_limit_factor`` x its limit, that joint gets
-        the regulator's references and no added torque. Off (None, said once) while the
-        gains are scaled below :data:`ELASTIC_FEEDFORWARD_MIN_SCALE` of the start-up gains."""
+        :meth:`reference_samples`: the complete model's inverse dynamics, as ``simulate``
+        and the in-cycle trajectory controller apply it); None (the regulator's references:
+        De Luca, Siciliano & Zollo 2005) in lockstep and with ``feedforward`` off.
+
+        Not gated by the measured velocity, unlike the rigid arms' feed-forward: with the
+        weak gains a delay leaves, the regulator alone does not brake a moving elastic arm
+        but lets it swing on its springs. The hardware-robot study at 250 Hz (docs/ros.md,
+        "Elastic arms on the pd_controller path"): a gate per joint at 0.9 x the velocity
+        limit (the excitation's own peak) switched zollo_planar's joint-1 torque between 30
+        and 120 N*m from one period to the next and the arm ran away in 2 of 3 sessions;
+        a gate of every joint at 1 x the limit was followed by a runaway 0.25 s after it
+        closed. The velocity trip (``state_limit_factor``) stays."""
         if self.lockstep or not self.feedforward:
             return None
-        if self.gain_scale < ELASTIC_FEEDFORWARD_MIN_SCALE:
-            if not getattr(self, "_feedforward_gated", False):
-                self._feedforward_gated = True
-                self.warn(f"elastic feed-forward off: the gains are at bandwidth scale "
-                          f"{self.gain_scale:.3g}, below {ELASTIC_FEEDFORWARD_MIN_SCALE:g}, "
-                          f"too weak to correct the model's error under it")
-            return None
-        theta_d, dtheta_d, du = self.law.feedforward_at(
-            self.reference_samples(q_ref, dq_ref, ddq_ref), self.period)
-        if dq is not None and self.velocity_limit_factor:
-            fast = np.abs(dq) > self.velocity_limit_factor * self.v_max
-            if np.any(fast):
-                theta_r, dtheta_r = self.law.references(q_ref, dq_ref)
-                theta_d, dtheta_d = (np.where(fast, theta_r, theta_d),
-                                     np.where(fast, dtheta_r, dtheta_d))
-                du = np.where(fast, 0.0, du)
         self.feedforward_commands += 1
-        return theta_d, dtheta_d, du
+        return self.law.feedforward_at(self.reference_samples(q_ref, dq_ref, ddq_ref),
+                                       self.period)
 
     def with_feedforward(self, u, q_ref, dq_ref, ddq_ref, dq=None):
         """Command ``u`` (n,) [N*m] of the law plus :meth:`feedforward_torque`, clipped to

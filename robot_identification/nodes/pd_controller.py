@@ -74,8 +74,8 @@ feedforward_torque`). Elastic arms in real time with ``feedforward: true``: the 
 gains are the core closed loop's at ``rate_hz``
 (:func:`~robot_identification.simulation.closed_loop_gains`: the damped design where the
 config's leave the loop undamped, as ``simulate``), then scaled for the delay as above; the
-law gets the reference's feed-forward of De Luca 1998, as ``simulate`` does,
-while the gains are at least ``ELASTIC_FEEDFORWARD_MIN_SCALE`` (0.1) of the start-up gains
+law gets the reference's feed-forward of the complete model (De Luca 1998, De Luca &
+Lucibello 1998), as ``simulate`` does, at any gain scale
 (:meth:`~._control_loop.ControlLoop.elastic_feedforward`). Both with ``feedforward: true``
 only (default false for elastic arms: docs/ros.md, "Elastic arms on the pd_controller
 path"); otherwise the configured gains and the regulator, as before. Each command names
@@ -173,7 +173,7 @@ class PDController(Managed, ControlLoop, LifecycleNode):
             "scales the gains down. Elastic arms: the core closed loop instead (simulate's: "
             "the gains of simulation.closed_loop_gains at rate_hz, the damped design where "
             "the configured ones leave the loop undamped, and the reference's feed-forward of "
-            "De Luca 1998 while the gains are scaled to at least 0.1). Default true for rigid "
+            "the complete model, De Luca 1998, at any gain scale). Default true for rigid "
             "arms, false for elastic arms (docs/ros.md, 'Elastic arms on the pd_controller "
             "path')", read_only=True)
         loop_gains = None
