@@ -69,16 +69,15 @@ class NormalEquations:
             Non-negative row weights w (G += W^T diag(w) W, b += W^T diag(w) y,
             c += y^T diag(w) y), e.g. Huber weights of an IRLS pass.
         """
-        W = np.asarray(W, dtype=float)
-        y = np.asarray(y, dtype=float)
-        if W.ndim != 3 or W.shape[1:] != (self.groups, self.p) or y.shape != W.shape[:2]:
-            raise DataError(f"block shapes W {W.shape}, y {y.shape} do not match "
-                            f"(N, {self.groups}, {self.p}) / (N, {self.groups})")
+        W, y = self._checked(W, y)
         if mask is not None:
             mask = np.asarray(mask, dtype=bool)
             self.count += mask.sum(axis=0)
         else:
             self.count += W.shape[0]
+        if self.group_columns is not None:     # every group's rows gathered (a copy)
+            self.add_groups(self.groups_of(W, y, mask, weights))
+            return
         r = None if weights is None else np.sqrt(np.asarray(weights, dtype=float))
         with one_blas_thread():
             for j in range(self.groups):  # one BLAS product per group (einsum is ~10x slower)
@@ -99,6 +98,47 @@ class NormalEquations:
                 else:
                     self.G[j][self._square_index(j, cols)] += Wj.T @ Wj
                     self.b[j][cols] += Wj.T @ yj
+                self.c[j] += yj @ yj
+
+    def _checked(self, W, y):
+        """``W``, ``y`` as float arrays of :meth:`add`'s shapes, else DataError."""
+        W = np.asarray(W, dtype=float)
+        y = np.asarray(y, dtype=float)
+        if W.ndim != 3 or W.shape[1:] != (self.groups, self.p) or y.shape != W.shape[:2]:
+            raise DataError(f"block shapes W {W.shape}, y {y.shape} do not match "
+                            f"(N, {self.groups}, {self.p}) / (N, {self.groups})")
+        return W, y
+
+    def groups_of(self, W, y, mask=None, weights=None):
+        """:meth:`add`'s per-group products of a block where the group columns are known
+        (``structure``): list of (W_j (N, k_j) its columns' rows, scaled by the mask and the
+        square root of the weights (a copy), y_j (N,) scaled alike (a view of ``y`` without
+        either)), for :meth:`add_groups` on all rows or on row slices: a block split into
+        several sums (time blocks, :class:`~robot_identification.identification.
+        RecordingEquations`) gathers and scales each group once instead of once per slice,
+        the same numbers (issue #29). The counts are not added."""
+        mask = None if mask is None else np.asarray(mask, dtype=float)
+        r = None if weights is None else np.sqrt(np.asarray(weights, dtype=float))
+        out = []
+        for j, cols in enumerate(self.group_columns):
+            Wj, yj = W[:, j, cols], y[:, j]                  # one gather (a copy)
+            f = None if mask is None else mask[:, j]
+            if r is not None:
+                f = r[:, j] if f is None else f * r[:, j]
+            if f is not None:
+                Wj *= f[:, None]
+                yj = yj * f
+            out.append((Wj, yj))
+        return out
+
+    def add_groups(self, groups, rows=slice(None)):
+        """Add the ``rows`` (a slice) of :meth:`groups_of`'s products to the sums (not the
+        counts)."""
+        with one_blas_thread():
+            for j, ((Wj, yj), cols) in enumerate(zip(groups, self.group_columns)):
+                Wj, yj = Wj[rows], yj[rows]
+                self.G[j][self._square_index(j, cols)] += Wj.T @ Wj
+                self.b[j][cols] += Wj.T @ yj
                 self.c[j] += yj @ yj
 
     def _square_index(self, j, cols):

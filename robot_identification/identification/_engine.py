@@ -8,6 +8,7 @@ equations in parallel (e.g. on Dask workers) and summed before :func:`solve`.
 """
 from __future__ import annotations
 
+import functools
 import math
 import time
 from dataclasses import replace
@@ -185,7 +186,11 @@ def stop_window(fs, cutoff_hz, order, tolerance=SETTLE_TOLERANCE):
     return _settling(fs, cutoff_hz, order, tolerance, impulse=True)
 
 
+@functools.lru_cache(maxsize=64)
 def _settling(fs, cutoff_hz, order, tolerance, impulse):
+    """:func:`reversal_window` (``impulse`` False) or :func:`stop_window` (True): a function
+    of its numbers alone, computed once per process for each (issue #29: 12 filter designs
+    and forward-backward passes per identification of the two real UR10e runs)."""
     half = int(np.ceil(20.0 * fs / cutoff_hz))
     x = np.zeros(2 * half)
     if impulse:

@@ -81,19 +81,30 @@ class RecordingEquations(NormalEquations):
 
     def add(self, W, y, mask=None, weights=None):
         """:meth:`NormalEquations.add`, the block's rows split at the time-block
-        boundaries (the same sums)."""
+        boundaries (the same sums; with group columns each group gathered and scaled once,
+        :meth:`~robot_identification.estimation.NormalEquations.groups_of`)."""
         W = np.asarray(W, dtype=float)
         n = W.shape[0] if W.ndim == 3 else 0
         if n == 0:
             return super().add(W, y, mask, weights)
+        groups = None
+        if self.group_columns is not None:  # each group gathered once, its rows split
+            W, y = self._checked(W, y)
+            mask = None if mask is None else np.asarray(mask, dtype=bool)
+            groups = self.groups_of(W, y, mask, weights)
         i = 0
         while i < n:
             if self._mark is None:
                 self._mark = self._sums()
             k = min(n - i, self._block_len - self._open)
             sl = slice(i, i + k)
-            super().add(W[sl], np.asarray(y)[sl], None if mask is None else np.asarray(mask)[sl],
-                        None if weights is None else np.asarray(weights)[sl])
+            if groups is not None:
+                self.count += k if mask is None else mask[sl].sum(axis=0)
+                self.add_groups(groups, sl)
+            else:
+                super().add(W[sl], np.asarray(y)[sl],
+                            None if mask is None else np.asarray(mask)[sl],
+                            None if weights is None else np.asarray(weights)[sl])
             self._open += k
             i += k
             if self._open >= self._block_len:
