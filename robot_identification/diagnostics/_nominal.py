@@ -934,8 +934,8 @@ def _payload_fit(model, st, meas):
     together (each weighted by 1 / its torque's std): (mass, com, e (n,), c (n,)) or None."""
     n = model.n
     q, dq, ddq = st["q"], st["dq"], st["ddq"]
-    Y = rigid_regressor(model, q, dq, ddq)
     cols = [10 * (n - 1) + i for i in range(4)]       # m, mx, my, mz of the last body
+    Y = rigid_regressor(model, q, dq, ddq, columns=cols)    # those columns alone
     nom = _nominal_of(model, st, "recorded", q, dq, ddq)
     N = q.shape[0]
     A = np.zeros((N * n, 4 * n + 4))
@@ -945,7 +945,7 @@ def _payload_fit(model, st, meas):
         rows = slice(k * N, (k + 1) * N)
         A[rows, 4 * k: 4 * k + 4] = w[k] * np.column_stack(
             [nom[:, k], np.sign(dq[:, k]), dq[:, k], np.ones(N)])
-        A[rows, 4 * n:] = w[k] * Y[:, k, cols]
+        A[rows, 4 * n:] = w[k] * Y[:, k]
         y[rows] = w[k] * meas[:, k]
     coef = np.linalg.lstsq(A, y, rcond=None)[0]
     p = coef[4 * n:]
