@@ -64,7 +64,7 @@ import argparse  # noqa: E402 - after the start-up handlers
 import importlib  # noqa: E402
 import pkgutil  # noqa: E402
 
-from robot_identification import __version__, commands  # noqa: E402
+from robot_identification import __version__, _startup, commands  # noqa: E402
 from robot_identification.errors import (  # noqa: E402
     EXIT_DIAGNOSTIC_ERROR, DiagnosticError, IdentificationError)
 
@@ -226,10 +226,14 @@ def _keep_freed_memory():
 
 def main(argv=None) -> int:
     """Run the command line; returns the exit code (0 success, 1 no command, 2 bad input,
-    3 a result with an error-severity diagnostic, 130 Ctrl-C, 143 SIGTERM)."""
+    3 a result with an error-severity diagnostic, 130 Ctrl-C, 143 SIGTERM). ``argv`` None:
+    this process's own command line (``sys.argv``), whose start-up objects may be frozen
+    (:mod:`robot_identification._startup`); a list (a caller's process): nothing frozen."""
     if _exit_at_start_up.received:     # a start-up signal whose SystemExit Python swallowed
         return EXIT_CODES.get(_exit_at_start_up.received, 128 + _exit_at_start_up.received)
     _keep_freed_memory()
+    if argv is None:              # this process's own command line (_startup)
+        _startup.FREEZE = True
     previous = _install_signal_handlers()
     hook = sys.unraisablehook
     sys.unraisablehook = _quiet_unraisable(hook)

@@ -42,54 +42,58 @@ estimators), drive-gain identification, the Monte-Carlo study and the thin forme
 points (:mod:`robot_identification.pipeline`, :mod:`robot_identification.streaming`) all
 call these.
 """
-from robot_identification.identification._sources import (  # noqa: F401
-    READ_CHUNK, NpyDirWriter, Recording, as_recording, concat_chunks, irregular,
-    iter_bag_chunks, iter_chunks, iter_dataset_chunks, iter_npy_dir_chunks, iter_npz_chunks,
-    resample_uniform)
-from robot_identification.identification._settings import (  # noqa: F401
-    AUTO_FIELDS, ButterworthSettings, PolynomialSettings, ResolvedSettings, SavgolSettings,
-    strategy_settings)
-from robot_identification.identification._auto import (  # noqa: F401
-    CUTOFF_BAND_FACTOR, DEADBAND_NOISE_FACTOR, STOP_VELOCITY_FRACTION, SUMMARY_SAMPLES,
-    needs_resolving, positions_cutoff, recording_summaries, resolve_settings)
-from robot_identification.identification._preprocessing import (  # noqa: F401
-    PREPROCESSING, FIRStates, ZeroPhaseStates, make_bank, make_preprocessor,
-    pa_product_regressor, preprocess, sample_rate)
-from robot_identification.identification._result import IdentificationResult  # noqa: F401
-from robot_identification.identification._equations import RecordingEquations  # noqa: F401
-from robot_identification.identification._sensors import (  # noqa: F401
-    SensorSet, StiffnessEstimate, coupled_joints, gear_ratio_check,
-    link_positions_from_joint_torque,
-    result_base, sensor_base, sensor_set)
-from robot_identification.identification._engine import (  # noqa: F401
-    SETTLE_TOLERANCE, ReversalWindow, accumulate_states, fir_reversal_window,
-    identify, load_prior, match_true_parameters, recording_normal_equations,
-    polynomial_settings, reversal_window, row_labels, row_mask, solve, true_base_values,
-    truth_diagnostics, with_overrides)
-from robot_identification.identification._estimators import (  # noqa: F401
-    ESTIMATORS, EstimationContext, HuberWeights, estimate_from)
-from robot_identification.identification._drive_gains import (  # noqa: F401
-    DriveGainResult, identify_drive_gains, payload_parameters)
-from robot_identification.identification._prediction import (  # noqa: F401
-    PLAIN_DEADBAND, PREDICTORS, REST_VELOCITY, coulomb_coefficients, coulomb_scale,
-    load_coefficients, plain_coulomb, predict_torque, settings_from_results,
-    torque_errors)
-from robot_identification.identification._friction import (  # noqa: F401
-    BRIDGE_CUTOFF_PERIODS, JITTER_FACTOR, PRESLIDING_GRID, PRESLIDING_MIN_GAIN,
-    filtered_coulomb, motion_direction, position_jitter, prediction_deadband, presliding_of,
-    presliding_state, resolve_presliding, select_presliding)
-from robot_identification.identification._montecarlo import (  # noqa: F401
-    RUN_ESTIMATORS, MonteCarloResult, cramer_rao_bound, monte_carlo, run_seeds,
-    simulated_observations, torque_noise_sigma)
-from robot_identification.identification._prior_weight import (  # noqa: F401
-    ESTIMATOR_TIE, PRIOR_WEIGHTS, fold_equations, format_estimator_selection, heldout_score,
-    least_squares_check, record_estimator_selection, record_least_squares_check,
-    record_prior_weight, resolve_estimator, resolve_prior_weight, select_prior_weight,
-    time_halves)
-from robot_identification.identification._online import (  # noqa: F401
-    SETTINGS_WINDOW, OnlineIdentification)
-from robot_identification.identification._lin import (  # noqa: F401
-    ROTATIONAL_UNKNOWNS, TRANSLATIONAL_UNKNOWNS, CompositeConstants, LinResult,
-    check_persistent_excitation, composite_constants, composite_direct, excitation_report,
-    exciting_directions, lin_identify, minimal_set, moving_axis_geometry, moving_joint_rows,
-    rnea_torques, rotational_rows, step_profile, translational_rows, varying_parts)
+from robot_identification._startup import paused_collector
+
+# the collector paused while the engine is imported from the command line (_startup)
+with paused_collector():
+    from robot_identification.identification._sources import (  # noqa: F401
+        READ_CHUNK, NpyDirWriter, Recording, as_recording, concat_chunks, irregular,
+        iter_bag_chunks, iter_chunks, iter_dataset_chunks, iter_npy_dir_chunks, iter_npz_chunks,
+        resample_uniform)
+    from robot_identification.identification._settings import (  # noqa: F401
+        AUTO_FIELDS, ButterworthSettings, PolynomialSettings, ResolvedSettings, SavgolSettings,
+        strategy_settings)
+    from robot_identification.identification._auto import (  # noqa: F401
+        CUTOFF_BAND_FACTOR, DEADBAND_NOISE_FACTOR, STOP_VELOCITY_FRACTION, SUMMARY_SAMPLES,
+        needs_resolving, positions_cutoff, recording_summaries, resolve_settings)
+    from robot_identification.identification._preprocessing import (  # noqa: F401
+        PREPROCESSING, FIRStates, ZeroPhaseStates, make_bank, make_preprocessor,
+        pa_product_regressor, preprocess, sample_rate)
+    from robot_identification.identification._result import IdentificationResult  # noqa: F401
+    from robot_identification.identification._equations import RecordingEquations  # noqa: F401
+    from robot_identification.identification._sensors import (  # noqa: F401
+        SensorSet, StiffnessEstimate, coupled_joints, gear_ratio_check,
+        link_positions_from_joint_torque,
+        result_base, sensor_base, sensor_set)
+    from robot_identification.identification._engine import (  # noqa: F401
+        SETTLE_TOLERANCE, ReversalWindow, accumulate_states, fir_reversal_window,
+        identify, load_prior, match_true_parameters, recording_normal_equations,
+        polynomial_settings, reversal_window, row_labels, row_mask, solve, true_base_values,
+        truth_diagnostics, with_overrides)
+    from robot_identification.identification._estimators import (  # noqa: F401
+        ESTIMATORS, EstimationContext, HuberWeights, estimate_from)
+    from robot_identification.identification._drive_gains import (  # noqa: F401
+        DriveGainResult, identify_drive_gains, payload_parameters)
+    from robot_identification.identification._prediction import (  # noqa: F401
+        PLAIN_DEADBAND, PREDICTORS, REST_VELOCITY, coulomb_coefficients, coulomb_scale,
+        load_coefficients, plain_coulomb, predict_torque, settings_from_results,
+        torque_errors)
+    from robot_identification.identification._friction import (  # noqa: F401
+        BRIDGE_CUTOFF_PERIODS, JITTER_FACTOR, PRESLIDING_GRID, PRESLIDING_MIN_GAIN,
+        filtered_coulomb, motion_direction, position_jitter, prediction_deadband, presliding_of,
+        presliding_state, resolve_presliding, select_presliding)
+    from robot_identification.identification._montecarlo import (  # noqa: F401
+        RUN_ESTIMATORS, MonteCarloResult, cramer_rao_bound, monte_carlo, run_seeds,
+        simulated_observations, torque_noise_sigma)
+    from robot_identification.identification._prior_weight import (  # noqa: F401
+        ESTIMATOR_TIE, PRIOR_WEIGHTS, fold_equations, format_estimator_selection, heldout_score,
+        least_squares_check, record_estimator_selection, record_least_squares_check,
+        record_prior_weight, resolve_estimator, resolve_prior_weight, select_prior_weight,
+        time_halves)
+    from robot_identification.identification._online import (  # noqa: F401
+        SETTINGS_WINDOW, OnlineIdentification)
+    from robot_identification.identification._lin import (  # noqa: F401
+        ROTATIONAL_UNKNOWNS, TRANSLATIONAL_UNKNOWNS, CompositeConstants, LinResult,
+        check_persistent_excitation, composite_constants, composite_direct, excitation_report,
+        exciting_directions, lin_identify, minimal_set, moving_axis_geometry, moving_joint_rows,
+        rnea_torques, rotational_rows, step_profile, translational_rows, varying_parts)
