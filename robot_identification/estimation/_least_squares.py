@@ -92,13 +92,18 @@ class NormalEquations:
                     else:                # the group's own copy (a gather): scaled in place
                         Wj *= f[:, None]
                     yj = yj * f
-                if cols is None:
-                    self.G[j] += Wj.T @ Wj
-                    self.b[j] += Wj.T @ yj
-                else:
-                    self.G[j][self._square_index(j, cols)] += Wj.T @ Wj
-                    self.b[j][cols] += Wj.T @ yj
-                self.c[j] += yj @ yj
+                self._add_group(j, Wj, yj, cols)
+
+    def _add_group(self, j, Wj, yj, cols):
+        """Group j's sums += the rows ``Wj`` (N, len(cols) or p), ``yj`` (N,) over its
+        columns ``cols`` (None: all p)."""
+        if cols is None:
+            self.G[j] += Wj.T @ Wj
+            self.b[j] += Wj.T @ yj
+        else:
+            self.G[j][self._square_index(j, cols)] += Wj.T @ Wj
+            self.b[j][cols] += Wj.T @ yj
+        self.c[j] += yj @ yj
 
     def _checked(self, W, y):
         """``W``, ``y`` as float arrays of :meth:`add`'s shapes, else DataError."""

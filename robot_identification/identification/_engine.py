@@ -31,7 +31,7 @@ from robot_identification.estimation import wls
 from robot_identification.identifiability import base_parameters, check_excitation
 from robot_identification.identification._auto import (
     _head, _summary, needs_resolving, positions_cutoff, recording_summaries, resolve_settings)
-from robot_identification.identification._equations import RecordingEquations
+from robot_identification.identification._equations import RecordingEquations, StopDifference
 from robot_identification.identification._estimators import ESTIMATORS, EstimationContext
 from robot_identification.identification._friction import resolve_presliding
 from robot_identification.identification._preprocessing import make_preprocessor, sample_rate
@@ -285,36 +285,51 @@ class ReversalWindow:
         A sample is marked by the flips of the ``ahead`` samples after it (default
         ``window``; a causal FIR bank smears a step asymmetrically,
         :func:`fir_reversal_window`).
+    more_stops : sequence of array_like (n,), optional
+        Further stop velocities [rad/s] marked in the same pass: the emitted states then
+        also hold ``near_stops`` (N, len(more_stops), n), their marks.
     """
 
-    def __init__(self, model, window, stop=0.0, ahead=None):
+    def __init__(self, model, window, stop=0.0, ahead=None, more_stops=()):
         self.key = "dtheta" if model.config.elastic else "dq"
         self.w = int(window)
         self.ahead = self.w if ahead is None else int(ahead)
         self.stop = np.broadcast_to(np.asarray(stop, dtype=float), (model.n,))
+        self.more = len(more_stops)
+        # the stop velocities (n,), or with more_stops (1 + len(more_stops), n)
+        self._stops = self.stop if not self.more else np.stack(
+            [self.stop] + [np.broadcast_to(np.asarray(v, dtype=float), (model.n,))
+                           for v in more_stops])
+        shape = (0,) + self._stops.shape
         self.pending = None          # states not yet emitted
-        self.flips = np.zeros((0, model.n), dtype=np.uint8)   # flips of pending samples
-        self.hist = np.zeros((0, model.n), dtype=np.uint8)    # flips of the last w emitted
+        self.flips = np.zeros(shape, dtype=np.uint8)   # flips of pending samples
+        self.hist = np.zeros(shape, dtype=np.uint8)    # flips of the last w emitted
         self.last_v = None
 
     def _flips(self, v):
         if v.shape[0] == 0:          # an empty push (a subsample of a short chunk)
-            return np.zeros(v.shape, dtype=np.uint8)
+            return np.zeros((0,) + self._stops.shape, dtype=np.uint8)
         prev = v[:1] if self.last_v is None else self.last_v
         f = (np.signbit(v) != np.signbit(np.concatenate([prev, v[:-1]])))
-        f |= np.abs(v) < self.stop
+        if self.more:
+            f = f[:, None, :] | (np.abs(v)[:, None, :] < self._stops)
+        else:
+            f |= np.abs(v) < self.stop
         self.last_v = v[-1:]
         return f.astype(np.uint8)
 
     def _emit(self, k):
         F = np.concatenate([self.hist, self.flips])
-        c = np.concatenate([np.zeros((1, F.shape[1]), dtype=np.int64),
+        c = np.concatenate([np.zeros((1,) + F.shape[1:], dtype=np.int64),
                             np.cumsum(F, axis=0, dtype=np.int64)])
         g = len(self.hist) + np.arange(k)          # flips in [g - w, g + ahead], zero padded
         near = (c[np.minimum(g + self.ahead + 1, F.shape[0])]
                 - c[np.maximum(g - self.w, 0)]) > 0
         out = {key: v[:k] for key, v in self.pending.items()}
-        out["near_reversal"] = near
+        if self.more:
+            out["near_reversal"], out["near_stops"] = near[:, 0], near[:, 1:]
+        else:
+            out["near_reversal"] = near
         emitted = self.flips[:k]
         self.hist = np.concatenate([self.hist, emitted])[-self.w:] if self.w else self.hist
         self.pending = {key: v[k:] for key, v in self.pending.items()}
@@ -492,7 +507,8 @@ def drives_off_diagnostic(neq, margin_s=None):
 
 def recording_normal_equations(model, recording, settings=None, *, base=None, block=CHUNK,
                                use_measured_derivatives=True, bank=None, robust=None,
-                               columns=None, instruments=None, log=None, also=None):
+                               columns=None, instruments=None, log=None, also=None,
+                               stops=None):
     """Normal equations of ONE recording: chunks -> pre-processing -> regressor blocks ->
     sample selection -> per-row-group sums (the package's one accumulation loop).
 
@@ -532,7 +548,17 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
         ``decimate``-th sample of its settings (a multiple of this pass's ``decimate``;
         ``velocity_threshold``, ``friction_deadband``, ``stop_velocity`` of its own), the same
         equations as a pass of their own; ``butterworth`` strategy only. E.g. the elastic
-        arm's gear-ratio check on the whitened samples.
+        arm's gear-ratio check on the whitened samples. An entry may be a triple
+        ``(columns, settings, stops)``: ``stops`` as below, for that entry.
+    stops : list of array_like (n,), optional
+        Larger stop velocities [rad/s] (each at least ``settings.stop_velocity`` per joint:
+        nested row sets): per each, the sums of the rows it drops that these equations keep
+        (the joints' friction row groups, :class:`StopDifference`) are accumulated in the
+        same pass, on the same regressor blocks, into ``stop_differences`` of the
+        equations; :meth:`RecordingEquations.with_stop_choice` then gives the equations of
+        any per-joint choice among them without a second pass (``stop_velocity: auto``,
+        :func:`~robot_identification.identification._stop_selection.select_stop_velocity`).
+        Not with ``robust`` or ``instruments``.
 
     Returns
     -------
@@ -546,8 +572,12 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
     DataError
         Invalid data (NaN, missing joints, non-uniform sampling across chunks, too few
         samples for the filter).
+    ValueError
+        ``also`` or ``stops`` that the pass cannot give (see above).
     """
     s = settings or model.config.identification
+    if stops and (robust is not None or instruments is not None):
+        raise ValueError("stops: not with a robust or an instrumental-variables pass")
     rec = as_recording(recording, model)
     summary_ds = _head(rec)
     sensors = sensor_set(model, summary_ds)
@@ -588,10 +618,16 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
     rev = None
     if pre.name == "butterworth" and s.cutoff_hz is not None:
         window = reversal_window_samples(s, fs)
-        rev = ReversalWindow(model, int(np.ceil(window / s.decimate)), s.stop_velocity)
+        rev = ReversalWindow(model, int(np.ceil(window / s.decimate)), s.stop_velocity,
+                             more_stops=stops or ())
     elif pre.name != "butterworth":
         before, after = fir_reversal_window(pre.bank, s.decimate)
-        rev = ReversalWindow(model, before, s.stop_velocity, ahead=after)
+        rev = ReversalWindow(model, before, s.stop_velocity, ahead=after,
+                             more_stops=stops or ())
+    if stops:
+        if rev is None:
+            raise ValueError("stops: no reversal window (a filter without a cut-off)")
+        neq.stop_differences = _stop_differences(model, base, columns, s, stops)
     drop = bool(s.drop_reversals) and "coulomb" in model.drive_parameter_keys()
     if pre.name == "butterworth":     # drives off / braked samples with the torque's smear
         # the torque steps (a step) and the arm's stop (an acceleration impulse)
@@ -606,36 +642,46 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
     if also and pre.name != "butterworth":
         raise ValueError("also: only with the butterworth strategy (its outputs are every "
                          "decimate-th sample from the first)")
-    for cols, s2 in also or ():
+    for cols, s2, *more in also or ():
+        stops2 = more[0] if more else None
         k = int(s2.decimate) // int(s.decimate)
         if k < 1 or k * int(s.decimate) != int(s2.decimate):
             raise ValueError(f"also: decimate {s2.decimate} is no multiple of {s.decimate}")
         if pre.name == "butterworth" and s.cutoff_hz is not None:
             rows = reversal_window_samples(s, fs)
-            rev2 = ReversalWindow(model, int(np.ceil(rows / s2.decimate)), s2.stop_velocity)
+            rev2 = ReversalWindow(model, int(np.ceil(rows / s2.decimate)), s2.stop_velocity,
+                                  more_stops=stops2 or ())
         elif pre.name != "butterworth":
             before, after = fir_reversal_window(pre.bank, s2.decimate)
-            rev2 = ReversalWindow(model, before, s2.stop_velocity, ahead=after)
+            rev2 = ReversalWindow(model, before, s2.stop_velocity, ahead=after,
+                                  more_stops=stops2 or ())
         else:
             rev2 = None
+        if stops2 and rev2 is None:
+            raise ValueError("also: stops without a reversal window (no cut-off)")
         eq = RecordingEquations(len(base) if cols is None else int(cols[0]),
                                 model.rows_per_sample, structure=None if cols is not None else
                                 regressor_structure(model, base.independent))
+        if stops2:
+            eq.stop_differences = _stop_differences(model, base, cols, s2, stops2)
         extra.append((eq, s2, k, rev2, None if cols is None else cols[1]))
     emitted = [0]           # states emitted so far (every s.decimate-th sample)
+    # regressor blocks of the same samples computed once, where several entries share them
+    # (kept for a whole chunk: with one such entry nothing is kept, issue #29)
+    sharing = sum(f is None for *_, f in extra) > 1
 
     def take(states):
         if states is not None and extra:
             n_out = states["t"].shape[0]
-            shared = {}     # regressor blocks of the same samples, computed once
+            shared = {}
             for eq, s2, k, rev2, f in extra:
                 sub = {key: v[(-emitted[0]) % k::k] for key, v in states.items()}
-                _take(sub, eq, s2, rev2, f, shared if f is None else None)
+                _take(sub, eq, s2, rev2, f, shared if f is None and sharing else None)
             emitted[0] += n_out
         elif states is None:
             shared = {}
             for eq, s2, k, rev2, f in extra:
-                _take(None, eq, s2, rev2, f, shared if f is None else None)
+                _take(None, eq, s2, rev2, f, shared if f is None and sharing else None)
         _take(states, neq, s, rev, None if columns is None else columns[1])
 
     def _take(states, eq, st, window, cols, shared=None):
@@ -644,7 +690,7 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
         if states is not None:
             _accumulate(model, base, eq, states, st, block, robust, drop, cols,
                         instruments=instruments, motor_rows=sensors.motor_torque,
-                        shared=shared)
+                        shared=shared, differences=eq.stop_differences)
 
     try:
         with bar(desc="identify", unit="sample", unit_scale=True) as pbar:
@@ -689,6 +735,25 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
     return EquationSet([neq] + [eq for eq, *_ in extra])
 
 
+def _stop_differences(model, base, columns, settings, stops):
+    """Empty :class:`StopDifference` equations, one per stop velocity of ``stops`` (each at
+    least ``settings.stop_velocity``, per joint), for equations over the base columns or
+    ``columns``: one row group per joint (its friction rows: the last n row groups)."""
+    own = np.broadcast_to(np.asarray(settings.stop_velocity, dtype=float), (model.n,))
+    g0 = model.rows_per_sample - model.n
+    structure = None if columns is not None else \
+        np.asarray(regressor_structure(model, base.independent))[g0:]
+    out = []
+    for v in stops:
+        v = np.broadcast_to(np.asarray(v, dtype=float), (model.n,))
+        if np.any(v < own):
+            raise ValueError(f"stops: {v.tolist()} below the stop velocity {own.tolist()} "
+                             f"(the row sets must be nested)")
+        out.append(StopDifference(len(base) if columns is None else int(columns[0]),
+                                  model.n, structure=structure))
+    return out
+
+
 class EquationSet(list):
     """Equations of one pass (:func:`recording_normal_equations` with ``also``): the main
     ones, then the further ones; added element by element (``+=``), so they sum over
@@ -721,10 +786,13 @@ def accumulate_states(model, base, neq, states, settings, *, block=CHUNK, robust
 
 def _accumulate(model, base, neq, states, s, block, robust, drop_reversals=False,
                 columns=None, on_block=None, instruments=None, motor_rows=True,
-                shared=None):
+                shared=None, differences=None):
     """``shared``: a dict that keeps the base regressor blocks of these states for further
     calls on the same samples (keyed by their times, the block and the friction deadband;
-    e.g. the stop-velocity candidates, which differ only in the rows they keep)."""
+    e.g. the stop-velocity candidates, which differ only in the rows they keep).
+    ``differences``: :class:`StopDifference` equations, one per mark of the states'
+    ``near_stops`` (:class:`ReversalWindow` with ``more_stops``), that get the rows kept
+    here that the mark drops, from the same regressor blocks."""
     M = states["q"].shape[0]
     mask = row_mask(model, states, s.velocity_threshold or 0.0)
     if not motor_rows:              # no motor torque recorded (docs/elastic.md, set b)
@@ -748,6 +816,16 @@ def _accumulate(model, base, neq, states, s, block, robust, drop_reversals=False
             if model.config.elastic:
                 keep = np.concatenate([np.ones_like(keep), keep], axis=1)
             mask = keep if mask is None else mask & keep
+    g0 = model.rows_per_sample - model.n        # the joints' friction row groups
+    dmasks = []
+    if differences:
+        # the rows kept here that a larger stop velocity drops (its marks hold these)
+        kept = np.ones((M, model.n), dtype=bool) if mask is None else mask[:, g0:]
+        for i, d in enumerate(differences):
+            marks = states["near_stops"][:, i]
+            d.near_used += (marks & used).sum(axis=0) - (near & used).sum(axis=0)
+            dmasks.append(kept & marks if drop_reversals else np.zeros_like(kept))
+            d.n_samples += M
     elastic = model.config.elastic
     for i in range(0, M, block):
         sl = slice(i, min(i + block, M))
@@ -786,6 +864,8 @@ def _accumulate(model, base, neq, states, s, block, robust, drop_reversals=False
             w, psi2 = robust(W, y, m)
             neq.scale_sums += psi2
         neq.add(W, y, m, w)
+        for d, dm in zip(differences or (), dmasks):
+            d.add(W[:, g0:], y[:, g0:], dm[sl])
         if on_block is not None:
             on_block(W, y, m)
     neq.n_samples += M
@@ -1145,10 +1225,11 @@ def identify(model, recordings, settings=None, *, estimator=None, estimators=Non
                 heads if client is None else None)
         current = [recordings]
 
-        def equations(robust=None, instruments=None, columns=None, settings=None, also=None):
+        def equations(robust=None, instruments=None, columns=None, settings=None, also=None,
+                      stops=None):
             return map_sum(client, _recording_equations, current[0], shipped, settings or s,
                            base=base, block=block, bank=bank, robust=robust,
-                           instruments=instruments, columns=columns, also=also,
+                           instruments=instruments, columns=columns, also=also, stops=stops,
                            use_measured_derivatives=use_measured_derivatives,
                            log=log if client is None else None)   # map, ordered sum
         stiffness = None
@@ -1167,38 +1248,44 @@ def identify(model, recordings, settings=None, *, estimator=None, estimators=Non
         else:
             # stop_velocity: auto: candidates accumulated in the same pass, one chosen
             stops = stop_velocity_candidates(model, requested, s)
-            # on every SELECTION_DECIMATE-th sample: the selection costs a fraction of a
-            # pass; the full equations of a raised stop velocity take a second pass
-            extra = [(None, replace(c, decimate=int(c.decimate) * SELECTION_DECIMATE))
-                     for c in ([s] + stops if stops else [])]
+            # each candidate's equations are the automatic one's less the rows it drops
+            # (few rows, accumulated from the same regressor blocks: StopDifference): for
+            # the selection on every SELECTION_DECIMATE-th sample, for the fit at full rate
+            more = [c.stop_velocity for c in stops] or None
+            extra = [(None, replace(s, decimate=int(s.decimate) * SELECTION_DECIMATE), more)
+                     ] if stops else []
             if (gear and s.preprocessing == "butterworth"
                     and int(whitened.decimate) % int(s.decimate) == 0):
-                out = equations(also=gear_also + extra)
+                cols, _ = gear_also[0]     # the gear check on the same rows as the fit
+                out = equations(also=[(cols, whitened, more)] + extra, stops=more)
                 neq, gear_eq, rest = out[0], out[1], list(out[2:])
             elif extra:
-                out = equations(also=extra)
+                out = equations(also=extra, stops=more)
                 neq, rest = out[0], list(out[1:])
             else:
                 neq, rest = equations(), []
             if rest:   # the fit's rows; the prediction keeps the automatic stop velocity
+                rest = [rest[0].with_stop_choice(np.full(model.n, i))
+                        for i in range(len(stops) + 1)]
                 k, stop_record = select_stop_velocity(rest, [s] + stops)
-                if k and any(r.single_use for r in current[0]):
-                    stop_record.update(chosen=0, applied=False)   # cannot be read again
-                elif k:                        # per joint: its chosen candidate
+                if k:                          # per joint: its chosen candidate
+                    per_joint = stop_record["per_joint"]
                     s = replace(s, stop_velocity=tuple(
                         float(stop_record["candidates"][c][j])
-                        for j, c in enumerate(stop_record["per_joint"])))
+                        for j, c in enumerate(per_joint)))
+                    neq = neq.with_stop_choice(per_joint, s.stop_velocity)
                     if gear:                   # the gear check on the same rows as the fit
                         whitened = _whitened(s, recording_summaries(model, current[0]))
                         gear_also = [((len(base) + model.n, GearColumns(model)), whitened)]
                     if gear_eq is not None:
-                        neq, gear_eq = equations(also=gear_also)
-                    else:
-                        neq = equations()
+                        gear_eq = gear_eq.with_stop_choice(per_joint, s.stop_velocity)
                     neq.preprocessing = dict(neq.preprocessing, stop_velocity=[
                         float(v) for v in np.broadcast_to(auto_s.stop_velocity, (model.n,))],
                         fit_stop_velocity=[float(v) for v in np.broadcast_to(
                             s.stop_velocity, (model.n,))])
+                neq.stop_differences = []
+                if gear_eq is not None:
+                    gear_eq.stop_differences = []
             if sensors.joint_torque:
                 stiffness = _spring_estimate(model, neq.spring)
 

@@ -1,8 +1,11 @@
 """Normal equations of recordings with what the engine reports about them."""
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
+from robot_identification._threads import one_blas_thread
 from robot_identification.estimation import NormalEquations
 
 #: Samples (regressor samples, after decimation) per time block of
@@ -48,6 +51,10 @@ class RecordingEquations(NormalEquations):
     base : BaseParameters or None
         The columns of these equations where the result's base parameters differ (joint
         stiffness identified outside them and appended); None: the result's.
+    stop_differences : list of StopDifference
+        Per larger stop velocity accumulated in the same pass (``stops`` of
+        :func:`~robot_identification.identification.recording_normal_equations`), the sums
+        of the rows it drops that these equations keep (:meth:`with_stop_choice`).
 
     All of them add up with ``+=``, so the equations of many recordings are a sum.
 
@@ -75,6 +82,10 @@ class RecordingEquations(NormalEquations):
         self._open = 0               # samples in the open block
         self._mark = None            # the sums where the open block began
         self._blocks_valid = True    # False once sums without blocks were added
+        self.stop_differences = []
+
+    #: :meth:`add` gathers each group's rows of a block once (:meth:`groups_of`).
+    _gather_once = True
 
     def _sums(self):
         return self.G.copy(), self.b.copy(), self.c.copy(), self.count.copy()
@@ -88,7 +99,7 @@ class RecordingEquations(NormalEquations):
         if n == 0:
             return super().add(W, y, mask, weights)
         groups = None
-        if self.group_columns is not None:  # each group gathered once, its rows split
+        if self.group_columns is not None and self._gather_once:  # gathered once, split
             W, y = self._checked(W, y)
             mask = None if mask is None else np.asarray(mask, dtype=bool)
             groups = self.groups_of(W, y, mask, weights)
@@ -102,9 +113,9 @@ class RecordingEquations(NormalEquations):
                 self.count += k if mask is None else mask[sl].sum(axis=0)
                 self.add_groups(groups, sl)
             else:
-                super().add(W[sl], np.asarray(y)[sl],
-                            None if mask is None else np.asarray(mask)[sl],
-                            None if weights is None else np.asarray(weights)[sl])
+                self._add_block(W[sl], np.asarray(y)[sl],
+                                None if mask is None else np.asarray(mask)[sl],
+                                None if weights is None else np.asarray(weights)[sl])
             self._open += k
             i += k
             if self._open >= self._block_len:
@@ -113,6 +124,9 @@ class RecordingEquations(NormalEquations):
                 if len(self._blocks) >= 2 * MAX_TIME_BLOCKS:
                     self._blocks = _merge_pairs(self._blocks)
                     self._block_len *= 2
+
+    def _add_block(self, W, y, mask, weights):
+        NormalEquations.add(self, W, y, mask, weights)
 
     def _open_block(self):
         # the sums less the mark, without copying the sums first (issue #29: a 6 x 64 x 64
@@ -169,6 +183,119 @@ class RecordingEquations(NormalEquations):
             self.spring = other.spring if self.spring is None else self.spring + other.spring
         if self.base is None:
             self.base = other.base
+        if other.stop_differences:
+            if self.stop_differences:
+                for mine, theirs in zip(self.stop_differences, other.stop_differences):
+                    mine += theirs
+            else:
+                self.stop_differences = other.stop_differences
+        return self
+
+    def with_stop_choice(self, choice, stops=None):
+        """These equations with, per joint j, the rows of stop velocity ``choice[j]``: its
+        row group less the sums of ``stop_differences[choice[j] - 1]`` (0: these equations'
+        own rows). The same sums, time blocks and reversal counts as a pass with those stop
+        velocities (to rounding: a difference of sums), without reading the data again.
+
+        Parameters
+        ----------
+        choice : array_like (n,) of int
+            Per joint, 0 or 1 + an index into :attr:`stop_differences`.
+        stops : array_like (n,), optional
+            The chosen stop velocities [rad/s] for ``preprocessing['stop_velocity']``.
+
+        Returns
+        -------
+        RecordingEquations
+            A new object (these equations are left as they are), without
+            ``stop_differences``.
+
+        Raises
+        ------
+        ValueError
+            A choice without its difference equations, or time blocks that do not match.
+        """
+        choice = np.asarray(choice, dtype=int)
+        parts = []                  # (group of these equations, difference, its group)
+        for j, c in enumerate(choice):
+            if c == 0:
+                continue
+            if not 0 < c <= len(self.stop_differences):
+                raise ValueError(f"stop choice {c} for joint {j + 1}: "
+                                 f"{len(self.stop_differences)} difference equations")
+            d = self.stop_differences[c - 1]
+            parts.append((self.groups - d.groups + j, d, j))
+        out = copy.copy(self)
+        out.G, out.b, out.c, out.count = self._sums()
+        out.scale_sums = self.scale_sums.copy()
+        out.reversal_counts = self.reversal_counts.copy()
+        out.recordings = list(self.recordings)
+        out.stop_differences = []
+        out._square = {}
+        for g, d, j in parts:
+            out.G[g] -= d.G[j]
+            out.b[g] -= d.b[j]
+            out.c[g] -= d.c[j]
+            out.count[g] -= d.count[j]
+            out.reversal_counts[0] += d.near_used[j]
+        blocks = self.time_blocks()
+        if blocks is not None:
+            theirs = {id(d): d.time_blocks() for _, d, _ in parts}
+            if any(t is None or len(t) != len(blocks) for t in theirs.values()):
+                raise ValueError("stop choice: the difference equations' time blocks do not "
+                                 "match")
+            new = []
+            for i, blk in enumerate(blocks):
+                G, b, c, count = (a.copy() for a in blk)
+                for g, d, j in parts:
+                    G[g], b[g], c[g], count[g] = (
+                        x[g] - y[j] for x, y in zip((G, b, c, count), theirs[id(d)][i]))
+                new.append((G, b, c, count))
+            out._blocks = new
+        out._mark, out._open = None, 0
+        if stops is not None and self.preprocessing is not None:
+            out.preprocessing = dict(self.preprocessing,
+                                     stop_velocity=[float(v) for v in stops])
+        return out
+
+
+class StopDifference(RecordingEquations):
+    """The rows that a larger stop velocity drops and the equations it travels with keep
+    (:attr:`RecordingEquations.stop_differences`): one row group per joint (the friction rows
+    a joint's stop velocity acts on: a rigid arm's joint rows, an elastic arm's motor
+    rows), added with the same blocks as those equations, so their time blocks match.
+    Few rows: :meth:`add` gathers each group's masked rows before the products (the same
+    sums as :meth:`NormalEquations.add` to rounding, at the cost of those rows alone).
+
+    Attributes
+    ----------
+    near_used : ndarray (n,) of int
+        Per joint the used friction rows that this stop velocity adds to the reversal
+        window's (``reversal_counts[0]`` of the chosen equations).
+    """
+
+    _gather_once = False            # few rows: gathered per time block, masked rows only
+
+    def __init__(self, n_parameters: int, n_groups: int, structure=None):
+        super().__init__(n_parameters, n_groups, structure)
+        self.near_used = np.zeros(n_groups, dtype=np.int64)
+
+    def _add_block(self, W, y, mask, weights):
+        if mask is None or weights is not None:
+            raise ValueError("StopDifference: rows are given by a mask, without weights")
+        self.count += mask.sum(axis=0)
+        with one_blas_thread():
+            for j in range(self.groups):
+                rows = np.flatnonzero(mask[:, j])
+                if rows.size == 0:
+                    continue
+                cols = None if self.group_columns is None else self.group_columns[j]
+                Wj = W[rows, j] if cols is None else W[rows, j][:, cols]
+                self._add_group(j, Wj, y[rows, j], cols)
+
+    def __iadd__(self, other):
+        super().__iadd__(other)
+        self.near_used += other.near_used
         return self
 
 

@@ -149,8 +149,12 @@ def filtered_torques(model, dataset, settings, columns):
         As :func:`preprocess`.
     """
     if model.config.elastic or len(columns) == 1:
-        passes = [preprocess(model, replace(dataset, tau=c), settings)[0] for c in columns]
-        return passes[0], [st["tau"] for st in passes]
+        # the first pass's states, the others' torque alone (issue #29: every pass's states
+        # kept until the last held the peak memory of identify on 1.2 M samples)
+        states = preprocess(model, replace(dataset, tau=columns[0]), settings)[0]
+        return states, [states["tau"]] + [
+            preprocess(model, replace(dataset, tau=c), settings)[0]["tau"]
+            for c in columns[1:]]
     chunks = [next(iter(as_recording(replace(dataset, tau=c), model).chunks()))
               for c in columns]
     wide = replace(chunks[0], tau=np.hstack([ch.tau for ch in chunks]))

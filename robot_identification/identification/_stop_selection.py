@@ -13,13 +13,19 @@ How wide that band is depends on the drive (or the engine), not on the motion, s
 are accumulated for the automatic stop velocity (:data:`~robot_identification.
 identification._auto.STOP_VELOCITY_FRACTION` x the velocity RMS) and for
 :data:`STOP_VELOCITY_FACTORS` times it, in the identification's pass (on every
-:data:`SELECTION_DECIMATE`-th sample). The row sets are nested (a higher stop velocity drops
+:data:`SELECTION_DECIMATE`-th sample; each candidate as the automatic one's equations less
+the rows it drops). The row sets are nested (a higher stop velocity drops
 more rows), so every candidate's least-squares estimate can be scored on the rows all of
 them keep, cross-validated over consecutive stretches of the data: the smallest factor
 for all joints whose estimate fits those rows within :data:`STOP_SELECTION_TOLERANCE` of the
 best, then per joint the smallest factor that keeps that (a joint's stop rows are its own
 row group, so a per-joint choice is a sum of the candidates' per-group sums). The chosen
-stop velocity applies to the fit's rows (``settings.fit_stop_velocity`` in results.yaml);
+stop velocity applies to the fit's rows (``settings.fit_stop_velocity`` in results.yaml),
+without a second pass: the same pass accumulates, at full rate and from the same regressor
+blocks, the rows each candidate drops that the automatic one keeps (few rows;
+:class:`~robot_identification.identification._equations.StopDifference`), and the chosen
+equations are the automatic one's less those, per joint
+(:meth:`~robot_identification.identification._equations.RecordingEquations.with_stop_choice`);
 the prediction's Coulomb ramp keeps the
 automatic one (``settings.stop_velocity``): on the real UR10e a raised ramp predicted the
 other identification run far worse (docs/diagnostics.md). Where Coulomb's law holds down
@@ -47,8 +53,9 @@ IDENTIFIABILITY_SHARE = 0.1
 STOP_SELECTION_TOLERANCE = 0.05
 #: The candidates' equations for the selection are accumulated on every this-many-th sample of
 #: the identification's (a filtered signal, so little is lost; the selection then costs about
-#: 3 / this of a regressor pass's accumulation); a raised stop velocity's full equations take
-#: a second pass.
+#: 1 / this of a regressor pass's accumulation: the automatic stop velocity's equations, the
+#: others as those less the rows they drop); a raised stop velocity's full equations are the
+#: automatic one's less the rows it drops, accumulated at full rate in the same pass.
 SELECTION_DECIMATE = 4
 #: Consecutive stretches of the data the selection cross-validates over.
 SELECTION_FOLDS = 4
@@ -227,13 +234,7 @@ def select_stop_velocity(equations, settings):
 
 def stop_selection_diagnostics(record, joint_names=None):
     """An info note when a stop velocity above the automatic one was chosen (naming the
-    joints by ``joint_names`` when given), or when it could not be applied."""
-    if record.get("applied") is False:
-        return [Diagnostic(
-            "stop_velocity_raised", "info",
-            "friction near rest does not look like Coulomb's law on these data, but the stop "
-            "velocity was not raised: a recording read once (a stream) cannot be read again "
-            "for the fit; give files, or set stop_velocity", "stop_velocity")]
+    joints by ``joint_names`` when given)."""
     per = record.get("per_joint") or []
     raised = [j for j, c in enumerate(per) if c]
     if not raised:
