@@ -553,7 +553,9 @@ def test_a_stuck_executor_does_not_keep_the_run_going(context):
         assert stopped.level == DiagnosticStatus.ERROR, stopped
         assert "silent for" in stopped.message, stopped.message
         assert "judged by the watchdogs' thread" in stopped.message, stopped.message
-        assert g.excitation.watchdogs.thread_verdicts >= 1
+        # counted by that thread after its verdict went out (the message can arrive first)
+        wait_until(g.ex, lambda: g.excitation.watchdogs.thread_verdicts >= 1,
+                   "the thread's verdict counted")
         wait_until(g.ex, lambda: not any(g.references[-1].points[0].velocities),
                    "rest reference")
         assert list(g.references[-1].points[0].positions) == list(
