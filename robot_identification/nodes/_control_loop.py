@@ -38,8 +38,10 @@ K^-1 tau_J and the motor torque of the arm's model, with the rotor-link coupling
 ``coupling: complete``, De Luca & Lucibello 1998,
 :meth:`~robot_identification.simulation.ElasticPDController.feedforward_at`, as ``simulate``
 and hardware_robot's in-cycle controller apply it), from the reference one period before, at
-and after the state (:meth:`ControlLoop.reference_samples`). Not in lockstep (the simulated
-robot's loop keeps the regulator), not in the hold / fail-safe.
+and after the state (:meth:`ControlLoop.reference_samples`); on a moving look-ahead stamped
+on the states' clock from a table made ahead along it (:class:`FeedforwardTable`: nodes every
+12 ms, interpolated), not computed each period. Not in lockstep (the simulated robot's loop
+keeps the regulator), not in the hold / fail-safe.
 """
 from __future__ import annotations
 
@@ -199,6 +201,155 @@ class ReferenceTrajectory:
         return (*quintic_hermite(elapsed, self.times, self.q, self.dq, self.ddq),
                 elapsed > self.times[-1] + 1e-9)
 
+    def sample(self, elapsed):
+        """(q, dq, ddq) (n,) ``elapsed`` [s] after the stamp for the feed-forward's
+        differences: :meth:`at`; after the last point that point at rest; before the first
+        one that point extended at its constant acceleration (q + dq x + ddq x^2 / 2, dq +
+        ddq x, x < 0 the time to it). The jerk before the first point is not in the
+        reference: a central difference about a state at the reference's own stamp (the
+        excitation publisher stamps each reference with the state it answers) misses it
+        (zollo_planar, 2 s of the study's excitation, on-line: 38 N*m off the core loop's
+        command in the median at 250 Hz, 185 N*m at 1 kHz, the feed-forward's part 210 N*m;
+        ``benchmarks/elastic_feedforward_cpu.py --lag 0``); :class:`FeedforwardTable` takes
+        its nodes from earlier references."""
+        x = elapsed - self.times[0]
+        if x < 0.0:
+            return (self.q[0] + x * self.dq[0] + 0.5 * x * x * self.ddq[0],
+                    self.dq[0] + x * self.ddq[0], self.ddq[0])
+        q, dq, ddq, after = self.at(elapsed)
+        return (q, 0 * dq, 0 * ddq) if after else (q, dq, ddq)
+
+
+class FeedforwardTable:
+    """Elastic arms' feed-forward (theta_d, dtheta_d, du) of a reference trajectory known
+    ahead (a look-ahead, :class:`ReferenceTrajectory`), precomputed on a grid of ``step`` [s]
+    and interpolated at each state's time: the complete model's inverse dynamics
+    (:meth:`~robot_identification.simulation.ElasticPDController.feedforward`, 2 ``rnea`` a
+    node in blocks of :attr:`BLOCK` nodes, its differences over ``step``) instead of 4 ``rnea``
+    and the per-call set-up every control period (:meth:`ControlLoop.elastic_feedforward`).
+
+    Nodes at times t0 + j ``step`` on the reference's stamp clock (its stamp + the elapsed
+    time; held as an offset from the stamp of the reference it was started from, so that
+    epoch stamps lose no precision), kept :attr:`LEAD` s ahead of the latest state and
+    extended from whichever reference is current: every reference of the excitation
+    publisher carries the same trajectory. A node stays valid while the current reference at
+    the state agrees with the table's (linear between its nodes) within :attr:`TOLERANCE`
+    plus the bound of that interpolation's error (|second difference| / 8 of the nodes'
+    reference); else the table is made anew from the current reference (a rejoin, a new
+    run: ``rebuilds``). Between two nodes theta_d by cubic Hermite interpolation with
+    dtheta_d as its derivative, dtheta_d and du linearly: errors step^4 / 384
+    max|theta_d''''|, step^2 / 8 max|dtheta_d''| and step^2 / 8 max|du''| (Burden & Faires,
+    *Numerical Analysis*, Sec. 3.4). The step (:attr:`ControlLoop.FEEDFORWARD_STEP`, 12 ms)
+    also spreads the kink of the look-ahead's quintic at its points (its jerk jumps there;
+    the differences of the feed-forward's deflection turn that into a spike): zollo_planar
+    on the hardware-robot study's excitation with the publisher's references, against the
+    core loop's command on the analytic excitation (3 s from 0.5 s, each reference stamped
+    with its state), at 250 Hz and 1 kHz: 0.18 N*m off in the median (the feed-forward's
+    part: 169 N*m), 3.4 N*m at most; nodes every 4 ms: 0.11 and 20 N*m, every period at 1
+    kHz: 0.10 and 94 N*m (``test/test_control_loop_elastic_feedforward.py`` checks the
+    first). ``law``: an
+    :class:`~robot_identification.simulation.ElasticPDController` (the feed-forward does not
+    depend on its gains: one table for every gain scale)."""
+
+    #: [s] the table reaches this far ahead of the latest state
+    LEAD = 0.05
+    #: nodes made per extension (fewer at the start); more nodes per call, less overhead
+    BLOCK = 4
+    #: largest difference (q [rad], dq [rad/s], ddq [rad/s^2]) between the current reference
+    #: and the table's at the state (beyond the bound of the interpolation's error) for the
+    #: table to be kept (the publisher's references differ from one another by up to 1.2e-5
+    #: rad, 1.4e-4 rad/s and 7e-3 rad/s^2 between their points: zollo_planar, the study's
+    #: excitation)
+    TOLERANCE = (1e-4, 1e-3, 0.1)
+
+    def __init__(self, law, step):
+        self.law, self.step = law, float(step)
+        self.base = None                # [s] stamp of the reference the table started from
+        self.t0 = 0.0                   # [s] node 0, after ``base``
+        self.first = self.end = 0       # node indices held: [first, end)
+        self.rebuilds = self.nodes = 0
+        self.tol = None
+
+    def at(self, plan, origin, elapsed, current):
+        """(theta_d, dtheta_d, du) (n,) x 3 at ``elapsed`` [s] of ``plan`` (stamp clock origin
+        ``origin`` [s]), whose reference there is ``current`` (q, dq, ddq) (n,) x 3: nodes
+        made from ``plan`` where the table does not reach or does not agree with it."""
+        if self.base is None:
+            self._reset(origin, elapsed)
+        x = ((origin - self.base) + elapsed - self.t0) / self.step
+        j = int(math.floor(x))
+        if j < self.first or j + 1 >= self.end + 4 * self.BLOCK:
+            self._reset(origin, elapsed)    # behind the table, or far beyond it: anew
+            x, j = 0.0, 0
+        self._reach(plan, origin, j)
+        k, s = j - self.first, x - j
+        ref, slack = self.stack, self.slack
+        if self.tol is None:
+            self.tol = np.repeat(self.TOLERANCE, len(current[0]))
+        if np.any(np.abs(ref[k] + s * (ref[k + 1] - ref[k]) - np.concatenate(current))
+                  > self.tol + slack[k] + slack[k + 1]):
+            self._reset(origin, elapsed)    # another trajectory: anew from this one
+            x = s = 0.0
+            k = j = 0
+            self._reach(plan, origin, j)
+        th, dth, du = self.ff
+        h = self.step
+        # cubic Hermite of theta_d with dtheta_d as its derivative; dtheta_d, du linear
+        h00, h10 = (1 + 2 * s) * (1 - s) ** 2, s * (1 - s) ** 2
+        h01, h11 = s * s * (3 - 2 * s), s * s * (s - 1)
+        theta = h00 * th[k] + h10 * h * dth[k] + h01 * th[k + 1] + h11 * h * dth[k + 1]
+        out = (theta, (1 - s) * dth[k] + s * dth[k + 1], (1 - s) * du[k] + s * du[k + 1])
+        if k > 2 * self.BLOCK:           # forget the nodes behind
+            drop = k - 2
+            self.first += drop
+            self.ref, self.ff = [r[drop:] for r in self.ref], [f[drop:] for f in self.ff]
+            self.stack, self.slack = self.stack[drop:], self.slack[drop:]
+        return out
+
+    def drop(self):
+        """Forget the nodes (made anew from the next reference)."""
+        self.base = None
+
+    def _reach(self, plan, origin, j):
+        """Nodes to :attr:`LEAD` s after node ``j``, made from ``plan``."""
+        need = j + 2 + int(math.ceil(self.LEAD / self.step))
+        while self.end < need:
+            self._extend(plan, origin, max(self.end + self.BLOCK, j + 2))
+
+    def _elapsed(self, j, origin):
+        """[s] of node ``j`` after ``origin``."""
+        return (self.base - origin) + self.t0 + j * self.step
+
+    def _reset(self, origin, elapsed):
+        self.base, self.t0 = origin, elapsed
+        self.first = self.end = 0
+        self.ref = self.ff = self.stack = self.slack = None
+        self.rebuilds += 1
+
+    def _extend(self, plan, origin, stop):
+        """Nodes ``end`` ... ``stop`` - 1 from ``plan``: the reference one node before each
+        to one after, the feed-forward at radius 1, the nodes' reference (q, dq, ddq side by
+        side) and the bound of its linear interpolation's error."""
+        start = self.end
+        known = 0 if self.ref is None else 2        # samples end - 1 and end already held
+        samples = [plan.sample(self._elapsed(j, origin))
+                   for j in range(start - 1 + known, stop + 1)]
+        new = [np.array([s[i] for s in samples]) for i in range(3)]
+        refs = (new if self.ref is None else
+                [np.concatenate([r[-2:], x]) for r, x in zip(self.ref, new)])
+        ff = self.law.feedforward(*refs, self.step, 1)
+        both = np.hstack(refs)
+        stack, slack = both[1:-1], 0.125 * np.abs(both[2:] - 2 * both[1:-1] + both[:-2])
+        if self.ref is None:
+            self.ref, self.ff, self.stack, self.slack = refs, list(ff), stack, slack
+        else:
+            self.ref = [np.concatenate([r, x]) for r, x in zip(self.ref, new)]
+            self.ff = [np.concatenate([f, x]) for f, x in zip(self.ff, ff)]
+            self.stack = np.vstack([self.stack, stack])
+            self.slack = np.vstack([self.slack, slack])
+        self.end = stop
+        self.nodes += stop - start
+
 
 class ControlLoop:
     """The controller's logic (see the module docstring and :mod:`.pd_controller`).
@@ -223,6 +374,12 @@ class ControlLoop:
     #: :meth:`elastic_feedforward`; the node's parameter
     #: ``feedforward`` sets it, default true: docs/ros.md; off for users of the class alone)
     feedforward = False
+    #: real time, elastic arms, ``feedforward``: a moving look-ahead reference on the states'
+    #: clock gets the feed-forward from a :class:`FeedforwardTable` (nodes every
+    #: :attr:`FEEDFORWARD_STEP`) instead of computing it on-line every period (the fallback)
+    feedforward_table = True
+    #: [s] node spacing of that table (a whole number of control periods, at least one)
+    FEEDFORWARD_STEP = 0.012
 
     def init_loop(self):
         lim = [j.limits for j in self.model.config.joints]
@@ -237,7 +394,8 @@ class ControlLoop:
                                  for j in self.model.config.joints])
         self.rotor = rotor_inertia(self.model)
         self._friction = None
-        self.feedforward_commands = 0
+        self.feedforward_commands = self.tabled_feedforward_commands = 0
+        self._ff_table = None
         self.gain_scale = self.scale
         self.law = self.law_for(self.scale)
         self.base_law = self.law_for(1.0)
@@ -329,6 +487,9 @@ class ControlLoop:
                 "velocity_limited_commands": self.limited_commands,
                 "shortened_deadlines": self.shortened_deadlines,
                 "feedforward_commands": self.feedforward_commands,
+                "tabled_feedforward_commands": self.tabled_feedforward_commands,
+                "feedforward_tables": (0 if self._ff_table is None
+                                       else self._ff_table.rebuilds),
                 "shortest_deadline_s": ("" if not np.isfinite(self.shortest_deadline)
                                         else f"{self.shortest_deadline:.4f}"),
                 "heartbeat": self.heartbeat}
@@ -643,17 +804,14 @@ class ControlLoop:
         """The reference one control period before, at and after the latest state: three
         (q, dq, ddq) (n,) x 3 [rad, rad/s, rad/s^2] (the middle one ``q_ref``, ``dq_ref``,
         ``ddq_ref``, :meth:`reference`). A moving reference trajectory (look-ahead) is
-        evaluated at the state's stamp -+ one period (after its last point: that point at
-        rest); a single point, or one held at rest, is extended at its constant acceleration
+        evaluated at the state's stamp -+ one period (:meth:`ReferenceTrajectory.sample`:
+        after its last point that point at rest, before its first one that point extended);
+        a single point, or one held at rest, is extended at its constant acceleration
         (q -+ dq dt + ddq dt^2 / 2, dq -+ ddq dt)."""
         h = self.period
         if self.plan is not None and np.any(dq_ref):
             e = self.plan.elapsed(self.joint[0], self.now())
-            out = []
-            for x in (e - h, e + h):
-                q, dq, ddq, after = self.plan.at(x)
-                out.append((q, 0 * dq, 0 * ddq) if after else (q, dq, ddq))
-            return [out[0], (q_ref, dq_ref, ddq_ref), out[1]]
+            return [self.plan.sample(e - h), (q_ref, dq_ref, ddq_ref), self.plan.sample(e + h)]
         return [(q_ref + k * h * dq_ref + 0.5 * h * h * ddq_ref, dq_ref + k * h * ddq_ref,
                  ddq_ref) for k in (-1.0, 0.0, 1.0)]
 
@@ -663,7 +821,10 @@ class ControlLoop:
         (:meth:`~robot_identification.simulation.ElasticPDController.feedforward_at` on
         :meth:`reference_samples`: the complete model's inverse dynamics, as ``simulate``
         and the in-cycle trajectory controller apply it); None (the regulator's references:
-        De Luca, Siciliano & Zollo 2005) in lockstep and with ``feedforward`` off.
+        De Luca, Siciliano & Zollo 2005) in lockstep and with ``feedforward`` off. On a
+        moving look-ahead stamped on the states' clock (the excitation publisher's) from a
+        :class:`FeedforwardTable` made ahead along it (``feedforward_table``; counted as
+        ``tabled_feedforward_commands``), else computed on-line.
 
         Not gated by the measured velocity, unlike the rigid arms' feed-forward: with the
         weak gains a delay leaves, the regulator alone does not brake a moving elastic arm
@@ -676,6 +837,15 @@ class ControlLoop:
         if self.lockstep or not self.feedforward:
             return None
         self.feedforward_commands += 1
+        plan, stamp = self.plan, self.joint[0]
+        if (self.feedforward_table and plan is not None and np.any(dq_ref) and plan.stamp
+                and abs(stamp - plan.stamp) < 10.0):
+            if self._ff_table is None:
+                stride = max(1, int(round(self.FEEDFORWARD_STEP / self.period)))
+                self._ff_table = FeedforwardTable(self.base_law, stride * self.period)
+            self.tabled_feedforward_commands += 1
+            return self._ff_table.at(plan, plan.stamp, stamp - plan.stamp,
+                                     (q_ref, dq_ref, ddq_ref))
         return self.law.feedforward_at(self.reference_samples(q_ref, dq_ref, ddq_ref),
                                        self.period)
 
