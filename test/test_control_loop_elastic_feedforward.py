@@ -253,3 +253,17 @@ def test_another_trajectory_makes_the_table_anew(arm):
     part = np.array([np.max(np.abs(a - b)) for a, b in zip(table.sent, online.sent)])
     late = times > 1.0 + 2.0 / RATE
     assert late.sum() > 100 and part[late].max() < 5.0
+
+
+def test_a_state_before_the_references_stamp_keeps_the_table(arm):
+    """States a period older than their reference (the controller's executor took the
+    publisher's answer first): their reference is its first point, held, not the trajectory
+    at the state (``quintic_hermite`` before the first point); the table, made from the
+    trajectory, is kept (once it was made anew on each: a hardware-robot session at 250 Hz),
+    its feed-forward that of the state's time."""
+    model, traj = arm
+    table, online = make_loop(model), make_loop(model)
+    online.feedforward_table = False
+    times, states = run_with_publisher([table, online], traj, RATE, 1.0, lag=-1.0)
+    assert table._ff_table.rebuilds == 1
+    assert table.tabled_feedforward_commands == len(times)

@@ -286,8 +286,10 @@ class FeedforwardTable:
         ref, slack = self.stack, self.slack
         if self.tol is None:
             self.tol = np.repeat(self.TOLERANCE, len(current[0]))
-        if np.any(np.abs(ref[k] + s * (ref[k + 1] - ref[k]) - np.concatenate(current))
-                  > self.tol + slack[k] + slack[k + 1]):
+        # (a state before the reference's first point has that point as its reference)
+        if elapsed >= plan.times[0] and np.any(
+                np.abs(ref[k] + s * (ref[k + 1] - ref[k]) - np.concatenate(current))
+                > self.tol + slack[k] + slack[k + 1]):
             self._reset(origin, elapsed)    # another trajectory: anew from this one
             x = s = 0.0
             k = j = 0

@@ -76,7 +76,10 @@ gains are the core closed loop's at ``rate_hz``
 config's leave the loop undamped, as ``simulate``), then scaled for the delay as above; the
 law gets the reference's feed-forward of the complete model (De Luca 1998, De Luca &
 Lucibello 1998), as ``simulate`` does, at any gain scale
-(:meth:`~._control_loop.ControlLoop.elastic_feedforward`). Both with ``feedforward: true``
+(:meth:`~._control_loop.ControlLoop.elastic_feedforward`; on the excitation publisher's
+look-ahead made ahead along it every 12 ms and interpolated,
+:class:`~._control_loop.FeedforwardTable`, ``tabled_feedforward_commands`` and
+``feedforward_tables`` on ``/diagnostics``). Both with ``feedforward: true``
 only (default false for elastic arms: docs/ros.md, "Elastic arms on the pd_controller
 path"); otherwise the configured gains and the regulator, as before. Each command names
 the state it answers and carries a deadline, that state's stamp + ``command_deadline`` s
