@@ -308,10 +308,6 @@ class FeedforwardTable:
             self.stack, self.slack = self.stack[drop:], self.slack[drop:]
         return out
 
-    def drop(self):
-        """Forget the nodes (made anew from the next reference)."""
-        self.base = None
-
     def _reach(self, plan, origin, j):
         """Nodes to :attr:`LEAD` s after node ``j``, made from ``plan``."""
         need = j + 2 + int(math.ceil(self.LEAD / self.step))
