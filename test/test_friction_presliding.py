@@ -128,6 +128,26 @@ def test_auto_chooses_the_presliding_state_and_it_predicts_held_out_motion(craft
     assert with_state < 0.6 * ramp[0]["models"]["m"]["nrmse_mean"]     # 0.072 vs 0.171
 
 
+def test_the_choice_is_made_on_a_bounded_subsample(crafted, monkeypatch):
+    """The candidates are compared on each recording's first PRESLIDING_SAMPLES samples
+    (issue #29: bounded cost), recorded in the result: with the bound at 3600 of the 4800
+    samples (the Fourier half and the first holds) the table changes (fewer samples), the
+    same delta is chosen, the position jitter (of the whole recording) stays."""
+    from robot_identification.identification import _friction
+    model, ident, _ = crafted
+    s = replace(model.config.identification, cutoff_hz=10.0, estimator="ols")
+    res = identify(model, [ident], s)
+    assert res.settings["presliding_selection_samples"] == _friction.PRESLIDING_SAMPLES
+    assert ident.t.shape[0] < _friction.PRESLIDING_SAMPLES       # compared whole here
+    monkeypatch.setattr(_friction, "PRESLIDING_SAMPLES", 3600)
+    short = identify(model, [ident], s)
+    assert short.settings["presliding_selection_samples"] == 3600
+    assert short.settings["friction_presliding"] == pytest.approx([1e-3] * model.n)
+    assert short.settings["position_jitter"] == res.settings["position_jitter"]
+    assert [e for _, e in short.settings["presliding_selection"]] != [
+        e for _, e in res.settings["presliding_selection"]]
+
+
 def test_presliding_null_keeps_the_ramp_and_is_recorded(crafted):
     model, ident, _ = crafted
     s = replace(model.config.identification, cutoff_hz=10.0, estimator="ols",

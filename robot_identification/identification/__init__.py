@@ -80,8 +80,9 @@ with paused_collector():
         torque_errors)
     from robot_identification.identification._friction import (  # noqa: F401
         BRIDGE_CUTOFF_PERIODS, JITTER_FACTOR, PRESLIDING_GRID, PRESLIDING_MIN_GAIN,
-        filtered_coulomb, motion_direction, position_jitter, prediction_deadband, presliding_of,
-        presliding_state, resolve_presliding, select_presliding)
+        PRESLIDING_SAMPLES, filtered_coulomb, motion_direction, position_jitter,
+        prediction_deadband, presliding_of, presliding_state, resolve_presliding,
+        select_presliding)
     from robot_identification.identification._montecarlo import (  # noqa: F401
         RUN_ESTIMATORS, MonteCarloResult, cramer_rao_bound, monte_carlo, run_seeds,
         simulated_observations, torque_noise_sigma)

@@ -168,6 +168,14 @@ def filtered_torques(model, dataset, settings, columns):
 #: Candidate pre-sliding displacements [rad] of ``friction_presliding: auto`` (besides none).
 PRESLIDING_GRID = (1e-5, 3e-5, 1e-4, 2e-4, 5e-4, 1e-3, 3e-3)
 
+#: ``friction_presliding: auto`` compares the candidates on at most this many samples of each
+#: identification dataset, its first ones (one contiguous stretch: the filters' edges once),
+#: so that its cost is bounded however long the recording (issue #29: the first 200 k-sample
+#: chunk of the 20-minute 1 kHz elastic PUMA recording, 9 filtered torque columns and a
+#: regressor pass over it, cost 2.6 s of the command's ~17 s CPU). 50 s at 1 kHz, several
+#: periods of an excitation; the real UR10e runs (~5.4 k samples) are compared whole.
+PRESLIDING_SAMPLES = 50_000
+
 
 #: Below-stop-velocity intervals shorter than this many cutoff periods between two moving
 #: intervals are reversals, not stops (:func:`motion_direction`; the reversal window of
@@ -368,14 +376,20 @@ def _serial_map(fn, datasets, *args):
     return [fn(*args[:1], ds, *args[1:]) for ds in datasets]
 
 
-def candidate_errors(model, ds, base, beta, settings, jitter, width, grid, direction=None):
+def candidate_errors(model, ds, base, beta, settings, jitter, width, grid, direction=None,
+                     max_samples=None):
     """Mean NRMSE over joints of one dataset's predicted torque for the Coulomb ramp and each
     pre-sliding candidate of ``grid`` (the per-recording part of
-    :func:`select_presliding`, a Dask map task), list of len(grid) + 1 floats;
-    ``direction``: its :func:`motion_direction` where already computed."""
+    :func:`select_presliding`, a Dask map task), list of len(grid) + 1 floats, on the
+    dataset's first ``max_samples`` samples (default :data:`PRESLIDING_SAMPLES`);
+    ``direction``: its :func:`motion_direction` where already computed (on the whole
+    dataset)."""
     ds = ds.select_joints(model.joint_names)
     if direction is None:
         direction = motion_direction(model, ds, settings)
+    cap = int(PRESLIDING_SAMPLES if max_samples is None else max_samples)
+    if ds.t.shape[0] > cap:
+        ds, direction = ds.slice(slice(0, cap)), direction[:cap]
     motor = slice(model.n, 2 * model.n) if model.config.elastic else slice(0, model.n)
     # the measured torque, the ramp and every candidate's Coulomb column through the
     # pre-processing together (rigid models: one pass, :func:`filtered_torques`)
@@ -418,7 +432,9 @@ def select_presliding(model, base, beta, datasets, settings, grid=PRESLIDING_GRI
     candidate delta (``grid``, one delta for all joints, at least each joint's position
     jitter); the candidate with the lowest mean NRMSE over joints and datasets is kept
     where it is at least ``min_gain`` below the ramp's. Nothing is chosen on validation
-    data. One scalar over thousands of samples and a fixed estimate: in-sample selection.
+    data. One scalar over thousands of samples and a fixed estimate: in-sample selection,
+    on each dataset's first :data:`PRESLIDING_SAMPLES` samples (bounded cost; the position
+    jitter on the whole dataset).
 
     Parameters
     ----------
@@ -472,11 +488,12 @@ def resolve_presliding(model, result, datasets, settings, log=None, mapper=None)
     (``friction_presliding`` [rad] or None, ``position_jitter`` [rad] per joint and, for
     ``auto``, the in-sample table ``presliding_selection``: [delta or None, mean NRMSE]).
 
-    ``auto`` is resolved by :func:`select_presliding` on
-    the in-memory identification datasets with the primary estimate; recordings streamed
-    from files (bags) are not held in memory: there ``auto`` stays the ramp (None). A
-    number is kept as given. Only for models with Coulomb friction whose identification
-    dropped the friction rows at reversals and stops (else None).
+    ``auto`` is resolved by :func:`select_presliding` on the in-memory identification
+    datasets with the primary estimate (each one's first :data:`PRESLIDING_SAMPLES` samples,
+    recorded as ``presliding_selection_samples``); recordings streamed from files (bags) are
+    not held in memory: there ``auto`` stays the ramp (None). A number is kept as given.
+    Only for models with Coulomb friction whose identification dropped the friction rows at
+    reversals and stops (else None).
     """
     wanted = getattr(settings, "friction_presliding", None)
     sets = datasets if isinstance(datasets, (list, tuple)) else [datasets]
@@ -494,6 +511,8 @@ def resolve_presliding(model, result, datasets, settings, log=None, mapper=None)
                 model, result.base, result.estimate.values, sets, resolved, mapper=mapper)
             out["presliding_selection"] = [[None if d is None else float(d),
                                             round(e, 5)] for d, e in table]
+            # the subsample the table is of: each dataset's first samples, at most these
+            out["presliding_selection_samples"] = PRESLIDING_SAMPLES
         else:
             delta = float(wanted)
             jitter = _jitter_of((mapper or _serial_map)(rest_steps, sets, model, resolved),
