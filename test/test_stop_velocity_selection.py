@@ -124,6 +124,24 @@ def test_the_gear_check_uses_the_rows_of_the_fit(monkeypatch):
     assert seen["stop"] != r.settings["stop_velocity"]
 
 
+def _simulated(robot):
+    """A simulated run of ``robot`` (seed 1, 40 dB) streamed in 1000-sample chunks, its
+    resolved settings (a 20 Hz cut-off where none), their automatic stop velocity (n,) and
+    two larger candidates (3x, 10x)."""
+    from dataclasses import replace
+
+    from robot_identification.identification import Recording
+    from robot_identification.identification._auto import recording_summaries, resolve_settings
+    from robot_identification.model import load_robot
+    from robot_identification.simulation import simulate
+    model = load_robot(robot)
+    rec = Recording.from_dataset(simulate(model, seed=1, snr_db=40), model, chunk=1000)
+    s = resolve_settings(model, model.config.identification, recording_summaries(model, [rec]))
+    s = s if s.cutoff_hz else replace(s, cutoff_hz=20.0)
+    auto = np.broadcast_to(np.asarray(s.stop_velocity, dtype=float), (model.n,))
+    return model, rec, s, auto, [tuple(3.0 * auto), tuple(10.0 * auto)]
+
+
 @pytest.mark.parametrize("robot", ["puma560", "zollo_planar"])
 def test_one_pass_gives_a_raised_stop_velocitys_equations(robot):
     """The chosen per-joint stop velocities' equations from the identification's one pass
@@ -135,17 +153,9 @@ def test_one_pass_gives_a_raised_stop_velocitys_equations(robot):
     from dataclasses import replace
 
     from robot_identification.identification import (
-        Recording, recording_normal_equations, sensor_base, sensor_set)
-    from robot_identification.identification._auto import recording_summaries, resolve_settings
+        recording_normal_equations, sensor_base, sensor_set)
     from robot_identification.identification._sensors import GearColumns
-    from robot_identification.model import load_robot
-    from robot_identification.simulation import simulate
-    model = load_robot(robot)
-    rec = Recording.from_dataset(simulate(model, seed=1, snr_db=40), model, chunk=1000)
-    s = resolve_settings(model, model.config.identification, recording_summaries(model, [rec]))
-    s = s if s.cutoff_hz else replace(s, cutoff_hz=20.0)
-    auto = np.broadcast_to(np.asarray(s.stop_velocity, dtype=float), (model.n,))
-    stops = [tuple(3.0 * auto), tuple(10.0 * auto)]
+    model, rec, s, auto, stops = _simulated(robot)
     choice = np.arange(model.n) % 3 if model.n > 2 else np.array([2, 1])
     chosen = tuple(float(([auto] + [np.asarray(v) for v in stops])[c][j])
                    for j, c in enumerate(choice))
@@ -173,6 +183,55 @@ def test_one_pass_gives_a_raised_stop_velocitys_equations(robot):
     # no choice: the automatic stop velocity's own equations, bit for bit
     plain = recording_normal_equations(model, rec, s, base=base)
     assert np.array_equal(one[0].with_stop_choice(np.zeros(model.n, dtype=int)).G, plain.G)
+
+
+@pytest.mark.parametrize("robot", ["puma560", "zollo_planar"])
+def test_an_entry_on_every_kth_sample_borrows_the_pass_rows(robot, monkeypatch):
+    """An ``also`` entry on the base columns with the pass's friction deadband (the
+    stop-velocity selection's: every 4th sample, the candidates' stops) takes its regressor
+    rows from the pass's blocks (issue #29): the regressor is evaluated on the pass's
+    samples only, and the entry's sums, counts, time blocks and stop differences are those
+    of a pass of its own, to the bit."""
+    from dataclasses import replace
+
+    import robot_identification.identification._engine as engine
+    from robot_identification.identification import recording_normal_equations
+    model, rec, s, _, stops = _simulated(robot)
+    sub = replace(s, decimate=4 * int(s.decimate))
+    evaluated = []
+    real = engine.regressor
+
+    def counting(model_, q, *args, **kw):
+        evaluated.append(q.shape[0])
+        return real(model_, q, *args, **kw)
+    monkeypatch.setattr(engine, "regressor", counting)
+    main, got = recording_normal_equations(model, rec, s, stops=stops,
+                                           also=[(None, sub, stops)], block=256)
+    assert sum(evaluated) == main.n_samples
+    want = recording_normal_equations(model, rec, sub, stops=stops, block=256)
+    assert got.n_samples == want.n_samples > 0
+    for a, b in [(got, want)] + list(zip(got.stop_differences, want.stop_differences)):
+        for key in ("G", "b", "c", "count", "reversal_counts"):
+            assert np.array_equal(getattr(a, key), getattr(b, key)), key
+        for x, y in zip(a.time_blocks(), b.time_blocks()):
+            assert all(np.array_equal(u, v) for u, v in zip(x, y))
+        assert len(a.time_blocks()) == len(b.time_blocks())
+
+
+def test_summed_equations_own_copies_of_the_stop_differences():
+    """``a += b`` where a has no stop differences copies b's: adding more to a later leaves
+    b's as they were."""
+    from robot_identification.identification._equations import StopDifference
+    a, b, c = (RecordingEquations(2, 1) for _ in range(3))
+    for k, eq in enumerate((b, c)):
+        d = StopDifference(2, 1)
+        d.add(np.ones((3, 1, 2)), np.full((3, 1), k + 1.0), mask=np.ones((3, 1), bool))
+        eq.stop_differences = [d]
+    a += b
+    a += c
+    assert a.stop_differences[0] is not b.stop_differences[0]
+    assert b.stop_differences[0].b[0].tolist() == [3.0, 3.0]
+    assert a.stop_differences[0].b[0].tolist() == [9.0, 9.0]
 
 
 @pytest.mark.slow

@@ -55,6 +55,7 @@ class NormalEquations:
         self.group_columns = None if structure is None else [
             np.flatnonzero(np.asarray(row, dtype=bool)) for row in structure]
         self._square = {}           # group -> (its columns, np.ix_ of them): _square_index
+        self._flat = None           # (group_columns, their flat indices): _flat_columns
 
     def add(self, W, y, mask=None, weights=None):
         """Add a block.
@@ -125,8 +126,15 @@ class NormalEquations:
         mask = None if mask is None else np.asarray(mask, dtype=float)
         r = None if weights is None else np.sqrt(np.asarray(weights, dtype=float))
         out = []
-        for j, cols in enumerate(self.group_columns):
-            Wj, yj = W[:, j, cols], y[:, j]                  # one gather (a copy)
+        index, bounds = self._flat_columns()
+        # every group's columns in one gather by flat index (np.take along the rows of W
+        # as (N, groups * p)), transposed into one copy (sum k_j, N): each group's W_j is
+        # the transpose of its rows, the same (N, k_j) column-major copy that W[:, j, cols]
+        # gives, so the products are the same to the bit, at ~60 % of the cost (issue #29:
+        # 1.0 against 1.8 ms for the 12 groups of a 2048-sample elastic PUMA block)
+        rows = np.take(W.reshape(W.shape[0], -1), index, axis=1).T.copy()
+        for j, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+            Wj, yj = rows[a:b].T, y[:, j]
             f = None if mask is None else mask[:, j]
             if r is not None:
                 f = r[:, j] if f is None else f * r[:, j]
@@ -135,6 +143,18 @@ class NormalEquations:
                 yj = yj * f
             out.append((Wj, yj))
         return out
+
+    def _flat_columns(self):
+        """The groups' columns as indices into a block's ``W.reshape(N, groups * p)``, group
+        after group, and each group's bounds in them (groups + 1,); built once while
+        :attr:`group_columns` stays the same list."""
+        got = self._flat
+        if got is None or got[0] is not self.group_columns:
+            cols = self.group_columns
+            got = self._flat = (cols, np.concatenate(
+                [j * self.p + np.asarray(c, dtype=np.intp) for j, c in enumerate(cols)]),
+                np.concatenate([[0], np.cumsum([len(c) for c in cols])]).astype(int))
+        return got[1:]
 
     def add_groups(self, groups, rows=slice(None)):
         """Add the ``rows`` (a slice) of :meth:`groups_of`'s products to the sums (not the

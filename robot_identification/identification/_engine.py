@@ -320,11 +320,16 @@ class ReversalWindow:
 
     def _emit(self, k):
         F = np.concatenate([self.hist, self.flips])
-        c = np.concatenate([np.zeros((1,) + F.shape[1:], dtype=np.int64),
-                            np.cumsum(F, axis=0, dtype=np.int64)])
-        g = len(self.hist) + np.arange(k)          # flips in [g - w, g + ahead], zero padded
-        near = (c[np.minimum(g + self.ahead + 1, F.shape[0])]
-                - c[np.maximum(g - self.w, 0)]) > 0
+        L = F.shape[0]
+        c = np.zeros((L + 1,) + F.shape[1:], dtype=np.int32)   # counts < 2^31: half the
+        np.cumsum(F, axis=0, dtype=np.int32, out=c[1:])        # memory of int64 (#29)
+        h = len(self.hist)        # flips in [g - w, g + ahead] of g = h .. h + k - 1, zero padded
+        lo, hi = h - self.w, h + self.ahead + 1
+        if lo >= 0 and hi + k - 1 <= L:           # within F: slices, not gathers
+            near = c[hi:hi + k] > c[lo:lo + k]
+        else:
+            g = h + np.arange(k)
+            near = c[np.minimum(g + self.ahead + 1, L)] > c[np.maximum(g - self.w, 0)]
         out = {key: v[:k] for key, v in self.pending.items()}
         if self.more:
             out["near_reversal"], out["near_stops"] = near[:, 0], near[:, 1:]
@@ -666,31 +671,60 @@ def recording_normal_equations(model, recording, settings=None, *, base=None, bl
             eq.stop_differences = _stop_differences(model, base, cols, s2, stops2)
         extra.append((eq, s2, k, rev2, None if cols is None else cols[1]))
     emitted = [0]           # states emitted so far (every s.decimate-th sample)
-    # regressor blocks of the same samples computed once, where several entries share them
-    # (kept for a whole chunk: with one such entry nothing is kept, issue #29)
-    sharing = sum(f is None for *_, f in extra) > 1
+    # entries on the base columns with this pass's friction deadband take their regressor
+    # rows from this pass's blocks (the same samples: every k-th; issue #29): a Borrowed
+    # queue each, fed block by block, so only a window's rows wait
+    same = columns is None and instruments is None
+    borrowed = [Borrowed(k, block) if same and f is None and
+                str(s2.friction_deadband) == str(s.friction_deadband) else None
+                for _, s2, k, _, f in extra]
+    # regressor blocks of the same samples computed once, where several other entries share
+    # them (kept for a whole chunk: with one such entry nothing is kept, issue #29)
+    sharing = sum(f is None and b is None for (*_, f), b in zip(extra, borrowed)) > 1
 
     def take(states):
-        if states is not None and extra:
+        if states is not None:
             n_out = states["t"].shape[0]
+            if any(b is not None for b in borrowed):   # the samples' index in this pass
+                states = dict(states, index=np.arange(emitted[0], emitted[0] + n_out))
             shared = {}
-            for eq, s2, k, rev2, f in extra:
+            for (eq, s2, k, rev2, f), b in zip(extra, borrowed):
                 sub = {key: v[(-emitted[0]) % k::k] for key, v in states.items()}
-                _take(sub, eq, s2, rev2, f, shared if f is None and sharing else None)
+                _take(sub, eq, s2, rev2, f, shared if f is None and sharing else None, b)
             emitted[0] += n_out
-        elif states is None:
+        else:
             shared = {}
-            for eq, s2, k, rev2, f in extra:
-                _take(None, eq, s2, rev2, f, shared if f is None and sharing else None)
-        _take(states, neq, s, rev, None if columns is None else columns[1])
+            for (eq, s2, k, rev2, f), b in zip(extra, borrowed):
+                _take(None, eq, s2, rev2, f, shared if f is None and sharing else None, b)
+        _take(states, neq, s, rev, None if columns is None else columns[1],
+              on_rows=feed if any(b is not None for b in borrowed) else None)
+        if states is None:
+            for (eq, s2, *_), b in zip(extra, borrowed):
+                if b is not None and b.pending:      # not in this pass's rows (none expected)
+                    for st in b.pending:
+                        _accumulate(model, base, eq, st, s2, block, robust, drop, None,
+                                    instruments=instruments, motor_rows=sensors.motor_torque,
+                                    differences=eq.stop_differences)
+                    b.pending = []
 
-    def _take(states, eq, st, window, cols, shared=None):
+    def feed(index, W):         # a block of this pass's rows to the entries that borrow them
+        for (eq, s2, *_), b in zip(extra, borrowed):
+            if b is not None:
+                b.feed(index, W, lambda st, rows, eq=eq, s2=s2: _accumulate(
+                    model, base, eq, st, s2, block, robust, drop, None,
+                    instruments=instruments, motor_rows=sensors.motor_torque,
+                    differences=eq.stop_differences, rows=rows))
+
+    def _take(states, eq, st, window, cols, shared=None, borrow=None, on_rows=None):
         if window is not None:
             states = window.push(states) if states is not None else window.finish()
-        if states is not None:
+        if states is not None and borrow is not None:
+            if states["t"].shape[0]:
+                borrow.pending.append(states)        # accumulated as this pass's rows come
+        elif states is not None:
             _accumulate(model, base, eq, states, st, block, robust, drop, cols,
                         instruments=instruments, motor_rows=sensors.motor_torque,
-                        shared=shared, differences=eq.stop_differences)
+                        shared=shared, differences=eq.stop_differences, on_rows=on_rows)
 
     try:
         with bar(desc="identify", unit="sample", unit_scale=True) as pbar:
@@ -754,6 +788,89 @@ def _stop_differences(model, base, columns, settings, stops):
     return out
 
 
+class Borrowed:
+    """The base regressor rows of a pass, on every ``k``-th of its samples, for further
+    equations of that pass (``also`` of :func:`recording_normal_equations`: the
+    stop-velocity selection on every k-th sample) instead of a regressor of their own
+    (issue #29: 0.3 M of the 1.5 M samples whose regressor the 1.2 M-sample elastic
+    recording's pass computed). The entry's states wait in :attr:`pending` (its reversal
+    window emits them later than the pass's) until :meth:`feed` has brought their rows: only
+    about a block and a window of rows are held.
+
+    Parameters
+    ----------
+    k : int
+        The entry keeps the samples of the pass whose index (``states['index']``, from 0
+        over the pass's emitted samples) is a multiple of k.
+    block : int
+        The entry's regressor blocks: each pending states' rows are handed on in whole
+        blocks from their start (or all of them), the blocks a regressor of their own would
+        have had, so the entry's sums are the same to the bit.
+    """
+
+    def __init__(self, k, block):
+        self.k = int(k)
+        self.block = int(block)
+        self.pending = []           # the entry's emitted states (with 'index'), in order
+        self._buf = None            # the pass's rows at multiples of k not yet used: [0, _n)
+        self._index = None          # ... and their indices
+        self._n = 0
+
+    def _keep(self, index, W):
+        """Append the rows ``W[i]`` of the block whose ``index[i]`` is a multiple of k."""
+        sel = np.flatnonzero(index % self.k == 0)
+        need = self._n + sel.size
+        if sel.size == 0:
+            return
+        if self._buf is None or need > self._buf.shape[0] or \
+                self._buf.shape[1:] != W.shape[1:]:
+            buf = np.empty((max(need, 2 * self.block),) + W.shape[1:])
+            index_buf = np.empty(buf.shape[0], dtype=np.int64)
+            if self._n:
+                buf[:self._n], index_buf[:self._n] = self._buf[:self._n], \
+                    self._index[:self._n]
+            self._buf, self._index = buf, index_buf
+        np.take(W, sel, axis=0, out=self._buf[self._n:need])   # a copy (W's memory reused)
+        self._index[self._n:need] = index[sel]
+        self._n = need
+
+    def feed(self, index, W, accumulate):
+        """Take the rows of a block of the pass (``index`` (M,), ``W`` (M, rows, p)) and
+        call ``accumulate(states, rows)`` for the pending states they complete (in order;
+        ``rows`` a view valid during the call, or None: rows missing, the callee computes
+        them)."""
+        self._keep(index, W)
+        used = 0                                     # rows [0, used) consumed
+        while self.pending and self._n:
+            idx, rows = self._index[:self._n], self._buf[:self._n]
+            st = self.pending[0]
+            i = st["index"]
+            n = int(np.searchsorted(i, idx[-1], side="right"))
+            if n < len(i):
+                n -= n % self.block         # whole blocks (the last one: all that is left)
+            if n == 0:
+                break
+            part = st if n == len(i) else {key: v[:n] for key, v in st.items()}
+            pos = np.searchsorted(idx, i[:n])
+            ok = bool(np.all(pos < len(idx))) and np.array_equal(
+                idx[np.minimum(pos, len(idx) - 1)], i[:n])
+            if ok and pos[-1] - pos[0] == n - 1:
+                accumulate(part, rows[pos[0]:pos[0] + n])
+            else:
+                accumulate(part, rows[pos] if ok else None)
+            if ok:
+                used = max(used, int(pos[-1]) + 1)
+            if n < len(i):
+                self.pending[0] = {key: v[n:] for key, v in st.items()}
+                break
+            self.pending.pop(0)
+        if used:                                     # the rest to the front
+            rest = self._n - used
+            self._buf[:rest] = self._buf[used:self._n]
+            self._index[:rest] = self._index[used:self._n]
+            self._n = rest
+
+
 class EquationSet(list):
     """Equations of one pass (:func:`recording_normal_equations` with ``also``): the main
     ones, then the further ones; added element by element (``+=``), so they sum over
@@ -786,13 +903,15 @@ def accumulate_states(model, base, neq, states, settings, *, block=CHUNK, robust
 
 def _accumulate(model, base, neq, states, s, block, robust, drop_reversals=False,
                 columns=None, on_block=None, instruments=None, motor_rows=True,
-                shared=None, differences=None):
+                shared=None, differences=None, rows=None, on_rows=None):
     """``shared``: a dict that keeps the base regressor blocks of these states for further
     calls on the same samples (keyed by their times, the block and the friction deadband;
     e.g. the stop-velocity candidates, which differ only in the rows they keep).
     ``differences``: :class:`StopDifference` equations, one per mark of the states'
     ``near_stops`` (:class:`ReversalWindow` with ``more_stops``), that get the rows kept
-    here that the mark drops, from the same regressor blocks."""
+    here that the mark drops, from the same regressor blocks. ``rows``: the base regressor
+    of these states (M, rows, p), computed elsewhere (:class:`Borrowed`); ``on_rows``:
+    ``f(states['index'][block], W)`` with each block's base regressor W."""
     M = states["q"].shape[0]
     mask = row_mask(model, states, s.velocity_threshold or 0.0)
     if not motor_rows:              # no motor torque recorded (docs/elastic.md, set b)
@@ -834,7 +953,9 @@ def _accumulate(model, base, neq, states, s, block, robust, drop_reversals=False
         key = None if shared is None or columns is not None or instruments is not None else (
             float(states["t"][sl.start]), float(states["t"][sl.stop - 1]), sl.stop - sl.start,
             str(s.friction_deadband))
-        if key is not None and key in shared:
+        if rows is not None:
+            W = rows[sl]
+        elif key is not None and key in shared:
             W = shared[key]
         elif columns is None and instruments is None:    # only the base columns are needed
             W = regressor(model, states["q"][sl], states["dq"][sl], states["ddq"][sl],
@@ -847,6 +968,8 @@ def _accumulate(model, base, neq, states, s, block, robust, drop_reversals=False
                           **extra, friction_deadband=s.friction_deadband)
             W = base.project(Y)
         neq.t_regressor += time.perf_counter() - tr
+        if on_rows is not None and columns is None and instruments is None:
+            on_rows(states["index"][sl], W)
         tj = states.get("tau_joint")
         y = torque_vector(model, states["tau"][sl], None if tj is None else tj[sl])
         if columns is not None:

@@ -187,8 +187,8 @@ class RecordingEquations(NormalEquations):
             if self.stop_differences:
                 for mine, theirs in zip(self.stop_differences, other.stop_differences):
                     mine += theirs
-            else:
-                self.stop_differences = other.stop_differences
+            else:       # copies: adding to them later must not change ``other``'s
+                self.stop_differences = [copy.deepcopy(d) for d in other.stop_differences]
         return self
 
     def with_stop_choice(self, choice, stops=None):
