@@ -19,7 +19,9 @@ the load average is printed beside them.
   (1.2 M samples, ``benchmarks/elastic_20min.py`` makes it) vs the bare 6-dof
   ``computeJointTorqueRegressor`` loop over as many samples (CPU time of the loop alone),
   the two alternated 3 times (``--elastic-rounds``), best of each, every run printed:
-  target <= 4x, peak RSS <= 1 GB (the largest of the runs).
+  target <= 4x, peak RSS <= 1 GB (the largest of the runs). ``--before DIR``: the command of
+  another checkout in the same rounds, the median of the paired rounds' CPU ratios and whether
+  the estimates agree.
 - ``ur10e``: ``identify --robot ur10e --estimator ols`` on the two real identification runs
   (the shared UR10e data, ``shared/data/ur10e`` beside the repository) vs
   ``benchmarks/plain_ols_ur10e.py`` on the same files, alternately in 3 rounds
@@ -143,15 +145,21 @@ def results_estimates(path):
 
 def section_elastic(args, tmp):
     """The command and the bare loop alternated ``--elastic-rounds`` times; best of each
-    (every value printed: one run on a quiet machine varied by 25 %)."""
+    (every value printed: one run on a quiet machine varied by 25 %); ``--before DIR``: that
+    checkout's command in the same rounds."""
     import json
     path = elastic_file(tmp)
-    runs = {"identify": [], "raw": []}
+    runs = {"identify": [], "raw": [], "before": []}
+    before = Path(args.before).resolve() if args.before else None
+    command = ["-m", "robot_identification.cli", "identify", "--robot", "puma560_elastic",
+               "--data", path, "--quiet", "--force", "--output"]
     for _ in range(args.elastic_rounds):
-        ident = timed_child(["-m", "robot_identification.cli", "identify", "--robot",
-                             "puma560_elastic", "--data", path, "--quiet", "--force",
-                             "--output", tmp / "elastic.yaml"], ok=IDENTIFY_OK)
+        ident = timed_child([*command, tmp / "elastic.yaml"], ok=IDENTIFY_OK)
         runs["identify"].append((ident["cpu"], ident["rss_mb"]))
+        if before is not None:
+            old = timed_child([*command, tmp / "elastic_before.yaml"], cwd=before,
+                              ok=IDENTIFY_OK, root=before)
+            runs["before"].append((old["cpu"], old["rss_mb"]))
         raw = json.loads(timed_child([ROOT / "benchmarks" / "elastic_20min.py", "--phase",
                                       "raw", path])["stdout"].strip().splitlines()[-1])
         runs["raw"].append(raw["cpu"])
@@ -167,6 +175,28 @@ def section_elastic(args, tmp):
     tail = [line for line in ident["stdout"].splitlines() if line.strip()][-3:]
     for line in tail:
         print(f"    {line}")
+    if before is not None:
+        old_cpu = [c for c, _ in runs["before"]]
+        paired = np.array([c for c, _ in runs["identify"]]) / np.array(old_cpu)
+        print(f"    before ({before}): CPU {min(old_cpu):.1f} s (runs "
+              f"{', '.join(f'{c:.1f}' for c in old_cpu)}), peak RSS "
+              f"{max(r for _, r in runs['before']):.0f} MB, ratio {min(old_cpu) / ref:.2f}; "
+              f"this checkout / before {np.median(paired):.3f} (median of the paired rounds: "
+              f"{', '.join(f'{r:.3f}' for r in paired)}); estimates "
+              f"{_estimates_differ(tmp / 'elastic_before.yaml', tmp / 'elastic.yaml')}",
+              flush=True)
+
+
+def _estimates_differ(a, b):
+    """'identical' where two results files' base-parameter estimates agree to the bit, else
+    their largest relative difference."""
+    x, y = results_estimates(a), results_estimates(b)
+    if x == y:
+        return "identical"
+    if set(x) != set(y):
+        return "differ: other base parameters"
+    rel = max(abs(x[k] - y[k]) / max(abs(x[k]), abs(y[k]), 1e-300) for k in x)
+    return f"differ by at most {rel:.1e} relative"
 
 
 def section_ur10e(args, tmp):
@@ -279,7 +309,7 @@ def main(argv=None):
     ap.add_argument("--elastic-rounds", type=int, default=3,
                     help="elastic: timed rounds of the command and the bare loop (best of)")
     ap.add_argument("--before", metavar="DIR",
-                    help="ur10e: also time identify of this checkout (e.g. `git archive "
+                    help="ur10e, elastic: also time identify of this checkout (e.g. `git archive "
                          "COMMIT | tar -x -C DIR` plus the compiled kernel in "
                          "robot_identification/regressor/build) in the same rounds and "
                          "compare the results files")
