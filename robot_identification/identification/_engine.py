@@ -830,7 +830,9 @@ class Borrowed:
                 buf[:self._n], index_buf[:self._n] = self._buf[:self._n], \
                     self._index[:self._n]
             self._buf, self._index = buf, index_buf
-        np.take(W, sel, axis=0, out=self._buf[self._n:need])   # a copy (W's memory reused)
+        # a copy (W's memory is reused); mode "clip" (the indices are valid): numpy buffers
+        # ``out`` with "raise", 3x the cost
+        np.take(W, sel, axis=0, out=self._buf[self._n:need], mode="clip")
         self._index[self._n:need] = index[sel]
         self._n = need
 

@@ -283,12 +283,11 @@ class StopDifference(RecordingEquations):
     def _add_block(self, W, y, mask, weights):
         if mask is None or weights is not None:
             raise ValueError("StopDifference: rows are given by a mask, without weights")
-        self.count += mask.sum(axis=0)
+        counts = mask.sum(axis=0)
+        self.count += counts
         with one_blas_thread():
-            for j in range(self.groups):
+            for j in np.flatnonzero(counts):         # groups without rows: nothing to add
                 rows = np.flatnonzero(mask[:, j])
-                if rows.size == 0:
-                    continue
                 cols = None if self.group_columns is None else self.group_columns[j]
                 Wj = W[rows, j] if cols is None else W[rows, j][:, cols]
                 self._add_group(j, Wj, y[rows, j], cols)
