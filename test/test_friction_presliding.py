@@ -129,9 +129,9 @@ def test_auto_chooses_the_presliding_state_and_it_predicts_held_out_motion(craft
 
 
 def test_the_choice_is_made_on_a_bounded_subsample(crafted, monkeypatch):
-    """The candidates are compared on each recording's first PRESLIDING_SAMPLES samples
+    """The candidates are compared on at most PRESLIDING_SAMPLES samples of each recording
     (issue #29: bounded cost), recorded in the result: with the bound at 3600 of the 4800
-    samples (the Fourier half and the first holds) the table changes (fewer samples), the
+    samples (windows spread over the recording) the table changes (fewer samples), the
     same delta is chosen, the position jitter (of the whole recording) stays."""
     from robot_identification.identification import _friction
     model, ident, _ = crafted
@@ -146,6 +146,50 @@ def test_the_choice_is_made_on_a_bounded_subsample(crafted, monkeypatch):
     assert short.settings["position_jitter"] == res.settings["position_jitter"]
     assert [e for _, e in short.settings["presliding_selection"]] != [
         e for _, e in res.settings["presliding_selection"]]
+
+
+def test_windows_spread_over_the_recording():
+    """presliding_windows: the whole recording up to the bound, else equal windows from
+    its first sample to its last, the bound in all."""
+    from robot_identification.identification import presliding_windows
+    assert presliding_windows(4800, 5000) == [slice(0, 4800)]
+    got = presliding_windows(100_000, 5000, 5)
+    assert [(w.start, w.stop) for w in got] == [(0, 1000), (24750, 25750), (49500, 50500),
+                                                (74250, 75250), (99000, 100000)]
+
+
+def test_a_recording_that_begins_with_a_long_rest_is_not_judged_on_the_rest(crafted,
+                                                                           monkeypatch):
+    """The crafted recording after 24 s of rest (the arm held at its first position: the
+    torque is gravity (pinocchio rnea) + the offset, no friction mobilised), the bound at
+    the rest's length: its first samples (the rest) cannot tell the candidates apart (the
+    ramp kept), the windows spread over the recording see the motion and choose the
+    pre-sliding displacement the torque was made with (1e-3 rad)."""
+    import pinocchio as pin
+    from robot_identification.identification import _friction
+    model, ident, _ = crafted
+    n_rest = ident.t.shape[0]
+    q0 = ident.q[0]
+    rest_tau = pin.rnea(model.pin_model, model.pin_model.createData(),
+                        model.pin_configuration(q0), np.zeros(model.pin_model.nv),
+                        np.zeros(model.pin_model.nv))[model.velocity_indices] + 0.5
+    dt = ident.t[1] - ident.t[0]
+    ds = Dataset(t=np.arange(2 * n_rest) * dt, q=np.vstack([np.tile(q0, (n_rest, 1)), ident.q]),
+                 dq=np.vstack([np.zeros_like(ident.dq), ident.dq]),
+                 tau=np.vstack([np.tile(rest_tau, (n_rest, 1)), ident.tau]),
+                 joint_names=ident.joint_names, metadata={"source": "rest_first"})
+    s = replace(model.config.identification, cutoff_hz=10.0, estimator="ols")
+    monkeypatch.setattr(_friction, "PRESLIDING_SAMPLES", n_rest)
+    monkeypatch.setattr(_friction, "PRESLIDING_WINDOWS", 1)    # the former choice: the
+    # first PRESLIDING_SAMPLES samples
+    rest_only = identify(model, [ds], s)
+    table = [e for _, e in rest_only.settings["presliding_selection"]]
+    assert rest_only.settings["friction_presliding"] is None
+    assert max(table) - min(table) < 1e-3 * table[0]          # the rest: all alike
+    monkeypatch.setattr(_friction, "PRESLIDING_WINDOWS", 5)
+    res = identify(model, [ds], s)
+    assert res.settings["presliding_selection_samples"] == n_rest
+    assert res.settings["friction_presliding"] == pytest.approx([1e-3] * model.n)
 
 
 def test_presliding_null_keeps_the_ramp_and_is_recorded(crafted):

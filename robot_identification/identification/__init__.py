@@ -80,7 +80,8 @@ with paused_collector():
         torque_errors)
     from robot_identification.identification._friction import (  # noqa: F401
         BRIDGE_CUTOFF_PERIODS, JITTER_FACTOR, PRESLIDING_GRID, PRESLIDING_MIN_GAIN,
-        PRESLIDING_SAMPLES, filtered_coulomb, motion_direction, position_jitter,
+        PRESLIDING_SAMPLES, PRESLIDING_WINDOWS, filtered_coulomb, motion_direction,
+        position_jitter, presliding_windows,
         prediction_deadband, presliding_of, presliding_state, resolve_presliding,
         select_presliding)
     from robot_identification.identification._montecarlo import (  # noqa: F401

@@ -169,12 +169,17 @@ def filtered_torques(model, dataset, settings, columns):
 PRESLIDING_GRID = (1e-5, 3e-5, 1e-4, 2e-4, 5e-4, 1e-3, 3e-3)
 
 #: ``friction_presliding: auto`` compares the candidates on at most this many samples of each
-#: identification dataset, its first ones (one contiguous stretch: the filters' edges once),
-#: so that its cost is bounded however long the recording (issue #29: the first 200 k-sample
+#: identification dataset, in :data:`PRESLIDING_WINDOWS` windows spread evenly over it, so
+#: that its cost is bounded however long the recording (issue #29: the first 200 k-sample
 #: chunk of the 20-minute 1 kHz elastic PUMA recording, 9 filtered torque columns and a
 #: regressor pass over it, cost 2.6 s of the command's ~17 s CPU). 50 s at 1 kHz, several
 #: periods of an excitation; the real UR10e runs (~5.4 k samples) are compared whole.
 PRESLIDING_SAMPLES = 50_000
+#: Windows of equal length (:data:`PRESLIDING_SAMPLES` in all) a longer dataset is compared
+#: on: the first one at its start, the last one at its end; a recording that begins with a
+#: long rest is not judged on that rest alone (each window is filtered on its own: the
+#: filter's edges once per window, ~0.1 % of a 10 000-sample window at 1 kHz and 20 Hz).
+PRESLIDING_WINDOWS = 5
 
 
 #: Below-stop-velocity intervals shorter than this many cutoff periods between two moving
@@ -376,20 +381,46 @@ def _serial_map(fn, datasets, *args):
     return [fn(*args[:1], ds, *args[1:]) for ds in datasets]
 
 
+def presliding_windows(n_samples, max_samples=None, windows=None):
+    """The samples :func:`candidate_errors` compares on: list of slices, all ``n_samples``
+    when at most ``max_samples`` (default :data:`PRESLIDING_SAMPLES`), else ``windows``
+    (default :data:`PRESLIDING_WINDOWS`) windows of ``max_samples // windows`` samples
+    spread evenly from the first sample to the last."""
+    cap = int(PRESLIDING_SAMPLES if max_samples is None else max_samples)
+    k = int(PRESLIDING_WINDOWS if windows is None else windows)
+    if n_samples <= cap:
+        return [slice(0, n_samples)]
+    length = max(cap // max(k, 1), 1)
+    if k <= 1:
+        return [slice(0, length)]
+    starts = np.round(np.linspace(0, n_samples - length, k)).astype(int)
+    return [slice(int(a), int(a) + length) for a in starts]
+
+
 def candidate_errors(model, ds, base, beta, settings, jitter, width, grid, direction=None,
                      max_samples=None):
     """Mean NRMSE over joints of one dataset's predicted torque for the Coulomb ramp and each
     pre-sliding candidate of ``grid`` (the per-recording part of
-    :func:`select_presliding`, a Dask map task), list of len(grid) + 1 floats, on the
-    dataset's first ``max_samples`` samples (default :data:`PRESLIDING_SAMPLES`);
-    ``direction``: its :func:`motion_direction` where already computed (on the whole
-    dataset)."""
+    :func:`select_presliding`, a Dask map task), list of len(grid) + 1 floats, over the
+    dataset's :func:`presliding_windows` (at most ``max_samples`` samples in all, default
+    :data:`PRESLIDING_SAMPLES`; each window filtered and predicted on its own, the errors
+    over the windows' samples together); ``direction``: its :func:`motion_direction` where
+    already computed (on the whole dataset)."""
     ds = ds.select_joints(model.joint_names)
     if direction is None:
         direction = motion_direction(model, ds, settings)
-    cap = int(PRESLIDING_SAMPLES if max_samples is None else max_samples)
-    if ds.t.shape[0] > cap:
-        ds, direction = ds.slice(slice(0, cap)), direction[:cap]
+    parts = [_window_predictions(model, ds.slice(sl), direction[sl], base, beta, settings,
+                                 jitter, width, grid)
+             for sl in presliding_windows(ds.t.shape[0], max_samples)]
+    measured = np.concatenate([m for m, _ in parts])
+    return [torque_errors(measured, np.concatenate([p[i] for _, p in parts]),
+                          model.joint_names)["nrmse_mean"] for i in range(len(grid) + 1)]
+
+
+def _window_predictions(model, ds, direction, base, beta, settings, jitter, width, grid):
+    """(filtered measured torque (N, n), [predicted torque (N, n) of the ramp, then of each
+    candidate of ``grid``]) on one window ``ds`` of :func:`candidate_errors` (N, n:
+    the motor rows of an elastic model)."""
     motor = slice(model.n, 2 * model.n) if model.config.elastic else slice(0, model.n)
     # the measured torque, the ramp and every candidate's Coulomb column through the
     # pre-processing together (rigid models: one pass, :func:`filtered_torques`)
@@ -418,8 +449,8 @@ def candidate_errors(model, ds, base, beta, settings, jitter, width, grid, direc
         pred = pred0
         if c is not None:     # only the Coulomb columns change: no regressor pass
             pred = pred0 + (col - ramp) * fc
-        out.append(torque_errors(states["tau"], pred, model.joint_names)["nrmse_mean"])
-    return out
+        out.append(pred)
+    return states["tau"], out
 
 
 def select_presliding(model, base, beta, datasets, settings, grid=PRESLIDING_GRID,
@@ -433,8 +464,9 @@ def select_presliding(model, base, beta, datasets, settings, grid=PRESLIDING_GRI
     jitter); the candidate with the lowest mean NRMSE over joints and datasets is kept
     where it is at least ``min_gain`` below the ramp's. Nothing is chosen on validation
     data. One scalar over thousands of samples and a fixed estimate: in-sample selection,
-    on each dataset's first :data:`PRESLIDING_SAMPLES` samples (bounded cost; the position
-    jitter on the whole dataset).
+    on at most :data:`PRESLIDING_SAMPLES` samples of each dataset in
+    :data:`PRESLIDING_WINDOWS` windows spread over it (:func:`presliding_windows`; bounded
+    cost; the position jitter on the whole dataset).
 
     Parameters
     ----------
@@ -489,9 +521,10 @@ def resolve_presliding(model, result, datasets, settings, log=None, mapper=None)
     ``auto``, the in-sample table ``presliding_selection``: [delta or None, mean NRMSE]).
 
     ``auto`` is resolved by :func:`select_presliding` on the in-memory identification
-    datasets with the primary estimate (each one's first :data:`PRESLIDING_SAMPLES` samples,
-    recorded as ``presliding_selection_samples``); recordings streamed from files (bags) are
-    not held in memory: there ``auto`` stays the ramp (None). A number is kept as given.
+    datasets with the primary estimate (at most :data:`PRESLIDING_SAMPLES` samples of each,
+    windows spread over it, recorded as ``presliding_selection_samples``); recordings
+    streamed from files (bags) are not held in memory: there ``auto`` stays the ramp (None).
+    A number is kept as given.
     Only for models with Coulomb friction whose identification dropped the friction rows at
     reversals and stops (else None).
     """
@@ -511,7 +544,8 @@ def resolve_presliding(model, result, datasets, settings, log=None, mapper=None)
                 model, result.base, result.estimate.values, sets, resolved, mapper=mapper)
             out["presliding_selection"] = [[None if d is None else float(d),
                                             round(e, 5)] for d, e in table]
-            # the subsample the table is of: each dataset's first samples, at most these
+            # the subsample the table is of: at most these samples of each dataset, in
+            # PRESLIDING_WINDOWS windows spread over it
             out["presliding_selection_samples"] = PRESLIDING_SAMPLES
         else:
             delta = float(wanted)
