@@ -142,3 +142,16 @@ def test_a_delay_beyond_the_checked_periods_is_a_fault(context):
         assert ctrl.tolerated_delay == 40          # the hold's gains tolerate 40 periods
     finally:
         ctrl.destroy_node()
+
+
+def test_the_feedforward_table_is_a_parameter(context):
+    """``feedforward_table`` (default true) switches the elastic feed-forward's table off: the
+    loop then computes it on-line (test_control_loop_elastic_feedforward.py: with the
+    attribute false no command is tabled)."""
+    for params, expected in (({}, True), ({"feedforward_table": False}, False)):
+        ctrl = controller(context, rate_hz=250.0, lockstep=False, feedforward=True, **params)
+        try:
+            assert ctrl.feedforward_table is expected
+            assert ctrl.get_parameter("feedforward_table").value is expected
+        finally:
+            ctrl.destroy_node()

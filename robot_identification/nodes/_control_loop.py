@@ -37,7 +37,8 @@ inverse dynamics through the springs (De Luca 1998; motor references theta_d = q
 K^-1 tau_J and the motor torque of the arm's model, with the rotor-link coupling of
 ``coupling: complete``, De Luca & Lucibello 1998,
 :meth:`~robot_identification.simulation.ElasticPDController.feedforward_at`, as ``simulate``
-and hardware_robot's in-cycle controller apply it), from the reference one period before, at
+and hardware_robot's in-cycle controller apply it, plus F(dtheta_d), the drives' nominal
+friction at the motor reference velocity), from the reference one period before, at
 and after the state (:meth:`ControlLoop.reference_samples`); on a moving look-ahead stamped
 on the states' clock from a table made ahead along it (:class:`FeedforwardTable`: nodes every
 12 ms, interpolated), not computed each period. Not in lockstep (the simulated robot's loop
@@ -374,7 +375,8 @@ class ControlLoop:
     feedforward = False
     #: real time, elastic arms, ``feedforward``: a moving look-ahead reference on the states'
     #: clock gets the feed-forward from a :class:`FeedforwardTable` (nodes every
-    #: :attr:`FEEDFORWARD_STEP`) instead of computing it on-line every period (the fallback)
+    #: :attr:`FEEDFORWARD_STEP`) instead of computing it on-line every period (the fallback;
+    #: the node's parameter ``feedforward_table`` sets it, default true)
     feedforward_table = True
     #: [s] node spacing of that table (a whole number of control periods, at least one)
     FEEDFORWARD_STEP = 0.012
@@ -790,13 +792,20 @@ class ControlLoop:
         qc = self.model.pin_configuration(np.asarray(q_ref, dtype=float))
         tau = (pin.rnea(pm, self._pin_data, qc, v, a)
                - pin.computeGeneralizedGravity(pm, self._pin_data, qc))
+        return (self.model.from_pin_v(tau) + self.rotor * np.asarray(ddq_ref)
+                + self.drive_friction(dq_ref))
+
+    def drive_friction(self, velocity):
+        """The drives' nominal friction torque (n,) [N*m] at ``velocity`` (n,) [rad/s; the
+        link velocity of a rigid arm, the link-referred motor velocity of an elastic one]:
+        :class:`~robot_identification.simulation.FrictionModel`, the laws the simulator
+        applies; zero where the config has a law it cannot apply (``coulomb_load``)."""
         if self._friction is None:
             try:
                 self._friction = FrictionModel(self.model)
             except ConfigError:
                 self._friction = FrictionModel(self.model, "none")
-        return (self.model.from_pin_v(tau) + self.rotor * np.asarray(ddq_ref)
-                + self._friction(np.asarray(dq_ref, dtype=float)))
+        return self._friction(np.asarray(velocity, dtype=float))
 
     def reference_samples(self, q_ref, dq_ref, ddq_ref):
         """The reference one control period before, at and after the latest state: three
@@ -822,7 +831,13 @@ class ControlLoop:
         De Luca, Siciliano & Zollo 2005) in lockstep and with ``feedforward`` off. On a
         moving look-ahead stamped on the states' clock (the excitation publisher's) from a
         :class:`FeedforwardTable` made ahead along it (``feedforward_table``; counted as
-        ``tabled_feedforward_commands``), else computed on-line.
+        ``tabled_feedforward_commands``), else computed on-line. The torque adds the drives'
+        nominal friction at the motor reference velocity dtheta_d (:meth:`drive_friction`,
+        as the rigid arms' feed-forward at dq_r): the law's inverse dynamics leave friction
+        out, and under delay-scaled gains the regulator's torque does not break a drive's
+        Coulomb friction away (puma560_elastic at 250 Hz, gain scale 0.107, MuJoCo stand-in:
+        joints 1 and 3 moved 0.012 and 0.015 rad of the reference's 0.55 and 0.43 rad
+        without it, within 0.033 and 0.043 rad of the reference with it; docs/ros.md).
 
         Not gated by the measured velocity, unlike the rigid arms' feed-forward: with the
         weak gains a delay leaves, the regulator alone does not brake a moving elastic arm
@@ -842,10 +857,12 @@ class ControlLoop:
                 stride = max(1, int(round(self.FEEDFORWARD_STEP / self.period)))
                 self._ff_table = FeedforwardTable(self.base_law, stride * self.period)
             self.tabled_feedforward_commands += 1
-            return self._ff_table.at(plan, plan.stamp, stamp - plan.stamp,
-                                     (q_ref, dq_ref, ddq_ref))
-        return self.law.feedforward_at(self.reference_samples(q_ref, dq_ref, ddq_ref),
-                                       self.period)
+            theta_d, dtheta_d, du = self._ff_table.at(plan, plan.stamp, stamp - plan.stamp,
+                                                      (q_ref, dq_ref, ddq_ref))
+        else:
+            theta_d, dtheta_d, du = self.law.feedforward_at(
+                self.reference_samples(q_ref, dq_ref, ddq_ref), self.period)
+        return theta_d, dtheta_d, du + self.drive_friction(dtheta_d)
 
     def with_feedforward(self, u, q_ref, dq_ref, ddq_ref, dq=None):
         """Command ``u`` (n,) [N*m] of the law plus :meth:`feedforward_torque`, clipped to

@@ -179,6 +179,12 @@ class PDController(Managed, ControlLoop, LifecycleNode):
             "the complete model, De Luca 1998, at any gain scale). Default true for rigid "
             "arms, false for elastic arms (docs/ros.md, 'Elastic arms on the pd_controller "
             "path')", read_only=True)
+        self.feedforward_table = declare(
+            self, "feedforward_table", True, "elastic arms, feedforward: true: the "
+            "feed-forward on the excitation publisher's look-ahead from a table made ahead "
+            "along it (nodes every 12 ms, interpolated; about 0.7 x the CPU per period); "
+            "false: computed on-line every period from the reference one period before, at "
+            "and after the state (docs/ros.md)", read_only=True)
         loop_gains = None
         if model.config.elastic and not self.lockstep and self.feedforward:
             # the core closed loop's gains at this rate: the damped design where the config's
