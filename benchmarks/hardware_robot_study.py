@@ -219,10 +219,12 @@ class Client:
 def run_session(robot="puma560", rate=1000.0, scenario="normal", domain=60, busy=0,
                 reliability="reliable", depth=10, folder=None, log=print,
                 heartbeat_timeout=HEARTBEAT_TIMEOUT, nice=0, feedforward=None, jtc=False,
-                jtc_scale=1.0):
+                jtc_scale=1.0, engine="builtin"):
     """One session (module docstring); returns a dict of its measurements. Its node logs
     stay in ``folder`` (default: a new temporary folder). ``jtc``: the joint_trajectory_
-    controller path (hardware_robot's in-cycle controller, gains scaled by ``jtc_scale``)."""
+    controller path (hardware_robot's in-cycle controller, gains scaled by ``jtc_scale``).
+    ``engine``: the stand-in's physics (``stand_in_engine``; the core pipeline's reference
+    is simulated on the same engine)."""
     if jtc and scenario != "normal":
         raise ValueError(f"the joint_trajectory_controller path has no pd_controller: "
                          f"scenario {scenario!r} is for the pd_controller path")
@@ -253,13 +255,14 @@ def run_session(robot="puma560", rate=1000.0, scenario="normal", domain=60, busy
          f"robot:={robot}", f"rate_hz:={rate}", "stand_in:=true", f"trajectory_file:={path}",
          f"data_directory:={data}", f"params_file:={params}",
          f"watchdog_timeout:={WATCHDOG_TIMEOUT}", f"heartbeat_timeout:={heartbeat_timeout}",
+         f"stand_in_engine:={engine}",
          *(["use_pd_controller:=false"] if jtc else [])],
         env=env, stdout=(folder / "launch.log").open("w"), stderr=subprocess.STDOUT,
         start_new_session=True)
     loads = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
     out = {"robot": robot, "rate": rate, "scenario": scenario, "busy": busy, "nice": nice,
            "feedforward": "default" if feedforward is None else feedforward,
-           "mode": f"jtc x{jtc_scale:g}" if jtc else "pd",
+           "mode": f"jtc x{jtc_scale:g}" if jtc else "pd", "engine": engine,
            "qos": f"{reliability}/{depth}", "load": round(os.getloadavg()[0], 1),
            "logs": str(folder)}
     c = None
@@ -394,6 +397,8 @@ def run_session(robot="puma560", rate=1000.0, scenario="normal", domain=60, busy
                    # commands the robot braked on (deadline passed); deadlines the controller
                    # shortened to the velocity limit; commands whose velocity it clipped
                    late_commands=hw.get("late_commands"),
+                   # the physics the stand-in says it ran (the launch argument's effect)
+                   robot_engine=hw.get("engine"),
                    shortened_deadlines=pd.get("shortened_deadlines"),
                    velocity_limited=pd.get("velocity_limited_commands"),
                    feedforward_commands=pd.get("feedforward_commands"))
@@ -403,7 +408,8 @@ def run_session(robot="puma560", rate=1000.0, scenario="normal", domain=60, busy
         if not res.success:
             out["identify_message"] = res.message[:300]
         if res.success:
-            out.update(nrmse(robot, rate, traj, res.message.rsplit("wrote ", 1)[-1].strip()))
+            out.update(nrmse(robot, rate, traj, res.message.rsplit("wrote ", 1)[-1].strip(),
+                             engine))
         return out
     except Exception as exc:        # noqa: BLE001 - a failed session is a result too
         out["failed"] = f"{type(exc).__name__}: {exc}"
@@ -484,25 +490,27 @@ def bag_and_losses(bag, rate):
 
 
 @functools.lru_cache(maxsize=None)
-def core_pipeline(robot, rate):
-    """The core pipeline's estimate on the study's trajectory and the held-out data (the same
-    for every session of a robot and rate: computed once)."""
+def core_pipeline(robot, rate, engine="builtin"):
+    """The core pipeline's estimate on the study's trajectory and the held-out data, both
+    simulated on the stand-in's ``engine`` (the same for every session of a robot, rate and
+    engine: computed once)."""
     from robot_identification.model import load_robot
     from robot_identification.pipeline import identify
     from robot_identification.simulation import simulate
     model = load_robot(robot)
     traj = trajectory(robot, tempfile.mkdtemp(prefix="ri_hw_core_"))[1]
-    core = identify(model, simulate(model, trajectory=traj, rate_hz=rate, seed=0))
-    return core, simulate(model, rate_hz=rate, seed=1)
+    core = identify(model, simulate(model, trajectory=traj, rate_hz=rate, seed=0,
+                                    engine=engine))
+    return core, simulate(model, rate_hz=rate, seed=1, engine=engine)
 
 
-def nrmse(robot, rate, traj, results_file):
+def nrmse(robot, rate, traj, results_file, engine="builtin"):
     from robot_identification.model import load_robot
     from robot_identification.validation import load_estimates, validate
     model = load_robot(robot)
     base, models, _ = load_estimates(results_file, model)
     ros = models[next(k for k in models if k != "nominal")]
-    core, held_out = core_pipeline(robot, rate)
+    core, held_out = core_pipeline(robot, rate, engine)
     m = validate(model, base, {"ros": ros, "core": core.estimate.values}, [held_out])[0]["models"]
     return {"nrmse": round(m["ros"]["nrmse_mean"], 5),
             "core_nrmse": round(m["core"]["nrmse_mean"], 5)}
@@ -513,12 +521,14 @@ def summary(rows):
     groups = {}
     for r in rows:
         groups.setdefault((r["rate"], r["busy"], r["scenario"], r["qos"], r.get("nice", 0),
-                           str(r.get("feedforward", "default")), r.get("mode", "pd")),
+                           str(r.get("feedforward", "default")), r.get("mode", "pd"),
+                           r.get("engine", "builtin")),
                           []).append(r)
     for key, rs in sorted(groups.items()):
         failed = [r for r in rs if "failed" in r]
         runaways = sum(1 for r in rs if (r.get("runaway_ratio") or 0) > 1.0)
-        line = (f"rate {key[0]:g} Hz, busy {key[1]}{f', nice {key[4]}' if key[4] else ''}, "
+        line = (f"{key[7]} stand-in, rate {key[0]:g} Hz, busy {key[1]}"
+                f"{f', nice {key[4]}' if key[4] else ''}, "
                 f"{key[2]}, qos {key[3]}, "
                 f"{'feed-forward ' + key[5] if key[6] == 'pd' else key[6]}: {len(rs)} runs, "
                 f"{len(failed)} failed, {runaways} runaways, max |dq|/limit "
@@ -623,12 +633,15 @@ def main(argv=None):
     p.add_argument("--feedforward", nargs="+", default=["default"],
                    choices=["default", "true", "false"],
                    help="pd_controller feedforward (sessions alternate between the values)")
+    p.add_argument("--engine", default="builtin", choices=["builtin", "mujoco"],
+                   help="the stand-in's physics (launch argument stand_in_engine); the core "
+                   "pipeline's reference is simulated on the same engine")
     args = p.parse_args(argv)
     # SIGTERM: end like Ctrl-C, so that each session's launch and busy loops are ended
     signal.signal(signal.SIGTERM, lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
     ament_prefix()
     out = args.out or Path(tempfile.mkdtemp(prefix="ri_hw_study_"))
-    print(f"node logs under {out}", flush=True)
+    print(f"node logs under {out}; stand-in engine {args.engine}", flush=True)
     rows = []
     for rate in args.rates:
         for busy in args.busy:
@@ -644,7 +657,8 @@ def main(argv=None):
                                 args.robot, rate, scenario, args.domain, busy, rel,
                                 int(depth), nice=args.nice, folder=out / session,
                                 feedforward=None if ff == "default" else ff == "true",
-                                jtc=args.jtc, jtc_scale=args.jtc_scale))
+                                jtc=args.jtc, jtc_scale=args.jtc_scale,
+                                engine=args.engine))
     summary(rows)
 
 

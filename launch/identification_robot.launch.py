@@ -18,7 +18,8 @@ arm; the excitation publisher refuses to start until the controller is ready.
 
 online:=true also starts online_identifier (estimates while the arm moves).
 stand_in:=true also starts hardware_robot, the stand-in for ros2_control hardware (a real-arm
-session rehearsed on this machine; its parameters from params_file; docs/ros.md); with
+session rehearsed on this machine; its parameters from params_file, its physics engine
+stand_in_engine:=builtin|mujoco; docs/ros.md); with
 use_pd_controller:=false it runs a joint_trajectory_controller in its own cycle on
 trajectory_controller_topic (the trajectory the excitation publisher sends).
 
@@ -75,10 +76,14 @@ ARGUMENTS = {
                                  "silent"),
     "stand_in": ("false", "true: also start hardware_robot, the stand-in for ros2_control "
                           "hardware (rehearsal; its parameters from params_file)"),
+    "stand_in_engine": ("", "stand_in:=true: hardware_robot's physics, builtin or mujoco; "
+                            "'' = its parameter engine (config/hardware_robot.yaml, "
+                            "params_file)"),
 }
 CHOICES = {"use_sim_time": ("true", "false"), "use_pd_controller": ("true", "false"),
            "fail_safe": ("hold", "zero"), "executor": ("events", "single"),
-           "online": ("true", "false"), "stand_in": ("true", "false")}
+           "online": ("true", "false"), "stand_in": ("true", "false"),
+           "stand_in_engine": ("", "builtin", "mujoco")}
 #: the managed (lifecycle) nodes: configured, then activated by lifecycle_manager
 MANAGED = ("pd_controller", "excitation_publisher", "recorder")
 
@@ -188,7 +193,9 @@ def nodes(context):
                         joint_states_topic=values["joint_states_topic"],
                         motor_states_topic=motor or "motor_states",
                         command_topic=values["command_topic"], publish_clock=sim_time,
-                        trajectory_controller_topic="" if use_pd else jtc)
+                        trajectory_controller_topic="" if use_pd else jtc,
+                        **({"engine": values["stand_in_engine"]}
+                           if values["stand_in_engine"] else {}))
     return out
 
 

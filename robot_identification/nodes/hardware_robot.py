@@ -94,6 +94,7 @@ class HardwareRobot(Node):
                                     read_only=True),
             seed=declare(self, "seed", 0, "seed of the jitter draws", read_only=True))
         self.physics = make_physics(self.model, rate, engine)
+        self.engine = engine
         self.jtc_topic = declare(self, "trajectory_controller_topic", "", "joint_trajectory_"
                                  "controller in the hardware's cycle: its JointTrajectory "
                                  "topic ('' = off: effort commands)", read_only=True)
@@ -240,7 +241,8 @@ class HardwareRobot(Node):
                   "longest_catch_up_periods": a.longest_catch_up,
                   "loop_delay_s": f"{recent:.4f}",
                   "loop_delay_max_s": f"{self.loop_delay_max:.4f}",
-                  "command_timeout_s": a.command_timeout, "honour_deadline": a.honour_deadline}
+                  "command_timeout_s": a.command_timeout, "honour_deadline": a.honour_deadline,
+                  "engine": self.engine}
         if self.tracker is not None:
             values.update(trajectory_controller_topic=self.jtc_topic,
                           trajectories=a.trajectories,
