@@ -75,11 +75,13 @@ gains are the core closed loop's at ``rate_hz``
 (:func:`~robot_identification.simulation.closed_loop_gains`: the damped design where the
 config's leave the loop undamped, as ``simulate``), then scaled for the delay as above; the
 law gets the reference's feed-forward of the complete model (De Luca 1998, De Luca &
-Lucibello 1998), as ``simulate`` does, at any gain scale
+Lucibello 1998), as ``simulate`` does, plus the drives' nominal friction at the motor
+reference velocity, at any gain scale
 (:meth:`~._control_loop.ControlLoop.elastic_feedforward`; on the excitation publisher's
 look-ahead made ahead along it every 12 ms and interpolated,
 :class:`~._control_loop.FeedforwardTable`, ``tabled_feedforward_commands`` and
-``feedforward_tables`` on ``/diagnostics``). Both with ``feedforward: true``
+``feedforward_tables`` on ``/diagnostics``; ``feedforward_table: false``: computed on-line
+every period). Both with ``feedforward: true``
 only (default false for elastic arms: docs/ros.md, "Elastic arms on the pd_controller
 path"); otherwise the configured gains and the regulator, as before. Each command names
 the state it answers and carries a deadline, that state's stamp + ``command_deadline`` s
@@ -176,7 +178,8 @@ class PDController(Managed, ControlLoop, LifecycleNode):
             "scales the gains down. Elastic arms: the core closed loop instead (simulate's: "
             "the gains of simulation.closed_loop_gains at rate_hz, the damped design where "
             "the configured ones leave the loop undamped, and the reference's feed-forward of "
-            "the complete model, De Luca 1998, at any gain scale). Default true for rigid "
+            "the complete model, De Luca 1998, plus the drives' nominal friction at the motor "
+            "reference velocity, at any gain scale). Default true for rigid "
             "arms, false for elastic arms (docs/ros.md, 'Elastic arms on the pd_controller "
             "path')", read_only=True)
         self.feedforward_table = declare(
