@@ -280,8 +280,8 @@ def test_the_drives_friction_carries_a_weak_gained_arm_in_mujoco(friction, monke
     the study's 4 s excitation as a look-ahead: with the drives' friction in the feed-forward
     every joint follows the reference within 0.1 rad; without it (the law's inverse dynamics
     alone) joint 1's torque stays below its 24.7 N*m Coulomb friction and the joint does not
-    move (measured: 0.012 rad of the reference's 0.55 rad; a hardware-robot session's bag the
-    same)."""
+    move (measured: 0.012 rad of the reference's 0.55 rad; a hardware-robot session's bag
+    0.014 rad)."""
     pytest.importorskip("mujoco")
     from robot_identification.simulation import closed_loop_gains
     from robot_identification.simulation._run import make_simulator

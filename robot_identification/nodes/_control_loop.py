@@ -835,9 +835,10 @@ class ControlLoop:
         nominal friction at the motor reference velocity dtheta_d (:meth:`drive_friction`,
         as the rigid arms' feed-forward at dq_r): the law's inverse dynamics leave friction
         out, and under delay-scaled gains the regulator's torque does not break a drive's
-        Coulomb friction away (puma560_elastic at 250 Hz, gain scale 0.107, MuJoCo stand-in:
-        joints 1 and 3 moved 0.012 and 0.015 rad of the reference's 0.55 and 0.43 rad
-        without it, within 0.033 and 0.043 rad of the reference with it; docs/ros.md).
+        Coulomb friction away (puma560_elastic at 250 Hz, gain scale 0.107, the core loop in
+        MuJoCo with each command 6 periods late: joints 1 and 3 moved 0.012 and 0.015 rad of
+        the reference's 0.55 and 0.43 rad without it, a hardware-robot session's bag 0.014
+        and 0.015 rad; with it within 0.033 and 0.044 rad of the reference; docs/ros.md).
 
         Not gated by the measured velocity, unlike the rigid arms' feed-forward: with the
         weak gains a delay leaves, the regulator alone does not brake a moving elastic arm
