@@ -73,10 +73,12 @@ def closed_loop(model, rate, duration):
         _simulator.Simulator.step = step
     a = np.array(rec)[-int(round(duration * rate)):]     # the run (not the gain checks)
     ev = a[:, 1] > 0
+
+    def median_ms(x):
+        return f"{np.median(x) * 1e3:.3f} ms" if len(x) else "none"
     print(f"closed loop (simulate, {duration:g} s): friction-event periods {ev.sum()} of "
-          f"{len(a)}; CPU per period median {np.median(a[ev, 0]) * 1e3:.3f} ms with an event, "
-          f"{np.median(a[~ev, 0]) * 1e3:.3f} ms without; mean {a[:, 0].mean() * rate:.2f} "
-          f"of a core")
+          f"{len(a)}; CPU per period median {median_ms(a[ev, 0])} with an event, "
+          f"{median_ms(a[~ev, 0])} without; mean {a[:, 0].mean() * rate:.2f} of a core")
     for i, part in enumerate(np.array_split(a, 4)):
         print(f"  quarter {i}: events {100 * np.mean(part[:, 1] > 0):.0f} %, "
               f"{part[:, 0].mean() * rate:.2f} of a core")

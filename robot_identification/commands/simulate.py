@@ -86,8 +86,7 @@ def run(args):
     if args.engine != "builtin":
         steps = f"{meta['substeps']} MuJoCo {meta['integrator']} steps"
     elif meta.get("integrator") == "imex":
-        steps = (f"{meta['imex_steps']} IMEX steps (RK4 x{meta['substeps']} on friction "
-                 f"events)")
+        steps = f"{meta['imex_steps']} IMEX step(s)"
     else:
         steps = f"{meta['substeps']} RK4 sub-steps"
     print(f"simulated {ds.t[-1]:.2f} s of '{model.config.name}' ({ds.n_samples} samples at "

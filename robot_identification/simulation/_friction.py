@@ -150,20 +150,55 @@ class FrictionModel:
             out[idx] = _zollo_stribeck_joints(v[idx], z, pos)
         return out
 
-    def steep_band(self):
-        """Per joint the speed [rad/s] below which its law changes steeply: 1 / sharpness of
-        the stiction and Stribeck arctan terms, f4 and 1 / f6 of ``zollo_stribeck`` (0: none
-        but the sign of Coulomb friction). The simulator's IMEX integrator integrates steps
-        that enter it, or cross v = 0, with RK4 steps."""
+    def arctan_band(self):
+        """Per joint the speed [rad/s] below which an arctan term (stiction, Stribeck: the
+        regularised steps of Gincsaine 2021, eq. 7-8) is steep, 1 / its sharpness (0: no
+        such term). The simulator's IMEX integrator leaves these terms explicit and
+        integrates the steps that enter this band with RK4 steps."""
         band = np.zeros(self.model.n)
         for key, c in self._terms:
             if key in ("stiction", "stribeck"):
                 sharp = self._kv if key == "stiction" else self._delta
                 band = np.maximum(band, np.where(c != 0.0, 1.0 / sharp, 0.0))
-        if len(self._zs_idx):
-            band[self._zs_idx] = np.maximum(band[self._zs_idx],
-                                            np.maximum(self._zs["f4"], 1.0 / self._zs["f6"]))
         return band
+
+    def coulomb_viscous_split(self):
+        """The laws split as F(v) = f_v v + f_c sign(v) + R(v) with f_v, f_c >= 0 and R the
+        rest, continuous at v = 0 where ``jump`` is False: the monotone part (viscous
+        slope and Coulomb step) that the simulator's IMEX integrator treats implicitly
+        (set-valued at v = 0: a stick state, Moreau's time-stepping of Coulomb friction).
+
+        Regressor law: f_v = ``viscous``, f_c = ``coulomb`` (a negative coefficient stays in
+        R). ``zollo_stribeck`` (eq. 43) read with velocities: f_v = f1, f_c = f2 - f3, its
+        step at v = 0 (the f5 term vanishes there); the paper's position variant
+        (a step that depends on theta) stays in R.
+
+        Returns
+        -------
+        fv, fc : ndarray (n,)
+            [N*m*s/rad], [N*m].
+        jump : ndarray (n,) of bool
+            Joints whose R still steps at v = 0 (integrated as before: steps over which
+            their velocity changes sign are redone with RK4).
+        """
+        n = self.model.n
+        fv, fc = np.zeros(n), np.zeros(n)
+        jump = np.zeros(n, dtype=bool)
+        for key, c in self._terms:
+            if key == "viscous":
+                fv += np.maximum(c, 0.0)
+            elif key == "coulomb":
+                fc += np.maximum(c, 0.0)
+                jump |= c < 0.0
+        for i, k in enumerate(self._zs_idx):
+            z = {f: self._zs[f][i] for f in ("f1", "f2", "f3")}
+            fv[k] = max(z["f1"], 0.0)
+            if self._zs_position[i]:
+                jump[k] = True
+            else:
+                fc[k] = max(z["f2"] - z["f3"], 0.0)
+                jump[k] = z["f2"] - z["f3"] < 0.0
+        return fv, fc, jump
 
     def viscous_only(self):
         """This model reduced to its viscous terms (linear in the velocity; the linearised

@@ -1,4 +1,4 @@
-"""Forward dynamics of rigid and elastic-joint arms, integrated with fixed-step RK4."""
+"""Forward dynamics of rigid and elastic-joint arms, integrated with fixed-step RK4 or IMEX."""
 from __future__ import annotations
 
 import math
@@ -16,9 +16,10 @@ OMEGA_STEP = 0.5
 #: Most automatic RK4 sub-steps per control period: more means a mode far faster than any real
 #: arm's (a link of almost no inertia on a joint), refused rather than simulated for hours.
 MAX_AUTO_SUBSTEPS = 2000
-#: Longest step [s] of the IMEX integrator of elastic arms (2 steps per period at 1 kHz): its
-#: error on the slow (arm) dynamics, second order, stays below 1e-7 rad (docs/simulation.md).
-IMEX_STEP = 0.5e-3
+#: Longest step [s] of the IMEX integrator of elastic arms (1 step per period at 1 kHz, 4 at
+#: 250 Hz): its error on the slow (arm) dynamics, second order, stays below 1e-7 rad without
+#: friction; with Coulomb friction the same as with 0.5 ms steps (docs/simulation.md).
+IMEX_STEP = 1e-3
 #: ARS(2,3,2) of Ascher, Ruuth & Spiteri (1997, Sec. 2.5): gamma, delta of the double tableau
 #: implicit [[0, 0, 0], [0, g, 0], [0, 1 - g, g]], explicit [[0, 0, 0], [g, 0, 0],
 #: [d, 1 - d, 0]], weights (0, 1 - g, g) for both; L-stable implicit part.
@@ -341,7 +342,7 @@ class ArmDynamics:
         return np.block([[Ml, np.zeros((n, n))],
                          [np.zeros((n, n)), np.diag(self.rotor * self.gear ** 2)]])
 
-    def spring_operator(self, x):
+    def spring_operator(self, x, inverse=False):
         """Elastic arms: the joint springs' share of the accelerations, linearised at the
         packed state ``x``: d[ddq; ddtheta] = -(G [q; theta] + G_d [dq; dtheta]) with
         G = Mq^-1 [[K, -K], [-K, K]], G_d the same with the damping D (Mq:
@@ -352,13 +353,16 @@ class ArmDynamics:
         Returns
         -------
         G, G_d : ndarray (2n, 2n) [1/s^2], [1/s]
+        Minv : ndarray (2n, 2n) [1/(kg m^2)]
+            Only with ``inverse``: Mq^-1 (its columns n: map the motor torques, e.g. the
+            friction, to accelerations).
         """
         n = self.n
         Minv = np.linalg.inv(self.coordinate_inertia(x[:n], x[n:2 * n]))
         A = Minv[:, :n] - Minv[:, n:]          # Mq^-1 [I; -I]
         G = np.hstack([A * self.K, -A * self.K])
         Gd = np.hstack([A * self.D, -A * self.D])
-        return G, Gd
+        return (G, Gd, Minv) if inverse else (G, Gd)
 
     def natural_frequency(self, q_samples):
         """Largest undamped natural frequency [rad/s] over configurations ``q_samples`` (m, n).
@@ -507,11 +511,18 @@ class Simulator(_Encoders):
       steps (of at most
       :data:`IMEX_STEP`) of the IMEX Runge-Kutta scheme ARS(2,3,2) (Ascher, Ruuth &
       Spiteri 1997), the joint springs implicit (:meth:`ArmDynamics.spring_operator`,
-      linearised once per period; everything else, friction included, explicit), so the
-      stiff spring modes no longer set the step. A step over which a friction velocity
-      changes sign or enters the steep band of a friction law (the discontinuity of
-      Coulomb friction) is redone with RK4 steps of the ``rk4`` integrator's length, so
-      the non-smooth events are integrated as before.
+      linearised once per period), and so the motor friction's viscous and Coulomb parts
+      (:meth:`FrictionModel.coulomb_viscous_split`): at each implicit stage the Coulomb
+      friction is set-valued at v = 0, a motor sticks (velocity exactly 0) while the
+      friction it needs stays within its Coulomb level and otherwise slides (Moreau's
+      time-stepping of Coulomb friction; Karnopp's stick state), solved exactly by an
+      active set per stage. Everything else is explicit. So neither the stiff spring
+      modes nor the discontinuity of Coulomb friction sets the step. Only a step over
+      which a velocity enters the steep band of an arctan friction term
+      (:meth:`FrictionModel.arctan_band`), or crosses 0 on a law whose step at v = 0 stays
+      explicit (a negative Coulomb coefficient, ``zollo_stribeck``'s position variant), is
+      redone with RK4 steps of the ``rk4`` integrator's length (``rk4_periods`` counts
+      the periods).
 
     ``measure()`` returns what encoders would read: positions quantised to
     ``2 pi / encoder_counts`` and optionally Gaussian noise at a signal-to-noise ratio.
@@ -525,7 +536,7 @@ class Simulator(_Encoders):
         RK4 steps per control period; default the config's ``simulation.substeps``, or
         when that is 0, chosen so that h * omega_max <= 0.5 for the highest natural
         frequency omega_max of the arm (e.g. the PUMA wrist with K = 2000 N m/rad needs
-        ~10 kHz). With ``imex``: the RK4 steps per period on friction events.
+        ~10 kHz). With ``imex``: the RK4 steps per period on the steps redone with RK4.
     integrator : {None, 'imex', 'rk4'}
         Default: ``imex`` for elastic arms whose automatic RK4 steps would cost more than
         twice the dynamics evaluations of the IMEX steps (stiff springs: puma560_elastic,
@@ -590,12 +601,18 @@ class Simulator(_Encoders):
                           and 4 * self.substeps > 2 * imex_cost else "rk4")
         #: ``imex`` or ``rk4`` (see the class docstring)
         self.integrator = integrator
-        #: control periods so far with a friction event redone with RK4 (``imex``)
+        #: control periods so far with a step redone with RK4 (``imex``; class docstring)
         self.rk4_periods = 0
         if self.elastic:
             n = self.n
             self._fric_v = slice(3 * n, 4 * n)       # the friction acts on dtheta
-            self._band = self.friction.steep_band()
+            # IMEX: viscous + Coulomb implicit (set-valued at v = 0); the rest explicit,
+            # redone with RK4 on steps that enter an arctan term's steep band or (a law
+            # whose explicit rest steps at v = 0) cross v = 0
+            self._fv, self._fc, self._jump = self.friction.coulomb_viscous_split()
+            self._band = self.friction.arctan_band()
+            self._implicit_friction = bool(np.any(self._fv) or np.any(self._fc))
+            self._events = bool(np.any(self._band) or np.any(self._jump))
         self.reset()
 
     def auto_substeps(self):
@@ -696,39 +713,77 @@ class Simulator(_Encoders):
     def _imex_period(self, x, u):
         """One control period of ARS(2,3,2) steps (class docstring). With the spring
         operator L y = [v; -(G p + G_d v)] for y = [p; v], the implicit stages solve
-        (I - c L) Y = r, c = gamma h: Y_v = W (r_v - c G r_p), Y_p = r_p + c Y_v with
-        W = (I + c^2 G + c G_d)^-1; the explicit part is f - L y."""
+        (I - c L) Y = r + c [0; -B F], c = gamma h, B = Mq^-1[:, n:] (the motor torques'
+        accelerations), F = f_v s + g the implicit friction at the stage's motor velocities
+        s, g in f_c Sign(s) (:meth:`_stage_friction`): Y_v = W (r_v - c G r_p - c B F),
+        Y_p = r_p + c Y_v with W = (I + c^2 G + c G_d)^-1; the explicit part is
+        f - L y + B (f_v s + f_c sign(s)) (the rest of the friction, the rest of the
+        dynamics)."""
         f = self.dynamics.derivative
+        n = self.n
         m = x.shape[0] // 2
         k = self.imex_steps
         h = self.dt / k
         c = _ARS_G * h
-        G, Gd = self.dynamics.spring_operator(x)
+        G, Gd, Minv = self.dynamics.spring_operator(x, inverse=True)
         W = np.linalg.inv(np.eye(m) + (c * c) * G + c * Gd)
+        fv, fc, implicit = self._fv, self._fc, self._implicit_friction
+        if implicit:
+            B = Minv[:, n:]
+            WB = W @ B
+            cA = c * WB[n:]                      # (n, n), symmetric positive definite
+            P = np.eye(n) + cA * fv
+            cache = {None: np.diag(cA) * fc}     # + per stick pattern: its matrix inverse
+            Bfull = np.zeros((2 * m, n))
+            Bfull[m:] = B
+
+        GG = -np.hstack([G, Gd])
 
         def spring(y):                           # L y
             out = np.empty_like(y)
             out[:m] = y[m:]
-            out[m:] = -(G @ y[:m] + Gd @ y[m:])
+            out[m:] = GG @ y
             return out
 
-        def solve(r):                            # (I - c L)^-1 r
+        def explicit(y):                         # f - L y + B (f_v s + f_c sign(s))
+            E = f(y, u) - spring(y)
+            if implicit:
+                s = y[self._fric_v]
+                E[m:] += B @ (fv * s + fc * np.sign(s))
+            return E
+
+        def solve(r):                  # Y of (I - c L) Y = r + c [0; -B F]; F (None: failed)
             out = np.empty_like(r)
-            out[m:] = W @ (r[m:] - c * (G @ r[:m]))
-            out[:m] = r[:m] + c * out[m:]
-            return out
+            v = W @ (r[m:] - c * (G @ r[:m]))
+            F = None
+            if implicit:
+                F, stick = self._stage_friction(v[n:], cA, P, cache)
+                if F is None:
+                    return out, None
+                v -= c * (WB @ F)
+                v[n:][stick] = 0.0
+            out[m:] = v
+            out[:m] = r[:m] + c * v
+            return out, F
 
         event = False
         for _ in range(k):
-            F1 = f(x, u)
-            E1 = F1 - spring(x)
-            Y2 = solve(x + c * E1)
-            F2 = f(Y2, u)
-            K2 = spring(Y2)
-            Y3 = solve(x + h * (_ARS_D * E1 + (1.0 - _ARS_D) * (F2 - K2)) + (h - c) * K2)
-            F3 = f(Y3, u)
-            x_new = x + h * ((1.0 - _ARS_G) * F2 + _ARS_G * F3)
-            if self._friction_event(x, Y2, Y3, x_new):
+            E1 = explicit(x)
+            Y2, F2 = solve(x + c * E1)
+            ok = F2 is not None or not implicit
+            if ok:
+                E2 = explicit(Y2)
+                K2 = spring(Y2)
+                if implicit:
+                    K2 -= Bfull @ F2
+                Y3, F3 = solve(x + h * (_ARS_D * E1 + (1.0 - _ARS_D) * E2) + (h - c) * K2)
+                ok = F3 is not None or not implicit
+            if ok:
+                K3 = spring(Y3)
+                if implicit:
+                    K3 -= Bfull @ F3
+                x_new = x + h * ((1.0 - _ARS_G) * (E2 + K2) + _ARS_G * (explicit(Y3) + K3))
+            if not ok or (self._events and self._friction_event(x, Y2, Y3, x_new)):
                 event = True
                 steps = max(1, math.ceil(self.substeps / k))    # RK4 steps <= self.h
                 x_new = self._rk4(x, u, h / steps, steps)
@@ -736,9 +791,59 @@ class Simulator(_Encoders):
         self.rk4_periods += event
         return x
 
+    def _stage_friction(self, s0, cA, P, cache, iterations=12):
+        """Implicit viscous + Coulomb friction of one IMEX stage: s + cA (f_v s + g) = s0,
+        g_i in f_c,i Sign(s_i) (Sign(0) = [-1, 1]: the joint sticks, s_i = 0, while the
+        friction |g_i| <= f_c,i it needs to stay stuck is available; Moreau's time-stepping
+        of Coulomb friction, Karnopp's stick state at the stage). s0 (n,) the motor velocities
+        without friction [rad/s], cA (n, n) = c W B's motor rows (symmetric positive
+        definite), P = I + cA diag(f_v). Solved by an active set (stick, or slip with a sign,
+        per joint; one linear solve per iteration, its inverse kept in ``cache`` per stick
+        pattern for the period).
+
+        Returns
+        -------
+        F : ndarray (n,) or None
+            The friction f_v s + g [N*m]; None when the active set did not settle.
+        stick : ndarray (n,) of bool
+        """
+        fv, fc, coulomb = self._fv, self._fc, self._fc > 0.0
+        sig = np.sign(s0)
+        stick = coulomb & (np.abs(s0) <= cache[None])
+        for it in range(iterations):
+            key = stick.tobytes()
+            inv = cache.get(key)
+            if inv is None:
+                Mx = P.copy()
+                Mx[:, stick] = cA[:, stick]
+                inv = cache[key] = np.linalg.inv(Mx)
+            g = fc * sig
+            g[stick] = 0.0
+            z = inv @ (s0 - cA @ g)
+            s = z.copy()
+            s[stick] = 0.0
+            g[stick] = z[stick]
+            bad_stick = stick & (np.abs(g) > fc * (1.0 + 1e-12))
+            bad_slip = coulomb & ~stick & (s * sig <= 0.0)
+            bad = bad_stick | bad_slip
+            if not bad.any():
+                return fv * s + g, stick
+            if it >= 4:                          # one change at a time (no cycling)
+                one = np.zeros_like(bad)
+                one[np.argmax(bad)] = True
+                bad_stick &= one
+                bad_slip &= one
+            sig = np.where(bad_stick, np.sign(g), sig)
+            stick = (stick & ~bad_stick) | bad_slip
+        return None, stick
+
     def _friction_event(self, *states):
-        """Whether a friction velocity changes sign over the stages or is in a steep band."""
+        """Whether, over the stages, a velocity enters the steep band of an arctan friction
+        term or a velocity whose law steps at v = 0 outside the implicit part changes sign."""
         v = np.stack([y[self._fric_v] for y in states])
-        sign = np.sign(v)
-        return bool(np.any(sign != sign[0]) or not np.all(sign[0])
-                    or np.any(np.abs(v) < self._band))
+        if np.any(np.abs(v) < self._band):
+            return True
+        if not self._jump.any():
+            return False
+        sign = np.sign(v[:, self._jump])
+        return bool(np.any(sign != sign[0]) or not np.all(sign[0]))
